@@ -1,0 +1,95 @@
+// Package crdt holds the Automerge documents that memmesh replicates: one
+// document per memory (MemoryDoc) and one per edge (EdgeDoc), plus the
+// ids that name them. It converts between documents and the plain Go
+// values Memory and Edge, checks input before it reaches Automerge, and
+// does no I/O. It imports nothing else of memmesh.
+//
+// # Document layout
+//
+// Every document's root map has
+//
+//	type    "memory" or "edge"
+//	schema  int64 layout version (1); newer versions are refused on load
+//	id      26 lowercase base32 characters
+//
+// A memory document adds scalars namespace, title, kind, tier, confidence
+// (float64), evergreen (bool), status and expires_at, and four nested
+// maps:
+//
+//	provenance  {device, agent, session, created_at, updated_at}
+//	tags        {tag: true, ...}
+//	touches     {path or entity: true, ...}
+//	revisions   {revision id: {parent, merges, text, device, at}, ...}
+//
+// Tags and touches are sets stored as map keys, so concurrent additions and
+// removals merge element by element (an element newly added on one
+// replica while removed on another is kept). The nested maps are created with the document,
+// never later, so two replicas never create the same map concurrently.
+//
+// An edge document adds scalars from, rel, to, notes, strength (float64),
+// origin, validity, deleted (bool), created_at and updated_at.
+// Its id is EdgeID(from, rel, to), so the same edge made on two machines
+// merges into one document.
+//
+// Times are int64 Unix milliseconds, 0 for the zero time, and read back in
+// UTC. Scalars merge last-writer-wins per key. Setters skip values that
+// are unchanged, so rewriting a field makes nothing to sync. Values that
+// must agree with each other share one key, so that concurrent changes
+// merge to one replica's pair, never a mix of two: a compacted memory's
+// status is "compacted:<id of the memory it was compacted into>", and an
+// edge's validity is "<valid_from>,<valid_to>" in Unix milliseconds.
+//
+// # Content, revisions and conflicts
+//
+// Content is never an Automerge Text object: Text costs 30 to 100 times
+// more CPU and memory at our sizes, and character-level merging of two
+// edits to markdown rarely gives text anyone wrote. Instead each edit adds
+// a revision whose text is a plain string scalar; parent names the
+// revision it edits (absent for the first), and merges, a comma-separated
+// list of ids, names other revisions it supersedes. Revisions are never
+// changed or removed.
+//
+// A leaf is a revision that no other revision names as parent or in
+// merges. Content is the text of the newest leaf (by time, then id). Two
+// leaves mean edits made concurrently on different machines: a sync
+// conflict. Memory.Conflict lists the leaves, newest first, and nothing is
+// lost. AppendRevision takes the newest leaf as parent and every other
+// leaf as merges, so the next edit resolves the conflict.
+//
+// # Actors and changes
+//
+// Every replica that edits a document needs its own Automerge actor id;
+// ActorID derives a device's from its device id. Two copies of one document
+// that make changes as the same actor without seeing each other's changes
+// produce changes that can never be merged ("duplicate seq"), so a node
+// must serialise the edits it makes to each document.
+//
+// Setters record operations; Commit turns them into one change. Heads,
+// Save, Materialize, Merge and Fork commit pending operations first,
+// without a message, as Automerge does. Merging never creates a change, so
+// replicas that have exchanged all changes have identical heads.
+//
+// # Untrusted bytes
+//
+// automerge-go aborts the whole process on a panic in the Rust library, so
+// LoadMemoryDoc and LoadEdgeDoc check bytes before Automerge parses them:
+// they refuse empty input, input over MaxDocSize, input without the
+// Automerge magic, anything but a single document chunk (what Save
+// produces), deflated columns that inflate beyond 8 times MaxDocSize, and
+// operations with an unknown action or an increment by a non-integer —
+// both of which the linked Automerge aborts on even with a valid checksum.
+// After loading they check the document type, schema version and id.
+//
+// # Memory release
+//
+// A document lives in C memory that automerge-go frees only from Go
+// finalizers; there is no explicit free. The Go collector cannot see that
+// memory, so under load the C heap can grow far ahead of the next
+// collection. Close drops the document and adds an estimate of its C
+// memory (a fixed overhead plus a multiple of the bytes loaded or written)
+// to a package-wide counter; Save adds the size of the C copy of its
+// output, and Materialize and AppendRevision the results their reads leave
+// behind. When the counter passes 64 MiB it is reset and one runtime.GC
+// runs in the background (never more than one at a time), after which the
+// finalizers free the memory. Close every document when done with it.
+package crdt

@@ -1,0 +1,302 @@
+package crdt
+
+import (
+	"bytes"
+	"compress/flate"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// The Automerge library this package links aborts the process on some
+// malformed documents that carry a valid checksum, so checkSaved walks the
+// binary format far enough to refuse the inputs known to do that before
+// Automerge sees them. The layout is Automerge's storage format:
+//
+//	chunk:     magic(4) checksum(4) type(1) length(uLEB) contents(length)
+//	document:  actors:  count(uLEB) {len(uLEB) bytes}
+//	           heads:   count(uLEB) {hash(32)}
+//	           change column specs: count(uLEB) {spec(uLEB) len(uLEB)}
+//	           op column specs:     count(uLEB) {spec(uLEB) len(uLEB)}
+//	           change column data, then op column data, in spec order
+//	           head indexes (the rest)
+//	column spec: id<<4 | deflate(8) | type(0-7)
+//
+// Integer columns are run-length encoded: a signed LEB128 count n, then
+// one value repeated n times (n > 0), -n literal values (n < 0), or an
+// unsigned LEB128 number of nulls (n == 0).
+
+const (
+	chunkDocument = 0
+
+	// Op columns checked, as id<<4 | type.
+	colAction    = 4<<4 | 2 // uLEB: the operation's action
+	colValueMeta = 5<<4 | 6 // uLEB: value length<<4 | value type
+
+	deflateBit = 8
+
+	// Largest valid action: make map, set, make list, delete, make text,
+	// increment, make table, mark.
+	maxAction       = 7
+	actionIncrement = 5
+	// Value types an increment may carry: uLEB and signed LEB integers.
+	valueUint = 3
+	valueInt  = 4
+
+	// maxInflated caps the total size of a document's deflated columns
+	// once inflated, against decompression bombs.
+	maxInflated = 8 * MaxDocSize
+	// maxOps caps the number of operations in a document.
+	maxOps = 1 << 22
+)
+
+var errTruncated = errors.New("truncated")
+
+// checkSaved checks that data is exactly one Automerge document chunk
+// (what Save produces) whose deflated columns inflate to a bounded size and
+// whose operations have known actions, with integer values for increments.
+// It does not verify the checksum, which Automerge does.
+func checkSaved(data []byte) error {
+	const header = 8 // magic, checksum
+	if len(data) < header {
+		return fmt.Errorf("%w: %w", ErrCorrupt, errTruncated)
+	}
+	c := cursor{b: data[header:]}
+	typ := c.byte()
+	n := c.uleb()
+	if c.err == nil && n != uint64(len(c.b)) {
+		return fmt.Errorf("%w: chunk length %d, %d bytes follow", ErrCorrupt, n, len(c.b))
+	}
+	if c.err == nil && typ != chunkDocument {
+		return fmt.Errorf("%w: chunk type %d, want a document", ErrCorrupt, typ)
+	}
+	for range c.count(1) { // actors
+		c.take(c.uleb())
+	}
+	c.take(c.count(32) * 32) // heads
+	changeCols, opCols := c.columns(), c.columns()
+	if c.err != nil {
+		return fmt.Errorf("%w: document header: %w", ErrCorrupt, c.err)
+	}
+
+	budget := int64(maxInflated)
+	for _, col := range changeCols {
+		if _, err := col.data(&c, &budget, false); err != nil {
+			return err
+		}
+	}
+	var actions, meta []byte
+	for _, col := range opCols {
+		keep := col.id == colAction || col.id == colValueMeta
+		b, err := col.data(&c, &budget, keep)
+		if err != nil {
+			return err
+		}
+		switch col.id {
+		case colAction:
+			actions = b
+		case colValueMeta:
+			meta = b
+		}
+	}
+	return checkActions(actions, meta)
+}
+
+// checkActions checks every operation's action, and that increments carry
+// an integer.
+func checkActions(actions, meta []byte) error {
+	as, ms := rle{c: cursor{b: actions}}, rle{c: cursor{b: meta}}
+	for op := 0; ; op++ {
+		action, null, ok := as.next()
+		if !ok {
+			break
+		}
+		if op >= maxOps {
+			return fmt.Errorf("%w: more than %d operations", ErrTooLarge, maxOps)
+		}
+		valueMeta, _, _ := ms.next() // a missing value is null: type 0
+		switch {
+		case null:
+		case action > maxAction:
+			return fmt.Errorf("%w: operation %d has unknown action %d", ErrCorrupt, op, action)
+		case action == actionIncrement && valueMeta&0xf != valueUint && valueMeta&0xf != valueInt:
+			return fmt.Errorf("%w: operation %d increments by a non-integer", ErrCorrupt, op)
+		}
+	}
+	if err := errors.Join(as.c.err, ms.c.err); err != nil {
+		return fmt.Errorf("%w: op columns: %w", ErrCorrupt, err)
+	}
+	return nil
+}
+
+type column struct {
+	id      uint64 // spec without the deflate bit
+	deflate bool
+	len     uint64
+}
+
+// columns reads a list of column specs.
+func (c *cursor) columns() []column {
+	var cols []column
+	for range c.count(2) {
+		spec, n := c.uleb(), c.uleb()
+		cols = append(cols, column{id: spec &^ deflateBit, deflate: spec&deflateBit != 0, len: n})
+	}
+	return cols
+}
+
+// data consumes the column's bytes from c. Deflated data is inflated,
+// charged to budget; the bytes are returned only if keep is set.
+func (col column) data(c *cursor, budget *int64, keep bool) ([]byte, error) {
+	raw := c.take(col.len)
+	if c.err != nil {
+		return nil, fmt.Errorf("%w: column data: %w", ErrCorrupt, c.err)
+	}
+	if !col.deflate {
+		return raw, nil
+	}
+	var out bytes.Buffer
+	var w io.Writer = io.Discard
+	if keep {
+		w = &out
+	}
+	n, err := io.Copy(w, io.LimitReader(flate.NewReader(bytes.NewReader(raw)), *budget+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: column %d: %w", ErrCorrupt, col.id>>4, err)
+	}
+	if n > *budget {
+		return nil, fmt.Errorf("%w: columns inflate beyond %d bytes", ErrTooLarge, maxInflated)
+	}
+	*budget -= n
+	return out.Bytes(), nil
+}
+
+// cursor reads the parts of the storage format, keeping the first error.
+type cursor struct {
+	b   []byte
+	err error
+}
+
+func (c *cursor) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+	c.b = nil
+}
+
+func (c *cursor) byte() byte {
+	if len(c.b) == 0 {
+		c.fail(errTruncated)
+		return 0
+	}
+	b := c.b[0]
+	c.b = c.b[1:]
+	return b
+}
+
+func (c *cursor) take(n uint64) []byte {
+	if n > uint64(len(c.b)) {
+		c.fail(errTruncated)
+		return nil
+	}
+	b := c.b[:n]
+	c.b = c.b[n:]
+	return b
+}
+
+// count reads a uLEB count of items at least minSize bytes long each,
+// refusing counts the remaining bytes cannot hold.
+func (c *cursor) count(minSize uint64) uint64 {
+	n := c.uleb()
+	if n > uint64(len(c.b))/minSize {
+		c.fail(fmt.Errorf("count %d exceeds the data", n))
+		return 0
+	}
+	return n
+}
+
+func (c *cursor) uleb() uint64 {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		b := c.byte()
+		if c.err != nil {
+			return 0
+		}
+		if shift == 63 && b > 1 {
+			c.fail(errors.New("uLEB128 overflows 64 bits"))
+			return 0
+		}
+		v |= uint64(b&0x7f) << shift
+		if b&0x80 == 0 {
+			return v
+		}
+	}
+}
+
+func (c *cursor) sleb() int64 {
+	var v int64
+	for shift := uint(0); ; shift += 7 {
+		b := c.byte()
+		if c.err != nil {
+			return 0
+		}
+		if shift == 63 && b != 0 && b != 0x7f {
+			c.fail(errors.New("LEB128 overflows 64 bits"))
+			return 0
+		}
+		v |= int64(b&0x7f) << shift
+		if b&0x80 == 0 {
+			if shift < 57 && b&0x40 != 0 {
+				v |= -1 << (shift + 7)
+			}
+			return v
+		}
+	}
+}
+
+// rle iterates over a run-length encoded column of uLEB values.
+type rle struct {
+	c       cursor
+	left    int64 // rows left in the current run
+	literal bool  // the run's values are read one by one
+	null    bool  // the run is nulls
+	val     uint64
+}
+
+// next returns the next row; ok is false at the end of the column or on
+// an error (left in r.c.err).
+func (r *rle) next() (val uint64, null, ok bool) {
+	for r.left == 0 {
+		if len(r.c.b) == 0 {
+			return 0, false, false
+		}
+		n := r.c.sleb()
+		switch {
+		case n > 0:
+			r.left, r.literal, r.null, r.val = n, false, false, r.c.uleb()
+		case n == 0:
+			nulls := r.c.uleb()
+			if nulls > math.MaxInt64 {
+				r.c.fail(fmt.Errorf("null run of %d", nulls))
+			}
+			r.left, r.literal, r.null = int64(nulls), false, true
+		case n == math.MinInt64:
+			r.c.fail(fmt.Errorf("literal run of %d", n))
+		default:
+			r.left, r.literal, r.null = -n, true, false
+		}
+		if r.c.err != nil {
+			return 0, false, false
+		}
+	}
+	r.left--
+	switch {
+	case r.null:
+		return 0, true, true
+	case r.literal:
+		v := r.c.uleb()
+		return v, false, r.c.err == nil
+	}
+	return r.val, false, true
+}

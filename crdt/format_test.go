@@ -1,0 +1,253 @@
+package crdt
+
+import (
+	"bytes"
+	"compress/flate"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/automerge/automerge-go"
+)
+
+// opColumn returns where the data of op column id starts in a saved
+// document, and the column.
+func opColumn(tb testing.TB, data []byte, id uint64) (int, column) {
+	tb.Helper()
+	c := cursor{b: data[8:]}
+	c.byte()
+	c.uleb()
+	for range c.count(1) {
+		c.take(c.uleb())
+	}
+	c.take(c.count(32) * 32)
+	changeCols, opCols := c.columns(), c.columns()
+	for _, col := range changeCols {
+		c.take(col.len)
+	}
+	for _, col := range opCols {
+		if col.id == id {
+			return len(data) - len(c.b), col
+		}
+		c.take(col.len)
+	}
+	tb.Fatalf("no op column %#x (parse error: %v)", id, c.err)
+	return 0, column{}
+}
+
+// oneOpDoc saves a document holding one operation, a set of "a" to "x"
+// (its action column is the literal run 0x7f 0x01).
+func oneOpDoc(tb testing.TB) []byte {
+	tb.Helper()
+	d := automerge.New()
+	must(tb, d.SetActorID("01"))
+	must(tb, d.RootMap().Set("a", "x"))
+	if _, err := d.Commit("", automerge.CommitOptions{Time: &time.Time{}}); err != nil {
+		tb.Fatal(err)
+	}
+	return d.Save()
+}
+
+// withAction returns oneOpDoc with the operation's action replaced and the
+// checksum fixed: a document only this package's checks stand between and
+// an abort in Automerge.
+func withAction(tb testing.TB, action byte) []byte {
+	tb.Helper()
+	data := oneOpDoc(tb)
+	at, col := opColumn(tb, data, colAction)
+	if col.deflate || !bytes.Equal(data[at:at+2], []byte{0x7f, 0x01}) {
+		tb.Fatalf("unexpected action column % x", data[at:at+int(col.len)])
+	}
+	data[at+1] = action
+	return withChecksum(data)
+}
+
+func TestCheckSavedAccepts(t *testing.T) {
+	conflicted := newTestDoc(t, actorA, testMemory())
+	other := fork(t, conflicted, actorB)
+	for i, d := range []*MemoryDoc{conflicted, other} {
+		for j := range 20 {
+			_, err := d.AppendRevision(fmt.Sprintf("edit %d on %d: %s", j, i, strings.Repeat("ünïcode ", 50)), "dev", time.Now())
+			must(t, err)
+			must(t, d.AddTags(fmt.Sprintf("tag-%d-%d", i, j)))
+			must(t, d.Commit("edit"))
+		}
+	}
+	must(t, conflicted.Merge(other))
+
+	big := testMemory()
+	big.Content = strings.Repeat("Large memory content. ", 50000)
+
+	raw := automerge.New()
+	counter := automerge.NewCounter(0)
+	must(t, raw.RootMap().Set("counter", counter))
+	must(t, counter.Inc(3))
+	must(t, counter.Inc(-1))
+	// Ops are stored in key order: alternate the actions in that order, so
+	// that the action column is a literal run long enough to be deflated.
+	for i := range 800 {
+		key := fmt.Sprintf("k%04d", i)
+		if i%2 == 0 {
+			must(t, raw.RootMap().Set(key, automerge.NewMap()))
+		} else {
+			must(t, raw.RootMap().Set(key, "v"))
+		}
+	}
+	must(t, raw.Path("list").Set([]any{1, "two", 3.0, true, nil}))
+	must(t, raw.RootMap().Set("text", automerge.NewText("hello")))
+	must(t, raw.RootMap().Delete("k0001"))
+	if _, err := raw.Commit("raw"); err != nil {
+		t.Fatal(err)
+	}
+	rawSaved := raw.Save()
+	if _, col := opColumn(t, rawSaved, colAction); !col.deflate {
+		t.Fatal("the action column of the raw document is not deflated; the test needs more operations")
+	}
+
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"one operation", oneOpDoc(t)},
+		{"new memory", savedMemory(t)},
+		{"conflicted memory", conflicted.Save()},
+		{"large memory", newTestDoc(t, actorA, big).Save()},
+		{"edge", savedEdge(t)},
+		{"counters, lists, text, deflated actions", rawSaved},
+		{"empty document", automerge.New().Save()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := checkSaved(tt.data); err != nil {
+				t.Fatalf("checkSaved: %v", err)
+			}
+			d, err := automerge.Load(tt.data)
+			if err != nil {
+				t.Fatalf("automerge.Load: %v", err)
+			}
+			_ = d
+		})
+	}
+}
+
+// deflatedColumnDoc returns a document chunk with one deflated change
+// column holding mib MiB of zeros once inflated.
+func deflatedColumnDoc(tb testing.TB, mib int) []byte {
+	tb.Helper()
+	// Compress one MiB of zeros into a non-final block, and repeat it: the
+	// block only refers back to zeros, so each copy inflates to one MiB.
+	var buf bytes.Buffer
+	w, err := flate.NewWriter(&buf, flate.BestCompression)
+	must(tb, err)
+	_, err = w.Write(make([]byte, 1<<20))
+	must(tb, err)
+	must(tb, w.Flush())
+	block := bytes.Clone(buf.Bytes())
+	buf.Reset()
+	must(tb, w.Close())
+	col := bytes.NewBuffer(slices.Concat(bytes.Repeat(block, mib), buf.Bytes()))
+	spec := uint64(0<<4 | deflateBit | 1)
+	var body []byte
+	body = append(body, 1, 1, 0x01) // one actor, one byte long
+	body = append(body, 0)          // no heads
+	body = appendUleb(body, 1)      // one change column
+	body = appendUleb(body, spec)
+	body = appendUleb(body, uint64(col.Len()))
+	body = append(body, 0) // no op columns
+	body = append(body, col.Bytes()...)
+	return chunk(chunkDocument, body)
+}
+
+func appendUleb(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+func chunk(typ byte, body []byte) []byte {
+	out := slices.Concat(magic, []byte{0, 0, 0, 0, typ}, appendUleb(nil, uint64(len(body))), body)
+	return withChecksum(out)
+}
+
+func TestCheckSavedRejects(t *testing.T) {
+	valid := oneOpDoc(t)
+	change := func() []byte {
+		d := automerge.New()
+		must(t, d.RootMap().Set("a", "x"))
+		changes, err := d.Changes()
+		must(t, err)
+		return changes[0].Save()
+	}()
+
+	tests := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"unknown action", withAction(t, 9), ErrCorrupt},
+		{"action beyond a byte", withAction(t, 0x80), ErrCorrupt},
+		{"increment by a string", withAction(t, actionIncrement), ErrCorrupt},
+		{"change chunk", change, ErrCorrupt},
+		{"document and change chunk", slices.Concat(valid, change), ErrCorrupt},
+		{"trailing byte", append(slices.Clone(valid), 0), ErrCorrupt},
+		{"header only", valid[:8], ErrCorrupt},
+		{"no length", valid[:9], ErrCorrupt},
+		{"huge actor count", chunk(chunkDocument, appendUleb(nil, 1<<40)), ErrCorrupt},
+		{"column past the end", chunk(chunkDocument, []byte{0, 0, 1, 0x42, 50, 0}), ErrCorrupt},
+		{"decompression bomb", deflatedColumnDoc(t, maxInflated>>20+1), ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := checkSaved(tt.data); !errors.Is(err, tt.want) {
+				t.Fatalf("checkSaved: err = %v, want %v", err, tt.want)
+			}
+			if _, err := LoadMemoryDoc(actorA, tt.data); !errors.Is(err, tt.want) {
+				t.Errorf("LoadMemoryDoc: err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckSavedSmallDeflatedColumn(t *testing.T) {
+	if err := checkSaved(deflatedColumnDoc(t, 1)); err != nil {
+		t.Errorf("checkSaved: %v", err)
+	}
+}
+
+func TestLEB128(t *testing.T) {
+	tests := []struct {
+		in      []byte
+		signed  int64
+		sErr    bool
+		usigned uint64
+		uErr    bool
+	}{
+		{[]byte{0x00}, 0, false, 0, false},
+		{[]byte{0x7f}, -1, false, 127, false},
+		{[]byte{0x3f}, 63, false, 63, false},
+		{[]byte{0x40}, -64, false, 64, false},
+		{[]byte{0x80, 0x01}, 128, false, 128, false},
+		{[]byte{0xff, 0x7e}, -129, false, 16255, false},
+		{[]byte{0x80}, 0, true, 0, true},
+		{slices.Concat(bytes.Repeat([]byte{0xff}, 9), []byte{0x01}), 0, true, 1<<64 - 1, false},
+		{slices.Concat(bytes.Repeat([]byte{0xff}, 9), []byte{0x7f}), -1, false, 0, true},
+		{bytes.Repeat([]byte{0x80}, 11), 0, true, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("% x", tt.in), func(t *testing.T) {
+			c := cursor{b: tt.in}
+			if got := c.sleb(); (c.err != nil) != tt.sErr || (!tt.sErr && got != tt.signed) {
+				t.Errorf("sleb = %d, %v; want %d, error %v", got, c.err, tt.signed, tt.sErr)
+			}
+			c = cursor{b: tt.in}
+			if got := c.uleb(); (c.err != nil) != tt.uErr || (!tt.uErr && got != tt.usigned) {
+				t.Errorf("uleb = %d, %v; want %d, error %v", got, c.err, tt.usigned, tt.uErr)
+			}
+		})
+	}
+}

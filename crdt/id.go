@@ -1,0 +1,71 @@
+package crdt
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"fmt"
+)
+
+// idLen is the length of a memory, revision or edge id.
+const idLen = 26
+
+// idEncoding is RFC 4648 base32 with a lowercase alphabet and no padding:
+// 16 bytes encode to idLen characters.
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewID returns a random 128-bit id in lowercase base32. Ids are made
+// without coordination on any node.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails: crypto/rand panics rather than return an error
+	return idEncoding.EncodeToString(b[:])
+}
+
+// ValidID reports whether id has the form NewID and EdgeID produce:
+// idLen characters of the lowercase base32 alphabet.
+func ValidID(id string) bool {
+	if len(id) != idLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// EdgeID returns the id of the edge (from, rel, to): the lowercase base32 of
+// the first 16 bytes of sha256(from NUL rel NUL to). The same edge made on
+// two machines therefore has the same id and merges into one document.
+func EdgeID(from, rel, to string) string {
+	sum := sha256.Sum256([]byte(from + "\x00" + rel + "\x00" + to))
+	return idEncoding.EncodeToString(sum[:16])
+}
+
+// ActorID returns the Automerge actor id of a device: the hex of the first
+// 16 bytes of sha256(device). Every change a device makes carries it.
+func ActorID(device string) string {
+	sum := sha256.Sum256([]byte(device))
+	return hex.EncodeToString(sum[:16])
+}
+
+func checkActor(actor string) error {
+	if actor == "" || len(actor)%2 != 0 {
+		return fmt.Errorf("%w: %q", ErrInvalidActor, actor)
+	}
+	if _, err := hex.DecodeString(actor); err != nil {
+		return fmt.Errorf("%w: %q", ErrInvalidActor, actor)
+	}
+	return nil
+}
+
+func checkID(what, id string) error {
+	if !ValidID(id) {
+		return fmt.Errorf("%w: %s %q", ErrInvalidID, what, id)
+	}
+	return nil
+}

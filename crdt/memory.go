@@ -1,0 +1,492 @@
+package crdt
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/automerge/automerge-go"
+)
+
+// Root keys of a memory document, besides keyType, keySchema and keyID.
+const (
+	keyNamespace  = "namespace"
+	keyTitle      = "title"
+	keyKind       = "kind"
+	keyTags       = "tags"    // map: tag -> true
+	keyTouches    = "touches" // map: path or entity -> true
+	keyTier       = "tier"
+	keyConfidence = "confidence"
+	keyEvergreen  = "evergreen"
+	keyStatus     = "status" // see statusValue
+	keyExpiresAt  = "expires_at"
+	keyProvenance = "provenance" // map, keys below
+	keyRevisions  = "revisions"  // map: revision id -> map, keys below
+)
+
+// Keys of the provenance map.
+const (
+	keyDevice    = "device" // also a revision key
+	keyAgent     = "agent"
+	keySession   = "session"
+	keyCreatedAt = "created_at" // also an edge key
+	keyUpdatedAt = "updated_at" // also an edge key
+)
+
+// Keys of a revision map. The revision id is its key in keyRevisions.
+const (
+	keyParent = "parent" // absent for the first revision
+	keyMerges = "merges" // comma-separated ids; absent if none
+	keyText   = "text"
+	keyAt     = "at"
+)
+
+// MemoryDoc is the Automerge document of one memory. It is not safe for
+// concurrent use. Setters record operations; Commit turns them into one
+// change. After Close the document must not be used.
+type MemoryDoc struct {
+	document
+}
+
+// NewMemoryDoc creates the document of m and commits it as one change.
+// When m.Revisions is empty, m.Content becomes the first revision, made by
+// m.Provenance.Device at m.Provenance.CreatedAt; otherwise m.Revisions are
+// written as they are (a memory recreated from an export) and m.Content is
+// ignored. m.Conflict and m.Heads are always ignored.
+// actor is the Automerge actor id of this device (see ActorID).
+func NewMemoryDoc(actor string, m *Memory) (*MemoryDoc, error) {
+	if err := checkMemory(m); err != nil {
+		return nil, err
+	}
+	revs := m.Revisions
+	if len(revs) == 0 {
+		revs = []Revision{{ID: NewID(), Text: m.Content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
+	}
+	if err := checkRevisions(revs); err != nil {
+		return nil, err
+	}
+	base, err := newDocument(actor)
+	if err != nil {
+		return nil, err
+	}
+	d := &MemoryDoc{base}
+	if err := d.create(m, revs); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.Commit("create"); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *MemoryDoc) create(m *Memory, revisions []Revision) error {
+	root := d.am.RootMap()
+	err := d.init(root,
+		field{keyType, typeMemory},
+		field{keySchema, int64(schemaVersion)},
+		field{keyID, m.ID},
+		field{keyNamespace, m.Namespace},
+		field{keyTitle, m.Title},
+		field{keyKind, m.Kind},
+		field{keyTier, string(m.Tier)},
+		field{keyConfidence, m.Confidence},
+		field{keyEvergreen, m.Evergreen},
+		field{keyStatus, statusValue(m.Status, m.CompactedInto)},
+		field{keyExpiresAt, millis(m.ExpiresAt)},
+	)
+	if err != nil {
+		return err
+	}
+	p := m.Provenance
+	prov, err := d.newMap(root, keyProvenance)
+	if err != nil {
+		return err
+	}
+	err = d.init(prov,
+		field{keyDevice, p.Device},
+		field{keyAgent, p.Agent},
+		field{keySession, p.Session},
+		field{keyCreatedAt, millis(p.CreatedAt)},
+		field{keyUpdatedAt, millis(p.UpdatedAt)},
+	)
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct {
+		key   string
+		elems []string
+	}{{keyTags, m.Tags}, {keyTouches, m.Touches}} {
+		set, err := d.newMap(root, s.key)
+		if err != nil {
+			return err
+		}
+		for _, e := range s.elems {
+			if err := d.put(set, field{e, true}); err != nil {
+				return err
+			}
+		}
+	}
+	revs, err := d.newMap(root, keyRevisions)
+	if err != nil {
+		return err
+	}
+	for _, r := range revisions {
+		if err := d.putRevision(revs, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadMemoryDoc loads a memory document made by Save. The bytes are
+// checked before Automerge parses them (see the package documentation), and
+// a document that is not a memory document, or has a newer schema, is
+// refused. actor is the Automerge actor id of this device.
+func LoadMemoryDoc(actor string, data []byte) (*MemoryDoc, error) {
+	base, err := loadDocument(actor, typeMemory, data)
+	if err != nil {
+		return nil, err
+	}
+	return &MemoryDoc{base}, nil
+}
+
+// SetTitle sets the title.
+func (d *MemoryDoc) SetTitle(s string) error { return d.putString(keyTitle, s) }
+
+// SetNamespace sets the namespace.
+func (d *MemoryDoc) SetNamespace(s string) error { return d.putString(keyNamespace, s) }
+
+// SetKind sets the kind (note, decision, convention, ...).
+func (d *MemoryDoc) SetKind(s string) error { return d.putString(keyKind, s) }
+
+func (d *MemoryDoc) putString(key, s string) error {
+	if err := checkText(key, s); err != nil {
+		return err
+	}
+	return d.putRoot(field{key, s})
+}
+
+// SetTier sets the trust tier.
+func (d *MemoryDoc) SetTier(t Tier) error {
+	if !t.Valid() {
+		return fmt.Errorf("%w: %q", ErrInvalidTier, t)
+	}
+	return d.putRoot(field{keyTier, string(t)})
+}
+
+// SetConfidence sets the confidence, which must be in [0, 1].
+func (d *MemoryDoc) SetConfidence(c float64) error {
+	if err := checkUnit("confidence", c); err != nil {
+		return err
+	}
+	return d.putRoot(field{keyConfidence, c})
+}
+
+// SetEvergreen sets the evergreen flag.
+func (d *MemoryDoc) SetEvergreen(b bool) error { return d.putRoot(field{keyEvergreen, b}) }
+
+// SetStatus sets the status. compactedInto is the id of the memory this
+// one was compacted into: required for StatusCompacted, empty otherwise.
+func (d *MemoryDoc) SetStatus(s Status, compactedInto string) error {
+	if err := checkStatus(s, compactedInto); err != nil {
+		return err
+	}
+	return d.putRoot(field{keyStatus, statusValue(s, compactedInto)})
+}
+
+// statusValue encodes a status and the memory it was compacted into as one
+// value, "compacted:<id>" or just the status, so that concurrent changes
+// merge to one replica's pair rather than a mix of two.
+func statusValue(s Status, compactedInto string) string {
+	if s == StatusCompacted {
+		return string(s) + ":" + compactedInto
+	}
+	return string(s)
+}
+
+func parseStatus(v string) (s Status, compactedInto string) {
+	status, into, _ := strings.Cut(v, ":")
+	return Status(status), into
+}
+
+// SetExpiresAt sets when the memory expires; the zero time means never.
+func (d *MemoryDoc) SetExpiresAt(t time.Time) error {
+	return d.putRoot(field{keyExpiresAt, millis(t)})
+}
+
+// SetUpdated sets provenance.updated_at.
+func (d *MemoryDoc) SetUpdated(at time.Time) error {
+	prov, err := d.rootMap(keyProvenance)
+	if err != nil {
+		return err
+	}
+	return d.put(prov, field{keyUpdatedAt, millis(at)})
+}
+
+// AddTags adds tags to the tag set. Tags must be non-empty UTF-8.
+func (d *MemoryDoc) AddTags(tags ...string) error { return d.addToSet(keyTags, tags) }
+
+// RemoveTags removes tags from the tag set; absent tags are ignored.
+func (d *MemoryDoc) RemoveTags(tags ...string) error { return d.removeFromSet(keyTags, tags) }
+
+// AddTouches adds file paths or entities to the touches set.
+func (d *MemoryDoc) AddTouches(t ...string) error { return d.addToSet(keyTouches, t) }
+
+// RemoveTouches removes file paths or entities from the touches set.
+func (d *MemoryDoc) RemoveTouches(t ...string) error { return d.removeFromSet(keyTouches, t) }
+
+// AppendRevision records a new version of the content. Its parent is the
+// current leaf (the newest), and it merges every other leaf, so an edit
+// made while a conflict is shown resolves the conflict.
+func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (Revision, error) {
+	if err := checkText("text", text, "device", device); err != nil {
+		return Revision{}, err
+	}
+	revs, err := d.rootMap(keyRevisions)
+	if err != nil {
+		return Revision{}, err
+	}
+	var r reader
+	all := readRevisions(&r, r.all(revs))
+	if err := r.done(); err != nil {
+		return Revision{}, err
+	}
+	rev := Revision{ID: NewID(), Text: text, Device: device, At: fromMillis(millis(at))}
+	if leaves := leaves(all); len(leaves) > 0 {
+		rev.Parent = leaves[0].ID
+		for _, l := range leaves[1:] {
+			rev.Merges = append(rev.Merges, l.ID)
+		}
+	}
+	if err := d.putRevision(revs, rev); err != nil {
+		return Revision{}, err
+	}
+	return rev, nil
+}
+
+func (d *MemoryDoc) putRevision(revs *automerge.Map, r Revision) error {
+	m, err := d.newMap(revs, r.ID)
+	if err != nil {
+		return err
+	}
+	return d.init(m,
+		field{keyText, r.Text},
+		field{keyDevice, r.Device},
+		field{keyAt, millis(r.At)},
+		field{keyParent, r.Parent},
+		field{keyMerges, strings.Join(r.Merges, ",")},
+	)
+}
+
+// Commit turns the operations made since the last commit into one change
+// with message msg. It does nothing if there are none.
+func (d *MemoryDoc) Commit(msg string) error { return d.commit(msg) }
+
+// Materialize returns the memory as a plain value: tags and touches
+// sorted, revisions oldest first, Content the text of the newest leaf
+// revision, Conflict the leaves (newest first) when there is more than
+// one, and Heads sorted. Pending operations are committed first, without
+// a message.
+func (d *MemoryDoc) Materialize() (Memory, error) {
+	if d.am == nil {
+		return Memory{}, ErrClosed
+	}
+	var r reader
+	root := r.all(d.am.RootMap())
+	prov := r.mapValues(root, keyProvenance)
+	m := Memory{
+		ID:         r.str(root, keyID),
+		Namespace:  r.str(root, keyNamespace),
+		Title:      r.str(root, keyTitle),
+		Kind:       r.str(root, keyKind),
+		Tags:       r.set(root, keyTags),
+		Touches:    r.set(root, keyTouches),
+		Tier:       Tier(r.str(root, keyTier)),
+		Confidence: r.float(root, keyConfidence),
+		Evergreen:  r.bool(root, keyEvergreen),
+		ExpiresAt:  r.time(root, keyExpiresAt),
+		Provenance: Provenance{
+			Device:    r.str(prov, keyDevice),
+			Agent:     r.str(prov, keyAgent),
+			Session:   r.str(prov, keySession),
+			CreatedAt: r.time(prov, keyCreatedAt),
+			UpdatedAt: r.time(prov, keyUpdatedAt),
+		},
+	}
+	m.Status, m.CompactedInto = parseStatus(r.str(root, keyStatus))
+	m.Revisions = readRevisions(&r, r.mapValues(root, keyRevisions))
+	if err := r.done(); err != nil {
+		return Memory{}, err
+	}
+	if err := checkMemory(&m); err != nil {
+		return Memory{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	leaves := leaves(m.Revisions)
+	if len(leaves) == 0 {
+		return Memory{}, fmt.Errorf("%w: no current revision", ErrMalformed)
+	}
+	m.Content = leaves[0].Text
+	if len(leaves) > 1 {
+		m.Conflict = leaves
+	}
+	m.Heads = d.heads()
+	return m, nil
+}
+
+// readRevisions reads the values of the revisions map, oldest first.
+func readRevisions(r *reader, vals values) []Revision {
+	revs := make([]Revision, 0, len(vals))
+	for id := range vals {
+		if !ValidID(id) && r.err == nil {
+			r.err = fmt.Errorf("%w: revision id %q", ErrMalformed, id)
+		}
+		f := r.mapValues(vals, id)
+		revs = append(revs, Revision{
+			ID:     id,
+			Parent: r.str(f, keyParent),
+			Merges: r.list(f, keyMerges),
+			Text:   r.str(f, keyText),
+			Device: r.str(f, keyDevice),
+			At:     r.time(f, keyAt),
+		})
+	}
+	slices.SortFunc(revs, compareRevisions)
+	return revs
+}
+
+// compareRevisions orders revisions oldest first: by At, then by ID.
+func compareRevisions(a, b Revision) int {
+	if c := a.At.Compare(b.At); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// leaves returns the revisions that no other revision names as its parent
+// or merges, newest first.
+func leaves(revs []Revision) []Revision {
+	built := make(map[string]bool, len(revs))
+	for _, r := range revs {
+		built[r.Parent] = true
+		for _, id := range r.Merges {
+			built[id] = true
+		}
+	}
+	var out []Revision
+	for _, r := range slices.Backward(revs) {
+		if !built[r.ID] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Heads returns the document's heads as sorted hex strings. Pending
+// operations are committed first, without a message.
+func (d *MemoryDoc) Heads() []string { return d.heads() }
+
+// Save returns the whole document in Automerge's binary format. Pending
+// operations are committed first, without a message.
+func (d *MemoryDoc) Save() []byte { return d.save() }
+
+// Merge applies the changes of other that d lacks. Both documents must
+// be of the same memory.
+func (d *MemoryDoc) Merge(other *MemoryDoc) error { return d.merge(&other.document) }
+
+// Fork returns an independent copy of d that makes changes as actor.
+func (d *MemoryDoc) Fork(actor string) (*MemoryDoc, error) {
+	f, err := d.fork(actor)
+	if err != nil {
+		return nil, err
+	}
+	return &MemoryDoc{f}, nil
+}
+
+// Close releases the document; see the package documentation. It is safe
+// to call more than once.
+func (d *MemoryDoc) Close() { d.close() }
+
+// checkMemory checks the fields of m that have rules. Revisions are not
+// checked; Content is checked by the caller where it matters.
+func checkMemory(m *Memory) error {
+	if err := checkID("memory", m.ID); err != nil {
+		return err
+	}
+	if !m.Tier.Valid() {
+		return fmt.Errorf("%w: %q", ErrInvalidTier, m.Tier)
+	}
+	if err := checkStatus(m.Status, m.CompactedInto); err != nil {
+		return err
+	}
+	if err := checkUnit("confidence", m.Confidence); err != nil {
+		return err
+	}
+	err := checkText(
+		"namespace", m.Namespace,
+		"title", m.Title,
+		"kind", m.Kind,
+		"provenance.device", m.Provenance.Device,
+		"provenance.agent", m.Provenance.Agent,
+		"provenance.session", m.Provenance.Session,
+	)
+	if err != nil {
+		return err
+	}
+	if err := checkElems(keyTags, m.Tags); err != nil {
+		return err
+	}
+	return checkElems(keyTouches, m.Touches)
+}
+
+// checkRevisions checks revisions given to NewMemoryDoc: valid, unique
+// ids, valid references, UTF-8 text, and at least one leaf.
+func checkRevisions(revs []Revision) error {
+	seen := make(map[string]bool, len(revs))
+	for _, r := range revs {
+		if err := checkID("revision", r.ID); err != nil {
+			return err
+		}
+		if seen[r.ID] {
+			return fmt.Errorf("%w: revision %s appears twice", ErrInvalidID, r.ID)
+		}
+		seen[r.ID] = true
+		for _, ref := range append([]string{r.Parent}, r.Merges...) {
+			if ref != "" && !ValidID(ref) {
+				return fmt.Errorf("%w: revision %s refers to %q", ErrInvalidID, r.ID, ref)
+			}
+		}
+		if err := checkText("text", r.Text, "device", r.Device); err != nil {
+			return err
+		}
+	}
+	if len(leaves(revs)) == 0 {
+		return fmt.Errorf("%w: revisions form a cycle", ErrInvalidID)
+	}
+	return nil
+}
+
+func checkStatus(s Status, compactedInto string) error {
+	if !s.Valid() {
+		return fmt.Errorf("%w: %q", ErrInvalidStatus, s)
+	}
+	if s == StatusCompacted {
+		return checkID("compacted_into", compactedInto)
+	}
+	if compactedInto != "" {
+		return fmt.Errorf("%w: compacted_into is only for status %q, not %q", ErrInvalidStatus, StatusCompacted, s)
+	}
+	return nil
+}
+
+// checkUnit checks that x is a number in [0, 1].
+func checkUnit(what string, x float64) error {
+	if math.IsNaN(x) || x < 0 || x > 1 {
+		return fmt.Errorf("%w: %s %v", ErrInvalidNumber, what, x)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package crdt
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// Estimates of the C memory that Automerge documents and the results of
+// calls on them hold, measured with automerge-go on linux/amd64. They are
+// rough (within a factor of two for typical memories); their only use is
+// to decide when to force a collection.
+const (
+	docOverhead     = 32 << 10 // a nearly empty document, and the results of making or loading it
+	opCost          = 1 << 10  // one write operation and its result
+	readCost        = 4 << 10  // the result of reading all values of one map
+	writtenByteCost = 2        // per byte of a written string
+	loadedByteCost  = 4        // per byte of a loaded document (compressed)
+)
+
+// gcThreshold is how much estimated C memory closed documents may hold
+// before a collection is forced.
+const gcThreshold = 64 << 20
+
+var (
+	// garbage is the estimated C memory of closed documents and saved
+	// buffers whose finalizers have not run since the last forced collection.
+	garbage atomic.Int64
+	// collecting is set while a forced collection runs.
+	collecting atomic.Bool
+	// forcedGCs counts forced collections.
+	forcedGCs atomic.Int64
+)
+
+// noteGarbage adds n bytes of C memory that is now unreachable but only
+// freed by a finalizer. When the total passes gcThreshold it starts one
+// runtime.GC in the background, unless one is already running: the Go
+// collector cannot see C memory, so without this it would not run soon
+// enough to keep the C heap small.
+func noteGarbage(n int64) {
+	if garbage.Add(n) < gcThreshold || !collecting.CompareAndSwap(false, true) {
+		return
+	}
+	garbage.Store(0)
+	forcedGCs.Add(1)
+	go func() {
+		defer collecting.Store(false)
+		runtime.GC()
+	}()
+}
