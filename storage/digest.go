@@ -1,0 +1,84 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Digest returns the 256 anti-entropy buckets. Two stores holding the same
+// documents with the same heads have equal digests, whatever the order of
+// their commits; a bucket that differs names the documents to compare.
+func (s *Store) Digest() ([256][32]byte, error) {
+	var out [256][32]byte
+	if err := s.enter(); err != nil {
+		return out, err
+	}
+	defer s.leave()
+	err := forEach(s.db, "digest", prefixOptions([]byte{prefixDigest}), func(k, v []byte) error {
+		if len(k) != 2 || len(v) != sha256.Size {
+			return fmt.Errorf("storage: digest: corrupt bucket %x", k)
+		}
+		copy(out[k[1]][:], v)
+		return nil
+	})
+	return out, err
+}
+
+// bucketOf is the digest bucket of a document: sha256(kind id)[0].
+func bucketOf(kind Kind, id string) byte {
+	h := sha256.New()
+	h.Write([]byte{byte(kind)})
+	h.Write([]byte(id))
+	return h.Sum(nil)[0]
+}
+
+// docHash is a document's share of its bucket:
+// sha256(kind id {0x00 head}) over the heads sorted.
+func docHash(kind Kind, id string, heads []string) [sha256.Size]byte {
+	sorted := slices.Sorted(slices.Values(heads))
+	h := sha256.New()
+	h.Write([]byte{byte(kind)})
+	h.Write([]byte(id))
+	for _, head := range sorted {
+		h.Write([]byte{sep})
+		h.Write([]byte(head))
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// digestMerger XORs the 32-byte operands merged into a digest bucket.
+// XOR is associative and commutative, so operands from concurrent Commits
+// combine correctly in any order. Its name is stored in the database and
+// must never change.
+var digestMerger = &pebble.Merger{
+	Name: "memmesh.digest.xor256",
+	Merge: func(_, value []byte) (pebble.ValueMerger, error) {
+		m := &xorMerger{}
+		return m, m.xor(value)
+	},
+}
+
+type xorMerger struct{ sum [sha256.Size]byte }
+
+func (m *xorMerger) xor(v []byte) error {
+	if len(v) != len(m.sum) {
+		return fmt.Errorf("storage: digest operand of %d bytes, want %d", len(v), len(m.sum))
+	}
+	for i := range m.sum {
+		m.sum[i] ^= v[i]
+	}
+	return nil
+}
+
+func (m *xorMerger) MergeNewer(v []byte) error { return m.xor(v) }
+func (m *xorMerger) MergeOlder(v []byte) error { return m.xor(v) }
+
+func (m *xorMerger) Finish(bool) ([]byte, io.Closer, error) {
+	return slices.Clone(m.sum[:]), nil, nil
+}

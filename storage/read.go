@@ -1,0 +1,287 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Get returns the latest record of a document, without its document bytes.
+// It returns ErrNotFound if the document was never committed.
+func (s *Store) Get(kind Kind, id string) (Record, error) {
+	if err := checkKindID(kind, id); err != nil {
+		return Record{}, err
+	}
+	if err := s.enter(); err != nil {
+		return Record{}, err
+	}
+	defer s.leave()
+	return getRecord(s.db, kind, id)
+}
+
+func getRecord(r pebble.Reader, kind Kind, id string) (Record, error) {
+	v, closer, err := r.Get(recordKey(kind, id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Record{}, ErrNotFound
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("storage: get %v %s: %w", kind, id, err)
+	}
+	defer closer.Close()
+	e, err := decodeEnvelope(v)
+	if err != nil {
+		return Record{}, fmt.Errorf("storage: get %v %s: %w", kind, id, err)
+	}
+	return e.toRecord(kind, id), nil
+}
+
+// GetDoc returns a document's Automerge bytes. It returns ErrNotFound if no
+// document bytes were ever committed for it.
+func (s *Store) GetDoc(kind Kind, id string) ([]byte, error) {
+	if err := checkKindID(kind, id); err != nil {
+		return nil, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	return s.getValue(docKey(kind, id))
+}
+
+// PutLocal stores per-device data (access statistics and the like) under
+// key. It is never replicated, in no digest, and written without fsync: a
+// crash may lose the latest local writes.
+func (s *Store) PutLocal(key string, value []byte) error {
+	if key == "" || len(key) > MaxIDLen {
+		return fmt.Errorf("%w: local key of %d bytes, want 1 to %d", ErrInvalid, len(key), MaxIDLen)
+	}
+	if len(value) > MaxValueSize {
+		return fmt.Errorf("%w: local value of %d bytes exceeds %d", ErrInvalid, len(value), MaxValueSize)
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := s.db.Set(localKey(key), value, pebble.NoSync); err != nil {
+		return fmt.Errorf("storage: put local %q: %w", key, err)
+	}
+	return nil
+}
+
+// GetLocal returns what PutLocal stored under key, or ErrNotFound.
+func (s *Store) GetLocal(key string) ([]byte, error) {
+	if key == "" || len(key) > MaxIDLen {
+		return nil, fmt.Errorf("%w: local key of %d bytes, want 1 to %d", ErrInvalid, len(key), MaxIDLen)
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	return s.getValue(localKey(key))
+}
+
+// getValue returns a copy of the value under key, or ErrNotFound.
+func (s *Store) getValue(key []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: get %q: %w", key, err)
+	}
+	defer closer.Close()
+	return bytes.Clone(v), nil
+}
+
+// errStop ends an iteration early without an error.
+var errStop = errors.New("stop")
+
+// Changes calls fn with the latest record of every document changed after
+// sequence number after, in sequence order, up to DurableSeq: a document
+// changed again appears only under its newest sequence number. It stops
+// after limit records (limit <= 0: no limit), but never inside a Commit: a
+// Commit of several records is delivered whole, even past limit. It returns
+// the last sequence number whose records fn all accepted, or after if
+// there was none; pass it back as after to resume. An error from fn stops
+// Changes and is returned as is.
+func (s *Store) Changes(after uint64, limit int, fn func(Record) error) (last uint64, err error) {
+	if err := s.enter(); err != nil {
+		return after, err
+	}
+	defer s.leave()
+	last = after
+	durable := s.durable.Load()
+	if after >= durable {
+		return last, nil
+	}
+	// Every seq <= durable is visible; the snapshot makes each record read
+	// below the version its change-log entry points at.
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	opts := &pebble.IterOptions{LowerBound: seqKey(after + 1), UpperBound: seqKey(durable + 1)}
+	var cur uint64 // the seq being delivered; last is the one before it
+	n := 0
+	err = forEach(snap, "changes", opts, func(k, _ []byte) error {
+		if len(k) <= changeKindAt+1 {
+			return fmt.Errorf("storage: changes: corrupt entry %x", k)
+		}
+		// A Commit's records share a seq: deliver all of them or none.
+		if seq := binary.BigEndian.Uint64(k[1:changeKindAt]); seq != cur {
+			if cur != 0 {
+				last = cur
+			}
+			if limit > 0 && n >= limit {
+				return errStop
+			}
+			cur = seq
+		}
+		rec, err := getRecord(snap, Kind(k[changeKindAt]), string(k[changeKindAt+1:]))
+		if err != nil {
+			return fmt.Errorf("storage: changes: %w", err)
+		}
+		n++
+		return fn(rec)
+	})
+	switch {
+	case err == nil && cur != 0:
+		last = cur
+	case errors.Is(err, errStop):
+		err = nil
+	}
+	return last, err
+}
+
+// Scan calls fn with the id of every document of kind that has term t, in
+// id order. An error from fn stops Scan and is returned as is.
+func (s *Store) Scan(kind Kind, t Term, fn func(id string) error) error {
+	if err := checkKind(kind); err != nil {
+		return err
+	}
+	if err := checkTerm(t.Field, t.Value); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	prefix := termKey(kind, t, "")
+	return forEach(s.db, "scan", prefixOptions(prefix), func(k, _ []byte) error {
+		return fn(string(k[len(prefix):]))
+	})
+}
+
+// ScanPrefix calls fn for every document of kind having a term in field
+// whose value starts with valuePrefix, in (value, id) order. Values are
+// compared as bytes, so callers encode ordered values (times, say) as
+// sortable strings. An error from fn stops ScanPrefix and is returned as is.
+func (s *Store) ScanPrefix(kind Kind, field, valuePrefix string, fn func(t Term, id string) error) error {
+	if err := checkKind(kind); err != nil {
+		return err
+	}
+	if err := checkTerm(field, valuePrefix); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	prefix := append(termPrefix(kind, field), valuePrefix...)
+	valueAt := len(prefix) - len(valuePrefix)
+	return forEach(s.db, "scan", prefixOptions(prefix), func(k, _ []byte) error {
+		value, id, ok := bytes.Cut(k[valueAt:], []byte{sep})
+		if !ok {
+			return fmt.Errorf("storage: scan: corrupt term key %x", k)
+		}
+		return fn(Term{Field: field, Value: string(value)}, string(id))
+	})
+}
+
+// IDsWithPrefix returns the ids of documents of kind that start with
+// prefix, in id order, at most limit of them (limit <= 0: no limit).
+func (s *Store) IDsWithPrefix(kind Kind, prefix string, limit int) ([]string, error) {
+	if err := checkKind(kind); err != nil {
+		return nil, err
+	}
+	if len(prefix) > MaxIDLen || strings.IndexByte(prefix, 0) >= 0 {
+		return nil, fmt.Errorf("%w: id prefix %q", ErrInvalid, prefix)
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	var ids []string
+	err := forEach(s.db, "ids", prefixOptions(recordKey(kind, prefix)), func(k, _ []byte) error {
+		ids = append(ids, string(k[2:]))
+		if limit > 0 && len(ids) >= limit {
+			return errStop
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return ids, err
+}
+
+// All calls fn with the latest record of every document of kind, in id
+// order, without document bytes. An error from fn stops All and is
+// returned as is.
+func (s *Store) All(kind Kind, fn func(Record) error) error {
+	if err := checkKind(kind); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	return forEach(s.db, "all", prefixOptions(recordKey(kind, "")), func(k, v []byte) error {
+		e, err := decodeEnvelope(v)
+		if err != nil {
+			return fmt.Errorf("storage: all: %s: %w", k, err)
+		}
+		return fn(e.toRecord(kind, string(k[2:])))
+	})
+}
+
+// Count returns the number of documents of kind.
+func (s *Store) Count(kind Kind) (int, error) {
+	if err := checkKind(kind); err != nil {
+		return 0, err
+	}
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	n := 0
+	err := forEach(s.db, "count", prefixOptions(recordKey(kind, "")), func(_, _ []byte) error {
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// forEach calls fn with each key and value within opts' bounds, in key
+// order; both are valid only during the call. An error from fn stops the
+// iteration and is returned as is; Pebble's errors are wrapped with what.
+func forEach(r pebble.Reader, what string, opts *pebble.IterOptions, fn func(key, value []byte) error) error {
+	it, err := r.NewIter(opts)
+	if err != nil {
+		return fmt.Errorf("storage: %s: %w", what, err)
+	}
+	var fnErr error
+	for ok := it.First(); ok && fnErr == nil; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			break // Close reports it
+		}
+		fnErr = fn(it.Key(), v)
+	}
+	if err := it.Close(); err != nil && fnErr == nil {
+		return fmt.Errorf("storage: %s: %w", what, err)
+	}
+	return fnErr
+}
