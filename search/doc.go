@@ -1,0 +1,67 @@
+// Package search is the full-text index of memories: a bleve v2 (scorch)
+// index in its own directory, derived from storage and rebuildable from it.
+//
+// # Fields
+//
+// Each memory is one bleve document whose id is the memory id. Nothing
+// large is stored: callers read records from storage by id.
+//
+//	title      title and tags, English text with positions (phrases)
+//	content    English text with positions
+//	words      title, content and tags, unstemmed (typo-tolerant fallback)
+//	tags       keyword, for filters
+//	namespace  keyword
+//	kind       keyword
+//	status     keyword, stored (ranking)
+//	tier       keyword, stored (ranking)
+//	confidence number, stored only (ranking)
+//	updated    datetime, stored (ranking), doc values (newest-first listing)
+//	expires    datetime; a memory without TTL expires in 2200
+//
+// Memories whose status is deleted are removed, never indexed.
+//
+// # Analysis
+//
+// Text is split into words by Unicode word segmentation. Code identifiers
+// stay whole and are followed by their parts at the same position:
+// parseConfig, HTTPServer, snake_case_name and file_source.go are found by
+// parse, http, snake or source as well as whole. The text fields then go
+// through bleve's English chain: possessives, lower case, English stop
+// words, Porter stemmer, so "running" finds "runs". The words field skips
+// the stemmer, so that edit distances are measured on real words.
+//
+// # Queries and ranking
+//
+// Query text is never parsed as bleve query syntax; "foo:bar" and "+x" are
+// words. Double-quoted parts are phrases, which must all match; the other
+// words are terms, any of which may match. A query runs as:
+//
+//  1. Filters. Namespace, kind, tags (all of them), tiers and the updated
+//     window are required; unwanted statuses (by default archived and
+//     compacted) and expired memories (expires <= Now) are excluded.
+//  2. BM25. Each term is scored in title (boost 2) and content (boost 1)
+//     with bleve's BM25 model (IndexMapping.ScoringModel "bm25"); phrases
+//     add their own scores. The best max(50, 5*Limit) candidates are kept.
+//  3. Multipliers. Each candidate's BM25 score is multiplied by its
+//     confidence, trust tier, recency (half-life decay of updated) and
+//     status weights, defined together in rank.go, and the candidates are
+//     reordered and cut to Limit. Query.Explain returns every component.
+//  4. Fallback. When nothing matched and the text has no phrases, the
+//     terms are matched against unstemmed words within 1 edit (4 to 7
+//     characters) or 2 edits (8 or more), and Result.Fuzzy is set.
+//
+// A query without text lists the memories that pass the filters, newest
+// first, without scores.
+//
+// # Durability and the watermark
+//
+// Apply writes one bleve batch holding the changed documents and the
+// caller's watermark (an internal value). Scorch runs with unsafe_batch:
+// a batch is searchable when Apply returns, and a background persister
+// writes and fsyncs snapshots later, each snapshot holding segments and
+// internal values together. The watermark on disk therefore always
+// describes exactly the data on disk: after a crash the index reopens at
+// an older, consistent watermark, and the caller replays storage from it.
+// Close waits for the persister to catch up. An index written with an
+// older schema version is recreated empty (watermark 0).
+package search

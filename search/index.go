@@ -1,0 +1,367 @@
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+// Errors returned by Index methods.
+var (
+	ErrClosed       = errors.New("search: index closed")
+	ErrInvalidQuery = errors.New("search: invalid query")
+)
+
+// Field names in the index.
+const (
+	fieldTitle      = "title"   // title and tags, analyzerText
+	fieldContent    = "content" // analyzerText
+	fieldWords      = "words"   // title, content and tags, analyzerWords
+	fieldTags       = "tags"    // keyword
+	fieldNamespace  = "namespace"
+	fieldKind       = "kind"
+	fieldStatus     = "status"
+	fieldTier       = "tier"
+	fieldConfidence = "confidence"
+	fieldUpdated    = "updated"
+	fieldExpires    = "expires"
+)
+
+// Internal (non-document) keys.
+var (
+	watermarkKey = []byte("memmesh.watermark")
+	schemaKey    = []byte("memmesh.schema")
+)
+
+// schemaVersion changes whenever the mapping or the analysis changes. An
+// index with another version is removed and recreated empty, so that its
+// watermark (0) makes the caller rebuild it from storage.
+const schemaVersion = "1"
+
+// Time bounds of indexed datetimes. Bleve stores datetimes as Unix
+// nanoseconds, which end in 2262; farFuture stands for "never expires".
+var (
+	minTime   = time.Unix(0, 0).UTC()
+	farFuture = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// closeFlushTimeout bounds how long Close waits for the background
+// persister. What is not flushed is rebuilt from storage, as after a crash.
+const closeFlushTimeout = 10 * time.Second
+
+// runtimeConfig is the scorch configuration of an open index.
+//
+// unsafe_batch makes Batch return once the batch is searchable instead of
+// waiting for the persister to write and fsync it; the persister still
+// writes every snapshot with its segments and internal values (the
+// watermark) together.
+//
+// PersisterNapTimeMSec lets the persister wait up to a second between
+// snapshots, so that the small segments of consecutive batches are merged
+// in memory and written once, as bleve advises for unsafe_batch; it cuts
+// the CPU cost of bulk indexing by about a third. Close waits for the
+// nap to end.
+var runtimeConfig = map[string]any{
+	"unsafe_batch":           true,
+	"scorchPersisterOptions": map[string]any{"PersisterNapTimeMSec": persisterNap.Milliseconds()},
+}
+
+const persisterNap = time.Second
+
+// Options configures an Index.
+type Options struct {
+	Logger   *slog.Logger  // nil: discard
+	HalfLife time.Duration // recency half-life, 0: 30 days
+}
+
+// Index is a full-text index of memories. Its methods are safe for
+// concurrent use.
+type Index struct {
+	idx      bleve.Index
+	log      *slog.Logger
+	halfLife time.Duration
+	text     analysis.Analyzer // analyzerText, for query text
+	words    analysis.Analyzer // analyzerWords, for query text
+
+	closed atomic.Bool
+
+	mu sync.Mutex // serialises Apply and Close
+	// persisted is closed once the last applied batch is on disk.
+	persisted chan struct{}
+}
+
+// Open opens the index in dir, creating it if dir holds none.
+func Open(dir string, opts Options) (*Index, error) {
+	if opts.HalfLife < 0 {
+		return nil, fmt.Errorf("search: negative half-life %v", opts.HalfLife)
+	}
+	if opts.HalfLife == 0 {
+		opts.HalfLife = defaultHalfLife
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "search")
+
+	idx, err := openOrCreate(dir, log)
+	if err != nil {
+		return nil, fmt.Errorf("search: open %s: %w", dir, err)
+	}
+	ix := &Index{idx: idx, log: log, halfLife: opts.HalfLife}
+	ix.text = idx.Mapping().AnalyzerNamed(analyzerText)
+	ix.words = idx.Mapping().AnalyzerNamed(analyzerWords)
+	if ix.text == nil || ix.words == nil {
+		_ = idx.Close()
+		return nil, fmt.Errorf("search: open %s: analyzers missing from mapping", dir)
+	}
+	return ix, nil
+}
+
+func openOrCreate(dir string, log *slog.Logger) (bleve.Index, error) {
+	idx, err := bleve.OpenUsing(dir, runtimeConfig)
+	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) || errors.Is(err, bleve.ErrorIndexMetaMissing) {
+		return create(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	version, err := idx.GetInternal(schemaKey)
+	if err != nil {
+		_ = idx.Close()
+		return nil, err
+	}
+	if string(version) == schemaVersion {
+		return idx, nil
+	}
+	log.Info("search index schema changed, recreating it", "dir", dir,
+		"old", string(version), "new", schemaVersion)
+	if err := idx.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	return create(dir)
+}
+
+// create makes a new index in dir. It is created with scorch's default,
+// synchronous batches so that the mapping and the schema version are on
+// disk before the first use, then reopened with runtimeConfig.
+func create(dir string) (bleve.Index, error) {
+	m, err := newMapping()
+	if err != nil {
+		return nil, err
+	}
+	idx, err := bleve.NewUsing(dir, m, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := idx.SetInternal(schemaKey, []byte(schemaVersion)); err != nil {
+		_ = idx.Close()
+		return nil, err
+	}
+	if err := idx.Close(); err != nil {
+		return nil, err
+	}
+	return bleve.OpenUsing(dir, runtimeConfig)
+}
+
+func newMapping() (*mapping.IndexMappingImpl, error) {
+	im := bleve.NewIndexMapping()
+	im.ScoringModel = index.BM25Scoring
+	im.DefaultAnalyzer = analyzerText
+	im.IndexDynamic = false
+	im.StoreDynamic = false
+	im.DocValuesDynamic = false
+	if err := addAnalyzers(im); err != nil {
+		return nil, err
+	}
+
+	dm := bleve.NewDocumentStaticMapping()
+	dm.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
+	dm.AddFieldMappingsAt("title", textField(fieldTitle), wordsField())
+	dm.AddFieldMappingsAt("content", textField(fieldContent), wordsField())
+	dm.AddFieldMappingsAt("tags", keywordField(fieldTags, false), textField(fieldTitle), wordsField())
+	dm.AddFieldMappingsAt("namespace", keywordField(fieldNamespace, false))
+	dm.AddFieldMappingsAt("kind", keywordField(fieldKind, false))
+	dm.AddFieldMappingsAt("status", keywordField(fieldStatus, true))
+	dm.AddFieldMappingsAt("tier", keywordField(fieldTier, true))
+	dm.AddFieldMappingsAt("confidence", &mapping.FieldMapping{
+		Name: fieldConfidence, Type: "number", Store: true,
+	})
+	dm.AddFieldMappingsAt("updated", &mapping.FieldMapping{
+		Name: fieldUpdated, Type: "datetime", Index: true, Store: true, DocValues: true,
+	})
+	dm.AddFieldMappingsAt("expires", &mapping.FieldMapping{
+		Name: fieldExpires, Type: "datetime", Index: true,
+	})
+	im.DefaultMapping = dm
+	return im, nil
+}
+
+// textField is an English text field; positions are kept for phrases.
+func textField(name string) *mapping.FieldMapping {
+	return &mapping.FieldMapping{
+		Name: name, Type: "text", Analyzer: analyzerText, Index: true, IncludeTermVectors: true,
+	}
+}
+
+func wordsField() *mapping.FieldMapping {
+	return &mapping.FieldMapping{Name: fieldWords, Type: "text", Analyzer: analyzerWords, Index: true}
+}
+
+// keywordField is an exact-match field for filters; stored when ranking
+// reads it.
+func keywordField(name string, store bool) *mapping.FieldMapping {
+	return &mapping.FieldMapping{
+		Name: name, Type: "text", Analyzer: keyword.Name, Index: true, Store: store, SkipFreqNorm: true,
+	}
+}
+
+// document is what bleve indexes for a memory; its json names are the
+// mapping's property names.
+type document struct {
+	Title      string    `json:"title"`
+	Content    string    `json:"content"`
+	Tags       []string  `json:"tags"`
+	Namespace  string    `json:"namespace"`
+	Kind       string    `json:"kind"`
+	Status     string    `json:"status"`
+	Tier       string    `json:"tier"`
+	Confidence float64   `json:"confidence"`
+	Updated    time.Time `json:"updated"`
+	Expires    time.Time `json:"expires"`
+}
+
+func newDocument(m *crdt.Memory) document {
+	expires := farFuture
+	if !m.ExpiresAt.IsZero() {
+		expires = clampTime(m.ExpiresAt)
+	}
+	return document{
+		Title:      m.Title,
+		Content:    m.Content,
+		Tags:       m.Tags,
+		Namespace:  m.Namespace,
+		Kind:       m.Kind,
+		Status:     string(m.Status),
+		Tier:       string(m.Tier),
+		Confidence: m.Confidence,
+		Updated:    clampTime(m.Provenance.UpdatedAt),
+		Expires:    expires,
+	}
+}
+
+// clampTime brings t into the range bleve can index.
+func clampTime(t time.Time) time.Time {
+	if t.Before(minTime) {
+		return minTime
+	}
+	if t.After(farFuture) {
+		return farFuture
+	}
+	return t
+}
+
+// Close waits up to closeFlushTimeout for applied batches to reach the
+// disk, then closes the index.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed.Swap(true) {
+		return nil
+	}
+	if ix.persisted != nil {
+		select {
+		case <-ix.persisted:
+		case <-time.After(closeFlushTimeout):
+			ix.log.Warn("search index not flushed before close; storage will catch it up",
+				"timeout", closeFlushTimeout)
+		}
+	}
+	if err := ix.idx.Close(); err != nil {
+		return fmt.Errorf("search: close: %w", err)
+	}
+	return nil
+}
+
+// Apply indexes the memories in put (removing those whose status is
+// deleted), removes the ids in del, and records watermark, all in one
+// batch: the watermark reaches the disk in the same snapshot as the
+// changes it covers. Apply returns once the changes are searchable; they
+// are written to disk in the background. Bad input changes nothing.
+func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	b := ix.idx.NewBatch()
+	for i := range put {
+		m := &put[i]
+		if m.ID == "" {
+			return fmt.Errorf("search: apply: memory %d of %d has no id", i, len(put))
+		}
+		if m.Status == crdt.StatusDeleted {
+			b.Delete(m.ID)
+			continue
+		}
+		if err := b.Index(m.ID, newDocument(m)); err != nil {
+			return fmt.Errorf("search: apply: index %s: %w", m.ID, err)
+		}
+	}
+	for _, id := range del {
+		if id == "" {
+			return errors.New("search: apply: empty id to delete")
+		}
+		b.Delete(id)
+	}
+	b.SetInternal(watermarkKey, binary.BigEndian.AppendUint64(nil, watermark))
+	persisted := make(chan struct{})
+	b.SetPersistedCallback(func(error) { close(persisted) })
+	if err := ix.idx.Batch(b); err != nil {
+		return fmt.Errorf("search: apply: %w", err)
+	}
+	ix.persisted = persisted
+	return nil
+}
+
+// Watermark returns the watermark of the last Apply; after Open, the one
+// persisted with the data on disk. It is 0 for a new index.
+func (ix *Index) Watermark() (uint64, error) {
+	v, err := ix.idx.GetInternal(watermarkKey)
+	if err != nil {
+		return 0, fmt.Errorf("search: watermark: %w", err)
+	}
+	switch len(v) {
+	case 0:
+		return 0, nil
+	case 8:
+		return binary.BigEndian.Uint64(v), nil
+	}
+	return 0, fmt.Errorf("search: watermark: %d bytes, want 8", len(v))
+}
+
+// Count returns the number of indexed memories.
+func (ix *Index) Count() (uint64, error) {
+	n, err := ix.idx.DocCount()
+	if err != nil {
+		return 0, fmt.Errorf("search: count: %w", err)
+	}
+	return n, nil
+}

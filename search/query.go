@@ -1,0 +1,435 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+// Query limits.
+const (
+	defaultLimit  = 10
+	maxLimit      = 1000
+	maxQueryWords = 64
+)
+
+// Match kinds reported in Explanation.Match.
+const (
+	MatchTerms  = "terms"  // query terms, ranked by BM25
+	MatchPhrase = "phrase" // the query had phrases, all of which matched
+	MatchFuzzy  = "fuzzy"  // the typo-tolerant fallback
+	MatchFilter = "filter" // no query text: filters only, newest first
+)
+
+// Query is a search over the index.
+type Query struct {
+	Text      string        // user query; "double-quoted parts" are phrase queries; the rest are terms
+	Namespace string        // "" = all
+	Tags      []string      // every tag must be present
+	Kind      string        // "" = all
+	Statuses  []crdt.Status // nil = active and stale
+	Tiers     []crdt.Tier   // nil = all
+	Since     time.Time     // updated at or after; zero = open
+	Until     time.Time     // updated before; zero = open
+	Limit     int           // 0 = 10; capped at 1000
+	Explain   bool
+	Now       time.Time // for recency and expiry; zero = time.Now()
+}
+
+// Result is the outcome of a search.
+type Result struct {
+	Hits  []Hit
+	Fuzzy bool   // true when no exact hits existed and the typo-tolerant fallback produced these
+	Total uint64 // matching documents before Limit
+}
+
+// Hit is one matching memory.
+type Hit struct {
+	ID      string
+	Score   float64
+	Explain *Explanation // when Query.Explain
+}
+
+// Explanation breaks a hit's score into its components:
+// Final = BM25 * Confidence * Tier * Recency * Status.
+type Explanation struct {
+	BM25       float64 `json:"bm25"`       // bleve's text score
+	Confidence float64 `json:"confidence"` // multiplier
+	Tier       float64 `json:"tier"`       // multiplier
+	Recency    float64 `json:"recency"`    // multiplier
+	Status     float64 `json:"status"`     // multiplier
+	Final      float64 `json:"final"`
+	Match      string  `json:"match"` // MatchTerms, MatchPhrase, MatchFuzzy or MatchFilter
+}
+
+// rankFields are the stored fields read for reranking.
+var rankFields = []string{fieldTier, fieldStatus, fieldConfidence, fieldUpdated}
+
+// plan is a validated, analysed Query.
+type plan struct {
+	limit   int
+	now     time.Time
+	explain bool
+
+	// Constraints that do not score. A memory matches when it matches
+	// every include and no exclude.
+	include []query.Query
+	exclude []query.Query
+
+	hasText bool
+	terms   []string // loose terms through analyzerText
+	words   []string // loose terms through analyzerWords
+	phrases []string // phrases with at least one indexed token
+}
+
+// Search runs q. Query text is never parsed as bleve query syntax: only
+// double quotes are special.
+func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
+	if ix.closed.Load() {
+		return Result{}, ErrClosed
+	}
+	p, err := ix.plan(q)
+	if err != nil {
+		return Result{}, err
+	}
+	if !p.hasText {
+		return ix.list(ctx, p)
+	}
+	if exact := p.exactQuery(); exact != nil {
+		match := MatchTerms
+		if len(p.phrases) > 0 {
+			match = MatchPhrase
+		}
+		res, err := ix.rank(ctx, p, exact, match)
+		if err != nil || len(res.Hits) > 0 {
+			return res, err
+		}
+	}
+	fuzzy := p.fuzzyQuery()
+	if fuzzy == nil {
+		return Result{Hits: []Hit{}}, nil
+	}
+	res, err := ix.rank(ctx, p, fuzzy, MatchFuzzy)
+	res.Fuzzy = len(res.Hits) > 0
+	return res, err
+}
+
+// plan validates q and analyses its text.
+func (ix *Index) plan(q Query) (*plan, error) {
+	if q.Limit < 0 {
+		return nil, fmt.Errorf("%w: negative limit %d", ErrInvalidQuery, q.Limit)
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until) {
+		return nil, fmt.Errorf("%w: since %v is after until %v", ErrInvalidQuery, q.Since, q.Until)
+	}
+	p := &plan{limit: q.Limit, now: q.Now, explain: q.Explain}
+	if p.limit == 0 {
+		p.limit = defaultLimit
+	}
+	p.limit = min(p.limit, maxLimit)
+	if p.now.IsZero() {
+		p.now = time.Now()
+	}
+	if err := p.addFilters(q); err != nil {
+		return nil, err
+	}
+	if err := ix.analyse(p, q.Text); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// analyse splits text into loose terms and "phrases" and analyses both.
+func (ix *Index) analyse(p *plan, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	p.hasText = true
+	if !utf8.ValidString(text) {
+		return fmt.Errorf("%w: text is not valid UTF-8", ErrInvalidQuery)
+	}
+	if n := len(strings.Fields(text)); n > maxQueryWords {
+		return fmt.Errorf("%w: %d words, at most %d", ErrInvalidQuery, n, maxQueryWords)
+	}
+	parts := strings.Split(text, `"`)
+	if len(parts)%2 == 0 {
+		return fmt.Errorf("%w: unbalanced double quote", ErrInvalidQuery)
+	}
+	var loose strings.Builder
+	for i, part := range parts {
+		if i%2 == 0 {
+			loose.WriteString(part)
+			loose.WriteByte(' ')
+			continue
+		}
+		if len(ix.text.Analyze([]byte(part))) > 0 {
+			p.phrases = append(p.phrases, part)
+		}
+	}
+	p.terms = terms(ix.text, loose.String())
+	p.words = terms(ix.words, loose.String())
+	return nil
+}
+
+// terms returns the distinct terms of text through a.
+func terms(a analysis.Analyzer, text string) []string {
+	var out []string
+	for _, tok := range a.Analyze([]byte(text)) {
+		if t := string(tok.Term); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// indexedStatuses are the statuses a memory in the index can have.
+var indexedStatuses = []crdt.Status{crdt.StatusActive, crdt.StatusStale, crdt.StatusArchived, crdt.StatusCompacted}
+
+// addFilters turns the filters of q into includes and excludes. Bleve
+// checks a constraint for every candidate, and checking one that almost
+// every memory matches (status active, not expired) costs as much as the
+// text search, while excluding the few that do not is nearly free. So
+// statuses are excluded by their complement when active is wanted, and
+// expiry excludes the expired.
+func (p *plan) addFilters(q Query) error {
+	if q.Namespace != "" {
+		p.include = append(p.include, termQuery(fieldNamespace, q.Namespace))
+	}
+	if q.Kind != "" {
+		p.include = append(p.include, termQuery(fieldKind, q.Kind))
+	}
+	for _, tag := range q.Tags {
+		if tag == "" {
+			return fmt.Errorf("%w: empty tag", ErrInvalidQuery)
+		}
+		p.include = append(p.include, termQuery(fieldTags, tag))
+	}
+
+	statuses := q.Statuses
+	if len(statuses) == 0 {
+		statuses = []crdt.Status{crdt.StatusActive, crdt.StatusStale}
+	}
+	for _, s := range statuses {
+		if !s.Valid() {
+			return fmt.Errorf("%w: unknown status %q", ErrInvalidQuery, s)
+		}
+	}
+	if slices.Contains(statuses, crdt.StatusActive) {
+		for _, s := range indexedStatuses {
+			if !slices.Contains(statuses, s) {
+				p.exclude = append(p.exclude, termQuery(fieldStatus, string(s)))
+			}
+		}
+	} else {
+		p.include = append(p.include, anyTerm(fieldStatus, statuses))
+	}
+
+	for _, t := range q.Tiers {
+		if !t.Valid() {
+			return fmt.Errorf("%w: unknown tier %q", ErrInvalidQuery, t)
+		}
+	}
+	if len(q.Tiers) > 0 {
+		p.include = append(p.include, anyTerm(fieldTier, q.Tiers))
+	}
+
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		var since, until time.Time
+		if !q.Since.IsZero() {
+			since = clampTime(q.Since)
+		}
+		if !q.Until.IsZero() {
+			until = clampTime(q.Until)
+		}
+		p.include = append(p.include, dateRange(fieldUpdated, since, true, until, false))
+	}
+	p.exclude = append(p.exclude, dateRange(fieldExpires, minTime, true, clampTime(p.now), true))
+	return nil
+}
+
+func termQuery(field, term string) query.Query {
+	q := query.NewTermQuery(term)
+	q.SetField(field)
+	return q
+}
+
+// anyTerm matches field equal to any of values.
+func anyTerm[S ~string](field string, values []S) query.Query {
+	qs := make([]query.Query, len(values))
+	for i, v := range values {
+		qs[i] = termQuery(field, string(v))
+	}
+	return query.NewDisjunctionQuery(qs)
+}
+
+// dateRange matches field between start and end; a zero bound is open.
+func dateRange(field string, start time.Time, startInclusive bool, end time.Time, endInclusive bool) query.Query {
+	q := query.NewDateRangeInclusiveQuery(start, end, &startInclusive, &endInclusive)
+	q.SetField(field)
+	return q
+}
+
+// constrained adds the includes of p to b as a filter and its excludes.
+func (p *plan) constrained(b *query.BooleanQuery) *query.BooleanQuery {
+	if len(p.include) > 0 {
+		b.AddFilter(query.NewConjunctionQuery(p.include))
+	}
+	b.AddMustNot(p.exclude...)
+	return b
+}
+
+// exactQuery matches the phrases (all required) and the loose terms (any,
+// scored), or returns nil when the text has nothing to search for.
+func (p *plan) exactQuery() query.Query {
+	if len(p.terms)+len(p.phrases) == 0 {
+		return nil
+	}
+	b := query.NewBooleanQuery(nil, nil, nil)
+	for _, t := range p.terms {
+		b.AddShould(
+			boosted(query.NewTermQuery(t), fieldTitle, boostTitle),
+			boosted(query.NewTermQuery(t), fieldContent, boostContent))
+	}
+	for _, ph := range p.phrases {
+		b.AddMust(query.NewDisjunctionQuery([]query.Query{
+			phraseQuery(ph, fieldTitle, boostTitle),
+			phraseQuery(ph, fieldContent, boostContent),
+		}))
+	}
+	return p.constrained(b)
+}
+
+// fuzzyQuery matches any loose term within fuzziness edits of an unstemmed
+// word. It returns nil when the text has phrases (quoted text is exact, and
+// no memory matched it) or no term is long enough to allow an edit.
+func (p *plan) fuzzyQuery() query.Query {
+	if len(p.phrases) > 0 {
+		return nil
+	}
+	b := query.NewBooleanQuery(nil, nil, nil)
+	fuzzed := false
+	for _, w := range p.words {
+		f := query.NewFuzzyQuery(w)
+		f.SetField(fieldWords)
+		f.SetFuzziness(fuzziness(w))
+		fuzzed = fuzzed || f.Fuzziness > 0
+		b.AddShould(f)
+	}
+	if !fuzzed {
+		return nil
+	}
+	return p.constrained(b)
+}
+
+// listQuery matches every memory that passes the filters. The includes are
+// required clauses rather than a filter, so that the most selective one
+// drives the iteration.
+func (p *plan) listQuery() query.Query {
+	b := query.NewBooleanQuery(nil, nil, nil)
+	b.AddMust(p.include...)
+	b.AddMustNot(p.exclude...)
+	return b
+}
+
+// fuzziness is the edit distance allowed for a term: 1 from 4 characters,
+// 2 from 8.
+func fuzziness(term string) int {
+	switch n := utf8.RuneCountInString(term); {
+	case n >= 8:
+		return 2
+	case n >= 4:
+		return 1
+	}
+	return 0
+}
+
+type fieldQuery interface {
+	query.FieldableQuery
+	query.BoostableQuery
+}
+
+func boosted[Q fieldQuery](q Q, field string, boost float64) Q {
+	q.SetField(field)
+	q.SetBoost(boost)
+	return q
+}
+
+func phraseQuery(phrase, field string, boost float64) query.Query {
+	q := query.NewMatchPhraseQuery(phrase)
+	q.Analyzer = analyzerText
+	return boosted(q, field, boost)
+}
+
+// rank runs q for enough candidates, applies the multipliers and keeps
+// the best p.limit.
+func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string) (Result, error) {
+	req := bleve.NewSearchRequestOptions(q, max(minCandidates, candidateFactor*p.limit), 0, false)
+	req.Fields = rankFields
+	sr, err := ix.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return Result{}, fmt.Errorf("search: %w", err)
+	}
+	hits := make([]Hit, 0, len(sr.Hits))
+	for _, h := range sr.Hits {
+		e := explain(h.Score, readRankInputs(h.Fields), p.now, ix.halfLife, match)
+		hit := Hit{ID: h.ID, Score: e.Final}
+		if p.explain {
+			hit.Explain = &e
+		}
+		hits = append(hits, hit)
+	}
+	// Stable: equal scores keep bleve's order.
+	slices.SortStableFunc(hits, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
+	return Result{Hits: hits[:min(len(hits), p.limit)], Total: sr.Total}, nil
+}
+
+// list returns the memories matching the filters, newest first.
+func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
+	req := bleve.NewSearchRequestOptions(p.listQuery(), p.limit, 0, false)
+	req.SortBy([]string{"-" + fieldUpdated, "_id"})
+	req.Score = "none"
+	if p.explain {
+		req.Fields = rankFields
+	}
+	sr, err := ix.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return Result{}, fmt.Errorf("search: %w", err)
+	}
+	hits := make([]Hit, 0, len(sr.Hits))
+	for _, h := range sr.Hits {
+		hit := Hit{ID: h.ID}
+		if p.explain {
+			e := explain(0, readRankInputs(h.Fields), p.now, ix.halfLife, MatchFilter)
+			hit.Explain = &e
+		}
+		hits = append(hits, hit)
+	}
+	return Result{Hits: hits, Total: sr.Total}, nil
+}
+
+func readRankInputs(fields map[string]any) rankInputs {
+	var in rankInputs
+	if s, ok := fields[fieldTier].(string); ok {
+		in.tier = crdt.Tier(s)
+	}
+	if s, ok := fields[fieldStatus].(string); ok {
+		in.status = crdt.Status(s)
+	}
+	if f, ok := fields[fieldConfidence].(float64); ok {
+		in.confidence = f
+	}
+	if s, ok := fields[fieldUpdated].(string); ok {
+		in.updated, _ = time.Parse(time.RFC3339, s)
+	}
+	return in
+}

@@ -1,0 +1,82 @@
+package search
+
+import (
+	"math"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+// Ranking constants. A hit's final score is its BM25 score times one
+// multiplier per signal:
+//
+//	confidence  confidenceFloor + (1-confidenceFloor)*confidence
+//	tier        tierWeights[tier]
+//	recency     recencyFloor + (1-recencyFloor)*2^(-age/halfLife), age from updated
+//	status      statusWeights[status]
+//
+// Unknown tiers and statuses weigh 1.
+const (
+	confidenceFloor = 0.5
+	recencyFloor    = 0.7
+
+	defaultHalfLife = 30 * 24 * time.Hour
+
+	// Field boosts applied to BM25 per field.
+	boostTitle   = 2.0 // title and tags
+	boostContent = 1.0
+
+	// Candidates fetched from bleve before reranking:
+	// max(minCandidates, candidateFactor*limit).
+	minCandidates   = 50
+	candidateFactor = 5
+)
+
+var tierWeights = map[crdt.Tier]float64{
+	crdt.TierHuman: 1.2,
+	crdt.TierAgent: 1.0,
+	crdt.TierAuto:  0.85,
+}
+
+var statusWeights = map[crdt.Status]float64{
+	crdt.StatusActive:    1.0,
+	crdt.StatusStale:     0.6,
+	crdt.StatusArchived:  0.3,
+	crdt.StatusCompacted: 0.2,
+}
+
+// rankInputs are the stored fields of a hit that feed the multipliers.
+type rankInputs struct {
+	tier       crdt.Tier
+	status     crdt.Status
+	confidence float64
+	updated    time.Time
+}
+
+// explain computes the multipliers of a hit and its final score.
+func explain(bm25 float64, in rankInputs, now time.Time, halfLife time.Duration, match string) Explanation {
+	e := Explanation{
+		BM25:       bm25,
+		Confidence: confidenceFloor + (1-confidenceFloor)*min(max(in.confidence, 0), 1),
+		Tier:       weight(tierWeights, in.tier),
+		Recency:    recency(now.Sub(in.updated), halfLife),
+		Status:     weight(statusWeights, in.status),
+		Match:      match,
+	}
+	e.Final = e.BM25 * e.Confidence * e.Tier * e.Recency * e.Status
+	return e
+}
+
+func weight[K comparable](weights map[K]float64, k K) float64 {
+	if w, ok := weights[k]; ok {
+		return w
+	}
+	return 1
+}
+
+// recency decays from 1 towards recencyFloor, halving the distance every
+// halfLife. A memory updated in the future counts as new.
+func recency(age, halfLife time.Duration) float64 {
+	age = max(age, 0)
+	return recencyFloor + (1-recencyFloor)*math.Exp2(-float64(age)/float64(halfLife))
+}

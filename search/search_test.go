@@ -1,0 +1,739 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+// now is the reference time of every test query.
+var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// testLogWriter routes log lines to t.Log.
+type testLogWriter struct{ tb testing.TB }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testOptions(tb testing.TB) Options {
+	tb.Helper()
+	return Options{Logger: slog.New(slog.NewTextHandler(testLogWriter{tb}, nil))}
+}
+
+// openTest opens an index in a fresh directory, closed at cleanup.
+func openTest(tb testing.TB) *Index {
+	tb.Helper()
+	ix, err := Open(tb.TempDir(), testOptions(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := ix.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return ix
+}
+
+// mem builds an active agent note in namespace "proj", updated a day
+// before now; opts adjust it.
+func mem(id, title, content string, opts ...func(*crdt.Memory)) crdt.Memory {
+	m := crdt.Memory{
+		ID:         id,
+		Namespace:  "proj",
+		Title:      title,
+		Content:    content,
+		Kind:       "note",
+		Tier:       crdt.TierAgent,
+		Confidence: 0.8,
+		Status:     crdt.StatusActive,
+		Provenance: crdt.Provenance{Device: "dev1", UpdatedAt: now.Add(-24 * time.Hour)},
+	}
+	for _, o := range opts {
+		o(&m)
+	}
+	return m
+}
+
+func withNamespace(ns string) func(*crdt.Memory) { return func(m *crdt.Memory) { m.Namespace = ns } }
+func withKind(k string) func(*crdt.Memory)       { return func(m *crdt.Memory) { m.Kind = k } }
+func withTier(t crdt.Tier) func(*crdt.Memory)    { return func(m *crdt.Memory) { m.Tier = t } }
+func withTags(tags ...string) func(*crdt.Memory) { return func(m *crdt.Memory) { m.Tags = tags } }
+func withStatus(s crdt.Status) func(*crdt.Memory) {
+	return func(m *crdt.Memory) { m.Status = s }
+}
+func withUpdated(t time.Time) func(*crdt.Memory) {
+	return func(m *crdt.Memory) { m.Provenance.UpdatedAt = t }
+}
+func withExpires(t time.Time) func(*crdt.Memory) { return func(m *crdt.Memory) { m.ExpiresAt = t } }
+
+func apply(tb testing.TB, ix *Index, ms ...crdt.Memory) {
+	tb.Helper()
+	if err := ix.Apply(ms, nil, 1); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// search runs q at now unless q sets Now.
+func search(tb testing.TB, ix *Index, q Query) Result {
+	tb.Helper()
+	if q.Now.IsZero() {
+		q.Now = now
+	}
+	res, err := ix.Search(context.Background(), q)
+	if err != nil {
+		tb.Fatalf("Search(%+v): %v", q, err)
+	}
+	return res
+}
+
+func ids(res Result) []string {
+	out := make([]string, len(res.Hits))
+	for i, h := range res.Hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+// sameSet reports whether a and b hold the same ids in any order.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+func TestTitleRanksAboveDeepContent(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	filler := strings.Repeat("The deploy script copies the build to the staging host and restarts the service. ", 8)
+	apply(t, ix,
+		mem("deep", "Staging deploy notes", filler+"Remember connection pooling."),
+		mem("title", "Connection pooling for the API", "Keep at most twenty open connections per worker."),
+		mem("other", "Logging format", "Logs are JSON lines with a level and a message."),
+	)
+	res := search(t, ix, Query{Text: "pooling"})
+	if got, want := ids(res), []string{"title", "deep"}; !slices.Equal(got, want) {
+		t.Fatalf("hits = %v, want %v", got, want)
+	}
+	if res.Total != 2 || res.Fuzzy {
+		t.Errorf("Total = %d, Fuzzy = %v; want 2, false", res.Total, res.Fuzzy)
+	}
+}
+
+func TestTermsAreOR(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("both", "Redis cache eviction", "Eviction uses LRU."),
+		mem("redis", "Redis sentinel", "Three sentinels watch the primary."),
+		mem("none", "Kafka topics", "Topics have twelve partitions."),
+	)
+	res := search(t, ix, Query{Text: "redis eviction"})
+	if got, want := ids(res), []string{"both", "redis"}; !slices.Equal(got, want) {
+		t.Fatalf("hits = %v, want %v (both terms rank first)", got, want)
+	}
+}
+
+func TestStemming(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix, mem("runs", "Nightly job", "The compaction worker runs every night."))
+	for _, text := range []string{"running", "run", "runs", "RUNS"} {
+		if got := ids(search(t, ix, Query{Text: text})); !slices.Equal(got, []string{"runs"}) {
+			t.Errorf("%q: hits = %v, want [runs]", text, got)
+		}
+	}
+}
+
+func TestIdentifierParts(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("code", "Config loading", "Call parseConfig from internal/loader/file_source.go; it sets snake_case_name and uses HTTPServer."),
+		mem("other", "Unrelated", "Nothing about code here."),
+	)
+	for _, text := range []string{"parseConfig", "parse", "config", "file_source.go", "file", "source", "loader", "snake", "case", "http", "server", "httpserver"} {
+		if got := ids(search(t, ix, Query{Text: text})); len(got) == 0 || got[0] != "code" {
+			t.Errorf("%q: hits = %v, want code first", text, got)
+		}
+	}
+}
+
+func TestPhrases(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("adjacent", "Retries", "Retry the request with exponential backoff and jitter."),
+		mem("apart", "Backoff", "Backoff is linear here, not exponential; retry the request once."),
+		mem("stop", "Cache", "Put the cache in front of the database."),
+	)
+	tests := []struct {
+		text  string
+		want  []string // in any order
+		match string
+	}{
+		{`exponential backoff`, []string{"adjacent", "apart"}, MatchTerms},
+		{`"exponential backoff"`, []string{"adjacent"}, MatchPhrase},
+		{`"exponential backoff" retry`, []string{"adjacent"}, MatchPhrase},
+		{`"backoff exponential"`, nil, ""},
+		{`"cache in front of the database"`, []string{"stop"}, MatchPhrase},
+		{`"cache in front of a database"`, []string{"stop"}, MatchPhrase}, // stop words are gaps
+		{`"Cache" "database"`, []string{"stop"}, MatchPhrase},
+		{`"cache" "exponential"`, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			res := search(t, ix, Query{Text: tt.text, Explain: true})
+			if got := ids(res); !sameSet(got, tt.want) {
+				t.Fatalf("hits = %v, want %v", got, tt.want)
+			}
+			if res.Fuzzy {
+				t.Error("Fuzzy = true")
+			}
+			for _, h := range res.Hits {
+				if h.Explain.Match != tt.match {
+					t.Errorf("%s: Match = %q, want %q", h.ID, h.Explain.Match, tt.match)
+				}
+			}
+		})
+	}
+}
+
+func TestFilters(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	day := func(n int) time.Time { return now.Add(time.Duration(-n) * 24 * time.Hour) }
+	apply(t, ix,
+		mem("a", "Token rotation", "Rotate the token weekly.", withTags("auth", "ops"), withUpdated(day(1)), withTier(crdt.TierHuman)),
+		mem("b", "Token scopes", "Scopes limit the token.", withTags("auth"), withKind("decision"), withUpdated(day(5))),
+		mem("c", "Token storage", "Store the token in the keychain.", withNamespace("other"), withUpdated(day(10)), withTier(crdt.TierAuto)),
+		mem("stale", "Token format", "Tokens are opaque strings.", withStatus(crdt.StatusStale), withUpdated(day(20))),
+		mem("archived", "Token history", "We used JWT token before.", withStatus(crdt.StatusArchived), withUpdated(day(30))),
+		mem("compacted", "Token notes", "Summary of token notes.", withStatus(crdt.StatusCompacted), withUpdated(day(40))),
+	)
+	tests := []struct {
+		name string
+		q    Query
+		want []string
+	}{
+		{"default statuses", Query{}, []string{"a", "b", "c", "stale"}},
+		{"namespace", Query{Namespace: "proj"}, []string{"a", "b", "stale"}},
+		{"other namespace", Query{Namespace: "other"}, []string{"c"}},
+		{"unknown namespace", Query{Namespace: "nope"}, nil},
+		{"one tag", Query{Tags: []string{"auth"}}, []string{"a", "b"}},
+		{"all tags", Query{Tags: []string{"auth", "ops"}}, []string{"a"}},
+		{"kind", Query{Kind: "decision"}, []string{"b"}},
+		{"status archived", Query{Statuses: []crdt.Status{crdt.StatusArchived}}, []string{"archived"}},
+		{"statuses", Query{Statuses: []crdt.Status{crdt.StatusActive, crdt.StatusCompacted}}, []string{"a", "b", "c", "compacted"}},
+		{"deleted is never indexed", Query{Statuses: []crdt.Status{crdt.StatusDeleted}}, nil},
+		{"tier", Query{Tiers: []crdt.Tier{crdt.TierHuman}}, []string{"a"}},
+		{"tiers", Query{Tiers: []crdt.Tier{crdt.TierHuman, crdt.TierAuto}}, []string{"a", "c"}},
+		{"since", Query{Since: day(5)}, []string{"a", "b"}},
+		{"until", Query{Until: day(5)}, []string{"c", "stale"}},
+		{"since and until", Query{Since: day(10), Until: day(1)}, []string{"b", "c"}},
+		{"equal bounds", Query{Since: day(5), Until: day(5)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, text := range []string{"token", ""} {
+				q := tt.q
+				q.Text = text
+				res := search(t, ix, q)
+				if got := ids(res); !sameSet(got, tt.want) {
+					t.Errorf("text %q: hits = %v, want %v", text, got, tt.want)
+				}
+				if res.Total != uint64(len(tt.want)) {
+					t.Errorf("text %q: Total = %d, want %d", text, res.Total, len(tt.want))
+				}
+			}
+		})
+	}
+}
+
+func TestListingNewestFirst(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("old", "Old", "x", withUpdated(now.Add(-72*time.Hour))),
+		mem("new", "New", "x", withUpdated(now.Add(-time.Hour))),
+		mem("mid", "Mid", "x", withUpdated(now.Add(-24*time.Hour))),
+		mem("elsewhere", "Elsewhere", "x", withNamespace("other")),
+	)
+	res := search(t, ix, Query{Namespace: "proj", Explain: true})
+	if got, want := ids(res), []string{"new", "mid", "old"}; !slices.Equal(got, want) {
+		t.Fatalf("hits = %v, want %v", got, want)
+	}
+	if res.Hits[0].Explain.Match != MatchFilter || res.Hits[0].Score != 0 {
+		t.Errorf("listing hit = %+v, explain %+v; want score 0, match %q", res.Hits[0], res.Hits[0].Explain, MatchFilter)
+	}
+	res = search(t, ix, Query{Namespace: "proj", Limit: 2})
+	if got, want := ids(res), []string{"new", "mid"}; !slices.Equal(got, want) || res.Total != 3 {
+		t.Errorf("limit 2: hits = %v, Total = %d; want %v, 3", got, res.Total, want)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("expired", "Cache TTL", "cache entry", withExpires(now.Add(-time.Minute))),
+		mem("now", "Cache TTL", "cache entry", withExpires(now)),
+		mem("later", "Cache TTL", "cache entry", withExpires(now.Add(time.Minute))),
+		mem("never", "Cache TTL", "cache entry"),
+	)
+	for _, text := range []string{"cache", ""} {
+		if got, want := ids(search(t, ix, Query{Text: text})), []string{"later", "never"}; !sameSet(got, want) {
+			t.Errorf("text %q: hits = %v, want %v", text, got, want)
+		}
+	}
+	later := search(t, ix, Query{Text: "cache", Now: now.Add(time.Hour)})
+	if got := ids(later); !slices.Equal(got, []string{"never"}) {
+		t.Errorf("an hour later: hits = %v, want [never]", got)
+	}
+}
+
+func TestFuzzyFallback(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("pg", "Postgres vacuum", "Autovacuum runs on the postgres primary."),
+		mem("ids", "Identifiers", "Use parseConfiguration before startup."),
+		mem("other", "Kafka", "Consumers commit offsets."),
+	)
+	tests := []struct {
+		text      string
+		want      []string
+		wantFuzzy bool
+	}{
+		{"postgres", []string{"pg"}, false},
+		{"postgress", []string{"pg"}, true},     // one edit
+		{"postgrse", []string{"pg"}, true},      // a transposition is one edit
+		{"atovakuum", []string{"pg"}, true},     // two edits from 8 characters
+		{"ofsetz", nil, false},                  // two edits under 8 characters
+		{"configuraton", []string{"ids"}, true}, // identifier part
+		{"ofsets", []string{"other"}, true},
+		{"kfk", nil, false},         // under 4 characters: no edits
+		{`"postgress"`, nil, false}, // quoted text is exact
+		{"kafak consumer", []string{"other"}, false},
+		{"zzzzzzzz", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			res := search(t, ix, Query{Text: tt.text, Explain: true})
+			if got := ids(res); !slices.Equal(got, tt.want) {
+				t.Fatalf("hits = %v, want %v", got, tt.want)
+			}
+			if res.Fuzzy != tt.wantFuzzy {
+				t.Errorf("Fuzzy = %v, want %v", res.Fuzzy, tt.wantFuzzy)
+			}
+			for _, h := range res.Hits {
+				if want := map[bool]string{true: MatchFuzzy, false: MatchTerms}[tt.wantFuzzy]; h.Explain.Match != want {
+					t.Errorf("Match = %q, want %q", h.Explain.Match, want)
+				}
+			}
+		})
+	}
+}
+
+func TestFuzzyOnlyWithoutExactHits(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("exact", "Postgres", "postgres"),
+		mem("near", "Postgrex", "the postgrex driver"),
+	)
+	res := search(t, ix, Query{Text: "postgres"})
+	if got := ids(res); !slices.Equal(got, []string{"exact"}) || res.Fuzzy {
+		t.Errorf("hits = %v, Fuzzy = %v; want [exact], false", got, res.Fuzzy)
+	}
+}
+
+func TestMultipliers(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	text := "Run migrations before deploying the schema change."
+	apply(t, ix,
+		mem("human", "Migrations", text, withTier(crdt.TierHuman)),
+		mem("auto", "Migrations", text, withTier(crdt.TierAuto)),
+		mem("new", "Rollbacks", text, withUpdated(now.Add(-time.Hour))),
+		mem("old", "Rollbacks", text, withUpdated(now.Add(-90*24*time.Hour))),
+		mem("active", "Backfills", text),
+		mem("stale", "Backfills", text, withStatus(crdt.StatusStale)),
+		mem("sure", "Seeding", text, func(m *crdt.Memory) { m.Confidence = 1 }),
+		mem("unsure", "Seeding", text, func(m *crdt.Memory) { m.Confidence = 0.1 }),
+	)
+	res := search(t, ix, Query{Text: "migrations rollbacks backfills seeding", Explain: true})
+	pos := map[string]int{}
+	for i, h := range res.Hits {
+		pos[h.ID] = i
+		e := h.Explain
+		product := e.BM25 * e.Confidence * e.Tier * e.Recency * e.Status
+		if math.Abs(product-e.Final) > 1e-12 || h.Score != e.Final {
+			t.Errorf("%s: components %+v multiply to %v; Final %v, Score %v", h.ID, *e, product, e.Final, h.Score)
+		}
+		if e.BM25 <= 0 {
+			t.Errorf("%s: BM25 = %v, want > 0", h.ID, e.BM25)
+		}
+	}
+	if len(pos) != 8 {
+		t.Fatalf("hits = %v, want all 8", ids(res))
+	}
+	for _, pair := range [][2]string{{"human", "auto"}, {"new", "old"}, {"active", "stale"}, {"sure", "unsure"}} {
+		if pos[pair[0]] > pos[pair[1]] {
+			t.Errorf("%s ranks below %s: %v", pair[0], pair[1], ids(res))
+		}
+	}
+	byID := map[string]*Explanation{}
+	for _, h := range res.Hits {
+		byID[h.ID] = h.Explain
+	}
+	checks := []struct {
+		id    string
+		field string
+		got   float64
+		want  float64
+	}{
+		{"human", "tier", byID["human"].Tier, 1.2},
+		{"auto", "tier", byID["auto"].Tier, 0.85},
+		{"new", "tier", byID["new"].Tier, 1.0},
+		{"stale", "status", byID["stale"].Status, 0.6},
+		{"active", "status", byID["active"].Status, 1.0},
+		{"sure", "confidence", byID["sure"].Confidence, 1.0},
+		{"unsure", "confidence", byID["unsure"].Confidence, 0.55},
+		{"old", "recency", byID["old"].Recency, 0.7 + 0.3/8}, // three half-lives
+		{"active", "recency", byID["active"].Recency, 0.7 + 0.3*math.Exp2(-1.0/30)},
+	}
+	for _, c := range checks {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s %s = %v, want %v", c.id, c.field, c.got, c.want)
+		}
+	}
+}
+
+func TestHalfLifeOption(t *testing.T) {
+	t.Parallel()
+	ix, err := Open(t.TempDir(), Options{HalfLife: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	apply(t, ix, mem("m", "Half life", "decay", withUpdated(now.Add(-24*time.Hour))))
+	res := search(t, ix, Query{Text: "decay", Explain: true})
+	if got := res.Hits[0].Explain.Recency; math.Abs(got-0.85) > 1e-9 {
+		t.Errorf("Recency after one half-life = %v, want 0.85", got)
+	}
+	if _, err := Open(t.TempDir(), Options{HalfLife: -time.Hour}); err == nil {
+		t.Error("negative half-life: no error")
+	}
+}
+
+func TestLimit(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	var ms []crdt.Memory
+	for i := range 30 {
+		ms = append(ms, mem(fmt.Sprintf("m%02d", i), "Shared term", fmt.Sprintf("note %d about indexing", i)))
+	}
+	apply(t, ix, ms...)
+	for _, tt := range []struct{ limit, want int }{{0, 10}, {3, 3}, {100, 30}, {5000, 30}} {
+		res := search(t, ix, Query{Text: "indexing", Limit: tt.limit})
+		if len(res.Hits) != tt.want || res.Total != 30 {
+			t.Errorf("Limit %d: %d hits, Total %d; want %d, 30", tt.limit, len(res.Hits), res.Total, tt.want)
+		}
+	}
+}
+
+func TestWatermarkPersisted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ix, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := ix.Watermark(); err != nil || w != 0 {
+		t.Fatalf("new index: Watermark = %d, %v; want 0", w, err)
+	}
+	if err := ix.Apply([]crdt.Memory{mem("a", "Alpha", "first note")}, nil, 41); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Apply([]crdt.Memory{mem("b", "Beta", "second note")}, nil, 42); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := ix.Watermark(); err != nil || w != 42 {
+		t.Fatalf("Watermark = %d, %v; want 42", w, err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ix, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if w, err := ix.Watermark(); err != nil || w != 42 {
+		t.Errorf("reopened: Watermark = %d, %v; want 42", w, err)
+	}
+	if n, err := ix.Count(); err != nil || n != 2 {
+		t.Errorf("reopened: Count = %d, %v; want 2", n, err)
+	}
+	if got := ids(search(t, ix, Query{Text: "note"})); !sameSet(got, []string{"a", "b"}) {
+		t.Errorf("reopened: hits = %v, want [a b]", got)
+	}
+}
+
+func TestSchemaChangeRecreates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ix, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.idx.SetInternal(schemaKey, []byte("0")); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, ix, mem("a", "Alpha", "note"))
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	n, _ := ix.Count()
+	w, _ := ix.Watermark()
+	if n != 0 || w != 0 {
+		t.Errorf("after schema change: Count = %d, Watermark = %d; want 0, 0", n, w)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("a", "Queue", "retry queue"),
+		mem("b", "Queue", "retry queue"),
+		mem("c", "Queue", "retry queue"),
+	)
+	if err := ix.Apply(nil, []string{"a"}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Apply([]crdt.Memory{mem("b", "Queue", "retry queue", withStatus(crdt.StatusDeleted))}, nil, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(search(t, ix, Query{Text: "queue"})); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("hits = %v, want [c]", got)
+	}
+	if n, err := ix.Count(); err != nil || n != 1 {
+		t.Errorf("Count = %d, %v; want 1", n, err)
+	}
+	// Deleting an unknown id is not an error.
+	if err := ix.Apply(nil, []string{"missing"}, 4); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestReplace(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix, mem("a", "Broker", "we use rabbitmq"))
+	apply(t, ix, mem("a", "Broker", "we moved to nats"))
+	if got := ids(search(t, ix, Query{Text: "rabbitmq"})); len(got) != 0 {
+		t.Errorf("old content still matches: %v", got)
+	}
+	if got := ids(search(t, ix, Query{Text: "nats"})); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("new content: hits = %v, want [a]", got)
+	}
+	if n, _ := ix.Count(); n != 1 {
+		t.Errorf("Count = %d, want 1", n)
+	}
+}
+
+func TestApplyBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	if err := ix.Apply([]crdt.Memory{mem("a", "A", "a")}, nil, 5); err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		put []crdt.Memory
+		del []string
+	}{
+		{put: []crdt.Memory{mem("b", "B", "b"), mem("", "No id", "x")}},
+		{del: []string{"a", ""}},
+	}
+	for _, b := range bad {
+		if err := ix.Apply(b.put, b.del, 9); err == nil {
+			t.Errorf("Apply(%v, %q): no error", b.put, b.del)
+		}
+	}
+	n, _ := ix.Count()
+	w, _ := ix.Watermark()
+	if n != 1 || w != 5 {
+		t.Errorf("Count = %d, Watermark = %d; want 1, 5", n, w)
+	}
+}
+
+func TestInvalidQueries(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	tests := []struct {
+		name string
+		q    Query
+	}{
+		{"lone quote", Query{Text: `"postgres`}},
+		{"three quotes", Query{Text: `"a" "b`}},
+		{"negative limit", Query{Limit: -1}},
+		{"since after until", Query{Since: now, Until: now.Add(-time.Second)}},
+		{"unknown status", Query{Statuses: []crdt.Status{"gone"}}},
+		{"unknown tier", Query{Tiers: []crdt.Tier{"root"}}},
+		{"empty tag", Query{Tags: []string{""}}},
+		{"invalid utf-8", Query{Text: "caf\xe9"}},
+		{"too many words", Query{Text: strings.Repeat("word ", maxQueryWords+1)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ix.Search(context.Background(), tt.q)
+			if !errors.Is(err, ErrInvalidQuery) {
+				t.Errorf("err = %v, want ErrInvalidQuery", err)
+			}
+		})
+	}
+}
+
+func TestTextIsLiteral(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("colon", "Keys", "the key format is tenant:user"),
+		mem("plus", "Flags", "pass -x to skip, +y to force"),
+	)
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"tenant:user", []string{"colon"}},
+		{"title:keys", []string{"colon"}}, // the words title and keys
+		{"-x", []string{"plus"}},
+		{"+y -x", []string{"plus"}},
+		{"skip AND force", []string{"plus"}},
+		{"*", nil},
+		{"(keys OR flags)", []string{"colon", "plus"}},
+		{`\ ~ ^2 /re/ [a TO b] {}`, nil},
+		{"the of and", nil}, // stop words only
+		{`""`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			if got := ids(search(t, ix, Query{Text: tt.text})); !sameSet(got, tt.want) {
+				t.Errorf("hits = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestClosed(t *testing.T) {
+	t.Parallel()
+	ix, err := Open(t.TempDir(), testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := ix.Apply(nil, nil, 1); !errors.Is(err, ErrClosed) {
+		t.Errorf("Apply after Close: %v, want ErrClosed", err)
+	}
+	if _, err := ix.Search(context.Background(), Query{Text: "x"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Search after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestConcurrentSearchAndApply(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix, mem("seed", "Seed", "concurrent indexing"))
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := range 50 {
+				m := mem(fmt.Sprintf("w%d-%d", w, i), "Writer", "concurrent indexing batch")
+				if err := ix.Apply([]crdt.Memory{m}, nil, uint64(i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if _, err := ix.Search(context.Background(), Query{Text: "concurrent", Now: now}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n, _ := ix.Count(); n != 101 {
+		t.Errorf("Count = %d, want 101", n)
+	}
+}
+
+func TestSearchCancelled(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix, mem("a", "A", "cancel me"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ix.Search(ctx, Query{Text: "cancel", Now: now}); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestIdentParts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"word", []string{"word"}},
+		{"parseConfig", []string{"parse", "Config"}},
+		{"HTTPServer", []string{"HTTP", "Server"}},
+		{"getHTTPResponseCode", []string{"get", "HTTP", "Response", "Code"}},
+		{"snake_case_name", []string{"snake", "case", "name"}},
+		{"bar.go", []string{"bar", "go"}},
+		{"v2Config", []string{"v2", "Config"}},
+		{"_private", []string{"private"}},
+		{"ÜberFall", []string{"Über", "Fall"}},
+		{"ABC", []string{"ABC"}},
+		{"don't", []string{"don't"}},
+		{"user’s", []string{"user’s"}},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, p := range identParts([]byte(tt.in)) {
+			got = append(got, tt.in[p[0]:p[1]])
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("identParts(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
