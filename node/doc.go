@@ -1,0 +1,52 @@
+// Package node is the memmesh node: it wires storage, the search index and
+// the node's identity together and implements the service API with its domain
+// rules. It is the only package that knows all the parts.
+//
+// # Using a node
+//
+//	n, err := node.New(node.Config{Home: dir, Logger: log})
+//	if err != nil { ... }
+//	if err := n.Start(ctx); err != nil { ... }
+//	defer n.Close()
+//
+//	res, err := n.Remember(ctx, node.RememberRequest{
+//		Namespace: "myproject",
+//		Content:   "Use pgx, not lib/pq: lib/pq is in maintenance mode.",
+//		Kind:      "decision",
+//		Tags:      []string{"db"},
+//	})
+//	// res.ID is "m-" + the new id; res.DuplicateOf is set when the same text
+//	// already existed in the namespace, res.Similar lists close matches.
+//
+//	hits, err := n.Search(ctx, node.SearchRequest{Query: "postgres driver", Namespace: "myproject"})
+//	m, err := n.Get(ctx, "m-k3j5x2ab") // full or short id
+//	m, err = n.Update(ctx, m.ID, node.UpdateRequest{AddTags: []string{"decided"}})
+//	m, err = n.Forget(ctx, m.ID) // archive: out of searches, kept
+//
+// # Rules
+//
+// Remember validates its input (content 1 byte to 1 MiB of UTF-8, namespace,
+// tags and kind syntax, tier, confidence, TTL), scrubs secrets (Scrub) from
+// content and title before anything is stored, returns the existing memory for
+// an exact duplicate in the same namespace, reports near-duplicates (MinHash
+// over words, confirmed by Jaccard similarity) as Similar, and extracts the
+// files, URLs, packages and symbols the text mentions into touches
+// (ExtractTouches). Trust tiers set defaults: human memories do not expire,
+// agent ones after 90 days, auto ones after 30; evergreen ones never. Expired,
+// archived, compacted and deleted memories are out of searches and lists.
+// Every error wraps one of ErrInvalid, ErrNotFound, ErrAmbiguous or ErrClosed,
+// and a rejected request changes nothing.
+//
+// # Data path
+//
+// A write builds an Automerge change (package crdt), materialises the
+// document and commits document, record, index terms and digest in one synced
+// Pebble batch (package storage); only then is it acknowledged. The search
+// indexer tails storage's change log and applies changes to the bleve index
+// in batches; a search first waits until the index has caught up with every
+// durable change, so a node always finds what it acknowledged, and the index's
+// own persistence stays off the write path. After a crash the same loop
+// repairs the index from its persisted watermark. Reads use materialised
+// records and never load Automerge documents; per-device access counts are
+// local data that is never replicated.
+package node

@@ -1,0 +1,16 @@
+package node
+
+import "errors"
+
+// Errors returned by the service API. Callers test them with errors.Is; the
+// wrapped message says what was wrong and what to do instead.
+var (
+	// ErrInvalid reports input that breaks a rule; nothing was changed.
+	ErrInvalid = errors.New("invalid input")
+	// ErrNotFound reports a reference that matches no memory.
+	ErrNotFound = errors.New("not found")
+	// ErrAmbiguous reports a short id that matches several memories.
+	ErrAmbiguous = errors.New("ambiguous id")
+	// ErrClosed reports a call on a node that has been closed.
+	ErrClosed = errors.New("node closed")
+)

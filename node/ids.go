@@ -1,0 +1,68 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// IDPrefix starts every memory id shown to people and agents.
+const IDPrefix = "m-"
+
+// minShortID is the fewest id characters shown in a short id.
+const minShortID = 8
+
+// minRefLen is the fewest id characters accepted as a reference.
+const minRefLen = 4
+
+// DisplayID turns a stored id into the form shown to users ("m-" + id).
+func DisplayID(id string) string { return IDPrefix + id }
+
+// resolve turns a user's reference (full or short id, with or without the
+// "m-" prefix) into a stored memory id.
+func (n *Node) resolve(ref string) (string, error) {
+	raw := strings.ToLower(strings.TrimSpace(ref))
+	raw = strings.TrimPrefix(raw, IDPrefix)
+	if len(raw) < minRefLen || len(raw) > 26 || strings.Trim(raw, "abcdefghijklmnopqrstuvwxyz234567") != "" {
+		return "", invalidf("%q is not a memory id: ids look like m-k3j5x2ab (at least %d characters after m-)", ref, minRefLen)
+	}
+	if crdt.ValidID(raw) {
+		if _, err := n.store.Get(storage.KindMemory, raw); err != nil {
+			return "", n.notFound(ref, err)
+		}
+		return raw, nil
+	}
+	ids, err := n.store.IDsWithPrefix(storage.KindMemory, raw, 2)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", ref, err)
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("%w: no memory has id %s", ErrNotFound, ref)
+	case 1:
+		return ids[0], nil
+	default:
+		return "", fmt.Errorf("%w: %s matches several memories; give more characters of the id", ErrAmbiguous, ref)
+	}
+}
+
+func (n *Node) notFound(ref string, err error) error {
+	if storageNotFound(err) {
+		return fmt.Errorf("%w: no memory has id %s", ErrNotFound, ref)
+	}
+	return fmt.Errorf("read %s: %w", ref, err)
+}
+
+// shortID returns the shortest prefix of id, at least minShortID long, that
+// no other memory shares, in display form.
+func (n *Node) shortID(id string) string {
+	for l := minShortID; l < len(id); l += 2 {
+		ids, err := n.store.IDsWithPrefix(storage.KindMemory, id[:l], 2)
+		if err != nil || len(ids) < 2 {
+			return DisplayID(id[:l])
+		}
+	}
+	return DisplayID(id)
+}

@@ -1,0 +1,152 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// indexBatch is the most changes applied to the search index at once.
+const indexBatch = 1024
+
+// indexer keeps the search index up to date with storage by tailing the
+// store's change log from the index's watermark. The same loop serves new
+// writes and repairs the index after a crash: whatever storage committed
+// after the index's last persisted watermark is indexed again.
+//
+// Captures do not wait for the index; searches do (waitFor), so a search
+// sees every write acknowledged before it started (read-your-writes) while
+// the index's own persistence stays off the capture path.
+type indexer struct {
+	store *storage.Store
+	index *search.Index
+	log   *slog.Logger
+	wake  chan struct{}
+
+	mu      sync.Mutex
+	done    uint64        // every change up to this seq is in the index
+	err     error         // the last indexing failure, cleared on success
+	changed chan struct{} // closed and replaced whenever done or err moves
+}
+
+func newIndexer(store *storage.Store, index *search.Index, log *slog.Logger) *indexer {
+	return &indexer{
+		store:   store,
+		index:   index,
+		log:     log,
+		wake:    make(chan struct{}, 1),
+		changed: make(chan struct{}),
+	}
+}
+
+// notify tells the indexer that storage has new changes.
+func (ix *indexer) notify() {
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ix *indexer) run(ctx context.Context) {
+	wm, err := ix.index.Watermark()
+	if err != nil {
+		ix.log.Error("read index watermark; reindexing everything", "err", err)
+		wm = 0
+	}
+	ix.setDone(wm, nil)
+	if behind := ix.store.DurableSeq() - wm; behind > 0 {
+		ix.log.Info("search index behind storage; catching up", "watermark", wm, "changes", behind)
+	}
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	for {
+		if err := ix.catchUp(ctx); err != nil && ctx.Err() == nil {
+			ix.log.Error("index changes", "err", err)
+			ix.setDone(ix.doneSeq(), err)
+			retry.Reset(time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ix.wake:
+		case <-retry.C:
+		}
+	}
+}
+
+// catchUp indexes every durable change after done.
+func (ix *indexer) catchUp(ctx context.Context) error {
+	for ctx.Err() == nil {
+		from, target := ix.doneSeq(), ix.store.DurableSeq()
+		if from >= target {
+			return nil
+		}
+		var put []crdt.Memory
+		last, err := ix.store.Changes(from, indexBatch, func(rec storage.Record) error {
+			if rec.Kind != storage.KindMemory {
+				return nil
+			}
+			var m crdt.Memory
+			if err := json.Unmarshal(rec.Value, &m); err != nil {
+				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
+			}
+			put = append(put, m)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if last == from {
+			// The changes between from and target were superseded by
+			// later, not yet durable ones: nothing to index up to target.
+			last = target
+		}
+		if err := ix.index.Apply(put, nil, last); err != nil {
+			return err
+		}
+		ix.setDone(last, nil)
+	}
+	return ctx.Err()
+}
+
+func (ix *indexer) doneSeq() uint64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.done
+}
+
+func (ix *indexer) setDone(seq uint64, err error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.done, ix.err = seq, err
+	close(ix.changed)
+	ix.changed = make(chan struct{})
+}
+
+// waitFor blocks until every change up to seq is searchable.
+func (ix *indexer) waitFor(ctx context.Context, seq uint64) error {
+	for {
+		ix.mu.Lock()
+		done, err, changed := ix.done, ix.err, ix.changed
+		ix.mu.Unlock()
+		if done >= seq {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("search index is behind: %w", err)
+		}
+		ix.notify()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// Config configures a Node. Home is required; everything else has a default.
+type Config struct {
+	// Home holds the node's identity, data and index.
+	Home string
+	// Logger receives the node's logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now. Tests inject a fake.
+	Now func() time.Time
+	// RecencyHalfLife is the age at which the recency boost of a search
+	// result halves; 0 means the search package's default.
+	RecencyHalfLife time.Duration
+}
+
+func (c *Config) validate() error {
+	if c.Home == "" {
+		return errors.New("node: config: Home is required")
+	}
+	if c.RecencyHalfLife < 0 {
+		return errors.New("node: config: RecencyHalfLife must not be negative")
+	}
+	return nil
+}
+
+// Node is one memmesh node: storage, search index and the service API.
+// Create it with New, then call Start; Close releases everything.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	id    Identity
+	actor string
+
+	store   *storage.Store
+	index   *search.Index
+	indexer *indexer
+
+	locks    [256]sync.Mutex // per-document write locks, striped by id hash
+	importMu sync.Mutex      // imports check for existing ids, then write them
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New opens the node's home: identity, Pebble store and search index. It
+// starts nothing; call Start.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("node: create home: %w", err)
+	}
+	id, err := loadOrCreateIdentity(cfg.Home)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	store, err := storage.Open(filepath.Join(cfg.Home, "data"), storage.Options{
+		Logger: log.With("component", "storage"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: open storage: %w", err)
+	}
+	index, err := openIndex(filepath.Join(cfg.Home, "index"), search.Options{
+		Logger:   log.With("component", "search"),
+		HalfLife: cfg.RecencyHalfLife,
+	}, log)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("node: open search index: %w", err)
+	}
+	n := &Node{
+		cfg:   cfg,
+		log:   log.With("component", "node"),
+		now:   now,
+		id:    id,
+		actor: crdt.ActorID(id.DeviceID),
+		store: store,
+		index: index,
+	}
+	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
+	return n, nil
+}
+
+// openIndex opens the search index, rebuilding it from scratch when it
+// cannot be opened: the index holds nothing that storage does not.
+func openIndex(dir string, opts search.Options, log *slog.Logger) (*search.Index, error) {
+	index, err := search.Open(dir, opts)
+	if err == nil {
+		return index, nil
+	}
+	log.Warn("search index unreadable; rebuilding it from storage", "dir", dir, "err", err)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	return search.Open(dir, opts)
+}
+
+// Start runs the node's background work: the search indexer, which first
+// catches up with every change the index has not seen (after a crash, the
+// ones between the index's watermark and storage).
+func (n *Node) Start(ctx context.Context) error {
+	ctx, n.cancel = context.WithCancel(ctx)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.indexer.run(ctx)
+	}()
+	return nil
+}
+
+// Close stops background work and closes the index and storage. Every
+// acknowledged write is already durable; Close loses nothing.
+func (n *Node) Close() error {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	return errors.Join(n.index.Close(), n.store.Close())
+}
+
+// DeviceID is this machine's device id.
+func (n *Node) DeviceID() string { return n.id.DeviceID }
+
+// lock takes the write lock of one document and returns its unlock.
+func (n *Node) lock(id string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	m := &n.locks[h.Sum32()%uint32(len(n.locks))]
+	m.Lock()
+	return m.Unlock
+}

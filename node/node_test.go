@@ -1,0 +1,299 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+// testNode starts a node on a temporary home, closed when the test ends.
+func testNode(tb testing.TB, home string) *Node {
+	tb.Helper()
+	if home == "" {
+		home = tb.TempDir()
+	}
+	n, err := New(Config{Home: home, Logger: slog.New(slog.NewTextHandler(testWriter{tb}, nil))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { n.Close() })
+	return n
+}
+
+// testWriter routes logs to the test's log.
+type testWriter struct{ tb testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func remember(t *testing.T, n *Node, req RememberRequest) RememberResult {
+	t.Helper()
+	res, err := n.Remember(context.Background(), req)
+	if err != nil {
+		t.Fatalf("remember %q: %v", req.Content, err)
+	}
+	return res
+}
+
+func TestRememberDefaultsAndRules(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	res := remember(t, n, RememberRequest{
+		Namespace: "Backend",
+		Content:   "# Retries\nRetry idempotent calls in internal/client/retry.go with `backoff.Retry`; see https://example.com/retries.",
+		Tags:      []string{"Go", "go", "net"},
+	})
+	m, err := n.Get(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Namespace != "backend" || m.Title != "Retries" || m.Kind != DefaultKind || m.Tier != crdt.TierAgent || m.Status != crdt.StatusActive {
+		t.Errorf("defaults: %+v", m.Memory)
+	}
+	if strings.Join(m.Tags, ",") != "go,net" {
+		t.Errorf("tags = %v, want [go net]", m.Tags)
+	}
+	if got := m.ExpiresAt.Sub(m.Provenance.CreatedAt); got != 90*24*time.Hour {
+		t.Errorf("agent TTL = %v, want 90 days", got)
+	}
+	for _, want := range []string{"file:internal/client/retry.go", "url:https://example.com/retries"} {
+		if !containsString(m.Touches, want) {
+			t.Errorf("touches %v lack %s", m.Touches, want)
+		}
+	}
+	if m.Provenance.Device != n.DeviceID() || len(m.Revisions) != 1 || m.Heads == nil {
+		t.Errorf("provenance/revisions: %+v", m.Memory)
+	}
+	human := remember(t, n, RememberRequest{Content: "Humans vouch for this", Tier: crdt.TierHuman})
+	if hm, _ := n.Get(ctx, human.ID); !hm.ExpiresAt.IsZero() {
+		t.Errorf("a human memory expires at %v", hm.ExpiresAt)
+	}
+	ever := remember(t, n, RememberRequest{Content: "Forever true", Tier: crdt.TierAuto, Evergreen: true})
+	if em, _ := n.Get(ctx, ever.ID); !em.ExpiresAt.IsZero() {
+		t.Errorf("an evergreen memory expires at %v", em.ExpiresAt)
+	}
+}
+
+func TestRememberScrubsSecrets(t *testing.T) {
+	n := testNode(t, "")
+	key := "AKIA" + "ABCDEFGHIJKLMNOP"
+	res := remember(t, n, RememberRequest{Title: "creds " + key, Content: "The deploy key is " + key + " for now"})
+	if len(res.Redacted) == 0 {
+		t.Fatal("no redaction reported")
+	}
+	m, _ := n.Get(context.Background(), res.ID)
+	if strings.Contains(m.Content, key) || strings.Contains(m.Title, key) || strings.Contains(m.Revisions[0].Text, key) {
+		t.Fatalf("secret stored: %+v", m.Memory)
+	}
+}
+
+func TestDuplicatesAndSimilar(t *testing.T) {
+	n := testNode(t, "")
+	text := "Run database migrations with goose before starting the API server in development"
+	first := remember(t, n, RememberRequest{Namespace: "api", Content: text})
+	again := remember(t, n, RememberRequest{Namespace: "api", Content: "  " + text + "\n"})
+	if again.DuplicateOf != first.ID || again.ID != first.ID {
+		t.Fatalf("exact duplicate: %+v, want duplicate of %s", again, first.ID)
+	}
+	other := remember(t, n, RememberRequest{Namespace: "web", Content: text})
+	if other.DuplicateOf != "" {
+		t.Fatal("the same text in another namespace is not a duplicate")
+	}
+	near := remember(t, n, RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server locally"})
+	if near.DuplicateOf != "" || len(near.Similar) != 1 || near.Similar[0].ID != first.ID {
+		t.Fatalf("near duplicate: %+v, want similar to %s", near, first.ID)
+	}
+	unrelated := remember(t, n, RememberRequest{Namespace: "api", Content: "The frontend uses Svelte with TypeScript strict mode"})
+	if len(unrelated.Similar) != 0 {
+		t.Fatalf("unrelated memory reported similar: %+v", unrelated.Similar)
+	}
+}
+
+func TestConcurrentDuplicateCapturesMakeOneMemory(t *testing.T) {
+	n := testNode(t, "")
+	var wg sync.WaitGroup
+	ids := make([]string, 8)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := n.Remember(context.Background(), RememberRequest{Content: "one fact, captured by many agents at once"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = res.ID
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("concurrent identical captures made several memories: %v", ids)
+		}
+	}
+}
+
+func TestRememberRejectsBadInput(t *testing.T) {
+	n := testNode(t, "")
+	bad := 1.5
+	cases := []struct {
+		name string
+		req  RememberRequest
+	}{
+		{"empty", RememberRequest{Content: " \n\t"}},
+		{"too big", RememberRequest{Content: strings.Repeat("a", MaxContentBytes+1)}},
+		{"not utf8", RememberRequest{Content: "\xff\xfe"}},
+		{"namespace", RememberRequest{Content: "x", Namespace: "a b"}},
+		{"tag", RememberRequest{Content: "x", Tags: []string{"no way"}}},
+		{"too many tags", RememberRequest{Content: "x", Tags: strings.Fields("a b c d e f g h i j k l m n o p q r s t u v w x y z aa bb cc dd ee ff gg hh")}},
+		{"kind", RememberRequest{Content: "x", Kind: "Bad Kind"}},
+		{"tier", RememberRequest{Content: "x", Tier: "root"}},
+		{"confidence", RememberRequest{Content: "x", Confidence: &bad}},
+		{"ttl", RememberRequest{Content: "x", TTL: "tomorrow"}},
+		{"title", RememberRequest{Content: "x", Title: "two\nlines"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := n.Remember(context.Background(), tc.req); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	if st, _ := n.Stats(context.Background()); st.Memories != 0 {
+		t.Fatalf("bad input stored %d memories", st.Memories)
+	}
+}
+
+func TestShortIDsResolve(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	res := remember(t, n, RememberRequest{Content: "short ids work like git's"})
+	if len(res.ShortID) != len(IDPrefix)+minShortID {
+		t.Fatalf("short id %q", res.ShortID)
+	}
+	for _, ref := range []string{res.ID, res.ShortID, strings.TrimPrefix(res.ShortID, IDPrefix), strings.ToUpper(res.ShortID[2:])} {
+		if m, err := n.Get(ctx, ref); err != nil || m.ID != res.ID {
+			t.Errorf("Get(%q) = %v, %v", ref, m.ID, err)
+		}
+	}
+	for ref, want := range map[string]error{"m-zzzzzzzz": ErrNotFound, "m-!": ErrInvalid, "m-ab": ErrInvalid} {
+		if _, err := n.Get(ctx, ref); !errors.Is(err, want) {
+			t.Errorf("Get(%q) err = %v, want %v", ref, err, want)
+		}
+	}
+}
+
+func TestUpdateIsAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	res := remember(t, n, RememberRequest{Content: "original text", Tags: []string{"keep"}})
+	title, badKind := "new title", "Not A Kind"
+	if _, err := n.Update(ctx, res.ID, UpdateRequest{Title: &title, Kind: &badKind}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	m, _ := n.Get(ctx, res.ID)
+	if m.Title == title {
+		t.Fatal("a rejected update changed the title")
+	}
+	content := "edited text"
+	m, err := n.Update(ctx, res.ID, UpdateRequest{Content: &content, AddTags: []string{"new"}, RemoveTags: []string{"keep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Content != content || len(m.Revisions) != 2 || m.Revisions[1].Parent != m.Revisions[0].ID || strings.Join(m.Tags, ",") != "new" {
+		t.Fatalf("after update: %+v", m.Memory)
+	}
+}
+
+func TestSearchSeesEveryAcknowledgedWrite(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	for i := range 200 {
+		res := remember(t, n, RememberRequest{Namespace: "ryw", Content: "unique marker w" + strings.Repeat("x", i%7) + time.Duration(i).String()})
+		m, _ := n.Get(ctx, res.ID)
+		hits, err := n.Search(ctx, SearchRequest{Query: m.Content, Namespace: "ryw", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, h := range hits.Results {
+			found = found || h.ID == res.ID
+		}
+		if !found {
+			t.Fatalf("capture %d (%s) not searchable right after it was acknowledged", i, res.ID)
+		}
+	}
+}
+
+func TestExpiredMemoriesLeaveSearchAndList(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	now := time.Now()
+	n, err := New(Config{Home: home, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start(ctx)
+	defer n.Close()
+	res, err := n.Remember(ctx, RememberRequest{Content: "temporary workaround for the flaky proxy", Tier: crdt.TierAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits, _ := n.Search(ctx, SearchRequest{Query: "flaky proxy"}); len(hits.Results) != 1 {
+		t.Fatalf("fresh memory not found: %+v", hits)
+	}
+	now = now.Add(31 * 24 * time.Hour)
+	if hits, _ := n.Search(ctx, SearchRequest{Query: "flaky proxy"}); len(hits.Results) != 0 {
+		t.Fatalf("expired memory still found: %+v", hits)
+	}
+	if list, _ := n.List(ctx, ListRequest{}); len(list) != 0 {
+		t.Fatalf("expired memory still listed: %v", list)
+	}
+	if _, err := n.Get(ctx, res.ID); err != nil {
+		t.Fatalf("an expired memory can still be shown by id: %v", err)
+	}
+}
+
+func TestIndexRepairedAfterLoss(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	n, err := New(Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start(ctx)
+	var ids []string
+	for i := range 50 {
+		res, err := n.Remember(ctx, RememberRequest{Content: "repairable memory number " + strings.Repeat("i", i+1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	n.Close()
+	// Simulate a crash that lost the whole index.
+	if err := os.RemoveAll(filepath.Join(home, "index")); err != nil {
+		t.Fatal(err)
+	}
+	n2 := testNode(t, home)
+	hits, err := n2.Search(ctx, SearchRequest{Query: "repairable", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits.Results) != len(ids) {
+		t.Fatalf("after losing the index, search finds %d of %d", len(hits.Results), len(ids))
+	}
+}

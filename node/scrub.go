@@ -1,0 +1,505 @@
+package node
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// redactedPrefix starts every marker Scrub writes: "[REDACTED:<kind>]".
+const redactedPrefix = "[REDACTED:"
+
+const (
+	// minEchoLen is the length from which a detected secret is also redacted
+	// wherever else it occurs in the same text ("DB_PASSWORD=x ... psql -p x").
+	// Shorter values are too likely to be ordinary words.
+	minEchoLen = 8
+	// maxEchoValues caps the distinct secrets searched for again, keeping
+	// Scrub linear in the size of its input.
+	maxEchoValues = 64
+)
+
+// secretRule finds one kind of secret. A rule's pattern runs only if one
+// of its hints occurs in the text; all hints are looked for in one pass, so
+// benign text costs little more than reading it once.
+type secretRule struct {
+	kind string
+	// hints are substrings one of which must occur for the rule to run.
+	hints []string
+	// fold makes the rule case-insensitive: its hints and pattern are
+	// written in lower case and run on the ASCII-lower-cased text, which has
+	// the same byte offsets (and, unlike (?i), keeps literal prefixes fast).
+	fold bool
+	// word counts a hint only at the start of a word; the pattern starts
+	// with \b.
+	word bool
+	// assigned counts a hint only when an optional closing quote, blanks
+	// and '=' or ':' follow it.
+	assigned bool
+	re       *regexp.Regexp
+	// locate returns the bounds of the secret in a match (m holds the
+	// submatch indices), or ok=false to reject the match. nil means the
+	// first submatch if the pattern has one, else the whole match, kept
+	// only if valid (when set) accepts it.
+	locate func(text string, m []int) (start, end int, ok bool)
+	valid  func(secret string) bool
+}
+
+// secretRules lists every kind of secret Scrub redacts, in priority order:
+// when matches of several rules overlap, their union is redacted under the
+// kind of the earliest rule. testdata/secrets has samples of every kind.
+var secretRules = []secretRule{
+	// <private>...</private> spans, tags included, over any number of lines.
+	{kind: "private", fold: true, hints: []string{"<private>"},
+		re: regexp.MustCompile(`(?s)<private>.*?</private>`)},
+	// PEM and PGP private key blocks through the END line; a block cut off
+	// before its END line is redacted through its last base64 line.
+	{kind: "private-key", hints: []string{"-----BEGIN"},
+		re: regexp.MustCompile(`-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----` +
+			`(?:(?s:.*?)-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----` +
+			`|(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]{16,}|(?:Proc-Type|DEK-Info|Version|Comment):[^\n\\]*))+)`)},
+	// Anthropic: sk-ant-api03-..., sk-ant-admin01-... (before OpenAI's sk-).
+	{kind: "anthropic-key", word: true, hints: []string{"sk-ant-"},
+		re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}`)},
+	// OpenAI: sk-<48>, sk-proj-..., sk-svcacct-..., sk-admin-....
+	{kind: "openai-key", word: true, hints: []string{"sk-"},
+		re: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), valid: lettersAndDigits},
+	// Google API keys: AIza + 35.
+	{kind: "google-api-key", word: true, hints: []string{"AIza"},
+		re: regexp.MustCompile(`\bAIza[A-Za-z0-9_-]{35,}`)},
+	// Stripe secret and restricted keys, live and test.
+	{kind: "stripe-key", word: true, hints: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"},
+		re: regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`)},
+	// SendGrid: SG.<22>.<43>.
+	{kind: "sendgrid-key", word: true, hints: []string{"SG."},
+		re: regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`)},
+	// Twilio API key sids: SK + 32 hex.
+	{kind: "twilio-key", word: true, hints: []string{"SK"},
+		re: regexp.MustCompile(`\bSK[0-9a-fA-F]{32}\b`)},
+	// Hugging Face user access tokens: hf_ + 34 letters.
+	{kind: "huggingface-token", word: true, hints: []string{"hf_"},
+		re: regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`)},
+	// npm automation and publish tokens: npm_ + 36.
+	{kind: "npm-token", word: true, hints: []string{"npm_"},
+		re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36,}`)},
+	// PyPI API tokens: pypi- + a base64url macaroon.
+	{kind: "pypi-token", word: true, hints: []string{"pypi-"},
+		re: regexp.MustCompile(`\bpypi-[A-Za-z0-9_-]{40,}`), valid: lettersAndDigits},
+	// GitHub: ghp_ gho_ ghu_ ghs_ ghr_ + 36, and fine-grained github_pat_....
+	{kind: "github-token", word: true, hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
+		re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`)},
+	// GitLab personal access tokens: glpat- + 20 or more.
+	{kind: "gitlab-token", word: true, hints: []string{"glpat-"},
+		re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
+	// Slack incoming webhooks: the path after /services/ is the secret.
+	{kind: "slack-webhook", hints: []string{"https://hooks.slack.com/"},
+		re: regexp.MustCompile(`https://hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{16,})`)},
+	// Slack bot, user, app, refresh and session tokens.
+	{kind: "slack-token", word: true, hints: []string{"xox"},
+		re: regexp.MustCompile(`\bxox[abeoprs]-[A-Za-z0-9-]{10,}`), valid: lettersAndDigits},
+	// AWS access key ids, long-term (AKIA) and temporary (ASIA).
+	{kind: "aws-access-key-id", word: true, hints: []string{"AKIA", "ASIA"},
+		re: regexp.MustCompile(`\bA(?:KIA|SIA)[A-Z0-9]{16}\b`)},
+	// AWS secret access keys, recognisable only by the name they are
+	// assigned to: aws_secret_access_key = <40 base64 characters>, or
+	// "SecretAccessKey": "..." in the JSON the AWS CLI prints.
+	{kind: "aws-secret-key", fold: true, assigned: true, hints: []string{"secret_access_key", "secretaccesskey"},
+		re: regexp.MustCompile(`secret(?:_access_|access)key["']?[ \t]*(?::=|=>|[:=])[ \t]*["']?([a-z0-9/+=]{40,})`)},
+	// JSON web tokens: three base64url segments, the header starting eyJ
+	// ({"); the signature is empty for unsigned tokens.
+	{kind: "jwt", word: true, hints: []string{"eyJ"},
+		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`)},
+	// Authorization headers carrying a bearer token (any length).
+	{kind: "bearer-token", fold: true, assigned: true, hints: []string{"authorization"},
+		re:    regexp.MustCompile(`authorization["']?[ \t]*[:=][ \t]*["']?(?:bearer|token)[ \t]+([a-z0-9._~+/-]{8,}=*)`),
+		valid: notPlaceholder},
+	// Authorization headers carrying basic credentials.
+	{kind: "basic-auth", fold: true, assigned: true, hints: []string{"authorization"},
+		re:    regexp.MustCompile(`authorization["']?[ \t]*[:=][ \t]*["']?basic[ \t]+([a-z0-9+/]{8,}=*)`),
+		valid: notPlaceholder},
+	// "Bearer <token>" anywhere else, for long tokens of letters and digits.
+	{kind: "bearer-token", fold: true, word: true, hints: []string{"bearer"},
+		re: regexp.MustCompile(`\bbearer[ \t]+([a-z0-9._~+/-]{20,}=*)`), valid: lettersAndDigits},
+	// Passwords in URLs: scheme://user:password@host.
+	{kind: "url-password", hints: []string{"://"},
+		re: regexp.MustCompile(`://[^\s:@/?#\[]*:([^\s/?]+)@`), valid: notPlaceholder},
+	// Values assigned to secret-looking names (see assignment).
+	assignment("password", "password", "passwd", "_pwd", "-pwd", ".pwd"),
+	assignment("token", "token"),
+	assignment("api-key", "api_key", "api-key", "apikey"),
+	assignment("secret", "secret", "secret_key", "secret-key", "secretkey",
+		"access_key", "access-key", "accesskey", "private_key", "private-key", "privatekey"),
+}
+
+// assignment returns the rule for values assigned to names ending in one of
+// keys, in env files (KEY=value, export KEY="value"), YAML (key: value),
+// JSON ("key": "value"), TOML and code (key = "value", key := "value") and
+// URL queries (?key=value). A bare "pwd" is no key: PWD=/home/me is the
+// working directory. Submatches: 1 the key's ending, 2 the separator, 3 a
+// double-quoted, 4 a single-quoted, 5 a bare value; assignedValue decides.
+func assignment(kind string, keys ...string) secretRule {
+	alts := make([]string, len(keys))
+	for i, k := range keys {
+		alts[i] = regexp.QuoteMeta(k)
+	}
+	return secretRule{
+		kind:     kind,
+		fold:     true,
+		assigned: true,
+		hints:    keys,
+		re: regexp.MustCompile(`(` + strings.Join(alts, "|") + `)["']?([ \t]*(?::=|=>|[:=])[ \t]*)` +
+			`(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'\x60;,]+))`),
+		locate: assignedValue,
+	}
+}
+
+// assignedValue locates the value of an assignment match. Quoted values are
+// secrets unless they are placeholders. Bare values are secrets when they
+// are no placeholder, code reference or small number, and either follow an
+// upper-case KEY= directly, as in env files, or mix letters with digits (or
+// are long and mix three character classes); this keeps prose such as
+// "Token: see the docs" and code such as token=tok unchanged. A key that is
+// the user name of a URL is left to the url-password rule.
+func assignedValue(text string, m []int) (start, end int, ok bool) {
+	for g := 3; g <= 4; g++ {
+		if start, end = m[2*g], m[2*g+1]; start >= 0 {
+			return start, end, notPlaceholder(text[start:end])
+		}
+	}
+	start = m[10]
+	raw := text[start:m[11]]
+	if loc := queryParamPattern.FindStringIndex(raw); loc != nil {
+		raw = raw[:loc[0]]
+	}
+	v := strings.TrimRight(raw, ".,:;!?)]}>")
+	end = start + len(v)
+	key, sep := text[m[2]:m[3]], text[m[4]:m[5]]
+	switch {
+	case !notPlaceholder(raw) || !notPlaceholder(v) || isCodeRef(v) || isSmallNumber(v) || inURLUserinfo(text, m[2]):
+		return 0, 0, false
+	case sep == "=" && strings.ToUpper(key) == key:
+		return start, end, true
+	default:
+		return start, end, lettersAndDigits(v) || len(v) >= 12 && charClasses(v) >= 3
+	}
+}
+
+// queryParamPattern finds the next parameter of a URL query, which ends a
+// bare value: ?token=abc&page=2. Other '&' belong to the value.
+var queryParamPattern = regexp.MustCompile(`&[A-Za-z_][A-Za-z0-9_.-]*=`)
+
+// inURLUserinfo reports whether the key whose ending starts at text[i] is
+// the user name of a URL (https://x-access-token:secret@host).
+func inURLUserinfo(text string, i int) bool {
+	for i > 0 && (isWordByte(text[i-1]) || text[i-1] == '.' || text[i-1] == '-') {
+		i--
+	}
+	return strings.HasSuffix(text[:i], "://")
+}
+
+// placeholderWords are values that stand for a secret rather than being one.
+var placeholderWords = map[string]bool{
+	"password": true, "passwd": true, "pass": true, "secret": true, "token": true,
+	"none": true, "null": true, "nil": true, "true": true, "false": true, "undefined": true,
+}
+
+// notPlaceholder reports whether v may be a real secret: it is not empty,
+// not a redaction marker, not a reference to a variable or template ($X,
+// ${X}, {{ x }}, {x}, <your-token>, %(x)s), not masked (****, xxxx) and not
+// a stand-in such as "password" or "your_api_key".
+func notPlaceholder(v string) bool {
+	if v == "" || strings.Contains(v, "REDACTED") {
+		return false
+	}
+	lower := strings.ToLower(v)
+	switch {
+	case v[0] == '$', v[0] == '{', strings.HasPrefix(v, "%("),
+		v[0] == '<' && v[len(v)-1] == '>',
+		strings.Trim(lower, "*x.-_•") == "",
+		placeholderWords[lower],
+		lower == "your", strings.HasPrefix(lower, "your_"), strings.HasPrefix(lower, "your-"), strings.HasPrefix(lower, "your "):
+		return false
+	}
+	return true
+}
+
+// codeRefPattern matches dotted references such as cfg.APIKey or
+// process.env.TOKEN.
+var codeRefPattern = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+$`)
+
+// isCodeRef reports whether a bare value is code that computes a secret
+// (a call, an index or a dotted reference) rather than a literal.
+func isCodeRef(v string) bool {
+	return strings.ContainsAny(v, "([") || codeRefPattern.MatchString(v)
+}
+
+// isSmallNumber reports whether v is a number too short to be a secret,
+// such as the 4096 of max_token=4096.
+func isSmallNumber(v string) bool {
+	return len(v) < 8 && strings.Trim(v, "0123456789") == ""
+}
+
+// lettersAndDigits reports whether s holds both an ASCII letter and a digit,
+// as random tokens do and words do not.
+func lettersAndDigits(s string) bool {
+	return strings.ContainsAny(s, "0123456789") &&
+		strings.ContainsAny(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+}
+
+// charClasses counts the classes among lower case, upper case, digits and
+// other characters that occur in s.
+func charClasses(s string) int {
+	var lower, upper, digit, other int
+	for _, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z':
+			lower = 1
+		case 'A' <= c && c <= 'Z':
+			upper = 1
+		case '0' <= c && c <= '9':
+			digit = 1
+		default:
+			other = 1
+		}
+	}
+	return lower + upper + digit + other
+}
+
+// Scrub returns text with every secret replaced by a marker
+// "[REDACTED:<kind>]" and the list of kinds found (deduplicated, sorted).
+// Benign text is returned unchanged.
+//
+// Scrub finds API keys and tokens by their shape (OpenAI, Anthropic, Google,
+// Stripe, SendGrid, Twilio, Hugging Face, npm, PyPI, GitHub, GitLab, Slack,
+// AWS), JWTs, bearer and basic credentials, private key blocks, passwords in
+// URLs, values assigned to secret-looking names (keeping the name, as in
+// DB_PASSWORD=[REDACTED:password]) and <private>...</private> spans. A
+// secret of minEchoLen bytes or more is also redacted wherever else it
+// occurs in the text. Scrub is idempotent and linear in the length of text.
+func Scrub(text string) (string, []string) {
+	spans := findSecrets(text)
+	if len(spans) == 0 {
+		return text, nil
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	kinds := make([]string, 0, len(spans))
+	last := 0
+	for _, s := range spans {
+		kind := secretRules[s.rule].kind
+		b.WriteString(text[last:s.start])
+		b.WriteString(redactedPrefix)
+		b.WriteString(kind)
+		b.WriteByte(']')
+		last = s.end
+		kinds = append(kinds, kind)
+	}
+	b.WriteString(text[last:])
+	slices.Sort(kinds)
+	return b.String(), slices.Compact(kinds)
+}
+
+// secretSpan is a range of the text to redact; rule indexes secretRules.
+type secretSpan struct {
+	start, end, rule int
+}
+
+// findSecrets returns the sorted, disjoint spans of text that Scrub redacts.
+func findSecrets(text string) []secretSpan {
+	var spans []secretSpan
+	lower := ""
+	for i, set := 0, hintedRules(text); set != 0; i, set = i+1, set>>1 {
+		if set&1 == 0 {
+			continue
+		}
+		r := &secretRules[i]
+		hay := text
+		if r.fold {
+			if lower == "" {
+				lower = asciiLower(text)
+			}
+			hay = lower
+		}
+		for _, m := range r.re.FindAllStringSubmatchIndex(hay, -1) {
+			if start, end, ok := r.find(text, m); ok && start < end {
+				spans = append(spans, secretSpan{start, end, i})
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	spans = mergeSpans(spans)
+	return mergeSpans(append(spans, echoes(text, spans)...))
+}
+
+// find applies the rule's locate or valid to a match.
+func (r *secretRule) find(text string, m []int) (start, end int, ok bool) {
+	if r.locate != nil {
+		return r.locate(text, m)
+	}
+	start, end = m[0], m[1]
+	if len(m) > 2 {
+		start, end = m[2], m[3]
+	}
+	return start, end, r.valid == nil || r.valid(text[start:end])
+}
+
+// echoes returns a span for every occurrence in text of the value of a span
+// at least minEchoLen long, for the first maxEchoValues values.
+func echoes(text string, spans []secretSpan) []secretSpan {
+	var out []secretSpan
+	seen := make(map[string]bool)
+	for _, s := range spans {
+		v := text[s.start:s.end]
+		if len(v) < minEchoLen || seen[v] || len(seen) == maxEchoValues {
+			continue
+		}
+		seen[v] = true
+		for i := 0; ; {
+			j := strings.Index(text[i:], v)
+			if j < 0 {
+				break
+			}
+			i += j + len(v)
+			out = append(out, secretSpan{i - len(v), i, s.rule})
+		}
+	}
+	return out
+}
+
+// mergeSpans sorts spans and joins overlapping ones, keeping the rule that
+// comes first in secretRules.
+func mergeSpans(spans []secretSpan) []secretSpan {
+	slices.SortFunc(spans, func(a, b secretSpan) int { return a.start - b.start })
+	out := spans[:1]
+	for _, s := range spans[1:] {
+		last := &out[len(out)-1]
+		if s.start >= last.end {
+			out = append(out, s)
+			continue
+		}
+		last.end = max(last.end, s.end)
+		last.rule = min(last.rule, s.rule)
+	}
+	return out
+}
+
+// secretHint is a hint of secretRules[rule], with the rule's conditions on it.
+type secretHint struct {
+	text                 string
+	rule                 int
+	fold, word, assigned bool
+}
+
+// secretHintTable indexes the hints of secretRules by their first two bytes,
+// under both cases for case-insensitive rules.
+type secretHintTable struct {
+	starting [256][]secretHint // the hints that start with a byte
+	pairs    [256][4]uint64    // bit b of pairs[a] is set if a hint starts with a, b
+}
+
+// secretHints is the index hintedRules searches with.
+var secretHints = indexSecretHints()
+
+func indexSecretHints() *secretHintTable {
+	if len(secretRules) > 64 {
+		panic("node: secretRules has more rules than hintedRules' 64-bit set holds")
+	}
+	t := new(secretHintTable)
+	for i, r := range secretRules {
+		for _, text := range r.hints {
+			if len(text) < 2 {
+				panic("node: secret hint " + text + " is shorter than two bytes")
+			}
+			h := secretHint{text, i, r.fold, r.word, r.assigned}
+			for _, a := range caseVariants(text[0], r.fold) {
+				t.starting[a] = append(t.starting[a], h)
+				for _, b := range caseVariants(text[1], r.fold) {
+					t.pairs[a][b/64] |= 1 << (b % 64)
+				}
+			}
+		}
+	}
+	return t
+}
+
+// caseVariants returns c and, when fold is set and c is a lower-case ASCII
+// letter, its upper-case form.
+func caseVariants(c byte, fold bool) []byte {
+	if fold && 'a' <= c && c <= 'z' {
+		return []byte{c, c - 'a' + 'A'}
+	}
+	return []byte{c}
+}
+
+// hintedRules returns the set of rules that have a hint in text, bit i
+// standing for secretRules[i], in one pass over text.
+func hintedRules(text string) (set uint64) {
+	for i := 0; i+1 < len(text); i++ {
+		a, b := text[i], text[i+1]
+		if secretHints.pairs[a][b/64]&(1<<(b%64)) == 0 {
+			continue
+		}
+		rest := text[i:]
+		for _, h := range secretHints.starting[a] {
+			switch {
+			case h.fold && !hasPrefixFold(rest, h.text), !h.fold && !strings.HasPrefix(rest, h.text),
+				h.word && i > 0 && isWordByte(text[i-1]),
+				h.assigned && !assignmentFollows(rest[len(h.text):]):
+				continue
+			}
+			set |= 1 << h.rule
+		}
+	}
+	return set
+}
+
+// hasPrefixFold reports whether s begins with the lower-case ASCII prefix,
+// ignoring the case of ASCII letters in s.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// assignmentFollows reports whether s starts with an optional closing
+// quote, blanks, and '=' or ':'.
+func assignmentFollows(s string) bool {
+	if s != "" && (s[0] == '"' || s[0] == '\'') {
+		s = s[1:]
+	}
+	s = strings.TrimLeft(s, " \t")
+	return s != "" && (s[0] == '=' || s[0] == ':')
+}
+
+// asciiLower returns s with ASCII letters in lower case. Unlike
+// strings.ToLower it keeps every byte offset.
+func asciiLower(s string) string {
+	i := strings.IndexAny(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for ; i < len(b); i++ {
+		if 'A' <= b[i] && b[i] <= 'Z' {
+			b[i] += 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// isWordByte reports whether c is an ASCII letter, digit or '_'.
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}

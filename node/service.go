@@ -1,0 +1,743 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// Memory is a memory as the service shows it: the materialised document with
+// its display ids.
+type Memory struct {
+	crdt.Memory
+	ID      string `json:"id"`       // "m-" + the full id
+	ShortID string `json:"short_id"` // "m-" + the shortest unique prefix
+}
+
+// RememberRequest asks the node to store a memory. Only Content is required.
+type RememberRequest struct {
+	Namespace  string    `json:"namespace,omitempty"`
+	Title      string    `json:"title,omitempty"`
+	Content    string    `json:"content"`
+	Kind       string    `json:"kind,omitempty"`
+	Tags       []string  `json:"tags,omitempty"`
+	Tier       crdt.Tier `json:"tier,omitempty"`       // default agent
+	Confidence *float64  `json:"confidence,omitempty"` // default by tier
+	TTL        string    `json:"ttl,omitempty"`        // e.g. "30d", "none"; default by tier
+	Evergreen  bool      `json:"evergreen,omitempty"`  // never expires nor goes stale
+	Agent      string    `json:"agent,omitempty"`      // the client that wrote it
+	Session    string    `json:"session,omitempty"`
+	At         time.Time `json:"at,omitzero"` // when it was learned; default now
+}
+
+// Similar is an existing memory close to a new one.
+type Similar struct {
+	ID         string  `json:"id"`
+	ShortID    string  `json:"short_id"`
+	Title      string  `json:"title"`
+	Similarity float64 `json:"similarity"` // Jaccard similarity of their words
+}
+
+// RememberResult reports what Remember stored.
+type RememberResult struct {
+	ID          string    `json:"id"`
+	ShortID     string    `json:"short_id"`
+	DuplicateOf string    `json:"duplicate_of"` // set when the content already existed: ID is that memory
+	Similar     []Similar `json:"similar"`
+	Redacted    []string  `json:"redacted,omitempty"` // kinds of secrets removed before storing
+}
+
+// Remember validates, scrubs secrets from, deduplicates and stores a memory.
+// It returns once the memory is durable and searchable on this node.
+func (n *Node) Remember(ctx context.Context, req RememberRequest) (RememberResult, error) {
+	m, redacted, err := n.newMemory(req)
+	if err != nil {
+		return RememberResult{}, err
+	}
+	words := wordSet(m.Content)
+	hash := contentHash(m.Namespace, m.Content)
+
+	unlock := n.lock(hash)
+	defer unlock()
+	if dup, err := n.findDuplicate(m.Namespace, hash); err != nil {
+		return RememberResult{}, err
+	} else if dup != "" {
+		return RememberResult{ID: DisplayID(dup), ShortID: n.shortID(dup), DuplicateOf: DisplayID(dup), Similar: []Similar{}, Redacted: redacted}, nil
+	}
+	similar, err := n.findSimilar(m.Namespace, words)
+	if err != nil {
+		return RememberResult{}, err
+	}
+	doc, err := crdt.NewMemoryDoc(n.actor, &m)
+	if err != nil {
+		return RememberResult{}, fmt.Errorf("create memory: %w", err)
+	}
+	defer doc.Close()
+	if err := n.commit(doc, words); err != nil {
+		return RememberResult{}, err
+	}
+	return RememberResult{ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Similar: similar, Redacted: redacted}, nil
+}
+
+// newMemory applies the domain rules to a request: validation, defaults and
+// secret scrubbing. It reads nothing and writes nothing.
+func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
+	content, err := checkContent(req.Content)
+	if err != nil {
+		return crdt.Memory{}, nil, err
+	}
+	ns, err := normalizeNamespace(req.Namespace)
+	if err != nil {
+		return crdt.Memory{}, nil, err
+	}
+	title, err := checkTitle(req.Title)
+	if err != nil {
+		return crdt.Memory{}, nil, err
+	}
+	kind, err := normalizeKind(req.Kind)
+	if err != nil {
+		return crdt.Memory{}, nil, err
+	}
+	tags, err := normalizeTags(req.Tags)
+	if err != nil {
+		return crdt.Memory{}, nil, err
+	}
+	tier, err := normalizeTier(req.Tier, crdt.TierAgent)
+	if err != nil {
+		return crdt.Memory{}, nil, err
+	}
+	def := tierDefaults[tier]
+	confidence := def.confidence
+	if req.Confidence != nil {
+		confidence = *req.Confidence
+		if err := checkConfidence(confidence); err != nil {
+			return crdt.Memory{}, nil, err
+		}
+	}
+	ttl := def.ttl
+	if req.TTL != "" {
+		if ttl, err = ParseTTL(req.TTL); err != nil {
+			return crdt.Memory{}, nil, err
+		}
+	}
+	if req.Evergreen {
+		ttl = 0
+	}
+	at := req.At
+	if at.IsZero() {
+		at = n.now()
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+
+	content, redacted := Scrub(content)
+	title, titleRedacted := Scrub(title)
+	redacted = mergeKinds(redacted, titleRedacted)
+	if title == "" {
+		title = deriveTitle(content)
+	}
+	m := crdt.Memory{
+		ID:         crdt.NewID(),
+		Namespace:  ns,
+		Title:      title,
+		Content:    content,
+		Kind:       kind,
+		Tags:       tags,
+		Touches:    ExtractTouches(content),
+		Tier:       tier,
+		Confidence: confidence,
+		Evergreen:  req.Evergreen,
+		Status:     crdt.StatusActive,
+		Provenance: crdt.Provenance{
+			Device:    n.id.DeviceID,
+			Agent:     strings.TrimSpace(req.Agent),
+			Session:   strings.TrimSpace(req.Session),
+			CreatedAt: at,
+			UpdatedAt: at,
+		},
+	}
+	if ttl > 0 {
+		m.ExpiresAt = at.Add(ttl)
+	}
+	return m, redacted, nil
+}
+
+func mergeKinds(a, b []string) []string {
+	for _, k := range b {
+		if !containsString(a, k) {
+			a = append(a, k)
+		}
+	}
+	return a
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// contentHash identifies a memory's content within its namespace, for exact
+// duplicate detection.
+func contentHash(ns, content string) string {
+	sum := sha256.Sum256([]byte(ns + "\n" + strings.Join(strings.Fields(content), " ")))
+	return hex.EncodeToString(sum[:16])
+}
+
+// findDuplicate returns the id of a live memory in ns with the same content.
+func (n *Node) findDuplicate(ns, hash string) (string, error) {
+	var found string
+	err := n.store.Scan(storage.KindMemory, storage.Term{Field: "hash", Value: hash}, func(id string) error {
+		m, err := n.load(id)
+		if err != nil {
+			return err
+		}
+		if m.Namespace == ns && live(&m, n.now()) {
+			found = id
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return "", fmt.Errorf("look for duplicates: %w", err)
+	}
+	return found, nil
+}
+
+var errStop = errors.New("stop")
+
+// live reports whether a memory shows in lists and searches.
+func live(m *crdt.Memory, now time.Time) bool {
+	return (m.Status == crdt.StatusActive || m.Status == crdt.StatusStale) && !m.Expired(now)
+}
+
+// findSimilar returns live memories in ns whose words overlap words by at
+// least similarThreshold, most similar first.
+func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]Similar, error) {
+	out := []Similar{}
+	seen := map[string]bool{}
+	for _, key := range lshKeys(words) {
+		read := 0
+		err := n.store.Scan(storage.KindMemory, storage.Term{Field: "lsh", Value: key + "@" + ns}, func(id string) error {
+			if read++; read > maxCandidates {
+				return errStop
+			}
+			if seen[id] {
+				return nil
+			}
+			seen[id] = true
+			m, err := n.load(id)
+			if err != nil {
+				return err
+			}
+			if !live(&m, n.now()) {
+				return nil
+			}
+			if s := jaccard(words, wordSet(m.Content)); s >= similarThreshold {
+				out = append(out, Similar{ID: DisplayID(id), ShortID: n.shortID(id), Title: m.Title, Similarity: roundTo(s, 3)})
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return nil, fmt.Errorf("look for similar memories: %w", err)
+		}
+	}
+	sortSimilar(out)
+	return out, nil
+}
+
+// commit materialises doc and stores it durably in one synced batch, then
+// hands it to the indexer. words may be nil; it is computed when needed.
+func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}) error {
+	m, err := doc.Materialize()
+	if err != nil {
+		return fmt.Errorf("materialise memory: %w", err)
+	}
+	rec, err := memoryRecord(&m, words)
+	if err != nil {
+		return err
+	}
+	rec.Doc = doc.Save()
+	if _, err := n.store.Commit(rec); err != nil {
+		return fmt.Errorf("store memory %s: %w", DisplayID(m.ID), err)
+	}
+	n.indexer.notify()
+	return nil
+}
+
+// memoryRecord builds the storage record of a memory: its materialised JSON
+// and the index terms that lists, dedup and similarity use.
+func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, error) {
+	value, err := json.Marshal(m)
+	if err != nil {
+		return storage.Record{}, fmt.Errorf("encode memory: %w", err)
+	}
+	if words == nil {
+		words = wordSet(m.Content)
+	}
+	terms := []storage.Term{
+		{Field: "ns", Value: m.Namespace},
+		{Field: "status", Value: string(m.Status)},
+		{Field: "kind", Value: m.Kind},
+		{Field: "tier", Value: string(m.Tier)},
+		{Field: "hash", Value: contentHash(m.Namespace, m.Content)},
+	}
+	for _, t := range m.Tags {
+		terms = append(terms, storage.Term{Field: "tag", Value: t})
+	}
+	for _, t := range m.Touches {
+		terms = append(terms, storage.Term{Field: "touch", Value: t})
+	}
+	if m.Status != crdt.StatusDeleted {
+		for _, k := range lshKeys(words) {
+			terms = append(terms, storage.Term{Field: "lsh", Value: k + "@" + m.Namespace})
+		}
+	}
+	return storage.Record{Kind: storage.KindMemory, ID: m.ID, Heads: m.Heads, Value: value, Terms: terms}, nil
+}
+
+// load reads a memory's materialised record; it never loads the document.
+func (n *Node) load(id string) (crdt.Memory, error) {
+	rec, err := n.store.Get(storage.KindMemory, id)
+	if err != nil {
+		return crdt.Memory{}, err
+	}
+	var m crdt.Memory
+	if err := json.Unmarshal(rec.Value, &m); err != nil {
+		return crdt.Memory{}, fmt.Errorf("decode memory %s: %w", id, err)
+	}
+	return m, nil
+}
+
+func (n *Node) view(m crdt.Memory) Memory {
+	return Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID)}
+}
+
+func storageNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
+
+// Get returns one memory by full or short id, and counts the access.
+func (n *Node) Get(ctx context.Context, ref string) (Memory, error) {
+	id, err := n.resolve(ref)
+	if err != nil {
+		return Memory{}, err
+	}
+	m, err := n.load(id)
+	if err != nil {
+		return Memory{}, n.notFound(ref, err)
+	}
+	n.recordAccess(id)
+	return n.view(m), nil
+}
+
+// UpdateRequest changes a memory; nil fields are left as they are.
+type UpdateRequest struct {
+	Title      *string      `json:"title,omitempty"`
+	Content    *string      `json:"content,omitempty"` // appended as a new revision
+	Namespace  *string      `json:"namespace,omitempty"`
+	Kind       *string      `json:"kind,omitempty"`
+	AddTags    []string     `json:"add_tags,omitempty"`
+	RemoveTags []string     `json:"remove_tags,omitempty"`
+	Tier       *crdt.Tier   `json:"tier,omitempty"`
+	Confidence *float64     `json:"confidence,omitempty"`
+	Evergreen  *bool        `json:"evergreen,omitempty"`
+	Status     *crdt.Status `json:"status,omitempty"` // active, stale or archived
+	TTL        *string      `json:"ttl,omitempty"`    // from now; "none" removes it
+}
+
+// Update applies req to a memory as one change and returns the result.
+func (n *Node) Update(ctx context.Context, ref string, req UpdateRequest) (Memory, error) {
+	if req.Status != nil {
+		switch *req.Status {
+		case crdt.StatusActive, crdt.StatusStale, crdt.StatusArchived:
+		default:
+			return Memory{}, invalidf("status %q: update can set active, stale or archived (use delete to delete)", *req.Status)
+		}
+	}
+	return n.edit(ref, func(doc *crdt.MemoryDoc, m *crdt.Memory) error {
+		return n.applyUpdate(doc, m, req)
+	})
+}
+
+// Forget archives a memory: it leaves lists and searches but is kept, and
+// `update --status active` brings it back.
+func (n *Node) Forget(ctx context.Context, ref string) (Memory, error) {
+	return n.setStatus(ref, crdt.StatusArchived)
+}
+
+// Delete marks a memory deleted. The tombstone replicates like any change,
+// so the memory stays deleted on every machine.
+func (n *Node) Delete(ctx context.Context, ref string) (Memory, error) {
+	return n.setStatus(ref, crdt.StatusDeleted)
+}
+
+func (n *Node) setStatus(ref string, s crdt.Status) (Memory, error) {
+	return n.edit(ref, func(doc *crdt.MemoryDoc, m *crdt.Memory) error {
+		if m.Status == s {
+			return errUnchanged
+		}
+		return doc.SetStatus(s, "")
+	})
+}
+
+// errUnchanged tells edit that there is nothing to write.
+var errUnchanged = errors.New("unchanged")
+
+// edit loads a memory's document under its lock, lets change modify it,
+// and commits the result as one durable change.
+func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *crdt.Memory) error) (Memory, error) {
+	id, err := n.resolve(ref)
+	if err != nil {
+		return Memory{}, err
+	}
+	unlock := n.lock(id)
+	defer unlock()
+	m, err := n.load(id)
+	if err != nil {
+		return Memory{}, n.notFound(ref, err)
+	}
+	if m.Status == crdt.StatusDeleted {
+		return Memory{}, fmt.Errorf("%w: memory %s is deleted", ErrNotFound, DisplayID(id))
+	}
+	data, err := n.store.GetDoc(storage.KindMemory, id)
+	if err != nil {
+		return Memory{}, fmt.Errorf("read memory %s: %w", DisplayID(id), err)
+	}
+	doc, err := crdt.LoadMemoryDoc(n.actor, data)
+	if err != nil {
+		return Memory{}, fmt.Errorf("load memory %s: %w", DisplayID(id), err)
+	}
+	defer doc.Close()
+	if err := change(doc, &m); errors.Is(err, errUnchanged) {
+		return n.view(m), nil
+	} else if err != nil {
+		return Memory{}, err
+	}
+	if err := doc.SetUpdated(n.now().UTC()); err != nil {
+		return Memory{}, err
+	}
+	if err := doc.Commit("update"); err != nil {
+		return Memory{}, fmt.Errorf("commit memory %s: %w", DisplayID(id), err)
+	}
+	if err := n.commit(doc, nil); err != nil {
+		return Memory{}, err
+	}
+	updated, err := n.load(id)
+	if err != nil {
+		return Memory{}, err
+	}
+	return n.view(updated), nil
+}
+
+// applyUpdate validates every field of req first, then changes doc, so that
+// a bad field changes nothing.
+func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateRequest) error {
+	var ops []func() error
+	if req.Title != nil {
+		title, err := checkTitle(*req.Title)
+		if err != nil {
+			return err
+		}
+		title, _ = Scrub(title)
+		ops = append(ops, func() error { return doc.SetTitle(title) })
+	}
+	if req.Content != nil {
+		content, err := checkContent(*req.Content)
+		if err != nil {
+			return err
+		}
+		content, _ = Scrub(content)
+		if content != m.Content || len(m.Conflict) > 0 {
+			ops = append(ops, func() error {
+				if _, err := doc.AppendRevision(content, n.id.DeviceID, n.now().UTC()); err != nil {
+					return err
+				}
+				return doc.AddTouches(ExtractTouches(content)...)
+			})
+		}
+	}
+	if req.Namespace != nil {
+		ns, err := normalizeNamespace(*req.Namespace)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, func() error { return doc.SetNamespace(ns) })
+	}
+	if req.Kind != nil {
+		kind, err := normalizeKind(*req.Kind)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, func() error { return doc.SetKind(kind) })
+	}
+	add, err := normalizeTags(req.AddTags)
+	if err != nil {
+		return err
+	}
+	remove, err := normalizeTags(req.RemoveTags)
+	if err != nil {
+		return err
+	}
+	if len(add) > 0 {
+		if all, _ := normalizeTags(append(m.Tags, add...)); len(all) > MaxTags {
+			return invalidf("a memory has at most %d tags", MaxTags)
+		}
+		ops = append(ops, func() error { return doc.AddTags(add...) })
+	}
+	if len(remove) > 0 {
+		ops = append(ops, func() error { return doc.RemoveTags(remove...) })
+	}
+	if req.Tier != nil {
+		tier, err := normalizeTier(*req.Tier, m.Tier)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, func() error { return doc.SetTier(tier) })
+	}
+	if req.Confidence != nil {
+		c := *req.Confidence
+		if err := checkConfidence(c); err != nil {
+			return err
+		}
+		ops = append(ops, func() error { return doc.SetConfidence(c) })
+	}
+	if req.Evergreen != nil {
+		e := *req.Evergreen
+		ops = append(ops, func() error { return doc.SetEvergreen(e) })
+		if e {
+			ops = append(ops, func() error { return doc.SetExpiresAt(time.Time{}) })
+		}
+	}
+	if req.TTL != nil {
+		ttl, err := ParseTTL(*req.TTL)
+		if err != nil {
+			return err
+		}
+		var at time.Time
+		if ttl > 0 {
+			at = n.now().UTC().Add(ttl)
+		}
+		ops = append(ops, func() error { return doc.SetExpiresAt(at) })
+	}
+	if req.Status != nil {
+		s := *req.Status
+		ops = append(ops, func() error { return doc.SetStatus(s, "") })
+	}
+	if len(ops) == 0 {
+		return invalidf("nothing to update: give at least one field to change")
+	}
+	for _, op := range ops {
+		if err := op(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordAccess counts a read in local, unreplicated data: reads never
+// create a change that has to sync.
+func (n *Node) recordAccess(id string) {
+	key := "access/" + id
+	var a struct {
+		Count int       `json:"count"`
+		Last  time.Time `json:"last"`
+	}
+	if data, err := n.store.GetLocal(key); err == nil {
+		_ = json.Unmarshal(data, &a)
+	}
+	a.Count++
+	a.Last = n.now().UTC()
+	data, _ := json.Marshal(a)
+	if err := n.store.PutLocal(key, data); err != nil {
+		n.log.Warn("record access", "id", id, "err", err)
+	}
+}
+
+// SearchRequest is a full-text search with filters.
+type SearchRequest struct {
+	Query     string        `json:"query"`
+	Namespace string        `json:"namespace,omitempty"`
+	Tags      []string      `json:"tags,omitempty"`
+	Kind      string        `json:"kind,omitempty"`
+	Statuses  []crdt.Status `json:"statuses,omitempty"` // default active and stale
+	Tiers     []crdt.Tier   `json:"tiers,omitempty"`
+	Since     time.Time     `json:"since,omitzero"`
+	Until     time.Time     `json:"until,omitzero"`
+	Limit     int           `json:"limit,omitempty"` // default 10
+	Explain   bool          `json:"explain,omitempty"`
+}
+
+// SearchHit is one search result.
+type SearchHit struct {
+	Memory
+	Score   float64             `json:"score"`
+	Explain *search.Explanation `json:"explain,omitempty"`
+}
+
+// SearchResult holds the hits of a search, best first.
+type SearchResult struct {
+	Results []SearchHit `json:"results"`
+	Fuzzy   bool        `json:"fuzzy,omitempty"` // no exact match: these are typo-tolerant matches
+	Total   uint64      `json:"total"`
+}
+
+// Search runs a full-text search. It sees every write acknowledged before it
+// was called.
+func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, error) {
+	q, err := n.searchQuery(req)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	return n.runSearch(ctx, q)
+}
+
+func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
+	q := search.Query{
+		Text:     strings.TrimSpace(req.Query),
+		Statuses: req.Statuses,
+		Tiers:    req.Tiers,
+		Since:    req.Since,
+		Until:    req.Until,
+		Limit:    req.Limit,
+		Explain:  req.Explain,
+		Now:      n.now(),
+	}
+	if req.Namespace != "" {
+		ns, err := normalizeNamespace(req.Namespace)
+		if err != nil {
+			return q, err
+		}
+		q.Namespace = ns
+	}
+	tags, err := normalizeTags(req.Tags)
+	if err != nil {
+		return q, err
+	}
+	q.Tags = tags
+	if req.Kind != "" {
+		if q.Kind, err = normalizeKind(req.Kind); err != nil {
+			return q, err
+		}
+	}
+	for _, s := range req.Statuses {
+		if !s.Valid() {
+			return q, invalidf("status %q: use active, stale, archived, compacted or deleted", s)
+		}
+	}
+	for _, t := range req.Tiers {
+		if !t.Valid() {
+			return q, invalidf("tier %q: use human, agent or auto", t)
+		}
+	}
+	if req.Limit < 0 || req.Limit > 1000 {
+		return q, invalidf("limit %d: use 1 to 1000", req.Limit)
+	}
+	return q, nil
+}
+
+func (n *Node) runSearch(ctx context.Context, q search.Query) (SearchResult, error) {
+	if err := n.indexer.waitFor(ctx, n.store.DurableSeq()); err != nil {
+		return SearchResult{}, err
+	}
+	res, err := n.index.Search(ctx, q)
+	if errors.Is(err, search.ErrInvalidQuery) {
+		return SearchResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err != nil {
+		return SearchResult{}, fmt.Errorf("search: %w", err)
+	}
+	out := SearchResult{Results: make([]SearchHit, 0, len(res.Hits)), Fuzzy: res.Fuzzy, Total: res.Total}
+	for _, h := range res.Hits {
+		m, err := n.load(h.ID)
+		if storageNotFound(err) {
+			continue // removed since the search ran
+		} else if err != nil {
+			return SearchResult{}, err
+		}
+		out.Results = append(out.Results, SearchHit{Memory: n.view(m), Score: h.Score, Explain: h.Explain})
+	}
+	return out, nil
+}
+
+// ListRequest selects memories to list, newest first.
+type ListRequest struct {
+	Namespace string        `json:"namespace,omitempty"`
+	Tags      []string      `json:"tags,omitempty"`
+	Kind      string        `json:"kind,omitempty"`
+	Statuses  []crdt.Status `json:"statuses,omitempty"`
+	Tiers     []crdt.Tier   `json:"tiers,omitempty"`
+	Limit     int           `json:"limit,omitempty"` // default 50
+}
+
+// List returns memories matching the filters, most recently updated first.
+func (n *Node) List(ctx context.Context, req ListRequest) ([]Memory, error) {
+	if req.Limit == 0 {
+		req.Limit = 50
+	}
+	q, err := n.searchQuery(SearchRequest{
+		Namespace: req.Namespace, Tags: req.Tags, Kind: req.Kind,
+		Statuses: req.Statuses, Tiers: req.Tiers, Limit: req.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res, err := n.runSearch(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Memory, len(res.Results))
+	for i, h := range res.Results {
+		out[i] = h.Memory
+	}
+	return out, nil
+}
+
+// Stats describes what a node holds.
+type Stats struct {
+	DeviceID      string         `json:"device_id"`
+	Home          string         `json:"home"`
+	Memories      int            `json:"memories"` // every memory, deleted included
+	ByStatus      map[string]int `json:"by_status"`
+	ByNamespace   map[string]int `json:"by_namespace"`
+	ByKind        map[string]int `json:"by_kind"`
+	ByTier        map[string]int `json:"by_tier"`
+	Indexed       uint64         `json:"indexed"` // documents in the search index
+	SchemaVersion int            `json:"schema_version"`
+}
+
+// Stats counts memories by status, namespace, kind and tier from the
+// storage indexes (no record is decoded).
+func (n *Node) Stats(ctx context.Context) (Stats, error) {
+	s := Stats{DeviceID: n.id.DeviceID, Home: n.cfg.Home, SchemaVersion: n.store.SchemaVersion()}
+	var err error
+	if s.Memories, err = n.store.Count(storage.KindMemory); err != nil {
+		return s, err
+	}
+	for field, into := range map[string]*map[string]int{
+		"status": &s.ByStatus, "ns": &s.ByNamespace, "kind": &s.ByKind, "tier": &s.ByTier,
+	} {
+		counts := map[string]int{}
+		err := n.store.ScanPrefix(storage.KindMemory, field, "", func(t storage.Term, _ string) error {
+			counts[t.Value]++
+			return nil
+		})
+		if err != nil {
+			return s, fmt.Errorf("count by %s: %w", field, err)
+		}
+		*into = counts
+	}
+	if s.Indexed, err = n.index.Count(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
