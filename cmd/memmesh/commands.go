@@ -1,0 +1,521 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/web"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the memmesh node in the foreground",
+		Long: `Run the memmesh node in the foreground until interrupted (Ctrl-C, SIGTERM)
+or 'memmesh stop'. Other commands start it in the background when needed.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), a.home, a.cfg, a.logger())
+		},
+	}
+}
+
+func (a *app) stopCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the home's running daemon cleanly",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stopped, err := stopDaemon(cmd.Context(), a.home)
+			if err != nil {
+				return err
+			}
+			res := map[string]bool{"stopped": stopped}
+			return a.emit(res, func(w io.Writer) {
+				if stopped {
+					fmt.Fprintln(w, "memmesh stopped.")
+				} else {
+					fmt.Fprintln(w, "memmesh was not running.")
+				}
+			}, func(w io.Writer) { fmt.Fprintln(w, stopped) })
+		},
+	}
+}
+
+func (a *app) captureCommand() *cobra.Command {
+	var req node.RememberRequest
+	var file, tier string
+	var confidence float64
+	cmd := &cobra.Command{
+		Use:   "capture [TEXT]",
+		Short: "Remember something",
+		Long: `Remember something: from the arguments, from --file, or from standard input.
+Secrets (API keys, tokens, private keys, passwords, <private>...</private>) are
+removed before anything is stored. Capturing the same text twice in a namespace
+returns the existing memory; close matches are reported as similar.`,
+		Example: `  memmesh capture "Use pgx, not lib/pq: lib/pq is in maintenance mode" --kind decision --tag db
+  git log -1 --format=%B | memmesh capture --ns myproject --title "Last commit"
+  memmesh capture --file notes/auth.md --tag auth`,
+		Args: args(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			content, err := a.readContent(argv, file)
+			if err != nil {
+				return err
+			}
+			req.Content = content
+			req.Tier = crdt.Tier(tier)
+			if cmd.Flags().Changed("confidence") {
+				req.Confidence = &confidence
+			}
+			if req.Namespace == "" {
+				req.Namespace = a.cfg.Namespace
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := c.Remember(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				if res.DuplicateOf != "" {
+					fmt.Fprintf(w, "Already remembered as %s (same content in this namespace).\n", res.ShortID)
+				} else {
+					fmt.Fprintf(w, "Remembered %s\n", res.ShortID)
+				}
+				if len(res.Redacted) > 0 {
+					fmt.Fprintf(w, "Removed secrets before storing: %s\n", strings.Join(res.Redacted, ", "))
+				}
+				for _, s := range res.Similar {
+					fmt.Fprintf(w, "Similar: %s  %s (%.0f%% alike)\n", s.ShortID, s.Title, 100*s.Similarity)
+				}
+			}, func(w io.Writer) { fmt.Fprintln(w, res.ShortID) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Namespace, "ns", "", "namespace (project or topic); default from config, else \"default\"")
+	f.StringVar(&req.Title, "title", "", "title (default: the first line of the text)")
+	f.StringArrayVar(&req.Tags, "tag", nil, "tag (repeatable)")
+	f.StringVar(&req.Kind, "kind", "", "kind: note, decision, convention, bug, fact, task, preference, ... (default note)")
+	f.StringVar(&tier, "tier", string(crdt.TierHuman), "trust tier: human, agent or auto")
+	f.Float64Var(&confidence, "confidence", 0, "confidence from 0 to 1 (default by tier)")
+	f.StringVar(&req.TTL, "ttl", "", "time to live, e.g. 30d, 2w, 36h or none (default by tier: human none, agent 90d, auto 30d)")
+	f.BoolVar(&req.Evergreen, "evergreen", false, "never expires and never goes stale")
+	f.StringVar(&file, "file", "", "read the text from this file ('-' for standard input)")
+	return cmd
+}
+
+// readContent takes the text to capture from arguments, a file or stdin.
+func (a *app) readContent(argv []string, file string) (string, error) {
+	switch {
+	case len(argv) > 0 && file != "":
+		return "", usagef("give the text as arguments or with --file, not both")
+	case len(argv) > 0:
+		return strings.Join(argv, " "), nil
+	case file != "" && file != "-":
+		data, err := readLimited(file)
+		return string(data), err
+	}
+	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) && file != "-" {
+		return "", usagef("nothing to capture: give the text as an argument, with --file, or on standard input")
+	}
+	data, err := io.ReadAll(io.LimitReader(a.stdin, node.MaxContentBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read standard input: %w", err)
+	}
+	return string(data), nil
+}
+
+// readLimited reads a file of at most a little over the content limit (the
+// node reports the exact size rule).
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, node.MaxContentBytes+1))
+}
+
+func (a *app) searchCommand() *cobra.Command {
+	var req node.SearchRequest
+	var statuses []string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Search memories",
+		Long: `Search memories by words (ranked by BM25, trust, confidence and recency).
+"Quoted words" must appear as a phrase. When nothing matches exactly, close
+spellings are tried.`,
+		Example: `  memmesh search "connection pool" postgres
+  memmesh search auth --ns myproject --tag security --limit 5`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			req.Query = strings.Join(argv, " ")
+			if !cmd.Flags().Changed("ns") && !all {
+				req.Namespace = a.cfg.Namespace
+			}
+			for _, s := range statuses {
+				req.Statuses = append(req.Statuses, crdt.Status(s))
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := c.Search(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				if len(res.Results) == 0 {
+					fmt.Fprintf(w, "No memories match %q in namespace %s.\n", req.Query, orAll(req.Namespace))
+					return
+				}
+				if res.Fuzzy {
+					fmt.Fprintln(w, "No exact matches; showing close spellings.")
+				}
+				for i, h := range res.Results {
+					fmt.Fprintf(w, "%d. %s  %s\n   %s · %s · score %.2f\n   %s\n", i+1, h.ShortID, h.Title, h.Namespace, h.Kind, h.Score, snippet(h.Content, 160))
+					if h.Explain != nil {
+						e := h.Explain
+						fmt.Fprintf(w, "   bm25 %.3f × confidence %.2f × tier %.2f × recency %.2f × status %.2f (%s)\n", e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Match)
+					}
+				}
+			}, func(w io.Writer) {
+				for _, h := range res.Results {
+					fmt.Fprintf(w, "%s\t%s\n", h.ShortID, h.Title)
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Namespace, "ns", "", "namespace to search (default from config)")
+	f.BoolVar(&all, "all-ns", false, "search every namespace")
+	f.StringArrayVar(&req.Tags, "tag", nil, "only memories with this tag (repeatable: all must match)")
+	f.StringVar(&req.Kind, "kind", "", "only memories of this kind")
+	f.StringArrayVar(&statuses, "status", nil, "only memories with this status (repeatable; default active and stale)")
+	f.IntVar(&req.Limit, "limit", 10, "most results to show (1-1000)")
+	f.BoolVar(&req.Explain, "explain", false, "show how each score was made")
+	return cmd
+}
+
+func orAll(ns string) string {
+	if ns == "" {
+		return "(all)"
+	}
+	return ns
+}
+
+func (a *app) showCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one memory in full",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			m, err := c.Get(cmd.Context(), argv[0])
+			if err != nil {
+				return err
+			}
+			return a.emit(m, func(w io.Writer) { printMemory(w, m) }, func(w io.Writer) { fmt.Fprintln(w, m.Content) })
+		},
+	}
+}
+
+func (a *app) listCommand() *cobra.Command {
+	var req node.ListRequest
+	var statuses []string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List memories, most recently updated first",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("ns") && !all {
+				req.Namespace = a.cfg.Namespace
+			}
+			for _, s := range statuses {
+				req.Statuses = append(req.Statuses, crdt.Status(s))
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ms, err := c.List(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if ms == nil {
+				ms = []node.Memory{}
+			}
+			return a.emit(map[string]any{"memories": ms}, func(w io.Writer) { printList(w, ms) }, func(w io.Writer) { printBriefList(w, ms) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Namespace, "ns", "", "namespace to list (default from config)")
+	f.BoolVar(&all, "all-ns", false, "list every namespace")
+	f.StringArrayVar(&req.Tags, "tag", nil, "only memories with this tag (repeatable: all must match)")
+	f.StringVar(&req.Kind, "kind", "", "only memories of this kind")
+	f.StringArrayVar(&statuses, "status", nil, "only memories with this status (repeatable; default active and stale)")
+	f.IntVar(&req.Limit, "limit", 50, "most memories to list (1-1000)")
+	return cmd
+}
+
+func (a *app) updateCommand() *cobra.Command {
+	var req node.UpdateRequest
+	var title, content, file, ns, kind, tier, status, ttl string
+	var confidence float64
+	var evergreen bool
+	cmd := &cobra.Command{
+		Use:   "update ID",
+		Short: "Change a memory",
+		Long: `Change a memory's fields. New content is added as a revision: the history is
+kept, and an update resolves a sync conflict.`,
+		Example: `  memmesh update m-k3j5x2ab --tag-add db --kind decision
+  memmesh update m-k3j5x2ab --content "Use pgx v5" 
+  memmesh update m-k3j5x2ab --status active`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			f := cmd.Flags()
+			set := func(name string, v *string) *string {
+				if f.Changed(name) {
+					return v
+				}
+				return nil
+			}
+			req.Title, req.Namespace, req.Kind, req.TTL = set("title", &title), set("ns", &ns), set("kind", &kind), set("ttl", &ttl)
+			req.Content = set("content", &content)
+			if f.Changed("file") {
+				if req.Content != nil {
+					return usagef("give new content with --content or --file, not both")
+				}
+				data, err := a.readContent(nil, file)
+				if err != nil {
+					return err
+				}
+				req.Content = &data
+			}
+			if f.Changed("tier") {
+				t := crdt.Tier(tier)
+				req.Tier = &t
+			}
+			if f.Changed("status") {
+				s := crdt.Status(status)
+				req.Status = &s
+			}
+			if f.Changed("confidence") {
+				req.Confidence = &confidence
+			}
+			if f.Changed("evergreen") {
+				req.Evergreen = &evergreen
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			m, err := c.Update(cmd.Context(), argv[0], req)
+			if err != nil {
+				return err
+			}
+			return a.emit(m, func(w io.Writer) { fmt.Fprintf(w, "Updated %s\n", m.ShortID) }, func(w io.Writer) { fmt.Fprintln(w, m.ShortID) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&title, "title", "", "new title")
+	f.StringVar(&content, "content", "", "new content (added as a revision)")
+	f.StringVar(&file, "file", "", "read new content from this file ('-' for standard input)")
+	f.StringVar(&ns, "ns", "", "move to this namespace")
+	f.StringVar(&kind, "kind", "", "new kind")
+	f.StringArrayVar(&req.AddTags, "tag-add", nil, "add a tag (repeatable)")
+	f.StringArrayVar(&req.RemoveTags, "tag-remove", nil, "remove a tag (repeatable)")
+	f.StringVar(&tier, "tier", "", "new trust tier: human, agent or auto")
+	f.Float64Var(&confidence, "confidence", 0, "new confidence from 0 to 1")
+	f.BoolVar(&evergreen, "evergreen", false, "never expires nor goes stale (--evergreen=false to undo)")
+	f.StringVar(&status, "status", "", "new status: active, stale or archived")
+	f.StringVar(&ttl, "ttl", "", "expire this long from now (e.g. 30d), or none")
+	return cmd
+}
+
+func (a *app) forgetCommand() *cobra.Command {
+	return a.statusCommand("forget ID", "Archive a memory (kept, but out of searches and lists)",
+		"Forgot %[1]s (archived; 'memmesh update %[1]s --status active' brings it back)\n", (*web.Client).Forget)
+}
+
+func (a *app) deleteCommand() *cobra.Command {
+	return a.statusCommand("delete ID", "Delete a memory (a tombstone that replicates to every machine)",
+		"Deleted %s\n", (*web.Client).Delete)
+}
+
+// statusCommand builds forget and delete: one id in, one status change out.
+func (a *app) statusCommand(use, short, done string, op func(*web.Client, context.Context, string) (node.Memory, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			m, err := op(c, cmd.Context(), argv[0])
+			if err != nil {
+				return err
+			}
+			return a.emit(m, func(w io.Writer) { fmt.Fprintf(w, done, m.ShortID) }, func(w io.Writer) { fmt.Fprintln(w, m.ShortID) })
+		},
+	}
+}
+
+func (a *app) statsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats",
+		Short: "Show what this node holds",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			s, err := c.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.emit(s, func(w io.Writer) {
+				fmt.Fprintf(w, "Device     %s\nHome       %s\nMemories   %d (%d in the search index)\n", s.DeviceID, s.Home, s.Memories, s.Indexed)
+				for _, g := range []struct {
+					name   string
+					counts map[string]int
+				}{{"Status", s.ByStatus}, {"Namespace", s.ByNamespace}, {"Kind", s.ByKind}, {"Tier", s.ByTier}} {
+					fmt.Fprintf(w, "%-10s %s\n", g.name, formatCounts(g.counts))
+				}
+			}, func(w io.Writer) { fmt.Fprintln(w, s.Memories) })
+		},
+	}
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (a *app) exportCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Write every memory, with all fields and revisions, as JSON Lines",
+		Example: `  memmesh export --out backup.jsonl
+  memmesh export | gzip > backup.jsonl.gz`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				_, err := c.Export(cmd.Context(), a.stdout)
+				return err
+			}
+			// Write beside the target and rename, so a failed export never
+			// leaves a truncated file under the requested name.
+			tmp, err := os.CreateTemp(filepath.Dir(out), ".memmesh-export-*")
+			if err != nil {
+				return err
+			}
+			defer os.Remove(tmp.Name())
+			count, err := c.Export(cmd.Context(), tmp)
+			if err == nil {
+				err = tmp.Sync()
+			}
+			if cerr := tmp.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			if err := os.Rename(tmp.Name(), out); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "Exported %d memories to %s\n", count, out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
+	return cmd
+}
+
+func (a *app) importCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "import FILE",
+		Short: "Import memories from an export file (JSON Lines; '-' for standard input)",
+		Long: `Import memories from a file written by 'memmesh export', keeping their ids,
+times and revisions. The whole file is checked first: if any line is bad,
+nothing is imported. Memories that already exist are skipped.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			var r io.Reader = a.stdin
+			if argv[0] != "-" {
+				f, err := os.Open(argv[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r = f
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := c.Import(cmd.Context(), r)
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				fmt.Fprintf(w, "Imported %d memories (%d already present).\n", res.Imported, res.Skipped)
+			}, func(w io.Writer) { fmt.Fprintln(w, res.Imported) })
+		},
+	}
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print memmesh's version",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := map[string]any{
+				"version":  node.Version(),
+				"go":       runtime.Version(),
+				"platform": runtime.GOOS + "/" + runtime.GOARCH,
+			}
+			return a.emit(v, func(w io.Writer) {
+				fmt.Fprintf(w, "memmesh %s (%s, %s)\n", v["version"], v["go"], v["platform"])
+			}, func(w io.Writer) { fmt.Fprintln(w, v["version"]) })
+		},
+	}
+}

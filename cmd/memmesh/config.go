@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/memmesh/memmesh/node"
+)
+
+// Config is memmesh's configuration. Precedence, highest first: flags,
+// environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL), the
+// project's .memmesh.toml (found upwards from the working directory), the
+// global $MEMMESH_HOME/config.toml, defaults.
+type Config struct {
+	// Namespace is the default namespace of capture, search and list.
+	Namespace string `toml:"namespace"`
+	// LogLevel is the daemon's log level: debug, info, warn or error.
+	LogLevel string       `toml:"log_level"`
+	Search   SearchConfig `toml:"search"`
+}
+
+// SearchConfig tunes ranking.
+type SearchConfig struct {
+	// RecencyHalfLife is the age at which the recency boost halves ("30d").
+	RecencyHalfLife string `toml:"recency_half_life"`
+}
+
+// configFile is the global config file's name in the home.
+const configFile = "config.toml"
+
+// projectConfigFile is the project config file, looked up from the working
+// directory upwards.
+const projectConfigFile = ".memmesh.toml"
+
+func defaultConfig() Config {
+	return Config{Namespace: node.DefaultNamespace, LogLevel: "info"}
+}
+
+// defaultHome is ~/.memmesh.
+func defaultHome() string {
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".memmesh")
+	}
+	return ".memmesh"
+}
+
+// loadConfig reads the global then the project config over the defaults and
+// applies the environment.
+func loadConfig(home string) (Config, error) {
+	cfg := defaultConfig()
+	if err := mergeConfigFile(&cfg, filepath.Join(home, configFile)); err != nil {
+		return cfg, err
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if p := findUp(wd, projectConfigFile); p != "" {
+			if err := mergeConfigFile(&cfg, p); err != nil {
+				return cfg, err
+			}
+		}
+	}
+	if v := os.Getenv("MEMMESH_NAMESPACE"); v != "" {
+		cfg.Namespace = v
+	}
+	if v := os.Getenv("MEMMESH_LOG_LEVEL"); v != "" {
+		cfg.LogLevel = v
+	}
+	return cfg, cfg.validate()
+}
+
+// mergeConfigFile decodes path over cfg; a missing file is no error, an
+// unknown key or a syntax error is.
+func mergeConfigFile(cfg *Config, path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	md, err := toml.Decode(string(data), cfg)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return fmt.Errorf("config %s: line %d: %s", path, perr.Position.Line, perr.Message)
+		}
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		keys := make([]string, len(undecoded))
+		for i, k := range undecoded {
+			keys[i] = k.String()
+		}
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, search.recency_half_life)", path, strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+func (c Config) validate() error {
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("config: log_level %q: use debug, info, warn or error", c.LogLevel)
+	}
+	if _, err := c.halfLife(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c Config) halfLife() (time.Duration, error) {
+	if c.Search.RecencyHalfLife == "" {
+		return 0, nil
+	}
+	d, err := node.ParseTTL(c.Search.RecencyHalfLife)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("config: search.recency_half_life %q: use a duration such as 30d or 720h", c.Search.RecencyHalfLife)
+	}
+	return d, nil
+}
+
+// findUp returns the path of name in dir or its nearest ancestor, or "".
+func findUp(dir, name string) string {
+	for {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/web"
+)
+
+// Files in the home.
+const (
+	socketFile = "memmesh.sock"
+	lockFile   = "memmesh.lock" // flock held by the running daemon; holds its pid
+	logFile    = "memmesh.log"  // log of a daemon started in the background
+)
+
+// startTimeout bounds how long a command waits for a daemon it started.
+const startTimeout = 20 * time.Second
+
+// errInUse reports a home that another daemon already serves.
+var errInUse = errors.New("home is in use")
+
+// homeLock is the exclusive lock a daemon holds on its home.
+type homeLock struct{ f *os.File }
+
+// lockHome takes the home's lock without waiting and records our pid in it.
+func lockHome(home string) (*homeLock, error) {
+	path := filepath.Join(home, lockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		data, _ := os.ReadFile(path)
+		f.Close()
+		pid := strings.TrimSpace(string(data))
+		return nil, fmt.Errorf("%w: memmesh serve (pid %s) is already running on %s; stop it with 'memmesh stop'", errInUse, pid, home)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &homeLock{f: f}, nil
+}
+
+func (l *homeLock) release() {
+	l.f.Truncate(0)
+	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.f.Close()
+}
+
+// serve runs the daemon in the foreground until SIGINT, SIGTERM or a
+// shutdown request, then stops cleanly.
+func serve(ctx context.Context, home string, cfg Config, log *slog.Logger) error {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("create home: %w", err)
+	}
+	lock, err := lockHome(home)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+
+	halfLife, _ := cfg.halfLife()
+	n, err := node.New(node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+
+	sock := filepath.Join(home, socketFile)
+	if len(sock) > 100 {
+		return fmt.Errorf("socket path %s is too long for a unix socket; use a shorter --home", sock)
+	}
+	os.Remove(sock) // left by a daemon that died: we hold the home's lock
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	defer os.Remove(sock)
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("protect socket: %w", err)
+	}
+
+	srv := &http.Server{
+		Handler:           web.NewAPI(n, log.With("component", "api"), stop),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("memmesh is ready", "home", home, "socket", sock, "device", n.DeviceID(), "version", node.Version(), "pid", os.Getpid())
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopping")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("requests still running at shutdown", "err", err)
+	}
+	if err := n.Close(); err != nil {
+		return fmt.Errorf("close node: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// connect returns a client of the home's daemon, starting the daemon in the
+// background when none is running.
+func connect(ctx context.Context, home string) (*web.Client, error) {
+	c := web.NewClient(filepath.Join(home, socketFile))
+	if _, err := c.Health(ctx); err == nil {
+		return c, nil
+	} else if !errors.Is(err, web.ErrNoDaemon) {
+		return nil, err
+	}
+	if err := startDaemon(home); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		_, err := c.Health(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("the memmesh daemon did not start within %s; see %s", startTimeout, filepath.Join(home, logFile))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startDaemon starts `memmesh serve` for home as a detached background
+// process logging to the home's log file.
+func startDaemon(home string) error {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("create home: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find memmesh executable: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(home, logFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open daemon log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "serve", "--home", home)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	// The daemon outlives us; reap it only if it exits while we wait (for
+	// example because another command started one first).
+	go cmd.Wait()
+	return nil
+}
+
+// stopDaemon asks the home's daemon to stop and waits until it has.
+func stopDaemon(ctx context.Context, home string) (bool, error) {
+	c := web.NewClient(filepath.Join(home, socketFile))
+	if err := c.Shutdown(ctx); errors.Is(err, web.ErrNoDaemon) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		lock, err := lockHome(home)
+		if err == nil {
+			lock.release()
+			return true, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true, fmt.Errorf("the daemon did not stop within %s", startTimeout)
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memmesh/memmesh/node"
+)
+
+// emit writes v in the chosen format: JSON as is, or through the human and
+// brief printers.
+func (a *app) emit(v any, human, brief func(w io.Writer)) error {
+	switch a.format {
+	case "json":
+		enc := json.NewEncoder(a.stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "brief":
+		brief(a.stdout)
+	default:
+		human(a.stdout)
+	}
+	return nil
+}
+
+// printMemory shows one memory in full.
+func printMemory(w io.Writer, m node.Memory) {
+	fmt.Fprintf(w, "%s  %s\n", m.ShortID, m.Title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "  %s\t%s\n", k, v)
+		}
+	}
+	row("id", m.ID)
+	row("namespace", m.Namespace)
+	row("kind", m.Kind)
+	row("status", string(m.Status))
+	row("tier", fmt.Sprintf("%s (confidence %.2f)", m.Tier, m.Confidence))
+	row("tags", strings.Join(m.Tags, ", "))
+	row("touches", strings.Join(m.Touches, ", "))
+	row("created", fmt.Sprintf("%s by %s", when(m.Provenance.CreatedAt), source(m)))
+	row("updated", when(m.Provenance.UpdatedAt))
+	if m.Evergreen {
+		row("evergreen", "yes")
+	}
+	if !m.ExpiresAt.IsZero() {
+		row("expires", when(m.ExpiresAt))
+	}
+	row("revisions", fmt.Sprint(len(m.Revisions)))
+	tw.Flush()
+	fmt.Fprintf(w, "\n%s\n", indent(m.Content))
+	if len(m.Conflict) > 0 {
+		fmt.Fprintf(w, "\nSYNC CONFLICT: %d versions were written concurrently; 'memmesh update %s --content ...' resolves it.\n", len(m.Conflict), m.ShortID)
+		for _, r := range m.Conflict {
+			fmt.Fprintf(w, "\n  version %s (%s, %s):\n%s\n", r.ID[:8], shortDevice(r.Device), when(r.At), indent(r.Text))
+		}
+	}
+}
+
+func source(m node.Memory) string {
+	s := "device " + shortDevice(m.Provenance.Device)
+	if m.Provenance.Agent != "" {
+		s += ", " + m.Provenance.Agent
+	}
+	return s
+}
+
+func shortDevice(d string) string {
+	if len(d) > 7 {
+		return d[:7]
+	}
+	return d
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// when shows a time in local time, with a relative hint.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := time.Since(t)
+	var rel string
+	switch {
+	case d < 0:
+		rel = "in " + roughDuration(-d)
+	case d < time.Minute:
+		rel = "just now"
+	default:
+		rel = roughDuration(d) + " ago"
+	}
+	return t.Local().Format("2006-01-02 15:04") + " (" + rel + ")"
+}
+
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+}
+
+// snippet is the start of s on one line, at most n runes.
+func snippet(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// printList shows memories one per line.
+func printList(w io.Writer, ms []node.Memory) {
+	if len(ms) == 0 {
+		fmt.Fprintln(w, "No memories.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tNAMESPACE\tKIND\tTITLE")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ShortID, m.Provenance.UpdatedAt.Local().Format("2006-01-02 15:04"), m.Namespace, m.Kind, snippet(m.Title, 60))
+	}
+	tw.Flush()
+}
+
+func printBriefList(w io.Writer, ms []node.Memory) {
+	for _, m := range ms {
+		fmt.Fprintf(w, "%s\t%s\n", m.ShortID, m.Title)
+	}
+}

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadInput checks that every kind of bad input gets a one-line error
+// and a non-zero exit, and changes nothing.
+func TestBadInput(t *testing.T) {
+	home := newHome(t)
+	var c captureOut
+	okJSON(t, home, &c, "capture", "--ns", "proj", "A memory that must survive every bad request")
+	before := ok(t, home, "export")
+
+	huge := filepath.Join(home, "huge.txt")
+	os.WriteFile(huge, []byte(strings.Repeat("x", 1<<20+1)), 0o600)
+	badImport := filepath.Join(home, "bad.jsonl")
+	os.WriteFile(badImport, []byte(before+"{\"type\":\"memory\",\"id\":\"m-nope\"\n"), 0o600)
+	goodThenBad := filepath.Join(home, "goodbad.jsonl")
+	os.WriteFile(goodThenBad, []byte(`{"type":"memory","id":"m-aaaaaaaaaaaaaaaaaaaaaaaaaa","namespace":"x","content":"fine","kind":"note","tier":"human","confidence":1,"status":"active","provenance":{"device":"D","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}}`+"\nnot json\n"), 0o600)
+
+	cases := []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		want  string // part of the error message
+	}{
+		{"empty content", "", []string{"capture", "   "}, 1, "content is empty"},
+		{"empty stdin", "", []string{"capture"}, 1, "content is empty"},
+		{"oversized content", "", []string{"capture", "--file", huge}, 1, "1 MiB"},
+		{"unknown id", "", []string{"show", "m-zzzzzzzz"}, 1, "no memory has id"},
+		{"not an id", "", []string{"show", "hello!"}, 1, "not a memory id"},
+		{"unknown id update", "", []string{"update", "m-zzzzzzzz", "--title", "x"}, 1, "no memory has id"},
+		{"unknown id forget", "", []string{"forget", "m-zzzzzzzz"}, 1, "no memory has id"},
+		{"unknown id delete", "", []string{"delete", "m-zzzzzzzz"}, 1, "no memory has id"},
+		{"invalid namespace", "", []string{"capture", "--ns", "bad ns!", "text"}, 1, "namespace"},
+		{"invalid tag", "", []string{"capture", "--tag", "no spaces allowed", "text"}, 1, "tag"},
+		{"invalid kind", "", []string{"capture", "--kind", "9lives", "text"}, 1, "kind"},
+		{"invalid tier", "", []string{"capture", "--tier", "god", "text"}, 1, "tier"},
+		{"invalid ttl", "", []string{"capture", "--ttl", "soon", "text"}, 1, "ttl"},
+		{"invalid confidence", "", []string{"update", c.ID, "--confidence", "7"}, 1, "confidence"},
+		{"invalid status", "", []string{"update", c.ID, "--status", "deleted"}, 1, "status"},
+		{"empty update", "", []string{"update", c.ID}, 1, "nothing to update"},
+		{"malformed import line", "", []string{"import", badImport}, 1, "line 2"},
+		{"import stops before writing", "", []string{"import", goodThenBad}, 1, "line 2"},
+		{"missing import file", "", []string{"import", filepath.Join(home, "nope.jsonl")}, 1, "no such file"},
+		{"unknown flag", "", []string{"capture", "--colour", "x"}, 2, "unknown flag"},
+		{"missing argument", "", []string{"show"}, 2, "accepts 1 arg"},
+		{"unknown command", "", []string{"remember-this"}, 2, "unknown command"},
+		{"bad format", "", []string{"stats", "--format", "xml"}, 2, "--format"},
+		{"bad limit", "", []string{"search", "x", "--limit", "-3"}, 1, "limit"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mm(t, home, tc.stdin, tc.args...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", r.code, tc.code, r.stderr)
+			}
+			msg := strings.TrimRight(r.stderr, "\n")
+			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "memmesh: ") || !strings.Contains(msg, tc.want) {
+				t.Fatalf("want one line 'memmesh: ...%s...', got %q", tc.want, r.stderr)
+			}
+		})
+	}
+	if after := ok(t, home, "export"); after != before {
+		t.Fatalf("bad input changed the store:\nbefore: %s\nafter:  %s", before, after)
+	}
+}
+
+func TestCorruptConfig(t *testing.T) {
+	home := newHome(t)
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte("namespace = \"x\"\nlog_level = [broken\n"), 0o600)
+	r := mm(t, home, "", "stats")
+	if r.code != 1 || !strings.Contains(r.stderr, "config.toml") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("corrupt config: exit %d, stderr %q", r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte("namespce = \"x\"\n"), 0o600)
+	r = mm(t, home, "", "stats")
+	if r.code != 1 || !strings.Contains(r.stderr, "unknown key namespce") {
+		t.Fatalf("misspelt key: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(home, "data")); !os.IsNotExist(err) {
+		t.Fatal("a daemon started despite the corrupt config")
+	}
+}
+
+func TestProjectConfigNamespace(t *testing.T) {
+	home := newHome(t)
+	proj := filepath.Join(home, "proj", "sub")
+	os.MkdirAll(proj, 0o700)
+	os.WriteFile(filepath.Join(home, "proj", ".memmesh.toml"), []byte("namespace = \"webshop\"\n"), 0o600)
+	cmd := exec.Command(binary, "--home", home, "capture", "Prices are integers in cents")
+	cmd.Env, cmd.Dir = testEnv(home), proj
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("capture in project: %v: %s", err, out)
+	}
+	var s searchOut
+	okJSON(t, home, &s, "search", "--ns", "webshop", "cents")
+	if len(s.Results) != 1 {
+		t.Fatalf("the project's namespace was not used: %+v", s)
+	}
+}
+
+func TestSecondServeRefused(t *testing.T) {
+	home := newHome(t)
+	ok(t, home, "stats") // starts the daemon in the background
+	r := mm(t, home, "", "serve")
+	if r.code != 1 || !strings.Contains(r.stderr, "already running") {
+		t.Fatalf("second serve: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var s statsOut
+	okJSON(t, home, &s, "stats") // the first daemon still answers
+}

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type captureOut struct {
+	ID          string `json:"id"`
+	ShortID     string `json:"short_id"`
+	DuplicateOf string `json:"duplicate_of"`
+	Similar     []struct {
+		ID string `json:"id"`
+	} `json:"similar"`
+}
+
+type searchOut struct {
+	Results []struct {
+		ID        string  `json:"id"`
+		Title     string  `json:"title"`
+		Content   string  `json:"content"`
+		Namespace string  `json:"namespace"`
+		Score     float64 `json:"score"`
+	} `json:"results"`
+}
+
+type statsOut struct {
+	Memories int `json:"memories"`
+}
+
+func TestCaptureSearchRestart(t *testing.T) {
+	home := newHome(t)
+	var c captureOut
+	okJSON(t, home, &c, "capture", "--ns", "backend", "--tag", "db", "--kind", "decision",
+		"Use pgx instead of lib/pq for Postgres: lib/pq is in maintenance mode")
+	if !strings.HasPrefix(c.ID, "m-") || c.DuplicateOf != "" {
+		t.Fatalf("capture answered %+v", c)
+	}
+
+	var s searchOut
+	okJSON(t, home, &s, "search", "--ns", "backend", "postgres driver pgx")
+	if len(s.Results) == 0 || s.Results[0].ID != c.ID || s.Results[0].Namespace != "backend" || !strings.Contains(s.Results[0].Content, "lib/pq") {
+		t.Fatalf("search did not find the capture first: %+v", s)
+	}
+
+	// The same text again is a duplicate, not a second memory.
+	var dup captureOut
+	okJSON(t, home, &dup, "capture", "--ns", "backend", "Use pgx instead of lib/pq for Postgres: lib/pq is in maintenance mode")
+	if dup.DuplicateOf != c.ID || dup.ID != c.ID {
+		t.Fatalf("duplicate capture answered %+v, want duplicate_of %s", dup, c.ID)
+	}
+
+	ok(t, home, "stop")
+	if _, err := os.Stat(filepath.Join(home, "memmesh.sock")); !os.IsNotExist(err) {
+		t.Fatalf("socket still there after stop: %v", err)
+	}
+	// The next command starts the daemon again; the memory is still there.
+	okJSON(t, home, &s, "search", "--ns", "backend", "pgx")
+	if len(s.Results) != 1 || s.Results[0].ID != c.ID {
+		t.Fatalf("after restart search found %+v", s)
+	}
+	if out := ok(t, home, "show", c.ShortID, "--format", "brief"); !strings.Contains(out, "maintenance mode") {
+		t.Fatalf("show after restart: %q", out)
+	}
+}
+
+func TestUpdateForgetDelete(t *testing.T) {
+	home := newHome(t)
+	var c captureOut
+	okJSON(t, home, &c, "capture", "--title", "Deploys", "Deploy with make release; never push tags by hand")
+	ok(t, home, "update", c.ID, "--tag-add", "ops", "--content", "Deploy with make release, which tags and pushes")
+
+	var m struct {
+		Content   string   `json:"content"`
+		Tags      []string `json:"tags"`
+		Revisions []any    `json:"revisions"`
+		Status    string   `json:"status"`
+	}
+	okJSON(t, home, &m, "show", c.ID)
+	if m.Content != "Deploy with make release, which tags and pushes" || len(m.Revisions) != 2 || len(m.Tags) != 1 || m.Tags[0] != "ops" {
+		t.Fatalf("after update: %+v", m)
+	}
+
+	ok(t, home, "forget", c.ID)
+	var s searchOut
+	okJSON(t, home, &s, "search", "deploy")
+	if len(s.Results) != 0 {
+		t.Fatalf("a forgotten memory is still found: %+v", s)
+	}
+	okJSON(t, home, &s, "search", "deploy", "--status", "archived")
+	if len(s.Results) != 1 {
+		t.Fatalf("an archived memory is not found with --status archived: %+v", s)
+	}
+	ok(t, home, "update", c.ID, "--status", "active")
+	okJSON(t, home, &s, "search", "deploy")
+	if len(s.Results) != 1 {
+		t.Fatalf("a restored memory is not found: %+v", s)
+	}
+
+	ok(t, home, "delete", c.ID)
+	okJSON(t, home, &m, "show", c.ID)
+	if m.Status != "deleted" {
+		t.Fatalf("status after delete = %q", m.Status)
+	}
+	if r := mm(t, home, "", "update", c.ID, "--title", "x"); r.code != 1 {
+		t.Fatalf("updating a deleted memory: exit %d", r.code)
+	}
+}
+
+func TestCaptureFromStdinAndFile(t *testing.T) {
+	home := newHome(t)
+	r := mm(t, home, "Flaky test TestSync: the fake clock must be advanced after Start\n", "capture", "--kind", "bug")
+	if r.code != 0 {
+		t.Fatalf("capture from stdin: exit %d: %s", r.code, r.stderr)
+	}
+	file := filepath.Join(home, "note.md")
+	os.WriteFile(file, []byte("# Logging\nUse log/slog with a component attribute in every package."), 0o600)
+	ok(t, home, "capture", "--file", file)
+	var s searchOut
+	okJSON(t, home, &s, "search", "slog")
+	if len(s.Results) != 1 || s.Results[0].Title != "Logging" {
+		t.Fatalf("search for a captured file: %+v", s)
+	}
+	okJSON(t, home, &s, "search", "fake clock")
+	if len(s.Results) != 1 {
+		t.Fatalf("search for stdin capture: %+v", s)
+	}
+}
+
+func TestSecretsAreScrubbed(t *testing.T) {
+	home := newHome(t)
+	secret := "ghp_" + strings.Repeat("a1B2c3D4e5", 4)[:36]
+	var c captureOut
+	okJSON(t, home, &c, "capture", "The CI token is "+secret+" and lives in the vault")
+	out := ok(t, home, "export")
+	if strings.Contains(out, secret) {
+		t.Fatal("a GitHub token was stored")
+	}
+	if !strings.Contains(out, "REDACTED") {
+		t.Fatalf("export shows no redaction marker: %s", out)
+	}
+}
+
+func TestExportImportRoundTrip(t *testing.T) {
+	src := newHome(t)
+	var a, b, c captureOut
+	okJSON(t, src, &a, "capture", "--ns", "web", "--tag", "css", "Prefer CSS grid over flexbox for page layout")
+	okJSON(t, src, &b, "capture", "--ns", "web", "--kind", "bug", "--tier", "agent", "Safari needs -webkit-backdrop-filter")
+	okJSON(t, src, &c, "capture", "--ns", "api", "--evergreen", "Every endpoint returns RFC 7807 problem details")
+	ok(t, src, "update", a.ID, "--content", "Prefer CSS grid for page layout, flexbox inside components")
+	ok(t, src, "forget", b.ID)
+	ok(t, src, "delete", c.ID)
+	first := filepath.Join(src, "first.jsonl")
+	ok(t, src, "export", "--out", first)
+
+	dst := newHome(t)
+	ok(t, dst, "import", first)
+	second := filepath.Join(dst, "second.jsonl")
+	ok(t, dst, "export", "--out", second)
+
+	want, _ := os.ReadFile(first)
+	got, _ := os.ReadFile(second)
+	if lines := strings.Count(string(want), "\n"); lines != 3 {
+		t.Fatalf("export has %d lines, want 3:\n%s", lines, want)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("export after import differs:\nfirst:  %s\nsecond: %s", want, got)
+	}
+	// Importing again skips what is there.
+	var res struct{ Imported, Skipped int }
+	okJSON(t, dst, &res, "import", first)
+	if res.Imported != 0 || res.Skipped != 3 {
+		t.Fatalf("second import: %+v", res)
+	}
+}

@@ -1,0 +1,225 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/node"
+)
+
+// Service is what the API serves: the node's service API.
+type Service interface {
+	Remember(ctx context.Context, req node.RememberRequest) (node.RememberResult, error)
+	Get(ctx context.Context, ref string) (node.Memory, error)
+	Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error)
+	Forget(ctx context.Context, ref string) (node.Memory, error)
+	Delete(ctx context.Context, ref string) (node.Memory, error)
+	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
+	Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error)
+	Stats(ctx context.Context) (node.Stats, error)
+	Export(ctx context.Context, w io.Writer) (int, error)
+	Import(ctx context.Context, r io.Reader) (node.ImportResult, error)
+	DeviceID() string
+}
+
+var _ Service = (*node.Node)(nil)
+
+// maxRequestBody caps JSON request bodies: a memory of the largest content,
+// escaped.
+const maxRequestBody = 8 << 20
+
+// Health is the daemon's answer to /v1/health.
+type Health struct {
+	Version  string `json:"version"`
+	DeviceID string `json:"device_id"`
+	PID      int    `json:"pid"`
+}
+
+// API serves Service over HTTP.
+type API struct {
+	svc      Service
+	log      *slog.Logger
+	shutdown func()
+	mux      *http.ServeMux
+}
+
+// NewAPI returns the API handler. shutdown is called (once per request) when
+// a client asks the daemon to stop.
+func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
+	a := &API{svc: svc, log: log, shutdown: shutdown, mux: http.NewServeMux()}
+	a.mux.HandleFunc("GET /v1/health", a.health)
+	a.mux.HandleFunc("POST /v1/memories", a.remember)
+	a.mux.HandleFunc("GET /v1/memories", a.list)
+	a.mux.HandleFunc("GET /v1/memories/{ref}", a.get)
+	a.mux.HandleFunc("PATCH /v1/memories/{ref}", a.update)
+	a.mux.HandleFunc("POST /v1/memories/{ref}/forget", a.forget)
+	a.mux.HandleFunc("DELETE /v1/memories/{ref}", a.delete)
+	a.mux.HandleFunc("POST /v1/search", a.search)
+	a.mux.HandleFunc("GET /v1/stats", a.stats)
+	a.mux.HandleFunc("GET /v1/export", a.export)
+	a.mux.HandleFunc("POST /v1/import", a.importJSONL)
+	a.mux.HandleFunc("POST /v1/shutdown", a.stop)
+	return a
+}
+
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+func (a *API) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Health{Version: node.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
+}
+
+func (a *API) remember(w http.ResponseWriter, r *http.Request) {
+	var req node.RememberRequest
+	if !a.decode(w, r, &req) {
+		return
+	}
+	res, err := a.svc.Remember(r.Context(), req)
+	a.reply(w, http.StatusCreated, res, err)
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req := node.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind")}
+	for _, s := range q["status"] {
+		req.Statuses = append(req.Statuses, crdt.Status(s))
+	}
+	for _, t := range q["tier"] {
+		req.Tiers = append(req.Tiers, crdt.Tier(t))
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			a.fail(w, fmt.Errorf("%w: limit %q is not a number", node.ErrInvalid, l))
+			return
+		}
+		req.Limit = n
+	}
+	res, err := a.svc.List(r.Context(), req)
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) {
+	res, err := a.svc.Get(r.Context(), r.PathValue("ref"))
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) update(w http.ResponseWriter, r *http.Request) {
+	var req node.UpdateRequest
+	if !a.decode(w, r, &req) {
+		return
+	}
+	res, err := a.svc.Update(r.Context(), r.PathValue("ref"), req)
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) forget(w http.ResponseWriter, r *http.Request) {
+	res, err := a.svc.Forget(r.Context(), r.PathValue("ref"))
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) delete(w http.ResponseWriter, r *http.Request) {
+	res, err := a.svc.Delete(r.Context(), r.PathValue("ref"))
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) search(w http.ResponseWriter, r *http.Request) {
+	var req node.SearchRequest
+	if !a.decode(w, r, &req) {
+		return
+	}
+	res, err := a.svc.Search(r.Context(), req)
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) stats(w http.ResponseWriter, r *http.Request) {
+	res, err := a.svc.Stats(r.Context())
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) export(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if _, err := a.svc.Export(r.Context(), w); err != nil {
+		// Headers are gone; end the stream with an error line the client
+		// recognises instead of a silently truncated file.
+		a.log.Error("export", "err", err)
+		json.NewEncoder(w).Encode(apiError{Error: err.Error(), Code: "internal"})
+	}
+}
+
+func (a *API) importJSONL(w http.ResponseWriter, r *http.Request) {
+	res, err := a.svc.Import(r.Context(), r.Body)
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) stop(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "stopping"})
+	a.shutdown()
+}
+
+// decode reads a JSON request body into v, answering the error itself.
+func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			err = fmt.Errorf("request is larger than %d bytes", tooBig.Limit)
+		}
+		a.fail(w, fmt.Errorf("%w: %v", node.ErrInvalid, err))
+		return false
+	}
+	return true
+}
+
+func (a *API) reply(w http.ResponseWriter, status int, v any, err error) {
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
+// apiError is the body of every error response.
+type apiError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// errorCodes maps node errors to API codes and HTTP statuses.
+var errorCodes = []struct {
+	err    error
+	code   string
+	status int
+}{
+	{node.ErrInvalid, "invalid", http.StatusBadRequest},
+	{node.ErrNotFound, "not_found", http.StatusNotFound},
+	{node.ErrAmbiguous, "ambiguous", http.StatusConflict},
+	{node.ErrClosed, "unavailable", http.StatusServiceUnavailable},
+}
+
+func (a *API) fail(w http.ResponseWriter, err error) {
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			writeJSON(w, c.status, apiError{Error: err.Error(), Code: c.code})
+			return
+		}
+	}
+	a.log.Error("request failed", "err", err)
+	writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error(), Code: "internal"})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

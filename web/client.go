@@ -1,0 +1,231 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/memmesh/memmesh/node"
+)
+
+// ErrNoDaemon reports that no daemon is listening on the socket.
+var ErrNoDaemon = errors.New("web: no memmesh daemon is running")
+
+// Client talks to a daemon's API over its unix socket.
+type Client struct {
+	http *http.Client
+}
+
+var _ Service = (*Client)(nil)
+
+// NewClient returns a client for the daemon listening on socket.
+func NewClient(socket string) *Client {
+	return &Client{http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns:    4,
+		IdleConnTimeout: 30 * time.Second,
+	}}}
+}
+
+// Error is an error answered by the daemon. It matches node's sentinel
+// errors with errors.Is.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is matches the node error that the code stands for.
+func (e *Error) Is(target error) bool {
+	for _, c := range errorCodes {
+		if c.code == e.Code {
+			return target == c.err
+		}
+	}
+	return false
+}
+
+// do sends a request and decodes a JSON answer into out (when out != nil).
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://memmesh"+path, body)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if isNoDaemon(err) {
+			return fmt.Errorf("%w (%v)", ErrNoDaemon, err)
+		}
+		return fmt.Errorf("talk to daemon: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return decodeError(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("read daemon answer: %w", err)
+	}
+	return nil
+}
+
+func decodeError(resp *http.Response) error {
+	var e apiError
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(data, &e) != nil || e.Error == "" {
+		e = apiError{Error: fmt.Sprintf("daemon answered %s", resp.Status), Code: "internal"}
+	}
+	return &Error{Status: resp.StatusCode, Code: e.Code, Message: e.Error}
+}
+
+// isNoDaemon reports whether a dial error means nothing listens on the socket.
+func isNoDaemon(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (c *Client) send(ctx context.Context, method, path string, in, out any) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, method, path, bytes.NewReader(data), out)
+}
+
+// Health asks the daemon who it is; it fails with ErrNoDaemon when none runs.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	return h, c.do(ctx, http.MethodGet, "/v1/health", nil, &h)
+}
+
+// DeviceID returns the daemon's device id, or "" when it cannot be asked.
+func (c *Client) DeviceID() string {
+	h, err := c.Health(context.Background())
+	if err != nil {
+		return ""
+	}
+	return h.DeviceID
+}
+
+func (c *Client) Remember(ctx context.Context, req node.RememberRequest) (node.RememberResult, error) {
+	var res node.RememberResult
+	return res, c.send(ctx, http.MethodPost, "/v1/memories", req, &res)
+}
+
+func (c *Client) Get(ctx context.Context, ref string) (node.Memory, error) {
+	var m node.Memory
+	return m, c.do(ctx, http.MethodGet, "/v1/memories/"+url.PathEscape(ref), nil, &m)
+}
+
+func (c *Client) Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error) {
+	var m node.Memory
+	return m, c.send(ctx, http.MethodPatch, "/v1/memories/"+url.PathEscape(ref), req, &m)
+}
+
+func (c *Client) Forget(ctx context.Context, ref string) (node.Memory, error) {
+	var m node.Memory
+	return m, c.do(ctx, http.MethodPost, "/v1/memories/"+url.PathEscape(ref)+"/forget", nil, &m)
+}
+
+func (c *Client) Delete(ctx context.Context, ref string) (node.Memory, error) {
+	var m node.Memory
+	return m, c.do(ctx, http.MethodDelete, "/v1/memories/"+url.PathEscape(ref), nil, &m)
+}
+
+func (c *Client) List(ctx context.Context, req node.ListRequest) ([]node.Memory, error) {
+	q := url.Values{}
+	if req.Namespace != "" {
+		q.Set("ns", req.Namespace)
+	}
+	if req.Kind != "" {
+		q.Set("kind", req.Kind)
+	}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	q["tag"] = req.Tags
+	for _, s := range req.Statuses {
+		q.Add("status", string(s))
+	}
+	for _, t := range req.Tiers {
+		q.Add("tier", string(t))
+	}
+	var out []node.Memory
+	return out, c.do(ctx, http.MethodGet, "/v1/memories?"+q.Encode(), nil, &out)
+}
+
+func (c *Client) Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error) {
+	var res node.SearchResult
+	return res, c.send(ctx, http.MethodPost, "/v1/search", req, &res)
+}
+
+func (c *Client) Stats(ctx context.Context) (node.Stats, error) {
+	var s node.Stats
+	return s, c.do(ctx, http.MethodGet, "/v1/stats", nil, &s)
+}
+
+// Export copies the daemon's export to w and returns the number of memories.
+func (c *Client) Export(ctx context.Context, w io.Writer) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://memmesh/v1/export", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if isNoDaemon(err) {
+			return 0, fmt.Errorf("%w (%v)", ErrNoDaemon, err)
+		}
+		return 0, fmt.Errorf("talk to daemon: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return 0, decodeError(resp)
+	}
+	count := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e apiError
+		if json.Unmarshal(line, &e) == nil && e.Code != "" && e.Error != "" {
+			return count, &Error{Status: http.StatusInternalServerError, Code: e.Code, Message: e.Error}
+		}
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return count, err
+		}
+		count++
+	}
+	if err := sc.Err(); err != nil {
+		return count, fmt.Errorf("read export: %w", err)
+	}
+	return count, nil
+}
+
+func (c *Client) Import(ctx context.Context, r io.Reader) (node.ImportResult, error) {
+	var res node.ImportResult
+	return res, c.do(ctx, http.MethodPost, "/v1/import", r, &res)
+}
+
+// Shutdown asks the daemon to stop; it returns once the request is accepted.
+func (c *Client) Shutdown(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/v1/shutdown", nil, nil)
+}

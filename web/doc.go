@@ -1,0 +1,23 @@
+// Package web is memmesh's local HTTP API: JSON over HTTP, served by the
+// daemon on its unix socket ($MEMMESH_HOME/memmesh.sock, mode 0600) for the
+// CLI and local tools, and Client, the Go client the CLI uses.
+//
+// Routes (all JSON unless noted):
+//
+//	GET    /v1/health                 version, device id and pid of the daemon
+//	POST   /v1/memories               remember (node.RememberRequest)
+//	GET    /v1/memories               list (?ns= &tag= &kind= &status= &tier= &limit=)
+//	GET    /v1/memories/{ref}         get one memory by full or short id
+//	PATCH  /v1/memories/{ref}         update (node.UpdateRequest)
+//	POST   /v1/memories/{ref}/forget  archive
+//	DELETE /v1/memories/{ref}         delete (tombstone)
+//	POST   /v1/search                 search (node.SearchRequest)
+//	GET    /v1/stats                  counts
+//	GET    /v1/export                 every memory as JSON Lines (application/x-ndjson)
+//	POST   /v1/import                 JSON Lines body; all or nothing
+//	POST   /v1/shutdown               stop the daemon cleanly
+//
+// Errors are {"error": message, "code": code} with code one of invalid,
+// not_found, ambiguous, unavailable and internal; Client turns them back into
+// errors that match node's sentinel errors with errors.Is.
+package web
