@@ -21,10 +21,12 @@
 //	touches     {path or entity: true, ...}
 //	revisions   {revision id: {parent, merges, text, device, at}, ...}
 //
-// Tags and touches are sets stored as map keys, so concurrent additions and
-// removals merge element by element (an element newly added on one
-// replica while removed on another is kept). The nested maps are created with the document,
-// never later, so two replicas never create the same map concurrently.
+// Tags and touches are sets stored as map keys, so concurrent additions
+// and removals merge element by element (an element newly added on one
+// replica while removed on another is kept). The nested maps are created
+// with the document, never later, so two replicas never create the same
+// map concurrently. Keys whose value is zero ("", 0, false) may be absent
+// and read as zero.
 //
 // An edge document adds scalars from, rel, to, notes, strength (float64),
 // origin, validity, deleted (bool), created_at and updated_at.

@@ -103,9 +103,12 @@ func (d *EdgeDoc) SetValidity(from, to time.Time) error {
 }
 
 // validityValue encodes both ends of the validity as one value, "<from>,<to>"
-// in Unix milliseconds (0 for an open end), so that concurrent changes merge
-// to one replica's interval rather than a mix of two.
+// in Unix milliseconds (0 for an open end; "" when both are), so that
+// concurrent changes merge to one replica's interval rather than a mix.
 func validityValue(from, to time.Time) string {
+	if from.IsZero() && to.IsZero() {
+		return ""
+	}
 	return strconv.FormatInt(millis(from), 10) + "," + strconv.FormatInt(millis(to), 10)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 )
 
 // The Automerge library this package links aborts the process on some
@@ -52,6 +53,9 @@ const (
 )
 
 var errTruncated = errors.New("truncated")
+
+// inflaters holds DEFLATE readers for reuse: each holds a 32 KiB window.
+var inflaters = sync.Pool{New: func() any { return flate.NewReader(nil) }}
 
 // checkSaved checks that data is exactly one Automerge document chunk
 // (what Save produces) whose deflated columns inflate to a bounded size and
@@ -161,7 +165,12 @@ func (col column) data(c *cursor, budget *int64, keep bool) ([]byte, error) {
 	if keep {
 		w = &out
 	}
-	n, err := io.Copy(w, io.LimitReader(flate.NewReader(bytes.NewReader(raw)), *budget+1))
+	inflater := inflaters.Get().(io.ReadCloser)
+	defer inflaters.Put(inflater)
+	if err := inflater.(flate.Resetter).Reset(bytes.NewReader(raw), nil); err != nil {
+		return nil, fmt.Errorf("%w: column %d: %w", ErrCorrupt, col.id>>4, err)
+	}
+	n, err := io.Copy(w, io.LimitReader(inflater, *budget+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: column %d: %w", ErrCorrupt, col.id>>4, err)
 	}

@@ -257,9 +257,9 @@ func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (Revision,
 		return Revision{}, err
 	}
 	rev := Revision{ID: NewID(), Text: text, Device: device, At: fromMillis(millis(at))}
-	if leaves := leaves(all); len(leaves) > 0 {
-		rev.Parent = leaves[0].ID
-		for _, l := range leaves[1:] {
+	if tips := leaves(all); len(tips) > 0 {
+		rev.Parent = tips[0].ID
+		for _, l := range tips[1:] {
 			rev.Merges = append(rev.Merges, l.ID)
 		}
 	}
@@ -326,13 +326,13 @@ func (d *MemoryDoc) Materialize() (Memory, error) {
 	if err := checkMemory(&m); err != nil {
 		return Memory{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	leaves := leaves(m.Revisions)
-	if len(leaves) == 0 {
+	tips := leaves(m.Revisions)
+	if len(tips) == 0 {
 		return Memory{}, fmt.Errorf("%w: no current revision", ErrMalformed)
 	}
-	m.Content = leaves[0].Text
-	if len(leaves) > 1 {
-		m.Conflict = leaves
+	m.Content = tips[0].Text
+	if len(tips) > 1 {
+		m.Conflict = tips
 	}
 	m.Heads = d.heads()
 	return m, nil
@@ -368,7 +368,7 @@ func compareRevisions(a, b Revision) int {
 }
 
 // leaves returns the revisions that no other revision names as its parent
-// or merges, newest first.
+// or merges, in reverse order: newest first when revs is oldest first.
 func leaves(revs []Revision) []Revision {
 	built := make(map[string]bool, len(revs))
 	for _, r := range revs {
