@@ -21,7 +21,7 @@ var touchKinds = []string{"file:", "pkg:", "code:", "url:"}
 
 // Patterns and word lists ExtractTouches recognises entities by.
 var (
-	// touchURLPattern matches an http(s) URL; trimURL drops trailing
+	// touchURLPattern matches an http(s) URL; addURL drops trailing
 	// punctuation.
 	touchURLPattern = regexp.MustCompile("https?://[^\\s<>\"'`]+")
 	// fencePattern matches a fenced code block; submatch 1 is the code.
@@ -33,7 +33,8 @@ var (
 	// goImportBlockPattern matches import ( ... ); submatch 1 is the body,
 	// whose quoted strings are the paths.
 	goImportBlockPattern = regexp.MustCompile(`import[ \t]*\(([^)]*)\)`)
-	quotedPattern        = regexp.MustCompile(`"([^"\s]+)"`)
+	// quotedPattern matches a "quoted" word; submatch 1 is the word.
+	quotedPattern = regexp.MustCompile(`"([^"\s]+)"`)
 	// importPathPattern is the shape of a Go import path.
 	importPathPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.~+-]*(?:/[A-Za-z0-9_.~+-]+)*$`)
 	// lineSuffixPattern matches the line (and column or range) or anchor
@@ -237,11 +238,11 @@ func (t touchSet) addURL(url string) {
 // of a path; a word followed by '(' is a call (res.json()), not a file.
 func (t touchSet) addWords(text string) {
 	for i := 0; i < len(text); {
-		for i < len(text) && isTouchDelimiter(text[i]) {
+		for i < len(text) && touchDelimiters[text[i]] {
 			i++
 		}
 		j := i
-		for j < len(text) && !isTouchDelimiter(text[j]) {
+		for j < len(text) && !touchDelimiters[text[j]] {
 			j++
 		}
 		if j > i && (j == len(text) || text[j] != '(') {
@@ -251,10 +252,17 @@ func (t touchSet) addWords(text string) {
 	}
 }
 
-// isTouchDelimiter reports whether c ends a word for addWords.
-func isTouchDelimiter(c byte) bool {
-	return c <= ' ' || strings.IndexByte("()[]{}<>\"'`,;=|*", c) >= 0
-}
+// touchDelimiters holds the bytes that end a word for addWords: control
+// characters, blanks, brackets, quotes and ,;=|*.
+var touchDelimiters = func() (set [256]bool) {
+	for c := 0; c <= ' '; c++ {
+		set[c] = true
+	}
+	for _, c := range []byte("()[]{}<>\"'`,;=|*") {
+		set[c] = true
+	}
+	return set
+}()
 
 // addWord adds the file or package one word names, if any.
 func (t touchSet) addWord(word string) {
@@ -304,20 +312,20 @@ func modulePath(word string) string {
 // leading ./), or "" if word is no file path.
 func filePath(word string) string {
 	p := word
-	if loc := lineSuffixPattern.FindStringIndex(p); loc != nil {
-		p = p[:loc[0]]
+	if strings.ContainsAny(p, ":#") {
+		if loc := lineSuffixPattern.FindStringIndex(p); loc != nil {
+			p = p[:loc[0]]
+		}
 	}
 	p = strings.TrimPrefix(p, "./")
-	if !pathPattern.MatchString(p) || strings.Contains(p, "//") {
-		return ""
-	}
 	slash := strings.LastIndexByte(p, '/')
 	base := p[slash+1:]
 	dot := strings.LastIndexByte(base, '.')
-	if isFileName(base) || slash >= 0 && dot > 0 && dirExts[base[dot+1:]] {
-		return p
+	named := isFileName(base) || slash >= 0 && dot > 0 && dirExts[base[dot+1:]]
+	if !named || !pathPattern.MatchString(p) || strings.Contains(p, "//") {
+		return ""
 	}
-	return ""
+	return p
 }
 
 // isFileName reports whether base, a name without directory, has a known

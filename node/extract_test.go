@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -186,6 +187,22 @@ func TestExtractTouchesCaps(t *testing.T) {
 			t.Errorf("entity %q is %d bytes or cut inside a character", e, len(e))
 		}
 	}
+}
+
+func FuzzExtractTouches(f *testing.F) {
+	f.Add(touchMemory)
+	f.Add("`(*Node).Close` in ./a/b.go:1:2 https://x.y/(z)) `npm i @a/b@1` import (\"c/d\")")
+	f.Fuzz(func(t *testing.T, text string) {
+		got := ExtractTouches(text)
+		if len(got) > maxTouches || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+			t.Fatalf("ExtractTouches(%q) = %q: not a sorted set of at most %d", text, got, maxTouches)
+		}
+		for _, e := range got {
+			if len(e) > maxTouchLen || touchKindRank(e) < 0 || utf8.ValidString(text) && !utf8.ValidString(e) {
+				t.Fatalf("ExtractTouches(%q): bad entity %q", text, e)
+			}
+		}
+	})
 }
 
 // touchMemory is a typical 1 KB memory for the benchmark.

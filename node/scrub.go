@@ -52,12 +52,15 @@ var secretRules = []secretRule{
 	// <private>...</private> spans, tags included, over any number of lines.
 	{kind: "private", fold: true, hints: []string{"<private>"},
 		re: regexp.MustCompile(`(?s)<private>.*?</private>`)},
-	// PEM and PGP private key blocks through the END line; a block cut off
-	// before its END line is redacted through its last base64 line.
+	// PEM and PGP private key blocks through the END line.
+	{kind: "private-key", hints: []string{"-----BEGIN"},
+		re: regexp.MustCompile(`(?s)-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`)},
+	// A private key block cut off before its END line, through its last
+	// base64 or header line. (A separate rule: as an alternative of the
+	// one above, every block would search the rest of the text for END.)
 	{kind: "private-key", hints: []string{"-----BEGIN"},
 		re: regexp.MustCompile(`-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----` +
-			`(?:(?s:.*?)-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----` +
-			`|(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]{16,}|(?:Proc-Type|DEK-Info|Version|Comment):[^\n\\]*))+)`)},
+			`(?:(?:\s|\\[rn])+(?:[A-Za-z0-9+/=]{16,}|(?:Proc-Type|DEK-Info|Version|Comment):[^\n\\]*))+`)},
 	// Anthropic: sk-ant-api03-..., sk-ant-admin01-... (before OpenAI's sk-).
 	{kind: "anthropic-key", word: true, hints: []string{"sk-ant-"},
 		re: regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}`)},

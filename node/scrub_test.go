@@ -264,6 +264,16 @@ func FuzzScrub(f *testing.F) {
 		if again, more := Scrub(out); again != out || more != nil {
 			t.Fatalf("not idempotent: Scrub(%q) = %q, then %q (kinds %q)", text, out, again, more)
 		}
+		hinted, lower := hintedRules(text), asciiLower(text)
+		for i, r := range secretRules {
+			hay := text
+			if r.fold {
+				hay = lower
+			}
+			if hinted&(1<<i) == 0 && r.re.MatchString(hay) {
+				t.Fatalf("rule %d (%s) matches %q but none of its hints %q is found", i, r.kind, text, r.hints)
+			}
+		}
 		spans := findSecrets(text)
 		if len(spans) > maxEchoValues {
 			return
@@ -276,11 +286,32 @@ func FuzzScrub(f *testing.F) {
 			if len(secret) < minEchoLen {
 				continue
 			}
-			if i := slices.IndexFunc(pieces, func(p string) bool { return strings.Contains(p, secret) }); i >= 0 {
+			if slices.ContainsFunc(pieces, func(p string) bool { return strings.Contains(p, secret) }) {
 				t.Fatalf("Scrub(%q) = %q still holds %q", text, out, secret)
 			}
 		}
 	})
+}
+
+// TestScrubLargeInputs runs Scrub on large inputs built to make a careless
+// matcher quadratic: many starts of a secret that never complete, or that
+// all wait for one far-away end.
+func TestScrubLargeInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large inputs")
+	}
+	const size = 256 << 10
+	for _, piece := range []string{
+		"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n",
+		"<private>", "eyJhbGciOiJIUzI1NiJ9.", "xsk-", "sk-", "://a:b", "Authorization: Bearer ",
+		"password=", "PASSWORD=abc123x ", "token=a1&b", "secret_access_key=",
+	} {
+		text := strings.Repeat(piece, size/len(piece))
+		out, _ := Scrub(text)
+		if again, _ := Scrub(out); again != out {
+			t.Errorf("%q repeated: not idempotent", piece)
+		}
+	}
 }
 
 // benignMemory is a typical 1 KB memory that names no secret but mentions
