@@ -18,7 +18,7 @@ import (
 
 // startServe runs `memmesh serve` on home as a child process and waits until
 // it answers. The process is killed when the test ends.
-func startServe(t *testing.T, home string) (*exec.Cmd, *web.Client) {
+func startServe(t testing.TB, home string) (*exec.Cmd, *web.Client) {
 	t.Helper()
 	cmd := exec.Command(binary, "serve", "--home", home)
 	cmd.Env = testEnv(home)

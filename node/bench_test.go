@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/corpus"
 )
 
@@ -54,31 +52,18 @@ func BenchmarkRemember(b *testing.B) {
 	lat.report(b)
 }
 
-// exportLines renders count corpus memories as an import file.
-func exportLines(tb testing.TB, seed uint64, count int) []byte {
-	gen := corpus.New(seed)
+// importFile renders count corpus memories as an import file.
+func importFile(tb testing.TB, seed uint64, count int) []byte {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range count {
-		m := gen.Next()
-		at := base.Add(time.Duration(i) * time.Minute)
-		line := ExportLine{Type: "memory", Memory: crdt.Memory{
-			ID: DisplayID(crdt.NewID()), Namespace: m.Namespace, Title: m.Title, Kind: m.Kind, Tags: m.Tags,
-			Tier: crdt.TierHuman, Confidence: 0.9, Status: crdt.StatusActive,
-			Provenance: crdt.Provenance{Device: "BENCH", CreatedAt: at, UpdatedAt: at},
-			Revisions:  []crdt.Revision{{ID: crdt.NewID(), Text: m.Content, Device: "BENCH", At: at}},
-		}}
-		if err := enc.Encode(line); err != nil {
-			tb.Fatal(err)
-		}
+	if err := corpus.New(seed).WriteImport(&buf, count); err != nil {
+		tb.Fatal(err)
 	}
 	return buf.Bytes()
 }
 
 func BenchmarkImport(b *testing.B) {
 	const perOp = 10000
-	data := exportLines(b, 2, perOp)
+	data := importFile(b, 2, perOp)
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
@@ -113,7 +98,7 @@ func populatedHome(b *testing.B, count int) string {
 		b.Fatal(err)
 	}
 	n.Start(context.Background())
-	if _, err := n.Import(context.Background(), bytes.NewReader(exportLines(b, 3, count))); err != nil {
+	if _, err := n.Import(context.Background(), bytes.NewReader(importFile(b, 3, count))); err != nil {
 		b.Fatal(err)
 	}
 	// Wait for the index, then close so that the benchmark opens the home

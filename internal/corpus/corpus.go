@@ -5,9 +5,14 @@
 package corpus
 
 import (
+	"bufio"
+	"encoding/base32"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
+	"time"
 )
 
 // Memory is one generated memory.
@@ -98,4 +103,65 @@ func (g *Generator) Query() string {
 	default:
 		return g.pick(verbs) + " " + g.pick(tools)
 	}
+}
+
+// exportLine is one line of memmesh's export format (see node.ExportLine),
+// spelled out here so that benchmarks of any package can build import files.
+type exportLine struct {
+	Type       string     `json:"type"`
+	ID         string     `json:"id"`
+	Namespace  string     `json:"namespace"`
+	Title      string     `json:"title"`
+	Kind       string     `json:"kind"`
+	Tags       []string   `json:"tags"`
+	Tier       string     `json:"tier"`
+	Confidence float64    `json:"confidence"`
+	Status     string     `json:"status"`
+	Provenance provenance `json:"provenance"`
+	Revisions  []revision `json:"revisions"`
+}
+
+type provenance struct {
+	Device    string    `json:"device"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type revision struct {
+	ID   string    `json:"id"`
+	Text string    `json:"text"`
+	At   time.Time `json:"at"`
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// id returns a memory or revision id drawn from the generator's source.
+func (g *Generator) id() string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(g.rng.Uint32())
+	}
+	return strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// WriteImport writes count memories as an import file for `memmesh import`,
+// one minute apart from 2026-01-01.
+func (g *Generator) WriteImport(w io.Writer, count int) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range count {
+		m := g.Next()
+		at := base.Add(time.Duration(i) * time.Minute)
+		err := enc.Encode(exportLine{
+			Type: "memory", ID: "m-" + g.id(), Namespace: m.Namespace, Title: m.Title, Kind: m.Kind, Tags: m.Tags,
+			Tier: "human", Confidence: 0.9, Status: "active",
+			Provenance: provenance{Device: "BENCH", CreatedAt: at, UpdatedAt: at},
+			Revisions:  []revision{{ID: g.id(), Text: m.Content, At: at}},
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
