@@ -15,29 +15,33 @@ import (
 
 var benchDocs = flag.Int("search.docs", 10_000, "memories indexed by BenchmarkSearch")
 
-// Vocabulary of the generated notes: short technical memories about a
-// small system, so that terms repeat the way they do in real notes.
+// Vocabulary of the generated notes: short technical memories about the
+// services of a made-up company. Words are drawn with a Zipf distribution,
+// so a few are common and most are rare, as in real notes.
 var (
-	benchNamespaces = []string{"api", "web", "infra", "billing", "search"}
-	benchKinds      = []string{"note", "decision", "convention", "bug", "fact", "task"}
-	benchTiers      = []crdt.Tier{crdt.TierHuman, crdt.TierAgent, crdt.TierAgent, crdt.TierAuto, crdt.TierAuto}
-	benchTags       = []string{"postgres", "redis", "kafka", "auth", "deploy", "ci", "perf", "flaky", "security", "migration", "grpc", "frontend"}
-	benchSubjects   = []string{
-		"postgres", "the redis cache", "the kafka consumer", "the auth service", "the billing worker",
-		"the search index", "the API gateway", "the CI pipeline", "the migration runner",
-		"the websocket hub", "the nightly cron job", "the session store", "the rate limiter",
-		"the webhook handler", "the connection pool", "the feature flag service",
+	benchServices = []string{
+		"checkout", "billing", "auth", "search", "inventory", "ledger", "notifications", "gateway",
+		"scheduler", "ingest", "export", "payments", "profile", "catalog", "shipping", "analytics",
+		"audit", "webhooks", "sessions", "media", "chat", "onboarding", "pricing", "reporting",
+	}
+	benchComponents = []string{
+		"worker", "API", "cache", "queue consumer", "cron job", "migration", "database",
+		"client", "handler", "index", "dashboard", "CLI",
 	}
 	benchProblems = []string{
 		"times out", "leaks goroutines", "needs a retry with backoff", "drops messages",
 		"is rate limited", "returns stale results", "holds a lock too long", "runs out of file descriptors",
 		"logs the token in plain text", "deadlocks on shutdown", "uses too much memory", "fails the health check",
 		"retries forever", "skips the migration", "double charges the customer", "loses the cursor",
+		"panics on nil config", "sends duplicate emails", "reads from the wrong replica", "ignores the timezone",
+		"floods the logs", "blocks the event loop", "corrupts the cache key", "overflows the batch size",
 	}
 	benchConditions = []string{
 		"under load", "after a deploy", "when the disk is full", "on cold start",
 		"if the token expired", "during failover", "when the replica lags", "with more than 100 connections",
 		"on the first request", "when the queue is empty", "after the schema change", "in the staging cluster",
+		"behind the VPN", "on ARM hosts", "at midnight UTC", "when Redis restarts",
+		"with Postgres 16", "during the Kafka rebalance", "in dry-run mode", "for EU customers",
 	}
 	benchFixes = []string{
 		"Set max_conns to 50.", "Wrap the call in a context with a 5s deadline.", "Add an index on user_id.",
@@ -45,43 +49,71 @@ var (
 		"Drain the queue in HandleShutdown.", "Move the check into internal/store/pebble.go.",
 		"Bump the pool size in config/prod.toml.", "Guard it with the NewRateLimiter middleware.",
 		"Close the rows iterator.", "Batch the writes, 100 per transaction.",
+		"Run make migrate before the tests.", "Read the flag from FEATURE_CHECKOUT_V2.",
+		"Use idempotency keys on POST /payments.", "Log the request id, never the body.",
+		"Add jitter to the backoff.", "Set GOMAXPROCS from the cgroup limit.",
+		"Invalidate the cache after the write.", "Store times in UTC and convert at the edge.",
 	}
-	benchQueries = map[string][]string{
-		"terms":  {"postgres timeout", "retry backoff", "goroutine leak shutdown", "token expired", "kafka consumer messages", "memory load", "parseConfig", "schema migration deploy"},
-		"phrase": {`"rate limited"`, `"connection pool" timeout`, `"after a deploy"`, `"health check"`},
-		"fuzzy":  {"postgress", "goroutnes", "dedlocks", "websoket"},
+	benchTags       = []string{"bug", "perf", "deploy", "security", "flaky", "ci", "postgres", "redis", "kafka", "migration", "grpc", "frontend", "oncall", "billing", "infra", "docs"}
+	benchNamespaces = []string{"shop", "platform", "mobile", "data", "infra", "website", "billing", "tools"}
+	benchKinds      = []string{"note", "decision", "convention", "bug", "fact", "task"}
+	benchTiers      = []crdt.Tier{crdt.TierAgent, crdt.TierAuto, crdt.TierHuman}
+	benchQueries    = map[string][]string{
+		"terms":  {"checkout worker timeout", "retry backoff jitter", "goroutine leak shutdown", "token expired", "kafka rebalance", "memory load", "parseConfig", "schema migration deploy"},
+		"phrase": {`"rate limited"`, `"cache key" corrupts`, `"dry-run mode"`, `"health check"`},
+		"fuzzy":  {"idempotncy", "goroutnes", "dedlocks", "timezon"},
 	}
 )
 
-// benchMemory generates the i-th memory of a corpus made from rng.
-func benchMemory(rng *rand.Rand, i int) crdt.Memory {
-	pick := func(s []string) string { return s[rng.IntN(len(s))] }
-	subject, problem := pick(benchSubjects), pick(benchProblems)
-	var content strings.Builder
-	fmt.Fprintf(&content, "%s %s %s.", strings.ToUpper(subject[:1])+subject[1:], problem, pick(benchConditions))
-	for range rng.IntN(3) {
-		fmt.Fprintf(&content, " It also %s %s.", pick(benchProblems), pick(benchConditions))
+// noteGen draws generated memories from a seeded source.
+type noteGen struct {
+	rng  *rand.Rand
+	zipf map[int]*rand.Zipf // by list length
+}
+
+func newNoteGen(seed uint64) *noteGen {
+	return &noteGen{rng: rand.New(rand.NewPCG(seed, seed)), zipf: map[int]*rand.Zipf{}}
+}
+
+// pick draws from s, favouring its first elements.
+func pick[T any](g *noteGen, s []T) T {
+	z, ok := g.zipf[len(s)]
+	if !ok {
+		z = rand.NewZipf(g.rng, 1.1, 2, uint64(len(s)-1))
+		g.zipf[len(s)] = z
 	}
-	fmt.Fprintf(&content, " %s", pick(benchFixes))
-	tags := []string{pick(benchTags)}
-	if t := pick(benchTags); t != tags[0] {
+	return s[z.Uint64()]
+}
+
+// memory generates the i-th memory of the corpus.
+func (g *noteGen) memory(i int) crdt.Memory {
+	subject := pick(g, benchServices) + " " + pick(g, benchComponents)
+	problem := pick(g, benchProblems)
+	var content strings.Builder
+	fmt.Fprintf(&content, "The %s %s %s.", subject, problem, pick(g, benchConditions))
+	for range g.rng.IntN(3) {
+		fmt.Fprintf(&content, " It also %s %s.", pick(g, benchProblems), pick(g, benchConditions))
+	}
+	fmt.Fprintf(&content, " %s", pick(g, benchFixes))
+	tags := []string{pick(g, benchTags)}
+	if t := pick(g, benchTags); t != tags[0] {
 		tags = append(tags, t)
 	}
 	slices.Sort(tags)
 	return crdt.Memory{
 		ID:         fmt.Sprintf("m%025d", i),
-		Namespace:  pick(benchNamespaces),
+		Namespace:  pick(g, benchNamespaces),
 		Title:      fmt.Sprintf("%s %s", subject, problem),
 		Content:    content.String(),
-		Kind:       pick(benchKinds),
+		Kind:       pick(g, benchKinds),
 		Tags:       tags,
-		Tier:       benchTiers[rng.IntN(len(benchTiers))],
-		Confidence: 0.5 + rng.Float64()/2,
+		Tier:       pick(g, benchTiers),
+		Confidence: 0.5 + g.rng.Float64()/2,
 		Status:     crdt.StatusActive,
 		Provenance: crdt.Provenance{
 			Device:    "bench",
-			CreatedAt: now.Add(-time.Duration(rng.IntN(365*24)) * time.Hour),
-			UpdatedAt: now.Add(-time.Duration(rng.IntN(365*24)) * time.Hour),
+			CreatedAt: now.Add(-time.Duration(g.rng.IntN(365*24)) * time.Hour),
+			UpdatedAt: now.Add(-time.Duration(g.rng.IntN(365*24)) * time.Hour),
 		},
 	}
 }
@@ -96,12 +128,12 @@ func benchIndex(b *testing.B, n int) *Index {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
+	g := newNoteGen(1)
 	const batch = 1000
 	for start := 0; start < n; start += batch {
 		ms := make([]crdt.Memory, 0, batch)
 		for i := start; i < min(start+batch, n); i++ {
-			ms = append(ms, benchMemory(rng, i))
+			ms = append(ms, g.memory(i))
 		}
 		if err := ix.Apply(ms, nil, uint64(start)); err != nil {
 			b.Fatal(err)
@@ -133,6 +165,7 @@ func BenchmarkSearch(b *testing.B) {
 	run := func(name string, queries []Query) {
 		b.Run(name, func(b *testing.B) {
 			var lat []time.Duration
+			var matches uint64
 			i := 0
 			for b.Loop() {
 				start := time.Now()
@@ -144,9 +177,11 @@ func BenchmarkSearch(b *testing.B) {
 				if len(res.Hits) == 0 {
 					b.Fatalf("%+v: no hits", queries[i%len(queries)])
 				}
+				matches += res.Total
 				i++
 			}
 			reportLatency(b, lat)
+			b.ReportMetric(float64(matches)/float64(i), "matches/op")
 		})
 	}
 	texts := func(texts []string, q Query) []Query {
@@ -159,10 +194,10 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	run("terms", texts(benchQueries["terms"], Query{Now: now}))
 	run("phrase", texts(benchQueries["phrase"], Query{Now: now}))
-	run("filtered", texts(benchQueries["terms"], Query{Now: now, Namespace: "api", Tiers: []crdt.Tier{crdt.TierHuman, crdt.TierAgent}}))
+	run("filtered", texts(benchQueries["terms"], Query{Now: now, Namespace: "shop", Tiers: []crdt.Tier{crdt.TierHuman, crdt.TierAgent}}))
 	run("explain", texts(benchQueries["terms"], Query{Now: now, Explain: true}))
 	run("fuzzy", texts(benchQueries["fuzzy"], Query{Now: now}))
-	run("list", []Query{{Now: now, Namespace: "billing"}, {Now: now, Tags: []string{"redis"}}})
+	run("list", []Query{{Now: now, Namespace: "billing"}, {Now: now, Namespace: "shop", Tags: []string{"redis"}}})
 }
 
 func benchApply(b *testing.B, perBatch int) {
@@ -171,10 +206,10 @@ func benchApply(b *testing.B, perBatch int) {
 		b.Fatal(err)
 	}
 	defer ix.Close()
-	rng := rand.New(rand.NewPCG(3, 4))
+	g := newNoteGen(2)
 	pool := make([]crdt.Memory, 1000)
 	for i := range pool {
-		pool[i] = benchMemory(rng, i)
+		pool[i] = g.memory(i)
 	}
 	var lat []time.Duration
 	n := 0

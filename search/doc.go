@@ -6,17 +6,18 @@
 // Each memory is one bleve document whose id is the memory id. Nothing
 // large is stored: callers read records from storage by id.
 //
-//	title      title and tags, English text with positions (phrases)
-//	content    English text with positions
-//	words      title, content and tags, unstemmed (typo-tolerant fallback)
-//	tags       keyword, for filters
-//	namespace  keyword
-//	kind       keyword
-//	status     keyword, stored (ranking)
-//	tier       keyword, stored (ranking)
-//	confidence number, stored only (ranking)
-//	updated    datetime, stored (ranking), doc values (newest-first listing)
-//	expires    datetime; a memory without TTL expires in 2200
+//	title        title and tags, English text with positions (phrases)
+//	content      English text with positions
+//	words        title, content and tags, unstemmed (typo-tolerant fallback)
+//	tags         keyword, for filters
+//	namespace    keyword
+//	kind         keyword
+//	status       keyword, stored (ranking)
+//	tier         keyword, stored (ranking)
+//	confidence   number, stored only (ranking)
+//	updated      datetime, stored (ranking, since/until)
+//	updated_key  updated as a sortable keyword with doc values (listing)
+//	expires      datetime; a memory without TTL expires in 2200
 //
 // Memories whose status is deleted are removed, never indexed.
 //

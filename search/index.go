@@ -39,6 +39,7 @@ const (
 	fieldConfidence = "confidence"
 	fieldUpdated    = "updated"
 	fieldExpires    = "expires"
+	fieldUpdatedKey = "updated_key"
 )
 
 // Internal (non-document) keys.
@@ -205,7 +206,12 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 		Name: fieldConfidence, Type: "number", Store: true,
 	})
 	dm.AddFieldMappingsAt("updated", &mapping.FieldMapping{
-		Name: fieldUpdated, Type: "datetime", Index: true, Store: true, DocValues: true,
+		Name: fieldUpdated, Type: "datetime", Index: true, Store: true,
+	})
+	// Listing sorts on updated_key rather than updated: a datetime has 16
+	// terms per value (one per precision step), all decoded when sorting.
+	dm.AddFieldMappingsAt("updated_key", &mapping.FieldMapping{
+		Name: fieldUpdatedKey, Type: "text", Analyzer: keyword.Name, Index: true, DocValues: true, SkipFreqNorm: true,
 	})
 	dm.AddFieldMappingsAt("expires", &mapping.FieldMapping{
 		Name: fieldExpires, Type: "datetime", Index: true,
@@ -246,6 +252,7 @@ type document struct {
 	Confidence float64   `json:"confidence"`
 	Updated    time.Time `json:"updated"`
 	Expires    time.Time `json:"expires"`
+	UpdatedKey string    `json:"updated_key"` // Updated as 19 decimal digits of Unix nanoseconds
 }
 
 func newDocument(m *crdt.Memory) document {
@@ -253,6 +260,7 @@ func newDocument(m *crdt.Memory) document {
 	if !m.ExpiresAt.IsZero() {
 		expires = clampTime(m.ExpiresAt)
 	}
+	updated := clampTime(m.Provenance.UpdatedAt)
 	return document{
 		Title:      m.Title,
 		Content:    m.Content,
@@ -262,8 +270,9 @@ func newDocument(m *crdt.Memory) document {
 		Status:     string(m.Status),
 		Tier:       string(m.Tier),
 		Confidence: m.Confidence,
-		Updated:    clampTime(m.Provenance.UpdatedAt),
+		Updated:    updated,
 		Expires:    expires,
+		UpdatedKey: fmt.Sprintf("%019d", updated.UnixNano()),
 	}
 }
 
@@ -335,7 +344,7 @@ func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error 
 	persisted := make(chan struct{})
 	b.SetPersistedCallback(func(error) { close(persisted) })
 	if err := ix.idx.Batch(b); err != nil {
-		return fmt.Errorf("search: apply: %w", err)
+		return bleveError("apply", err)
 	}
 	ix.persisted = persisted
 	return nil
@@ -346,7 +355,7 @@ func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error 
 func (ix *Index) Watermark() (uint64, error) {
 	v, err := ix.idx.GetInternal(watermarkKey)
 	if err != nil {
-		return 0, fmt.Errorf("search: watermark: %w", err)
+		return 0, bleveError("watermark", err)
 	}
 	switch len(v) {
 	case 0:
@@ -361,7 +370,16 @@ func (ix *Index) Watermark() (uint64, error) {
 func (ix *Index) Count() (uint64, error) {
 	n, err := ix.idx.DocCount()
 	if err != nil {
-		return 0, fmt.Errorf("search: count: %w", err)
+		return 0, bleveError("count", err)
 	}
 	return n, nil
+}
+
+// bleveError adds op to an error from bleve, reporting a closed index as
+// ErrClosed.
+func bleveError(op string, err error) error {
+	if errors.Is(err, bleve.ErrorIndexClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("search: %s: %w", op, err)
 }

@@ -377,7 +377,7 @@ func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string)
 	req.Fields = rankFields
 	sr, err := ix.idx.SearchInContext(ctx, req)
 	if err != nil {
-		return Result{}, fmt.Errorf("search: %w", err)
+		return Result{}, bleveError("query", err)
 	}
 	hits := make([]Hit, 0, len(sr.Hits))
 	for _, h := range sr.Hits {
@@ -396,14 +396,14 @@ func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string)
 // list returns the memories matching the filters, newest first.
 func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 	req := bleve.NewSearchRequestOptions(p.listQuery(), p.limit, 0, false)
-	req.SortBy([]string{"-" + fieldUpdated, "_id"})
+	req.SortBy([]string{"-" + fieldUpdatedKey})
 	req.Score = "none"
 	if p.explain {
 		req.Fields = rankFields
 	}
 	sr, err := ix.idx.SearchInContext(ctx, req)
 	if err != nil {
-		return Result{}, fmt.Errorf("search: %w", err)
+		return Result{}, bleveError("query", err)
 	}
 	hits := make([]Hit, 0, len(sr.Hits))
 	for _, h := range sr.Hits {

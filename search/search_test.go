@@ -244,6 +244,8 @@ func TestFilters(t *testing.T) {
 		{"until", Query{Until: day(5)}, []string{"c", "stale"}},
 		{"since and until", Query{Since: day(10), Until: day(1)}, []string{"b", "c"}},
 		{"equal bounds", Query{Since: day(5), Until: day(5)}, nil},
+		{"empty window", Query{Since: now.Add(time.Hour)}, nil},
+		{"empty window and namespace", Query{Namespace: "proj", Until: day(100)}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -662,6 +664,12 @@ func TestClosed(t *testing.T) {
 	}
 	if _, err := ix.Search(context.Background(), Query{Text: "x"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Search after Close: %v, want ErrClosed", err)
+	}
+	if _, err := ix.Count(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Count after Close: %v, want ErrClosed", err)
+	}
+	if _, err := ix.Watermark(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Watermark after Close: %v, want ErrClosed", err)
 	}
 }
 
