@@ -16,6 +16,11 @@ import (
 // indexBatch is the most changes applied to the search index at once.
 const indexBatch = 1024
 
+// gatherDelay is how long the indexer lets changes accumulate before it
+// indexes them, unless a search is waiting. Bigger batches make fewer index
+// segments for bleve to merge, which keeps a burst of writes cheap.
+const gatherDelay = 250 * time.Millisecond
+
 // indexer keeps the search index up to date with storage by tailing the
 // store's change log from the index's watermark. The same loop serves new
 // writes and repairs the index after a crash: whatever storage committed
@@ -23,12 +28,15 @@ const indexBatch = 1024
 //
 // Captures do not wait for the index; searches do (waitFor), so a search
 // sees every write acknowledged before it started (read-your-writes) while
-// the index's own persistence stays off the capture path.
+// the index's own persistence stays off the capture path. New changes are
+// gathered for gatherDelay before they are indexed; a waiting search cuts
+// that short.
 type indexer struct {
 	store *storage.Store
 	index *search.Index
 	log   *slog.Logger
-	wake  chan struct{}
+	wake  chan struct{} // new changes in storage
+	hurry chan struct{} // a search waits for the index
 
 	mu      sync.Mutex
 	done    uint64        // every change up to this seq is in the index
@@ -42,14 +50,17 @@ func newIndexer(store *storage.Store, index *search.Index, log *slog.Logger) *in
 		index:   index,
 		log:     log,
 		wake:    make(chan struct{}, 1),
+		hurry:   make(chan struct{}, 1),
 		changed: make(chan struct{}),
 	}
 }
 
 // notify tells the indexer that storage has new changes.
-func (ix *indexer) notify() {
+func (ix *indexer) notify() { signal(ix.wake) }
+
+func signal(ch chan struct{}) {
 	select {
-	case ix.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -76,6 +87,16 @@ func (ix *indexer) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ix.wake:
+			gather := time.NewTimer(gatherDelay)
+			select {
+			case <-ctx.Done():
+				gather.Stop()
+				return
+			case <-gather.C:
+			case <-ix.hurry:
+				gather.Stop()
+			}
+		case <-ix.hurry:
 		case <-retry.C:
 		}
 	}
@@ -142,7 +163,7 @@ func (ix *indexer) waitFor(ctx context.Context, seq uint64) error {
 		if err != nil {
 			return fmt.Errorf("search index is behind: %w", err)
 		}
-		ix.notify()
+		signal(ix.hurry)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

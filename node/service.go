@@ -1,12 +1,14 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -223,34 +225,45 @@ func live(m *crdt.Memory, now time.Time) bool {
 }
 
 // findSimilar returns live memories in ns whose words overlap words by at
-// least similarThreshold, most similar first.
+// least similarThreshold, most similar first. Candidates are the memories
+// sharing LSH bands with words; only those sharing the most bands are read
+// and compared.
 func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]Similar, error) {
-	out := []Similar{}
-	seen := map[string]bool{}
+	bands := map[string]int{}
 	for _, key := range lshKeys(words) {
 		read := 0
 		err := n.store.Scan(storage.KindMemory, storage.Term{Field: "lsh", Value: key + "@" + ns}, func(id string) error {
-			if read++; read > maxCandidates {
+			if read++; read > bandScanLimit {
 				return errStop
 			}
-			if seen[id] {
-				return nil
-			}
-			seen[id] = true
-			m, err := n.load(id)
-			if err != nil {
-				return err
-			}
-			if !live(&m, n.now()) {
-				return nil
-			}
-			if s := jaccard(words, wordSet(m.Content)); s >= similarThreshold {
-				out = append(out, Similar{ID: DisplayID(id), ShortID: n.shortID(id), Title: m.Title, Similarity: roundTo(s, 3)})
-			}
+			bands[id]++
 			return nil
 		})
 		if err != nil && !errors.Is(err, errStop) {
 			return nil, fmt.Errorf("look for similar memories: %w", err)
+		}
+	}
+	candidates := make([]string, 0, len(bands))
+	for id := range bands {
+		candidates = append(candidates, id)
+	}
+	slices.SortFunc(candidates, func(a, b string) int {
+		if c := cmp.Compare(bands[b], bands[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	out := []Similar{}
+	for _, id := range candidates[:min(len(candidates), maxVerified)] {
+		m, err := n.load(id)
+		if err != nil {
+			return nil, fmt.Errorf("look for similar memories: %w", err)
+		}
+		if !live(&m, n.now()) {
+			continue
+		}
+		if s := jaccard(words, wordSet(m.Content)); s >= similarThreshold {
+			out = append(out, Similar{ID: DisplayID(id), ShortID: n.shortID(id), Title: m.Title, Similarity: roundTo(s, 3)})
 		}
 	}
 	sortSimilar(out)

@@ -14,13 +14,14 @@ import (
 // memory, banded for locality-sensitive hashing (LSH): each band becomes a
 // storage index term, so finding candidates is a handful of key lookups, not
 // a search. Candidates are then confirmed by their exact word-set Jaccard
-// similarity. With 10 bands of 2 rows a pair at similarity 0.6 is found
-// with probability 0.99, one at 0.3 with 0.61 (and then rejected).
+// similarity. With 12 bands of 3 rows a pair at similarity 0.6 is found
+// with probability 0.95, one at 0.3 with 0.28 (and then rejected).
 const (
-	lshBands         = 10
-	lshRows          = 2
+	lshBands         = 12
+	lshRows          = 3
 	similarThreshold = 0.6 // Jaccard similarity at which a memory is reported as similar
-	maxCandidates    = 16  // candidates read per band
+	bandScanLimit    = 16  // ids read per band key
+	maxVerified      = 3   // candidates whose records are read, those sharing most bands
 )
 
 // similarity tokens: lower-case words of letters and digits.
