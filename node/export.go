@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/storage"
@@ -88,61 +91,80 @@ func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
 		return ImportResult{}, fmt.Errorf("%w: line %d: %v", ErrInvalid, line+1, err)
 	}
 
+	n.importMu.Lock()
+	defer n.importMu.Unlock()
+	release := n.indexer.hold()
+	defer release()
+
 	var res ImportResult
 	for start := 0; start < len(memories); start += importBatch {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		batch := memories[start:min(start+importBatch, len(memories))]
-		imported, err := n.importBatch(batch)
-		res.Imported += imported
-		res.Skipped += len(batch) - imported
+		recs, err := n.importRecords(batch)
 		if err != nil {
 			return res, err
 		}
+		res.Skipped += len(batch) - len(recs)
+		if len(recs) == 0 {
+			continue
+		}
+		if _, err := n.store.Commit(recs...); err != nil {
+			return res, fmt.Errorf("import: %w", err)
+		}
+		res.Imported += len(recs)
+		n.indexer.notify()
 	}
 	return res, nil
 }
 
-// importBatch commits the memories of batch that are not yet stored as one
-// durable batch and returns how many it stored.
-func (n *Node) importBatch(batch []crdt.Memory) (int, error) {
-	n.importMu.Lock()
-	defer n.importMu.Unlock()
-	var recs []storage.Record
+// importRecords builds, on every core, the records of the memories of batch
+// that are not stored yet.
+func (n *Node) importRecords(batch []crdt.Memory) ([]storage.Record, error) {
+	var todo []*crdt.Memory
 	for i := range batch {
-		m := &batch[i]
-		if _, err := n.store.Get(storage.KindMemory, m.ID); err == nil {
+		if _, err := n.store.Get(storage.KindMemory, batch[i].ID); err == nil {
 			continue
 		} else if !storageNotFound(err) {
-			return 0, err
+			return nil, err
 		}
-		doc, err := crdt.NewMemoryDoc(n.actor, m)
-		if err != nil {
-			return 0, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
-		}
-		mat, err := doc.Materialize()
-		if err != nil {
-			doc.Close()
-			return 0, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
-		}
-		rec, err := memoryRecord(&mat, nil)
-		if err != nil {
-			doc.Close()
-			return 0, err
-		}
-		rec.Doc = doc.Save()
-		doc.Close()
-		recs = append(recs, rec)
+		todo = append(todo, &batch[i])
 	}
-	if len(recs) == 0 {
-		return 0, nil
+	recs := make([]storage.Record, len(todo))
+	errs := make([]error, len(todo))
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(todo); i += workers {
+				recs[i], errs[i] = n.importRecord(todo[i])
+			}
+		}()
 	}
-	if _, err := n.store.Commit(recs...); err != nil {
-		return 0, fmt.Errorf("import: %w", err)
+	wg.Wait()
+	return recs, errors.Join(errs...)
+}
+
+// importRecord builds the document and storage record of an imported memory.
+func (n *Node) importRecord(m *crdt.Memory) (storage.Record, error) {
+	doc, err := crdt.NewMemoryDoc(n.actor, m)
+	if err != nil {
+		return storage.Record{}, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
 	}
-	n.indexer.notify()
-	return len(recs), nil
+	defer doc.Close()
+	mat, err := doc.Materialize()
+	if err != nil {
+		return storage.Record{}, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
+	}
+	rec, err := memoryRecord(&mat, nil)
+	if err != nil {
+		return storage.Record{}, err
+	}
+	rec.Doc = doc.Save()
+	return rec, nil
 }
 
 // parseImportLine decodes and checks one export line, applying the same

@@ -39,6 +39,7 @@ type indexer struct {
 	hurry chan struct{} // a search waits for the index
 
 	mu      sync.Mutex
+	held    int           // bulk writes in progress: index only for searches
 	done    uint64        // every change up to this seq is in the index
 	err     error         // the last indexing failure, cleared on success
 	changed chan struct{} // closed and replaced whenever done or err moves
@@ -53,6 +54,28 @@ func newIndexer(store *storage.Store, index *search.Index, log *slog.Logger) *in
 		hurry:   make(chan struct{}, 1),
 		changed: make(chan struct{}),
 	}
+}
+
+// hold defers indexing while a bulk write runs, so that its changes are
+// indexed in a few large batches instead of competing with it for CPU;
+// a search still gets the index up to date at once. Call the returned
+// function when the bulk write ends.
+func (ix *indexer) hold() (release func()) {
+	ix.mu.Lock()
+	ix.held++
+	ix.mu.Unlock()
+	return func() {
+		ix.mu.Lock()
+		ix.held--
+		ix.mu.Unlock()
+		ix.notify()
+	}
+}
+
+func (ix *indexer) holding() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.held > 0
 }
 
 // notify tells the indexer that storage has new changes.
@@ -87,17 +110,32 @@ func (ix *indexer) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ix.wake:
-			gather := time.NewTimer(gatherDelay)
-			select {
-			case <-ctx.Done():
-				gather.Stop()
+			if !ix.gather(ctx) {
 				return
-			case <-gather.C:
-			case <-ix.hurry:
-				gather.Stop()
 			}
 		case <-ix.hurry:
 		case <-retry.C:
+		}
+	}
+}
+
+// gather waits before indexing new changes: gatherDelay, or as long as a
+// bulk write holds the indexer, unless a search hurries it. It returns false
+// when ctx ends.
+func (ix *indexer) gather(ctx context.Context) bool {
+	timer := time.NewTimer(gatherDelay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ix.hurry:
+			return true
+		case <-timer.C:
+			if !ix.holding() {
+				return true
+			}
+			timer.Reset(gatherDelay)
 		}
 	}
 }
