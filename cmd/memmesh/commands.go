@@ -149,10 +149,46 @@ func readLimited(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, node.MaxContentBytes+1))
 }
 
+// filterFlags are the filters that search and list share.
+type filterFlags struct {
+	ns       string
+	allNS    bool
+	tags     []string
+	kind     string
+	statuses []string
+	limit    int
+}
+
+func (f *filterFlags) register(cmd *cobra.Command, verb string, limit int) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.ns, "ns", "", "namespace to "+verb+" (default from config)")
+	fs.BoolVar(&f.allNS, "all-ns", false, verb+" every namespace")
+	fs.StringArrayVar(&f.tags, "tag", nil, "only memories with this tag (repeatable: all must match)")
+	fs.StringVar(&f.kind, "kind", "", "only memories of this kind")
+	fs.StringArrayVar(&f.statuses, "status", nil, "only memories with this status (repeatable; default active and stale)")
+	fs.IntVar(&f.limit, "limit", limit, "most results (1-1000)")
+}
+
+// namespace is the namespace to filter on: the flag, else none with
+// --all-ns, else the configured default.
+func (f *filterFlags) namespace(cmd *cobra.Command, cfg Config) string {
+	if cmd.Flags().Changed("ns") || f.allNS {
+		return f.ns
+	}
+	return cfg.Namespace
+}
+
+func (f *filterFlags) statusList() []crdt.Status {
+	out := make([]crdt.Status, len(f.statuses))
+	for i, s := range f.statuses {
+		out[i] = crdt.Status(s)
+	}
+	return out
+}
+
 func (a *app) searchCommand() *cobra.Command {
-	var req node.SearchRequest
-	var statuses []string
-	var all bool
+	var filters filterFlags
+	var explain bool
 	cmd := &cobra.Command{
 		Use:   "search QUERY",
 		Short: "Search memories",
@@ -163,12 +199,14 @@ spellings are tried.`,
   memmesh search auth --ns myproject --tag security --limit 5`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			req.Query = strings.Join(argv, " ")
-			if !cmd.Flags().Changed("ns") && !all {
-				req.Namespace = a.cfg.Namespace
-			}
-			for _, s := range statuses {
-				req.Statuses = append(req.Statuses, crdt.Status(s))
+			req := node.SearchRequest{
+				Query:     strings.Join(argv, " "),
+				Namespace: filters.namespace(cmd, a.cfg),
+				Tags:      filters.tags,
+				Kind:      filters.kind,
+				Statuses:  filters.statusList(),
+				Limit:     filters.limit,
+				Explain:   explain,
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -200,14 +238,8 @@ spellings are tried.`,
 			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&req.Namespace, "ns", "", "namespace to search (default from config)")
-	f.BoolVar(&all, "all-ns", false, "search every namespace")
-	f.StringArrayVar(&req.Tags, "tag", nil, "only memories with this tag (repeatable: all must match)")
-	f.StringVar(&req.Kind, "kind", "", "only memories of this kind")
-	f.StringArrayVar(&statuses, "status", nil, "only memories with this status (repeatable; default active and stale)")
-	f.IntVar(&req.Limit, "limit", 10, "most results to show (1-1000)")
-	f.BoolVar(&req.Explain, "explain", false, "show how each score was made")
+	filters.register(cmd, "search", 10)
+	cmd.Flags().BoolVar(&explain, "explain", false, "show how each score was made")
 	return cmd
 }
 
@@ -238,19 +270,18 @@ func (a *app) showCommand() *cobra.Command {
 }
 
 func (a *app) listCommand() *cobra.Command {
-	var req node.ListRequest
-	var statuses []string
-	var all bool
+	var filters filterFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List memories, most recently updated first",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("ns") && !all {
-				req.Namespace = a.cfg.Namespace
-			}
-			for _, s := range statuses {
-				req.Statuses = append(req.Statuses, crdt.Status(s))
+			req := node.ListRequest{
+				Namespace: filters.namespace(cmd, a.cfg),
+				Tags:      filters.tags,
+				Kind:      filters.kind,
+				Statuses:  filters.statusList(),
+				Limit:     filters.limit,
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -266,13 +297,7 @@ func (a *app) listCommand() *cobra.Command {
 			return a.emit(map[string]any{"memories": ms}, func(w io.Writer) { printList(w, ms) }, func(w io.Writer) { printBriefList(w, ms) })
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&req.Namespace, "ns", "", "namespace to list (default from config)")
-	f.BoolVar(&all, "all-ns", false, "list every namespace")
-	f.StringArrayVar(&req.Tags, "tag", nil, "only memories with this tag (repeatable: all must match)")
-	f.StringVar(&req.Kind, "kind", "", "only memories of this kind")
-	f.StringArrayVar(&statuses, "status", nil, "only memories with this status (repeatable; default active and stale)")
-	f.IntVar(&req.Limit, "limit", 50, "most memories to list (1-1000)")
+	filters.register(cmd, "list", 50)
 	return cmd
 }
 
