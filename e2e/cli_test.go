@@ -175,3 +175,47 @@ func TestExportImportRoundTrip(t *testing.T) {
 		t.Fatalf("second import: %+v", res)
 	}
 }
+
+func TestSearchAndListFilters(t *testing.T) {
+	home := newHome(t)
+	var human, agent captureOut
+	okJSON(t, home, &human, "capture", "--ns", "ops", "--tag", "k8s", "Drain nodes before upgrading the kubernetes cluster")
+	okJSON(t, home, &agent, "capture", "--ns", "ops", "--tier", "agent", "--kind", "bug", "Kubernetes upgrade failed while pods were not drained")
+
+	var s searchOut
+	okJSON(t, home, &s, "search", "--ns", "ops", "kubernetes", "--tier", "agent")
+	if len(s.Results) != 1 || s.Results[0].ID != agent.ID {
+		t.Fatalf("--tier agent: %+v", s)
+	}
+	okJSON(t, home, &s, "search", "--ns", "ops", "kubernetes", "--tag", "k8s")
+	if len(s.Results) != 1 || s.Results[0].ID != human.ID {
+		t.Fatalf("--tag k8s: %+v", s)
+	}
+	okJSON(t, home, &s, "search", "--all-ns", "kubernetes", "--kind", "bug")
+	if len(s.Results) != 1 || s.Results[0].ID != agent.ID {
+		t.Fatalf("--kind bug: %+v", s)
+	}
+	okJSON(t, home, &s, "search", "--ns", "ops", "\"upgrading the kubernetes\"")
+	if len(s.Results) != 1 || s.Results[0].ID != human.ID {
+		t.Fatalf("phrase: %+v", s)
+	}
+	okJSON(t, home, &s, "search", "--ns", "ops", "kubernets")
+	if len(s.Results) != 2 {
+		t.Fatalf("misspelt query: %+v", s)
+	}
+
+	var l struct {
+		Memories []struct{ ID string } `json:"memories"`
+	}
+	okJSON(t, home, &l, "list", "--ns", "ops", "--since", "1d")
+	if len(l.Memories) != 2 || l.Memories[0].ID != agent.ID {
+		t.Fatalf("list --since 1d (newest first): %+v", l)
+	}
+	okJSON(t, home, &l, "list", "--ns", "ops", "--until", "2020-01-01")
+	if len(l.Memories) != 0 {
+		t.Fatalf("list --until 2020-01-01: %+v", l)
+	}
+	if r := mm(t, home, "", "list", "--since", "last tuesday"); r.code != 2 || !strings.Contains(r.stderr, "--since") {
+		t.Fatalf("bad --since: exit %d, %q", r.code, r.stderr)
+	}
+}

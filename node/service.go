@@ -689,6 +689,8 @@ type ListRequest struct {
 	Kind      string        `json:"kind,omitempty"`
 	Statuses  []crdt.Status `json:"statuses,omitempty"`
 	Tiers     []crdt.Tier   `json:"tiers,omitempty"`
+	Since     time.Time     `json:"since,omitzero"`
+	Until     time.Time     `json:"until,omitzero"`
 	Limit     int           `json:"limit,omitempty"` // default 50
 }
 
@@ -699,7 +701,7 @@ func (n *Node) List(ctx context.Context, req ListRequest) ([]Memory, error) {
 	}
 	q, err := n.searchQuery(SearchRequest{
 		Namespace: req.Namespace, Tags: req.Tags, Kind: req.Kind,
-		Statuses: req.Statuses, Tiers: req.Tiers, Limit: req.Limit,
+		Statuses: req.Statuses, Tiers: req.Tiers, Since: req.Since, Until: req.Until, Limit: req.Limit,
 	})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/node"
@@ -101,6 +102,16 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.Limit = n
+	}
+	for name, into := range map[string]*time.Time{"since": &req.Since, "until": &req.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				a.fail(w, fmt.Errorf("%w: %s %q is not an RFC 3339 time", node.ErrInvalid, name, v))
+				return
+			}
+			*into = t
+		}
 	}
 	res, err := a.svc.List(r.Context(), req)
 	a.reply(w, http.StatusOK, res, err)

@@ -162,6 +162,12 @@ func (c *Client) List(ctx context.Context, req node.ListRequest) ([]node.Memory,
 	if req.Limit != 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
+	if !req.Since.IsZero() {
+		q.Set("since", req.Since.Format(time.RFC3339Nano))
+	}
+	if !req.Until.IsZero() {
+		q.Set("until", req.Until.Format(time.RFC3339Nano))
+	}
 	q["tag"] = req.Tags
 	for _, s := range req.Statuses {
 		q.Add("status", string(s))

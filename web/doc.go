@@ -6,7 +6,7 @@
 //
 //	GET    /v1/health                 version, device id and pid of the daemon
 //	POST   /v1/memories               remember (node.RememberRequest)
-//	GET    /v1/memories               list (?ns= &tag= &kind= &status= &tier= &limit=)
+//	GET    /v1/memories               list (?ns= &tag= &kind= &status= &tier= &since= &until= &limit=)
 //	GET    /v1/memories/{ref}         get one memory by full or short id
 //	PATCH  /v1/memories/{ref}         update (node.UpdateRequest)
 //	POST   /v1/memories/{ref}/forget  archive

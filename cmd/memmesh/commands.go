@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -151,12 +152,14 @@ func readLimited(path string) ([]byte, error) {
 
 // filterFlags are the filters that search and list share.
 type filterFlags struct {
-	ns       string
-	allNS    bool
-	tags     []string
-	kind     string
-	statuses []string
-	limit    int
+	ns           string
+	allNS        bool
+	tags         []string
+	kind         string
+	statuses     []string
+	tiers        []string
+	since, until string
+	limit        int
 }
 
 func (f *filterFlags) register(cmd *cobra.Command, verb string, limit int) {
@@ -166,24 +169,59 @@ func (f *filterFlags) register(cmd *cobra.Command, verb string, limit int) {
 	fs.StringArrayVar(&f.tags, "tag", nil, "only memories with this tag (repeatable: all must match)")
 	fs.StringVar(&f.kind, "kind", "", "only memories of this kind")
 	fs.StringArrayVar(&f.statuses, "status", nil, "only memories with this status (repeatable; default active and stale)")
+	fs.StringArrayVar(&f.tiers, "tier", nil, "only memories of this trust tier: human, agent or auto (repeatable)")
+	fs.StringVar(&f.since, "since", "", "only memories updated since this date (2026-01-31, RFC 3339) or this long ago (7d, 36h)")
+	fs.StringVar(&f.until, "until", "", "only memories updated before this date or this long ago")
 	fs.IntVar(&f.limit, "limit", limit, "most results (1-1000)")
 }
 
-// namespace is the namespace to filter on: the flag, else none with
-// --all-ns, else the configured default.
-func (f *filterFlags) namespace(cmd *cobra.Command, cfg Config) string {
-	if cmd.Flags().Changed("ns") || f.allNS {
-		return f.ns
-	}
-	return cfg.Namespace
+// filter is what the flags select.
+type filter struct {
+	namespace    string
+	statuses     []crdt.Status
+	tiers        []crdt.Tier
+	since, until time.Time
 }
 
-func (f *filterFlags) statusList() []crdt.Status {
-	out := make([]crdt.Status, len(f.statuses))
-	for i, s := range f.statuses {
-		out[i] = crdt.Status(s)
+// resolve turns the flags into a filter: the namespace is the flag, else
+// none with --all-ns, else the configured default.
+func (f *filterFlags) resolve(cmd *cobra.Command, cfg Config) (filter, error) {
+	out := filter{namespace: cfg.Namespace}
+	if cmd.Flags().Changed("ns") || f.allNS {
+		out.namespace = f.ns
 	}
-	return out
+	for _, s := range f.statuses {
+		out.statuses = append(out.statuses, crdt.Status(s))
+	}
+	for _, t := range f.tiers {
+		out.tiers = append(out.tiers, crdt.Tier(t))
+	}
+	var err error
+	if out.since, err = parseWhen("--since", f.since); err != nil {
+		return out, err
+	}
+	if out.until, err = parseWhen("--until", f.until); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// parseWhen reads a date, an RFC 3339 time, or an age such as 7d; "" is
+// the zero time.
+func parseWhen(flag, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
+		return t, nil
+	}
+	if age, err := node.ParseTTL(s); err == nil && age > 0 {
+		return time.Now().Add(-age), nil
+	}
+	return time.Time{}, usagef("%s %q: use a date (2026-01-31), an RFC 3339 time or an age (7d, 36h)", flag, s)
 }
 
 func (a *app) searchCommand() *cobra.Command {
@@ -199,14 +237,15 @@ spellings are tried.`,
   memmesh search auth --ns myproject --tag security --limit 5`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			f, err := filters.resolve(cmd, a.cfg)
+			if err != nil {
+				return err
+			}
 			req := node.SearchRequest{
 				Query:     strings.Join(argv, " "),
-				Namespace: filters.namespace(cmd, a.cfg),
-				Tags:      filters.tags,
-				Kind:      filters.kind,
-				Statuses:  filters.statusList(),
-				Limit:     filters.limit,
-				Explain:   explain,
+				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
+				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
+				Limit: filters.limit, Explain: explain,
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -276,12 +315,14 @@ func (a *app) listCommand() *cobra.Command {
 		Short: "List memories, most recently updated first",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := filters.resolve(cmd, a.cfg)
+			if err != nil {
+				return err
+			}
 			req := node.ListRequest{
-				Namespace: filters.namespace(cmd, a.cfg),
-				Tags:      filters.tags,
-				Kind:      filters.kind,
-				Statuses:  filters.statusList(),
-				Limit:     filters.limit,
+				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
+				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
+				Limit: filters.limit,
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
