@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/memmesh/memmesh/node"
 )
 
 type captureOut struct {
@@ -217,5 +221,45 @@ func TestSearchAndListFilters(t *testing.T) {
 	}
 	if r := mm(t, home, "", "list", "--since", "last tuesday"); r.code != 2 || !strings.Contains(r.stderr, "--since") {
 		t.Fatalf("bad --since: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestServeStopsCleanlyOnSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			home := newHome(t)
+			cmd, c := startServe(t, home)
+			if _, err := c.Remember(context.Background(), node.RememberRequest{Content: "written just before " + sig.String()}); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Process.Signal(sig)
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("serve exited with %v on %s", err, sig)
+			}
+			if _, err := os.Stat(filepath.Join(home, "memmesh.sock")); !os.IsNotExist(err) {
+				t.Fatalf("socket left behind after %s", sig)
+			}
+			if log, _ := os.ReadFile(filepath.Join(home, "serve.log")); !strings.Contains(string(log), "msg=stopped") {
+				t.Fatalf("no clean stop in the log:\n%s", log)
+			}
+			var s searchOut
+			okJSON(t, home, &s, "search", "written just before")
+			if len(s.Results) != 1 {
+				t.Fatalf("memory written before %s is gone: %+v", sig, s)
+			}
+		})
+	}
+}
+
+func TestShellCompletion(t *testing.T) {
+	home := newHome(t)
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		if out := ok(t, home, "completion", shell); !strings.Contains(out, "memmesh") {
+			t.Errorf("%s completion does not mention memmesh", shell)
+		}
+	}
+	// Shells ask the binary itself for candidates.
+	if out := ok(t, home, "__complete", "ca"); !strings.Contains(out, "capture") {
+		t.Errorf("completing 'ca' does not offer capture: %q", out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -70,7 +71,7 @@ func TestRememberDefaultsAndRules(t *testing.T) {
 		t.Errorf("agent TTL = %v, want 90 days", got)
 	}
 	for _, want := range []string{"file:internal/client/retry.go", "url:https://example.com/retries"} {
-		if !containsString(m.Touches, want) {
+		if !slices.Contains(m.Touches, want) {
 			t.Errorf("touches %v lack %s", m.Touches, want)
 		}
 	}

@@ -174,20 +174,11 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 
 func mergeKinds(a, b []string) []string {
 	for _, k := range b {
-		if !containsString(a, k) {
+		if !slices.Contains(a, k) {
 			a = append(a, k)
 		}
 	}
 	return a
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // contentHash identifies a memory's content within its namespace, for exact
