@@ -303,6 +303,9 @@ func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, er
 	for _, t := range m.Touches {
 		terms = append(terms, storage.Term{Field: "touch", Value: t})
 	}
+	if len(m.Conflict) > 0 {
+		terms = append(terms, storage.Term{Field: "conflict", Value: "yes"})
+	}
 	if m.Status != crdt.StatusDeleted {
 		for _, k := range lshKeys(words) {
 			terms = append(terms, storage.Term{Field: "lsh", Value: k + "@" + m.Namespace})

@@ -28,7 +28,19 @@ type Service interface {
 	Stats(ctx context.Context) (node.Stats, error)
 	Export(ctx context.Context, w io.Writer) (int, error)
 	Import(ctx context.Context, r io.Reader) (node.ImportResult, error)
+	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
+	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
+	Invalidate(ctx context.Context, from, rel, to string) (node.Edge, error)
+	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
+	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	DeviceID() string
+}
+
+// EdgeRef names an edge by its endpoints and relation.
+type EdgeRef struct {
+	From string `json:"from"`
+	Rel  string `json:"rel"`
+	To   string `json:"to"`
 }
 
 var _ Service = (*node.Node)(nil)
@@ -67,6 +79,11 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("GET /v1/stats", a.stats)
 	a.mux.HandleFunc("GET /v1/export", a.export)
 	a.mux.HandleFunc("POST /v1/import", a.importJSONL)
+	a.mux.HandleFunc("POST /v1/edges", a.link)
+	a.mux.HandleFunc("POST /v1/edges/unlink", a.edgeOp(svc.Unlink))
+	a.mux.HandleFunc("POST /v1/edges/invalidate", a.edgeOp(svc.Invalidate))
+	a.mux.HandleFunc("POST /v1/traverse", a.traverse)
+	a.mux.HandleFunc("POST /v1/context", a.brief)
 	a.mux.HandleFunc("POST /v1/shutdown", a.stop)
 	return a
 }
@@ -167,6 +184,45 @@ func (a *API) export(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) importJSONL(w http.ResponseWriter, r *http.Request) {
 	res, err := a.svc.Import(r.Context(), r.Body)
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) link(w http.ResponseWriter, r *http.Request) {
+	var req node.LinkRequest
+	if !a.decode(w, r, &req) {
+		return
+	}
+	res, err := a.svc.Link(r.Context(), req)
+	a.reply(w, http.StatusOK, res, err)
+}
+
+// edgeOp serves an operation on one edge named by an EdgeRef body.
+func (a *API) edgeOp(op func(ctx context.Context, from, rel, to string) (node.Edge, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var ref EdgeRef
+		if !a.decode(w, r, &ref) {
+			return
+		}
+		res, err := op(r.Context(), ref.From, ref.Rel, ref.To)
+		a.reply(w, http.StatusOK, res, err)
+	}
+}
+
+func (a *API) traverse(w http.ResponseWriter, r *http.Request) {
+	var req node.TraverseRequest
+	if !a.decode(w, r, &req) {
+		return
+	}
+	res, err := a.svc.Traverse(r.Context(), req)
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) brief(w http.ResponseWriter, r *http.Request) {
+	var req node.ContextRequest
+	if !a.decode(w, r, &req) {
+		return
+	}
+	res, err := a.svc.Context(r.Context(), req)
 	a.reply(w, http.StatusOK, res, err)
 }
 

@@ -231,6 +231,31 @@ func (c *Client) Import(ctx context.Context, r io.Reader) (node.ImportResult, er
 	return res, c.do(ctx, http.MethodPost, "/v1/import", r, &res)
 }
 
+func (c *Client) Link(ctx context.Context, req node.LinkRequest) (node.Edge, error) {
+	var e node.Edge
+	return e, c.send(ctx, http.MethodPost, "/v1/edges", req, &e)
+}
+
+func (c *Client) Unlink(ctx context.Context, from, rel, to string) (node.Edge, error) {
+	var e node.Edge
+	return e, c.send(ctx, http.MethodPost, "/v1/edges/unlink", EdgeRef{From: from, Rel: rel, To: to}, &e)
+}
+
+func (c *Client) Invalidate(ctx context.Context, from, rel, to string) (node.Edge, error) {
+	var e node.Edge
+	return e, c.send(ctx, http.MethodPost, "/v1/edges/invalidate", EdgeRef{From: from, Rel: rel, To: to}, &e)
+}
+
+func (c *Client) Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error) {
+	var res node.TraverseResult
+	return res, c.send(ctx, http.MethodPost, "/v1/traverse", req, &res)
+}
+
+func (c *Client) Context(ctx context.Context, req node.ContextRequest) (node.Brief, error) {
+	var b node.Brief
+	return b, c.send(ctx, http.MethodPost, "/v1/context", req, &b)
+}
+
 // Shutdown asks the daemon to stop; it returns once the request is accepted.
 func (c *Client) Shutdown(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/v1/shutdown", nil, nil)

@@ -15,6 +15,11 @@
 //	GET    /v1/stats                  counts
 //	GET    /v1/export                 every memory as JSON Lines (application/x-ndjson)
 //	POST   /v1/import                 JSON Lines body; all or nothing
+//	POST   /v1/edges                  link (node.LinkRequest)
+//	POST   /v1/edges/unlink           delete an edge ({"from", "rel", "to"})
+//	POST   /v1/edges/invalidate       end an edge's validity now ({"from", "rel", "to"})
+//	POST   /v1/traverse               breadth-first walk (node.TraverseRequest)
+//	POST   /v1/context                a namespace's brief (node.ContextRequest)
 //	POST   /v1/shutdown               stop the daemon cleanly
 //
 // Errors are {"error": message, "code": code} with code one of invalid,

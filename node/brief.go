@@ -1,0 +1,150 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// ContextRequest asks for a namespace's brief.
+type ContextRequest struct {
+	Namespace string `json:"namespace,omitempty"`
+	Budget    int    `json:"budget,omitempty"` // tokens; default 2000
+}
+
+// BriefItem is one memory in a brief, shortened to fit.
+type BriefItem struct {
+	ID         string    `json:"id"`
+	Title      string    `json:"title"`
+	Kind       string    `json:"kind"`
+	Tier       crdt.Tier `json:"tier"`
+	Confidence float64   `json:"confidence"`
+	Device     string    `json:"device"`
+	Agent      string    `json:"agent,omitempty"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Content    string    `json:"content"`
+	Truncated  bool      `json:"truncated,omitempty"`
+}
+
+// Brief is what an agent should know at the start of a session in a
+// namespace, cut to a token budget.
+type Brief struct {
+	Namespace   string      `json:"namespace"`
+	LoadedAt    time.Time   `json:"loaded_at"`
+	Budget      int         `json:"budget"`
+	Tokens      int         `json:"tokens"` // estimated tokens used
+	Conflicts   []BriefItem `json:"conflicts"`
+	Active      []BriefItem `json:"active"`
+	StaleAlerts []BriefItem `json:"stale_alerts"`
+}
+
+const (
+	defaultBudget     = 2000
+	maxBudget         = 100_000
+	briefCandidates   = 200
+	briefItemMaxRunes = 600 // content shown per item before it is cut
+	itemOverhead      = 16  // tokens for an item's id, title and metadata
+)
+
+// estimateTokens approximates a text's token count (about four bytes each).
+func estimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// briefWeight orders memories for a brief: trust, confidence and recency.
+func briefWeight(m *Memory, now time.Time) float64 {
+	tier := map[crdt.Tier]float64{crdt.TierHuman: 1.2, crdt.TierAgent: 1, crdt.TierAuto: 0.85}[m.Tier]
+	age := now.Sub(m.Provenance.UpdatedAt).Hours() / 24
+	return tier * (0.5 + 0.5*m.Confidence) * (0.7 + 0.3*math.Exp2(-age/30))
+}
+
+// Context returns the brief of a namespace: unresolved sync conflicts, the
+// most important active memories and stale alerts, within the budget.
+func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
+	ns, err := normalizeNamespace(req.Namespace)
+	if err != nil {
+		return Brief{}, err
+	}
+	budget := req.Budget
+	if budget == 0 {
+		budget = defaultBudget
+	}
+	if budget < 100 || budget > maxBudget {
+		return Brief{}, invalidf("budget %d: use 100 to %d tokens", budget, maxBudget)
+	}
+	now := n.now()
+	b := Brief{Namespace: ns, LoadedAt: now.UTC(), Budget: budget, Conflicts: []BriefItem{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
+	add := func(into *[]BriefItem, m *Memory) bool {
+		item, cost := briefItem(m)
+		if b.Tokens+cost > budget {
+			return false
+		}
+		b.Tokens += cost
+		*into = append(*into, item)
+		return true
+	}
+
+	conflicts, err := n.conflicted(ns)
+	if err != nil {
+		return b, err
+	}
+	for i := range conflicts {
+		add(&b.Conflicts, &conflicts[i])
+	}
+	active, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusActive}, Limit: briefCandidates})
+	if err != nil {
+		return b, err
+	}
+	slices.SortStableFunc(active, func(a, c Memory) int { return cmp.Compare(briefWeight(&c, now), briefWeight(&a, now)) })
+	for i := range active {
+		if len(active[i].Conflict) == 0 {
+			add(&b.Active, &active[i])
+		}
+	}
+	stale, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusStale}, Limit: 20})
+	if err != nil {
+		return b, err
+	}
+	for i := range stale {
+		add(&b.StaleAlerts, &stale[i])
+	}
+	return b, nil
+}
+
+func briefItem(m *Memory) (BriefItem, int) {
+	content, truncated := m.Content, false
+	if utf8.RuneCountInString(content) > briefItemMaxRunes {
+		content, truncated = string([]rune(content)[:briefItemMaxRunes])+"…", true
+	}
+	item := BriefItem{
+		ID: m.ID, Title: m.Title, Kind: m.Kind, Tier: m.Tier, Confidence: m.Confidence,
+		Device: m.Provenance.Device, Agent: m.Provenance.Agent, UpdatedAt: m.Provenance.UpdatedAt,
+		Content: content, Truncated: truncated,
+	}
+	return item, itemOverhead + estimateTokens(m.Title) + estimateTokens(content)
+}
+
+// conflicted returns the live memories of ns with an unresolved sync
+// conflict, found through their index term.
+func (n *Node) conflicted(ns string) ([]Memory, error) {
+	var out []Memory
+	err := n.store.Scan(storage.KindMemory, storage.Term{Field: "conflict", Value: "yes"}, func(id string) error {
+		m, err := n.load(id)
+		if err != nil {
+			return err
+		}
+		if m.Namespace == ns && live(&m, n.now()) {
+			out = append(out, n.view(m))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find conflicts: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,382 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// Edge is a typed, directed link as the service shows it. Endpoints are
+// memory ids ("m-" + id) or artefacts ("file:path", "file:path:10-20",
+// "code:path::symbol", "url:https://...").
+type Edge struct {
+	crdt.Edge
+}
+
+// LinkRequest creates (or revives) the edge From -Rel-> To.
+type LinkRequest struct {
+	From      string    `json:"from"`
+	Rel       string    `json:"rel"`
+	To        string    `json:"to"`
+	Notes     string    `json:"notes,omitempty"`
+	Strength  *float64  `json:"strength,omitempty"` // 0..1, default 1
+	Origin    string    `json:"origin,omitempty"`   // default "manual"
+	ValidFrom time.Time `json:"valid_from,omitzero"`
+	ValidTo   time.Time `json:"valid_to,omitzero"`
+}
+
+// Direction selects which edges of a node a traversal follows.
+type Direction string
+
+// Traversal directions.
+const (
+	Out  Direction = "out"
+	In   Direction = "in"
+	Both Direction = "both"
+)
+
+// TraverseRequest walks the graph breadth-first from Start.
+type TraverseRequest struct {
+	Start     string    `json:"start"`               // memory id or artefact
+	Depth     int       `json:"depth,omitempty"`     // default 1, at most 5
+	Direction Direction `json:"direction,omitempty"` // default both
+	Rels      []string  `json:"rels,omitempty"`      // only these relations; default all
+	AsOf      time.Time `json:"as_of,omitzero"`      // only edges valid then; default now
+}
+
+// GraphNode is one node reached by a traversal.
+type GraphNode struct {
+	ID     string  `json:"id"`               // memory id or artefact
+	Depth  int     `json:"depth"`            // hops from the start
+	Memory *Memory `json:"memory,omitempty"` // set for memories
+}
+
+// TraverseResult holds what a traversal reached, nearest first, and the
+// edges it followed.
+type TraverseResult struct {
+	Nodes []GraphNode `json:"nodes"`
+	Edges []Edge      `json:"edges"`
+}
+
+// Limits on edges and traversals.
+const (
+	maxRelLen      = 64
+	maxEndpointLen = 1024
+	maxDepth       = 5
+	maxTraversed   = 1000 // nodes a traversal returns at most
+)
+
+var relRE = regexp.MustCompile(`^[a-z][a-z0-9]*([_-][a-z0-9]+)*$`)
+
+// KnownRelations are the relation types with a meaning of their own; other
+// kebab-case or snake_case relations are allowed too.
+var KnownRelations = []string{
+	"related_to", "supersedes", "contradicts", "depends_on", "specializes", "part_of",
+	"alternative_to", "builds_on", "caused_by", "led_to", "learned_in", "touches",
+	"calls", "imports", "inherits", "defined_in",
+}
+
+// artefactPrefixes start endpoints that are not memories.
+var artefactPrefixes = []string{"file:", "code:", "url:"}
+
+func checkRel(rel string) (string, error) {
+	rel = strings.TrimSpace(rel)
+	if len(rel) > maxRelLen || !relRE.MatchString(rel) {
+		return "", invalidf("relation %q: use kebab-case or snake_case, lower-case letters and digits (e.g. related_to, depends_on, supersedes)", rel)
+	}
+	return rel, nil
+}
+
+// endpoint checks an edge endpoint and returns it in canonical form: a
+// memory reference becomes "m-" + its full id (the memory must exist).
+func (n *Node) endpoint(ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	for _, p := range artefactPrefixes {
+		if strings.HasPrefix(ref, p) {
+			if len(ref) == len(p) || len(ref) > maxEndpointLen || strings.ContainsAny(ref, "\x00\n") {
+				return "", invalidf("artefact %q: give a path, symbol or URL after %s (at most %d bytes, one line)", ref, p, maxEndpointLen)
+			}
+			return ref, nil
+		}
+	}
+	id, err := n.resolve(ref)
+	if err != nil {
+		return "", fmt.Errorf("endpoint %q: %w (endpoints are memory ids or file:, code:, url: artefacts)", ref, err)
+	}
+	return DisplayID(id), nil
+}
+
+// Link creates the edge From -Rel-> To, or updates and revives it when it
+// exists: the same edge made on two machines is one edge.
+func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
+	rel, err := checkRel(req.Rel)
+	if err != nil {
+		return Edge{}, err
+	}
+	from, err := n.endpoint(req.From)
+	if err != nil {
+		return Edge{}, err
+	}
+	to, err := n.endpoint(req.To)
+	if err != nil {
+		return Edge{}, err
+	}
+	if from == to {
+		return Edge{}, invalidf("an edge needs two different endpoints")
+	}
+	strength := 1.0
+	if req.Strength != nil {
+		strength = *req.Strength
+		if !(strength >= 0 && strength <= 1) {
+			return Edge{}, invalidf("strength %v: use a number from 0 to 1", strength)
+		}
+	}
+	if !req.ValidFrom.IsZero() && !req.ValidTo.IsZero() && !req.ValidTo.After(req.ValidFrom) {
+		return Edge{}, invalidf("valid_to must be after valid_from")
+	}
+	notes, _ := Scrub(strings.TrimSpace(req.Notes))
+	origin := strings.TrimSpace(req.Origin)
+	if origin == "" {
+		origin = "manual"
+	}
+	now := n.now().UTC()
+	id := crdt.EdgeID(from, rel, to)
+
+	unlock := n.lock(id)
+	defer unlock()
+	data, err := n.store.GetDoc(storage.KindEdge, id)
+	var doc *crdt.EdgeDoc
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		doc, err = crdt.NewEdgeDoc(n.actor, &crdt.Edge{
+			ID: id, From: from, Rel: rel, To: to, Notes: notes, Strength: strength, Origin: origin,
+			ValidFrom: req.ValidFrom, ValidTo: req.ValidTo, CreatedAt: now, UpdatedAt: now,
+		})
+	case err == nil:
+		doc, err = crdt.LoadEdgeDoc(n.actor, data)
+		if err == nil {
+			err = errors.Join(doc.SetNotes(notes), doc.SetStrength(strength), doc.SetValidity(req.ValidFrom, req.ValidTo),
+				doc.SetDeleted(false), doc.SetUpdated(now), doc.Commit("link"))
+		}
+	}
+	if err != nil {
+		if doc != nil {
+			doc.Close()
+		}
+		return Edge{}, fmt.Errorf("link %s %s %s: %w", from, rel, to, err)
+	}
+	defer doc.Close()
+	return n.commitEdge(doc)
+}
+
+// Unlink deletes the edge From -Rel-> To. The tombstone replicates.
+func (n *Node) Unlink(ctx context.Context, from, rel, to string) (Edge, error) {
+	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *crdt.Edge) error {
+		if e.Deleted {
+			return errUnchanged
+		}
+		return doc.SetDeleted(true)
+	})
+}
+
+// Invalidate ends an edge's validity at now without deleting it: the edge
+// stays as history, and traversals as of earlier times still follow it.
+func (n *Node) Invalidate(ctx context.Context, from, rel, to string) (Edge, error) {
+	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *crdt.Edge) error {
+		return doc.SetValidity(e.ValidFrom, n.now().UTC())
+	})
+}
+
+func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDoc, *crdt.Edge) error) (Edge, error) {
+	rel, err := checkRel(relName)
+	if err != nil {
+		return Edge{}, err
+	}
+	from, err := n.endpoint(fromRef)
+	if err != nil {
+		return Edge{}, err
+	}
+	to, err := n.endpoint(toRef)
+	if err != nil {
+		return Edge{}, err
+	}
+	id := crdt.EdgeID(from, rel, to)
+	unlock := n.lock(id)
+	defer unlock()
+	e, err := n.loadEdge(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Edge{}, fmt.Errorf("%w: there is no edge %s %s %s", ErrNotFound, from, rel, to)
+	} else if err != nil {
+		return Edge{}, err
+	}
+	data, err := n.store.GetDoc(storage.KindEdge, id)
+	if err != nil {
+		return Edge{}, fmt.Errorf("read edge: %w", err)
+	}
+	doc, err := crdt.LoadEdgeDoc(n.actor, data)
+	if err != nil {
+		return Edge{}, fmt.Errorf("load edge: %w", err)
+	}
+	defer doc.Close()
+	if err := change(doc, &e); errors.Is(err, errUnchanged) {
+		return Edge{e}, nil
+	} else if err != nil {
+		return Edge{}, err
+	}
+	if err := errors.Join(doc.SetUpdated(n.now().UTC()), doc.Commit("edit edge")); err != nil {
+		return Edge{}, err
+	}
+	return n.commitEdge(doc)
+}
+
+// commitEdge stores an edge document with its adjacency terms.
+func (n *Node) commitEdge(doc *crdt.EdgeDoc) (Edge, error) {
+	e, err := doc.Materialize()
+	if err != nil {
+		return Edge{}, fmt.Errorf("materialise edge: %w", err)
+	}
+	value, err := json.Marshal(e)
+	if err != nil {
+		return Edge{}, err
+	}
+	rec := storage.Record{Kind: storage.KindEdge, ID: e.ID, Heads: e.Heads, Value: value, Doc: doc.Save()}
+	if !e.Deleted {
+		rec.Terms = []storage.Term{{Field: "from", Value: e.From}, {Field: "to", Value: e.To}, {Field: "rel", Value: e.Rel}}
+	}
+	if _, err := n.store.Commit(rec); err != nil {
+		return Edge{}, fmt.Errorf("store edge: %w", err)
+	}
+	return Edge{e}, nil
+}
+
+func (n *Node) loadEdge(id string) (crdt.Edge, error) {
+	rec, err := n.store.Get(storage.KindEdge, id)
+	if err != nil {
+		return crdt.Edge{}, err
+	}
+	var e crdt.Edge
+	if err := json.Unmarshal(rec.Value, &e); err != nil {
+		return crdt.Edge{}, fmt.Errorf("decode edge %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// edgesOf returns the live edges at an endpoint in one direction.
+func (n *Node) edgesOf(endpoint string, dir Direction) ([]crdt.Edge, error) {
+	var out []crdt.Edge
+	fields := map[Direction][]string{Out: {"from"}, In: {"to"}, Both: {"from", "to"}}[dir]
+	for _, field := range fields {
+		err := n.store.Scan(storage.KindEdge, storage.Term{Field: field, Value: endpoint}, func(id string) error {
+			e, err := n.loadEdge(id)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("edges of %s: %w", endpoint, err)
+		}
+	}
+	return out, nil
+}
+
+// validAt reports whether an edge holds at t.
+func validAt(e *crdt.Edge, t time.Time) bool {
+	return !e.Deleted && (e.ValidFrom.IsZero() || !t.Before(e.ValidFrom)) && (e.ValidTo.IsZero() || t.Before(e.ValidTo))
+}
+
+// Traverse walks the graph breadth-first from req.Start.
+func (n *Node) Traverse(ctx context.Context, req TraverseRequest) (TraverseResult, error) {
+	start, err := n.endpoint(req.Start)
+	if err != nil {
+		return TraverseResult{}, err
+	}
+	depth := req.Depth
+	if depth == 0 {
+		depth = 1
+	}
+	if depth < 0 || depth > maxDepth {
+		return TraverseResult{}, invalidf("depth %d: use 1 to %d", req.Depth, maxDepth)
+	}
+	dir := req.Direction
+	if dir == "" {
+		dir = Both
+	}
+	if dir != Out && dir != In && dir != Both {
+		return TraverseResult{}, invalidf("direction %q: use out, in or both", req.Direction)
+	}
+	for _, r := range req.Rels {
+		if _, err := checkRel(r); err != nil {
+			return TraverseResult{}, err
+		}
+	}
+	asOf := req.AsOf
+	if asOf.IsZero() {
+		asOf = n.now()
+	}
+
+	res := TraverseResult{Nodes: []GraphNode{}, Edges: []Edge{}}
+	seen := map[string]bool{start: true}
+	seenEdge := map[string]bool{}
+	frontier := []string{start}
+	if err := n.addGraphNode(&res, start, 0); err != nil {
+		return res, err
+	}
+	for d := 1; d <= depth && len(frontier) > 0 && len(res.Nodes) < maxTraversed; d++ {
+		var next []string
+		for _, at := range frontier {
+			edges, err := n.edgesOf(at, dir)
+			if err != nil {
+				return res, err
+			}
+			for _, e := range edges {
+				if !validAt(&e, asOf) || (len(req.Rels) > 0 && !slices.Contains(req.Rels, e.Rel)) || seenEdge[e.ID] {
+					continue
+				}
+				seenEdge[e.ID] = true
+				res.Edges = append(res.Edges, Edge{e})
+				other := e.To
+				if other == at {
+					other = e.From
+				}
+				if seen[other] || len(res.Nodes) >= maxTraversed {
+					continue
+				}
+				seen[other] = true
+				if err := n.addGraphNode(&res, other, d); err != nil {
+					return res, err
+				}
+				next = append(next, other)
+			}
+		}
+		frontier = next
+	}
+	return res, nil
+}
+
+// addGraphNode appends a reached node, with its memory when it is one.
+// Archived memories stay visible as traces; deleted ones too, marked so.
+func (n *Node) addGraphNode(res *TraverseResult, endpoint string, depth int) error {
+	gn := GraphNode{ID: endpoint, Depth: depth}
+	if id, ok := strings.CutPrefix(endpoint, IDPrefix); ok {
+		m, err := n.load(id)
+		if err != nil && !storageNotFound(err) {
+			return err
+		}
+		if err == nil {
+			v := n.view(m)
+			gn.Memory = &v
+		}
+	}
+	res.Nodes = append(res.Nodes, gn)
+	return nil
+}

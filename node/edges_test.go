@@ -1,0 +1,180 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+func TestLinkTraverseUnlink(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	a := remember(t, n, RememberRequest{Content: "Adopt sqlc for queries"})
+	b := remember(t, n, RememberRequest{Content: "Hand-written SQL helpers"})
+	c := remember(t, n, RememberRequest{Content: "Query layer lives in internal/db"})
+
+	e, err := n.Link(ctx, LinkRequest{From: a.ShortID, Rel: "supersedes", To: b.ID, Notes: "decided in review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.From != a.ID || e.To != b.ID || e.ID != crdt.EdgeID(a.ID, "supersedes", b.ID) || e.Origin != "manual" || e.Strength != 1 {
+		t.Fatalf("edge: %+v", e.Edge)
+	}
+	// Linking again is the same edge, updated.
+	again, err := n.Link(ctx, LinkRequest{From: a.ID, Rel: "supersedes", To: b.ID, Notes: "confirmed"})
+	if err != nil || again.ID != e.ID || again.Notes != "confirmed" {
+		t.Fatalf("relink: %+v %v", again.Edge, err)
+	}
+	if _, err := n.Link(ctx, LinkRequest{From: c.ID, Rel: "part_of", To: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Link(ctx, LinkRequest{From: a.ID, Rel: "touches", To: "file:internal/db/queries.sql"}); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := n.Traverse(ctx, TraverseRequest{Start: b.ID, Depth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	depth := map[string]int{}
+	for _, gn := range res.Nodes {
+		depth[gn.ID] = gn.Depth
+		if strings.HasPrefix(gn.ID, IDPrefix) && gn.Memory == nil {
+			t.Errorf("memory node %s without its memory", gn.ID)
+		}
+	}
+	want := map[string]int{b.ID: 0, a.ID: 1, c.ID: 2, "file:internal/db/queries.sql": 2}
+	if len(depth) != len(want) {
+		t.Fatalf("reached %v, want %v", depth, want)
+	}
+	for id, d := range want {
+		if depth[id] != d {
+			t.Errorf("depth of %s = %d, want %d", id, depth[id], d)
+		}
+	}
+	out, err := n.Traverse(ctx, TraverseRequest{Start: a.ID, Direction: Out, Rels: []string{"supersedes"}})
+	if err != nil || len(out.Nodes) != 2 || out.Nodes[1].ID != b.ID {
+		t.Fatalf("out/supersedes from a: %+v %v", out.Nodes, err)
+	}
+	// Artefacts are endpoints too: what touches the file?
+	in, err := n.Traverse(ctx, TraverseRequest{Start: "file:internal/db/queries.sql", Direction: In})
+	if err != nil || len(in.Nodes) != 2 || in.Nodes[1].ID != a.ID {
+		t.Fatalf("in from file: %+v %v", in.Nodes, err)
+	}
+
+	if _, err := n.Unlink(ctx, a.ID, "supersedes", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = n.Traverse(ctx, TraverseRequest{Start: b.ID, Depth: 2})
+	if len(res.Nodes) != 1 {
+		t.Fatalf("after unlink b still reaches %+v", res.Nodes)
+	}
+	if _, err := n.Unlink(ctx, a.ID, "depends_on", b.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unlinking a missing edge: %v", err)
+	}
+}
+
+func TestInvalidatedEdgesStayAsHistory(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	n, err := New(Config{Home: t.TempDir(), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start(ctx)
+	defer n.Close()
+	a, _ := n.Remember(ctx, RememberRequest{Content: "Deploy from the release branch"})
+	b, _ := n.Remember(ctx, RememberRequest{Content: "Release branch is cut on Mondays"})
+	if _, err := n.Link(ctx, LinkRequest{From: a.ID, Rel: "depends_on", To: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	before := now
+	now = now.Add(24 * time.Hour)
+	if _, err := n.Invalidate(ctx, a.ID, "depends_on", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := n.Traverse(ctx, TraverseRequest{Start: a.ID}); len(res.Nodes) != 1 {
+		t.Fatalf("an invalidated edge is still followed today: %+v", res.Nodes)
+	}
+	if res, _ := n.Traverse(ctx, TraverseRequest{Start: a.ID, AsOf: before}); len(res.Nodes) != 2 {
+		t.Fatalf("as of before the invalidation the edge is not followed: %+v", res.Nodes)
+	}
+}
+
+func TestLinkRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	a := remember(t, n, RememberRequest{Content: "one"})
+	b := remember(t, n, RememberRequest{Content: "two"})
+	bad := 2.0
+	cases := []struct {
+		name string
+		req  LinkRequest
+		want error
+	}{
+		{"relation with spaces", LinkRequest{From: a.ID, Rel: "works at", To: b.ID}, ErrInvalid},
+		{"relation upper case", LinkRequest{From: a.ID, Rel: "DependsOn", To: b.ID}, ErrInvalid},
+		{"unknown memory", LinkRequest{From: a.ID, Rel: "related_to", To: "m-zzzzzzzz"}, ErrNotFound},
+		{"path without file:", LinkRequest{From: a.ID, Rel: "related_to", To: "docs/readme.md"}, ErrInvalid},
+		{"empty artefact", LinkRequest{From: a.ID, Rel: "touches", To: "file:"}, ErrInvalid},
+		{"self loop", LinkRequest{From: a.ID, Rel: "related_to", To: a.ShortID}, ErrInvalid},
+		{"strength", LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, Strength: &bad}, ErrInvalid},
+		{"validity", LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, ValidFrom: time.Now(), ValidTo: time.Now().Add(-time.Hour)}, ErrInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := n.Link(ctx, tc.req); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	for _, req := range []TraverseRequest{{Start: a.ID, Depth: 9}, {Start: a.ID, Direction: "up"}, {Start: a.ID, Rels: []string{"Bad Rel"}}} {
+		if _, err := n.Traverse(ctx, req); !errors.Is(err, ErrInvalid) {
+			t.Errorf("traverse %+v: %v, want ErrInvalid", req, err)
+		}
+	}
+	if res, _ := n.Traverse(ctx, TraverseRequest{Start: a.ID}); len(res.Edges) != 0 {
+		t.Fatalf("bad links created edges: %+v", res.Edges)
+	}
+}
+
+func TestContextBrief(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	human := remember(t, n, RememberRequest{Namespace: "app", Content: "Never log request bodies: they hold tokens", Tier: crdt.TierHuman})
+	remember(t, n, RememberRequest{Namespace: "app", Content: "The cache warms in about a minute", Tier: crdt.TierAuto})
+	stale := remember(t, n, RememberRequest{Namespace: "app", Content: "Builds use Go 1.21"})
+	status := crdt.StatusStale
+	if _, err := n.Update(ctx, stale.ID, UpdateRequest{Status: &status}); err != nil {
+		t.Fatal(err)
+	}
+	remember(t, n, RememberRequest{Namespace: "other", Content: "Not part of this brief"})
+
+	b, err := n.Context(ctx, ContextRequest{Namespace: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Namespace != "app" || len(b.Active) != 2 || b.Active[0].ID != human.ID || len(b.StaleAlerts) != 1 || b.StaleAlerts[0].ID != stale.ID {
+		t.Fatalf("brief: %+v", b)
+	}
+	if b.Tokens <= 0 || b.Tokens > b.Budget {
+		t.Fatalf("tokens %d of budget %d", b.Tokens, b.Budget)
+	}
+	for range 40 {
+		remember(t, n, RememberRequest{Namespace: "app", Content: strings.Repeat("A long convention about error handling. ", 20) + crdt.NewID()})
+	}
+	small, err := n.Context(ctx, ContextRequest{Namespace: "app", Budget: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.Tokens > 500 || len(small.Active) == 0 || len(small.Active) >= 42 {
+		t.Fatalf("budget 500: %d tokens, %d items", small.Tokens, len(small.Active))
+	}
+	if _, err := n.Context(ctx, ContextRequest{Budget: 5}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("tiny budget: %v", err)
+	}
+}
