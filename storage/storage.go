@@ -215,8 +215,10 @@ func lockHeld(err error) bool {
 // pebbleLogger routes Pebble's logs to slog.
 type pebbleLogger struct{ log *slog.Logger }
 
+// Infof logs Pebble's routine messages (WAL replay, flushes, compactions)
+// at debug level: they describe Pebble's internals, not memmesh's state.
 func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Info(fmt.Sprintf(format, args...), "source", "pebble")
+	l.log.Debug(fmt.Sprintf(format, args...), "source", "pebble")
 }
 
 func (l pebbleLogger) Errorf(format string, args ...any) {
