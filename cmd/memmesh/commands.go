@@ -20,16 +20,23 @@ import (
 )
 
 func (a *app) serveCommand() *cobra.Command {
-	return &cobra.Command{
+	var httpAddr string
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the memmesh node in the foreground",
 		Long: `Run the memmesh node in the foreground until interrupted (Ctrl-C, SIGTERM)
-or 'memmesh stop'. Other commands start it in the background when needed.`,
+or 'memmesh stop'. Other commands start it in the background when needed.
+
+It also serves MCP over streamable HTTP at http://ADDR/mcp, for clients on this
+machine only (--http; a loopback address).`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), a.home, a.cfg, a.logger())
+			h := httpConfig{addr: httpAddr, required: cmd.Flags().Changed("http")}
+			return serve(cmd.Context(), a.home, a.cfg, h, a.logger())
 		},
 	}
+	cmd.Flags().StringVar(&httpAddr, "http", defaultHTTPAddr, `serve MCP over streamable HTTP on this loopback address ("" disables it)`)
+	return cmd
 }
 
 func (a *app) stopCommand() *cobra.Command {

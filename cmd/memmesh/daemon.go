@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -29,6 +30,17 @@ const (
 
 // startTimeout bounds how long a command waits for a daemon it started.
 const startTimeout = 20 * time.Second
+
+// defaultHTTPAddr is where the daemon serves MCP over streamable HTTP.
+const defaultHTTPAddr = "127.0.0.1:7421"
+
+// httpConfig says where the daemon serves MCP over streamable HTTP.
+type httpConfig struct {
+	addr string // loopback host:port; "" turns it off
+	// required is set when the address was asked for: failing to listen on
+	// it stops the daemon instead of being logged.
+	required bool
+}
 
 // errInUse reports a home that another daemon already serves.
 var errInUse = errors.New("home is in use")
@@ -63,7 +75,12 @@ func (l *homeLock) release() {
 
 // serve runs the daemon in the foreground until SIGINT, SIGTERM or a
 // shutdown request, then stops cleanly.
-func serve(ctx context.Context, home string, cfg Config, log *slog.Logger) error {
+func serve(ctx context.Context, home string, cfg Config, h httpConfig, log *slog.Logger) error {
+	if h.addr != "" {
+		if err := mcp.CheckLoopback(h.addr); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("create home: %w", err)
 	}
@@ -72,6 +89,19 @@ func serve(ctx context.Context, home string, cfg Config, log *slog.Logger) error
 		return err
 	}
 	defer lock.release()
+
+	var mcpLn net.Listener
+	if h.addr != "" {
+		mcpLn, err = mcp.ListenLoopback(h.addr)
+		switch {
+		case err != nil && h.required:
+			return err
+		case err != nil:
+			log.Warn("MCP over HTTP is off", "err", err)
+		default:
+			defer mcpLn.Close()
+		}
+	}
 
 	halfLife, _ := cfg.halfLife()
 	n, err := node.New(node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife})
@@ -107,7 +137,20 @@ func serve(ctx context.Context, home string, cfg Config, log *slog.Logger) error
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("memmesh is ready", "home", home, "socket", sock, "device", n.DeviceID(), "version", node.Version(), "pid", os.Getpid())
+
+	var mcpHTTP *mcp.HTTPServer
+	mcpURL := "off"
+	if mcpLn != nil {
+		mcpLog := log.With("component", "mcp")
+		mcpHTTP = mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: mcpLog, Version: node.Version()}), mcpLog)
+		mcpURL = "http://" + mcpLn.Addr().String() + mcp.HTTPPath
+		go func() {
+			if err := mcpHTTP.Serve(mcpLn); err != nil {
+				mcpLog.Error("MCP over HTTP stopped", "err", err)
+			}
+		}()
+	}
+	log.Info("memmesh is ready", "home", home, "socket", sock, "mcp", mcpURL, "device", n.DeviceID(), "version", node.Version(), "pid", os.Getpid())
 
 	select {
 	case <-ctx.Done():
@@ -119,6 +162,11 @@ func serve(ctx context.Context, home string, cfg Config, log *slog.Logger) error
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("requests still running at shutdown", "err", err)
+	}
+	if mcpHTTP != nil {
+		if err := mcpHTTP.Shutdown(shutdownCtx); err != nil {
+			log.Warn("MCP requests still running at shutdown", "err", err)
+		}
 	}
 	if err := n.Close(); err != nil {
 		return fmt.Errorf("close node: %w", err)

@@ -89,6 +89,7 @@ on a terminal and JSON when piped; choose with --format.`,
 		a.captureCommand(), a.searchCommand(), a.showCommand(), a.listCommand(),
 		a.updateCommand(), a.forgetCommand(), a.deleteCommand(),
 		a.statsCommand(), a.exportCommand(), a.importCommand(), a.versionCommand(),
+		a.mcpCommand(),
 	)
 	return root
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"log/slog"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/spf13/cobra"
+
+	"github.com/memmesh/memmesh/mcp"
+	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/web"
+)
+
+// mcpProfiles are the sets of tools `memmesh mcp --profile` can serve, by
+// name, each over the daemon's client with a default namespace.
+var mcpProfiles = map[string]func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer{
+	"memmesh": func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer {
+		return mcp.NewServer(c, mcp.Options{Namespace: ns, Logger: log, Version: node.Version()})
+	},
+}
+
+func (a *app) mcpCommand() *cobra.Command {
+	var ns, profile string
+	profiles := strings.Join(slices.Sorted(maps.Keys(mcpProfiles)), ", ")
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve MCP over stdio, for an agent (Claude Code, Cursor, Codex, ...)",
+		Long: `Serve the Model Context Protocol on standard input and output, for an MCP
+client that starts memmesh as a subprocess. It talks to the home's daemon and
+starts it when it is not running, so every agent on the machine shares one
+node. Standard output carries protocol messages only; logs go to standard
+error.
+
+Profiles: memmesh (remember, recall, get, update, forget, context, link,
+unlink, traverse, status; resources and prompts).`,
+		Example: `  memmesh mcp
+  memmesh mcp --ns backend`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			newServer, ok := mcpProfiles[profile]
+			if !ok {
+				return usagef("--profile %q: use %s", profile, profiles)
+			}
+			if ns == "" {
+				ns = a.cfg.Namespace
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			log := a.logger().With("component", "mcp")
+			stdio := server.NewStdioServer(newServer(c, ns, log))
+			stdio.SetErrorLogger(slog.NewLogLogger(log.Handler(), slog.LevelError))
+			if err := stdio.Listen(ctx, a.stdin, a.stdout); err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&ns, "ns", "", "default namespace of the tools, resources and prompts (default: the configured namespace)")
+	cmd.Flags().StringVar(&profile, "profile", "memmesh", "tools to serve: "+profiles)
+	return cmd
+}

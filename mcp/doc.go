@@ -1,0 +1,54 @@
+// Package mcp serves memmesh to AI agents over the Model Context Protocol,
+// with github.com/mark3labs/mcp-go.
+//
+// NewServer builds the server over a Service: *node.Node in the daemon,
+// *web.Client in `memmesh mcp`, which serves stdio and talks to the daemon.
+// NewHTTPServer serves it over streamable HTTP at /mcp, for clients on
+// this machine only (loopback listener, Host and Origin checked against
+// DNS rebinding).
+//
+// Tools (each with an input schema, behaviour hints, a structured result
+// with its output schema, and a text rendering):
+//
+//	remember   store a memory (content, title, namespace, kind, tags, tier, confidence, ttl, evergreen)
+//	recall     search (query; namespace or "*", tags, kind, statuses, tiers, since, until, limit, explain)
+//	get        one memory by full or short id
+//	update     change a memory's content, title, namespace, kind, tags, confidence, ttl, evergreen or status
+//	forget     archive a memory; with hard, delete it
+//	context    the brief of a namespace within a token budget
+//	link       relate two memories, or a memory and a file:, code: or url: artefact
+//	unlink     remove a relation
+//	traverse   follow relations from a memory or artefact (depth, direction, rels)
+//	status     version, device and counts
+//
+// Resources:
+//
+//	memmesh://context        the brief of the default namespace (JSON)
+//	memmesh://stats          version, device and counts (JSON)
+//	memmesh://stale          stale memories of the default namespace (JSON)
+//	memmesh://memory/{id}    one memory (JSON)
+//
+// Prompts:
+//
+//	capture          save what is worth keeping from the session, one idea per memory
+//	recall_context   search a topic and give the results as quoted background
+//	session_handoff  write and save a summary for the next session
+//
+// Failures of a tool call are tool results with isError set and a message
+// that says what to do instead; nothing is changed. A memory written
+// through MCP records the client (clientInfo name/version) as its agent and
+// the MCP session as its session, with the agent trust tier unless the
+// client asks for auto.
+//
+// Memories go back to agents as data, never as instructions: every output
+// that holds memories starts with a notice saying so, and the text
+// rendering puts each memory in a delimited block with its provenance:
+//
+//	<memory id="m-k3j5x2ab" title="Postgres driver" namespace="backend" kind="decision" tier="agent"
+//	        confidence="0.70" status="active" device="ABC1234" agent="claude-code/1.0" updated="2026-01-31T12:00:00Z">
+//	Use pgx, not lib/pq: lib/pq is in maintenance mode.
+//	</memory>
+//
+// Memory tags inside stored text are escaped, so that a memory can neither
+// close its block nor forge another.
+package mcp

@@ -1,0 +1,125 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/node"
+)
+
+// Resource URIs.
+const (
+	contextURI        = "memmesh://context"
+	statsURI          = "memmesh://stats"
+	staleURI          = "memmesh://stale"
+	memoryURITemplate = "memmesh://memory/{id}"
+	memoryURIPrefix   = "memmesh://memory/"
+)
+
+const jsonMIME = "application/json"
+
+func (h *handler) resources() []server.ServerResource {
+	return []server.ServerResource{
+		{
+			Resource: mcpgo.NewResource(contextURI, "context",
+				mcpgo.WithResourceTitle("Project context"),
+				mcpgo.WithResourceDescription(fmt.Sprintf("The brief of namespace %q: sync conflicts, the most important active memories and stale ones, as quoted data with provenance (JSON). Read it at the start of a session.", h.namespace)),
+				mcpgo.WithMIMEType(jsonMIME)),
+			Handler: h.readContext,
+		},
+		{
+			Resource: mcpgo.NewResource(statsURI, "stats",
+				mcpgo.WithResourceTitle("memmesh status"),
+				mcpgo.WithResourceDescription("Version, device and memory counts by status, namespace, kind and trust tier (JSON)."),
+				mcpgo.WithMIMEType(jsonMIME)),
+			Handler: h.readStats,
+		},
+		{
+			Resource: mcpgo.NewResource(staleURI, "stale",
+				mcpgo.WithResourceTitle("Stale memories"),
+				mcpgo.WithResourceDescription(fmt.Sprintf("Memories of namespace %q marked stale: they may no longer hold and should be checked, then updated or forgotten (JSON).", h.namespace)),
+				mcpgo.WithMIMEType(jsonMIME)),
+			Handler: h.readStale,
+		},
+	}
+}
+
+func (h *handler) resourceTemplates() []server.ServerResourceTemplate {
+	return []server.ServerResourceTemplate{{
+		Template: mcpgo.NewResourceTemplate(memoryURITemplate, "memory",
+			mcpgo.WithTemplateTitle("A memory"),
+			mcpgo.WithTemplateDescription("One memory by id (full or short, e.g. m-k3j5x2ab), with its provenance, as quoted data (JSON)."),
+			mcpgo.WithTemplateMIMEType(jsonMIME)),
+		Handler: h.readMemory,
+	}}
+}
+
+// jsonContents answers a read with v as JSON.
+func jsonContents(uri string, v any) ([]mcpgo.ResourceContents, error) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", uri, err)
+	}
+	return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: uri, MIMEType: jsonMIME, Text: string(data)}}, nil
+}
+
+func (h *handler) readContext(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+	b, err := h.svc.Context(ctx, node.ContextRequest{Namespace: h.namespace})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", contextURI, err)
+	}
+	return jsonContents(req.Params.URI, newBrief(b))
+}
+
+func (h *handler) readStats(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+	st, err := h.svc.Stats(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", statsURI, err)
+	}
+	agent, session := h.caller(ctx)
+	return jsonContents(req.Params.URI, statusData{Version: h.version, DefaultNamespace: h.namespace, Agent: agent, Session: session, Stats: st})
+}
+
+// staleData is the content of memmesh://stale.
+type staleData struct {
+	Notice    string       `json:"notice"`
+	Namespace string       `json:"namespace"`
+	Memories  []memoryData `json:"memories"`
+}
+
+func (h *handler) readStale(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+	list, err := h.svc.List(ctx, node.ListRequest{Namespace: h.namespace, Statuses: []crdt.Status{crdt.StatusStale}})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", staleURI, err)
+	}
+	out := staleData{Notice: dataNotice, Namespace: h.namespace, Memories: []memoryData{}}
+	for _, m := range list {
+		out.Memories = append(out.Memories, newMemory(m))
+	}
+	return jsonContents(req.Params.URI, out)
+}
+
+func (h *handler) readMemory(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+	var id string
+	switch v := req.Params.Arguments["id"].(type) {
+	case []string:
+		if len(v) == 1 {
+			id = v[0]
+		}
+	case string:
+		id = v
+	}
+	if id == "" {
+		return nil, fmt.Errorf("%s: give a memory id, e.g. %sm-k3j5x2ab", req.Params.URI, memoryURIPrefix)
+	}
+	m, err := h.svc.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", req.Params.URI, err)
+	}
+	return jsonContents(req.Params.URI, memoryResult{Notice: dataNotice, memoryData: newMemory(m)})
+}
