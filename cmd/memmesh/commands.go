@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -543,14 +544,29 @@ func (a *app) exportCommand() *cobra.Command {
 }
 
 func (a *app) importCommand() *cobra.Command {
-	return &cobra.Command{
+	var from, ns string
+	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Import memories from an export file (JSON Lines; '-' for standard input)",
 		Long: `Import memories from a file written by 'memmesh export', keeping their ids,
 times and revisions. The whole file is checked first: if any line is bad,
-nothing is imported. Memories that already exist are skipped.`,
+nothing is imported. Memories that already exist are skipped.
+
+With --from server-memory, FILE is the memory.jsonl of the official MCP memory
+server (@modelcontextprotocol/server-memory): its entities and relations are
+stored in namespace --ns as 'memmesh mcp --profile server-memory' serves them.
+Importing the file again adds only what is new.`,
+		Example: `  memmesh export --out backup.jsonl && memmesh import backup.jsonl
+  memmesh import --from server-memory "$MEMORY_FILE_PATH"
+  memmesh import --from server-memory --ns team-graph memory.jsonl`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			switch {
+			case from != "" && from != "server-memory":
+				return usagef("--from %q: use server-memory, or leave it out for a memmesh export", from)
+			case from == "" && cmd.Flags().Changed("ns"):
+				return usagef("--ns goes with --from server-memory (an export keeps its namespaces)")
+			}
 			var r io.Reader = a.stdin
 			if argv[0] != "-" {
 				f, err := os.Open(argv[0])
@@ -559,6 +575,9 @@ nothing is imported. Memories that already exist are skipped.`,
 				}
 				defer f.Close()
 				r = f
+			}
+			if from == "server-memory" {
+				return a.importServerMemory(cmd.Context(), r, ns)
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -573,6 +592,9 @@ nothing is imported. Memories that already exist are skipped.`,
 			}, func(w io.Writer) { fmt.Fprintln(w, res.Imported) })
 		},
 	}
+	cmd.Flags().StringVar(&from, "from", "", "format of FILE: server-memory for the official MCP memory server's memory.jsonl (default: a memmesh export)")
+	cmd.Flags().StringVar(&ns, "ns", mcp.ServerMemoryNamespace, "with --from server-memory: the namespace that receives the graph")
+	return cmd
 }
 
 func (a *app) versionCommand() *cobra.Command {

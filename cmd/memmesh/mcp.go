@@ -17,11 +17,17 @@ import (
 	"github.com/memmesh/memmesh/web"
 )
 
-// mcpProfiles are the sets of tools `memmesh mcp --profile` can serve, by
-// name, each over the daemon's client with a default namespace.
-var mcpProfiles = map[string]func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer{
+// mcpProfile is a set of tools `memmesh mcp --profile` can serve over the
+// daemon's client. An empty namespace means the profile's default.
+type mcpProfile func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer
+
+// mcpProfiles are the profiles by name.
+var mcpProfiles = map[string]mcpProfile{
 	"memmesh": func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer {
 		return mcp.NewServer(c, mcp.Options{Namespace: ns, Logger: log, Version: node.Version()})
+	},
+	"server-memory": func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer {
+		return mcp.NewServerMemory(c, mcp.ServerMemoryOptions{Namespace: ns, Logger: log})
 	},
 }
 
@@ -37,17 +43,25 @@ starts it when it is not running, so every agent on the machine shares one
 node. Standard output carries protocol messages only; logs go to standard
 error.
 
-Profiles: memmesh (remember, recall, get, update, forget, context, link,
-unlink, traverse, status; resources and prompts).`,
+Profiles:
+  memmesh        remember, recall, get, update, forget, context, link, unlink,
+                 traverse, status; resources and prompts (default)
+  server-memory  the tools of the official MCP memory server
+                 (@modelcontextprotocol/server-memory): create_entities,
+                 create_relations, add_observations, delete_entities,
+                 delete_observations, delete_relations, read_graph,
+                 search_nodes, open_nodes, kept in the namespace
+                 "server-memory" unless --ns says otherwise`,
 		Example: `  memmesh mcp
-  memmesh mcp --ns backend`,
+  memmesh mcp --ns backend
+  memmesh mcp --profile server-memory`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			newServer, ok := mcpProfiles[profile]
 			if !ok {
 				return usagef("--profile %q: use %s", profile, profiles)
 			}
-			if ns == "" {
+			if ns == "" && profile == "memmesh" {
 				ns = a.cfg.Namespace
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -65,7 +79,7 @@ unlink, traverse, status; resources and prompts).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&ns, "ns", "", "default namespace of the tools, resources and prompts (default: the configured namespace)")
+	cmd.Flags().StringVar(&ns, "ns", "", "namespace of the tools, resources and prompts (default: the configured namespace; for server-memory, \"server-memory\")")
 	cmd.Flags().StringVar(&profile, "profile", "memmesh", "tools to serve: "+profiles)
 	return cmd
 }
