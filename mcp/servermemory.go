@@ -104,7 +104,7 @@ type ServerMemoryService interface {
 	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
 	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
-	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
+	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
 }
 
 var _ ServerMemoryService = (*node.Node)(nil)
@@ -1061,21 +1061,23 @@ func (s *serverMemoryStore) load(ctx context.Context) (*serverMemorySnapshot, er
 // edges returns the live edges between entities that touch the memories of
 // entries, oldest first.
 func (s *serverMemoryStore) edges(ctx context.Context, snap *serverMemorySnapshot, entries []*serverMemoryEntry, dir node.Direction) ([]node.Edge, error) {
-	seen := map[string]bool{}
-	var out []node.Edge
+	var ids []string
 	for _, entry := range entries {
 		for _, p := range entry.parts {
-			res, err := s.svc.Traverse(ctx, node.TraverseRequest{Start: p.id, Depth: 1, Direction: dir})
-			if err != nil {
-				return nil, fmt.Errorf("relations of %s: %w", entry.name, err)
-			}
-			for _, e := range res.Edges {
-				if seen[e.ID] || snap.byID[e.From] == nil || snap.byID[e.To] == nil {
-					continue
-				}
-				seen[e.ID] = true
-				out = append(out, e)
-			}
+			ids = append(ids, p.id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	all, err := s.svc.Edges(ctx, node.EdgesRequest{Endpoints: ids, Direction: dir})
+	if err != nil {
+		return nil, fmt.Errorf("relations: %w", err)
+	}
+	var out []node.Edge
+	for _, e := range all {
+		if snap.byID[e.From] != nil && snap.byID[e.To] != nil {
+			out = append(out, e)
 		}
 	}
 	slices.SortFunc(out, func(a, b node.Edge) int {

@@ -289,6 +289,52 @@ func (n *Node) edgesOf(endpoint string, dir Direction) ([]crdt.Edge, error) {
 	return out, nil
 }
 
+// EdgesRequest asks for the live edges at a set of endpoints.
+type EdgesRequest struct {
+	Endpoints []string  `json:"endpoints"`           // memory ids or artefacts
+	Direction Direction `json:"direction,omitempty"` // default both
+}
+
+// maxEdgeEndpoints caps the endpoints of one Edges call.
+const maxEdgeEndpoints = 10_000
+
+// Edges returns the live (not deleted) edges that start (out), end (in) or
+// either (both) at any of the endpoints, each once. It reads no memory.
+func (n *Node) Edges(ctx context.Context, req EdgesRequest) ([]Edge, error) {
+	dir := req.Direction
+	if dir == "" {
+		dir = Both
+	}
+	if dir != Out && dir != In && dir != Both {
+		return nil, invalidf("direction %q: use out, in or both", req.Direction)
+	}
+	if len(req.Endpoints) > maxEdgeEndpoints {
+		return nil, invalidf("%d endpoints: at most %d per call", len(req.Endpoints), maxEdgeEndpoints)
+	}
+	out := []Edge{}
+	seen := map[string]bool{}
+	for _, ref := range req.Endpoints {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		at, err := n.endpoint(ref)
+		if err != nil {
+			return nil, err
+		}
+		edges, err := n.edgesOf(at, dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range edges {
+			if !e.Deleted && !seen[e.ID] {
+				seen[e.ID] = true
+				out = append(out, Edge{e})
+			}
+		}
+	}
+	return out, nil
+}
+
 // validAt reports whether an edge holds at t.
 func validAt(e *crdt.Edge, t time.Time) bool {
 	return !e.Deleted && (e.ValidFrom.IsZero() || !t.Before(e.ValidFrom)) && (e.ValidTo.IsZero() || t.Before(e.ValidTo))

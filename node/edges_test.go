@@ -178,3 +178,33 @@ func TestContextBrief(t *testing.T) {
 		t.Fatalf("tiny budget: %v", err)
 	}
 }
+
+func TestEdgesAtManyEndpoints(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	a := remember(t, n, RememberRequest{Content: "alpha"})
+	b := remember(t, n, RememberRequest{Content: "beta"})
+	c := remember(t, n, RememberRequest{Content: "gamma"})
+	for _, l := range []LinkRequest{{From: a.ID, Rel: "related_to", To: b.ID}, {From: b.ID, Rel: "depends_on", To: c.ID}, {From: c.ID, Rel: "touches", To: "file:go.mod"}} {
+		if _, err := n.Link(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := n.Unlink(ctx, c.ID, "touches", "file:go.mod"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{a.ID, b.ID, c.ID}})
+	if err != nil || len(all) != 2 {
+		t.Fatalf("edges at a, b, c: %d %v (want the two live edges, each once)", len(all), err)
+	}
+	out, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{b.ID}, Direction: Out})
+	if err != nil || len(out) != 1 || out[0].To != c.ID {
+		t.Fatalf("out of b: %+v %v", out, err)
+	}
+	if _, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{"m-zzzzzzzz"}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown endpoint: %v", err)
+	}
+	if _, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{a.ID}, Direction: "sideways"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad direction: %v", err)
+	}
+}

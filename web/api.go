@@ -32,6 +32,7 @@ type Service interface {
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
 	Invalidate(ctx context.Context, from, rel, to string) (node.Edge, error)
 	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
+	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	DeviceID() string
 }
@@ -83,6 +84,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/edges/unlink", a.edgeOp(svc.Unlink))
 	a.mux.HandleFunc("POST /v1/edges/invalidate", a.edgeOp(svc.Invalidate))
 	a.mux.HandleFunc("POST /v1/traverse", a.traverse)
+	a.mux.HandleFunc("POST /v1/edges/list", a.edges)
 	a.mux.HandleFunc("POST /v1/context", a.brief)
 	a.mux.HandleFunc("POST /v1/shutdown", a.stop)
 	return a
@@ -214,6 +216,15 @@ func (a *API) traverse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := a.svc.Traverse(r.Context(), req)
+	a.reply(w, http.StatusOK, res, err)
+}
+
+func (a *API) edges(w http.ResponseWriter, r *http.Request) {
+	var req node.EdgesRequest
+	if !a.decode(w, r, &req) {
+		return
+	}
+	res, err := a.svc.Edges(r.Context(), req)
 	a.reply(w, http.StatusOK, res, err)
 }
 

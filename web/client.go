@@ -251,6 +251,11 @@ func (c *Client) Traverse(ctx context.Context, req node.TraverseRequest) (node.T
 	return res, c.send(ctx, http.MethodPost, "/v1/traverse", req, &res)
 }
 
+func (c *Client) Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error) {
+	var out []node.Edge
+	return out, c.send(ctx, http.MethodPost, "/v1/edges/list", req, &out)
+}
+
 func (c *Client) Context(ctx context.Context, req node.ContextRequest) (node.Brief, error) {
 	var b node.Brief
 	return b, c.send(ctx, http.MethodPost, "/v1/context", req, &b)
