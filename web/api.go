@@ -70,22 +70,22 @@ type API struct {
 func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a := &API{svc: svc, log: log, shutdown: shutdown, mux: http.NewServeMux()}
 	a.mux.HandleFunc("GET /v1/health", a.health)
-	a.mux.HandleFunc("POST /v1/memories", a.remember)
+	a.mux.HandleFunc("POST /v1/memories", jsonCall(a, http.StatusCreated, svc.Remember))
 	a.mux.HandleFunc("GET /v1/memories", a.list)
 	a.mux.HandleFunc("GET /v1/memories/{ref}", a.get)
 	a.mux.HandleFunc("PATCH /v1/memories/{ref}", a.update)
 	a.mux.HandleFunc("POST /v1/memories/{ref}/forget", a.forget)
 	a.mux.HandleFunc("DELETE /v1/memories/{ref}", a.delete)
-	a.mux.HandleFunc("POST /v1/search", a.search)
+	a.mux.HandleFunc("POST /v1/search", jsonCall(a, http.StatusOK, svc.Search))
 	a.mux.HandleFunc("GET /v1/stats", a.stats)
 	a.mux.HandleFunc("GET /v1/export", a.export)
 	a.mux.HandleFunc("POST /v1/import", a.importJSONL)
-	a.mux.HandleFunc("POST /v1/edges", a.link)
-	a.mux.HandleFunc("POST /v1/edges/unlink", a.edgeOp(svc.Unlink))
-	a.mux.HandleFunc("POST /v1/edges/invalidate", a.edgeOp(svc.Invalidate))
-	a.mux.HandleFunc("POST /v1/traverse", a.traverse)
-	a.mux.HandleFunc("POST /v1/edges/list", a.edges)
-	a.mux.HandleFunc("POST /v1/context", a.brief)
+	a.mux.HandleFunc("POST /v1/edges", jsonCall(a, http.StatusOK, svc.Link))
+	a.mux.HandleFunc("POST /v1/edges/unlink", jsonCall(a, http.StatusOK, edgeOp(svc.Unlink)))
+	a.mux.HandleFunc("POST /v1/edges/invalidate", jsonCall(a, http.StatusOK, edgeOp(svc.Invalidate)))
+	a.mux.HandleFunc("POST /v1/traverse", jsonCall(a, http.StatusOK, svc.Traverse))
+	a.mux.HandleFunc("POST /v1/edges/list", jsonCall(a, http.StatusOK, svc.Edges))
+	a.mux.HandleFunc("POST /v1/context", jsonCall(a, http.StatusOK, svc.Context))
 	a.mux.HandleFunc("POST /v1/shutdown", a.stop)
 	return a
 }
@@ -94,15 +94,6 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTT
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Health{Version: node.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
-}
-
-func (a *API) remember(w http.ResponseWriter, r *http.Request) {
-	var req node.RememberRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	res, err := a.svc.Remember(r.Context(), req)
-	a.reply(w, http.StatusCreated, res, err)
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
@@ -160,15 +151,6 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, http.StatusOK, res, err)
 }
 
-func (a *API) search(w http.ResponseWriter, r *http.Request) {
-	var req node.SearchRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	res, err := a.svc.Search(r.Context(), req)
-	a.reply(w, http.StatusOK, res, err)
-}
-
 func (a *API) stats(w http.ResponseWriter, r *http.Request) {
 	res, err := a.svc.Stats(r.Context())
 	a.reply(w, http.StatusOK, res, err)
@@ -189,52 +171,21 @@ func (a *API) importJSONL(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, http.StatusOK, res, err)
 }
 
-func (a *API) link(w http.ResponseWriter, r *http.Request) {
-	var req node.LinkRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	res, err := a.svc.Link(r.Context(), req)
-	a.reply(w, http.StatusOK, res, err)
-}
-
-// edgeOp serves an operation on one edge named by an EdgeRef body.
-func (a *API) edgeOp(op func(ctx context.Context, from, rel, to string) (node.Edge, error)) http.HandlerFunc {
+// jsonCall serves a call that takes a JSON body and answers JSON.
+func jsonCall[Req, Res any](a *API, status int, call func(context.Context, Req) (Res, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var ref EdgeRef
-		if !a.decode(w, r, &ref) {
+		var req Req
+		if !a.decode(w, r, &req) {
 			return
 		}
-		res, err := op(r.Context(), ref.From, ref.Rel, ref.To)
-		a.reply(w, http.StatusOK, res, err)
+		res, err := call(r.Context(), req)
+		a.reply(w, status, res, err)
 	}
 }
 
-func (a *API) traverse(w http.ResponseWriter, r *http.Request) {
-	var req node.TraverseRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	res, err := a.svc.Traverse(r.Context(), req)
-	a.reply(w, http.StatusOK, res, err)
-}
-
-func (a *API) edges(w http.ResponseWriter, r *http.Request) {
-	var req node.EdgesRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	res, err := a.svc.Edges(r.Context(), req)
-	a.reply(w, http.StatusOK, res, err)
-}
-
-func (a *API) brief(w http.ResponseWriter, r *http.Request) {
-	var req node.ContextRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	res, err := a.svc.Context(r.Context(), req)
-	a.reply(w, http.StatusOK, res, err)
+// edgeOp adapts an operation on one edge to a call taking an EdgeRef.
+func edgeOp(op func(ctx context.Context, from, rel, to string) (node.Edge, error)) func(context.Context, EdgeRef) (node.Edge, error) {
+	return func(ctx context.Context, ref EdgeRef) (node.Edge, error) { return op(ctx, ref.From, ref.Rel, ref.To) }
 }
 
 func (a *API) stop(w http.ResponseWriter, r *http.Request) {
