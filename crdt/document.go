@@ -27,6 +27,7 @@ const (
 const (
 	typeMemory = "memory"
 	typeEdge   = "edge"
+	typeMesh   = "mesh"
 )
 
 // magic starts every serialised Automerge document.

@@ -125,7 +125,7 @@ func (s *Store) stage(b *pebble.Batch, r *Record) error {
 		}
 	}
 	if delta != ([len(delta)]byte{}) {
-		b.Merge(digestKey(bucketOf(r.Kind, r.ID)), delta[:], nil)
+		b.Merge(digestKey(Bucket(r.Kind, r.ID)), delta[:], nil)
 	}
 	return nil
 }

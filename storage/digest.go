@@ -28,8 +28,8 @@ func (s *Store) Digest() ([256][32]byte, error) {
 	return out, err
 }
 
-// bucketOf is the digest bucket of a document: sha256(kind id)[0].
-func bucketOf(kind Kind, id string) byte {
+// Bucket is the digest bucket of a document: sha256(kind id)[0].
+func Bucket(kind Kind, id string) byte {
 	h := sha256.New()
 	h.Write([]byte{byte(kind)})
 	h.Write([]byte(id))

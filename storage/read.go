@@ -56,6 +56,17 @@ func (s *Store) GetDoc(kind Kind, id string) ([]byte, error) {
 // key. It is never replicated, in no digest, and written without fsync: a
 // crash may lose the latest local writes.
 func (s *Store) PutLocal(key string, value []byte) error {
+	return s.putLocal(key, value, pebble.NoSync)
+}
+
+// PutLocalDurable is PutLocal for data that must survive a crash (an
+// invite marked used, a sync position): it returns once the write is
+// synced.
+func (s *Store) PutLocalDurable(key string, value []byte) error {
+	return s.putLocal(key, value, pebble.Sync)
+}
+
+func (s *Store) putLocal(key string, value []byte, opts *pebble.WriteOptions) error {
 	if key == "" || len(key) > MaxIDLen {
 		return fmt.Errorf("%w: local key of %d bytes, want 1 to %d", ErrInvalid, len(key), MaxIDLen)
 	}
@@ -66,7 +77,7 @@ func (s *Store) PutLocal(key string, value []byte) error {
 		return err
 	}
 	defer s.leave()
-	if err := s.db.Set(localKey(key), value, pebble.NoSync); err != nil {
+	if err := s.db.Set(localKey(key), value, opts); err != nil {
 		return fmt.Errorf("storage: put local %q: %w", key, err)
 	}
 	return nil

@@ -1,0 +1,224 @@
+package crdt
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+)
+
+// Mesh records are the documents that configure the mesh itself and
+// replicate like memories: one per device in the device registry, one per
+// namespace with settings.
+const (
+	MeshDevice    = "device"
+	MeshNamespace = "namespace"
+)
+
+// Namespace replication policies.
+const (
+	SyncAll   = "all"   // replicate to every device (the default)
+	SyncLocal = "local" // never leaves the machine that wrote it
+)
+
+// Root keys of a mesh document, besides keyType, keySchema and keyID.
+const (
+	keyWhat      = "what"       // MeshDevice or MeshNamespace
+	keyKey       = "key"        // the device id or namespace name
+	keyName      = "name"       // device: a human name
+	keyAddedBy   = "added_by"   // device: the device that admitted it
+	keyAddedAt   = "added_at"   // device: Unix ms
+	keyRevokedBy = "revoked_by" // device: who revoked it
+	keyRevokedAt = "revoked_at" // device: Unix ms; set once, never cleared
+	keySync      = "sync"       // namespace: SyncAll or SyncLocal
+)
+
+// MeshRecord is the materialised form of a mesh document. Fields that do
+// not apply to its kind are zero.
+type MeshRecord struct {
+	ID        string    `json:"id"`
+	What      string    `json:"what"`
+	Key       string    `json:"key"`
+	Name      string    `json:"name,omitempty"`
+	AddedBy   string    `json:"added_by,omitempty"`
+	AddedAt   time.Time `json:"added_at,omitzero"`
+	RevokedBy string    `json:"revoked_by,omitempty"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	Sync      string    `json:"sync,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	Heads     []string  `json:"heads"`
+}
+
+// Revoked reports whether a device record is revoked.
+func (r *MeshRecord) Revoked() bool { return !r.RevokedAt.IsZero() }
+
+// MeshID is the id of the mesh record of (what, key): like EdgeID, a hash,
+// so that the record made on two machines merges into one document.
+func MeshID(what, key string) string {
+	sum := sha256.Sum256([]byte("mesh\x00" + what + "\x00" + key))
+	return idEncoding.EncodeToString(sum[:16])
+}
+
+// MeshDoc is the Automerge document of one mesh record. It is not safe for
+// concurrent use; after Close it must not be used.
+type MeshDoc struct {
+	document
+}
+
+// NewMeshDoc creates the document of r and commits it as one change. r.ID
+// must be MeshID(r.What, r.Key); r.Heads is ignored.
+func NewMeshDoc(actor string, r *MeshRecord) (*MeshDoc, error) {
+	if err := checkMesh(r); err != nil {
+		return nil, err
+	}
+	base, err := newDocument(actor)
+	if err != nil {
+		return nil, err
+	}
+	d := &MeshDoc{base}
+	err = d.init(d.am.RootMap(),
+		field{keyType, typeMesh},
+		field{keySchema, int64(schemaVersion)},
+		field{keyID, r.ID},
+		field{keyWhat, r.What},
+		field{keyKey, r.Key},
+		field{keyName, r.Name},
+		field{keyAddedBy, r.AddedBy},
+		field{keyAddedAt, millis(r.AddedAt)},
+		field{keyRevokedBy, r.RevokedBy},
+		field{keyRevokedAt, millis(r.RevokedAt)},
+		field{keySync, r.Sync},
+		field{keyUpdatedAt, millis(r.UpdatedAt)},
+	)
+	if err == nil {
+		err = d.commit("create")
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// LoadMeshDoc loads a saved mesh document, with the same checks as
+// LoadMemoryDoc; in addition the id must match what and key.
+func LoadMeshDoc(actor string, data []byte) (*MeshDoc, error) {
+	base, err := loadDocument(actor, typeMesh, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &MeshDoc{base}
+	if _, err := d.Materialize(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Revoke marks a device record revoked, for good; revoking a revoked
+// device changes nothing.
+func (d *MeshDoc) Revoke(by string, at time.Time) error {
+	r, err := d.Materialize()
+	if err != nil {
+		return err
+	}
+	if r.What != MeshDevice {
+		return fmt.Errorf("%w: revoke of a %s record", ErrMalformed, r.What)
+	}
+	if r.Revoked() {
+		return nil
+	}
+	return d.set(d.am.RootMap(), field{keyRevokedBy, by}, field{keyRevokedAt, millis(at)}, field{keyUpdatedAt, millis(at)})
+}
+
+// SetName sets a device's name.
+func (d *MeshDoc) SetName(name string, at time.Time) error {
+	if err := checkText(keyName, name); err != nil {
+		return err
+	}
+	return d.put(d.am.RootMap(), field{keyName, name}, field{keyUpdatedAt, millis(at)})
+}
+
+// SetSync sets a namespace's replication policy.
+func (d *MeshDoc) SetSync(policy string, at time.Time) error {
+	if err := checkSync(policy); err != nil {
+		return err
+	}
+	return d.put(d.am.RootMap(), field{keySync, policy}, field{keyUpdatedAt, millis(at)})
+}
+
+// Commit turns the operations made since the last commit into one change.
+func (d *MeshDoc) Commit(msg string) error { return d.commit(msg) }
+
+// Materialize returns the record as a plain value, with Heads sorted.
+func (d *MeshDoc) Materialize() (MeshRecord, error) {
+	if d.am == nil {
+		return MeshRecord{}, ErrClosed
+	}
+	var rd reader
+	root := rd.all(d.am.RootMap())
+	r := MeshRecord{
+		ID:        rd.str(root, keyID),
+		What:      rd.str(root, keyWhat),
+		Key:       rd.str(root, keyKey),
+		Name:      rd.str(root, keyName),
+		AddedBy:   rd.str(root, keyAddedBy),
+		AddedAt:   rd.time(root, keyAddedAt),
+		RevokedBy: rd.str(root, keyRevokedBy),
+		RevokedAt: rd.time(root, keyRevokedAt),
+		Sync:      rd.str(root, keySync),
+		UpdatedAt: rd.time(root, keyUpdatedAt),
+	}
+	if err := rd.done(); err != nil {
+		return MeshRecord{}, err
+	}
+	if err := checkMesh(&r); err != nil {
+		return MeshRecord{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	r.Heads = d.heads()
+	return r, nil
+}
+
+// Heads returns the document's heads as sorted hex strings.
+func (d *MeshDoc) Heads() []string { return d.heads() }
+
+// Save returns the whole document in Automerge's binary format.
+func (d *MeshDoc) Save() []byte { return d.save() }
+
+// Merge applies the changes of other that d lacks. Both must be of the
+// same record.
+func (d *MeshDoc) Merge(other *MeshDoc) error { return d.merge(&other.document) }
+
+// Close releases the document. It is safe to call more than once.
+func (d *MeshDoc) Close() { d.close() }
+
+func checkMesh(r *MeshRecord) error {
+	switch r.What {
+	case MeshDevice:
+		if r.Sync != "" {
+			return fmt.Errorf("%w: a device record has no sync policy", ErrInvalidString)
+		}
+	case MeshNamespace:
+		if err := checkSync(r.Sync); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%w: mesh record kind %q", ErrInvalidString, r.What)
+	}
+	if err := checkElems(keyKey, []string{r.Key}); err != nil {
+		return err
+	}
+	if err := checkText(keyName, r.Name, keyAddedBy, r.AddedBy, keyRevokedBy, r.RevokedBy); err != nil {
+		return err
+	}
+	if r.ID != MeshID(r.What, r.Key) {
+		return fmt.Errorf("%w: mesh record %q is not the id of %s %q", ErrInvalidID, r.ID, r.What, r.Key)
+	}
+	return nil
+}
+
+func checkSync(policy string) error {
+	if policy != SyncAll && policy != SyncLocal {
+		return fmt.Errorf("%w: sync policy %q, want %q or %q", ErrInvalidString, policy, SyncAll, SyncLocal)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package crdt
+
+import (
+	"errors"
+	"testing"
+)
+
+func deviceRecord(key, name string) *MeshRecord {
+	return &MeshRecord{ID: MeshID(MeshDevice, key), What: MeshDevice, Key: key, Name: name, AddedBy: "A", AddedAt: at("2026-01-02T03:04:05Z")}
+}
+
+func TestMeshRoundTripAndRevoke(t *testing.T) {
+	d, err := NewMeshDoc(ActorID("A"), deviceRecord("DEV1", "laptop"))
+	must(t, err)
+	defer d.Close()
+	loaded, err := LoadMeshDoc(ActorID("B"), d.Save())
+	must(t, err)
+	defer loaded.Close()
+	r, err := loaded.Materialize()
+	must(t, err)
+	if r.Key != "DEV1" || r.Name != "laptop" || r.Revoked() || len(r.Heads) != 1 {
+		t.Fatalf("loaded %+v", r)
+	}
+	// Revocation on B, a rename on A: both survive the merge, and the
+	// revocation cannot be undone by revoking again.
+	must(t, loaded.Revoke("B", at("2026-02-01T00:00:00Z")))
+	must(t, loaded.Commit("revoke"))
+	must(t, d.SetName("old laptop", at("2026-02-01T00:00:01Z")))
+	must(t, d.Commit("rename"))
+	must(t, d.Merge(loaded))
+	r, err = d.Materialize()
+	must(t, err)
+	if !r.Revoked() || r.RevokedBy != "B" || r.Name != "old laptop" {
+		t.Fatalf("merged %+v", r)
+	}
+	heads := r.Heads
+	must(t, d.Revoke("A", at("2026-03-01T00:00:00Z")))
+	must(t, d.Commit("revoke again"))
+	if r2, _ := d.Materialize(); r2.RevokedBy != "B" || len(r2.Heads) != len(heads) || r2.Heads[0] != heads[0] {
+		t.Fatalf("a second revoke changed the record: %+v", r2)
+	}
+}
+
+func TestMeshMadeTwiceMerges(t *testing.T) {
+	a, err := NewMeshDoc(ActorID("A"), &MeshRecord{ID: MeshID(MeshNamespace, "secrets"), What: MeshNamespace, Key: "secrets", Sync: SyncLocal})
+	must(t, err)
+	defer a.Close()
+	b, err := NewMeshDoc(ActorID("B"), &MeshRecord{ID: MeshID(MeshNamespace, "secrets"), What: MeshNamespace, Key: "secrets", Sync: SyncAll})
+	must(t, err)
+	defer b.Close()
+	must(t, a.Merge(b))
+	must(t, b.Merge(a))
+	ra, err := a.Materialize()
+	must(t, err)
+	rb, err := b.Materialize()
+	must(t, err)
+	if ra.Sync != rb.Sync || ra.Heads[0] != rb.Heads[0] || len(ra.Heads) != 2 {
+		t.Fatalf("replicas differ after merging: %+v %+v", ra, rb)
+	}
+}
+
+func TestMeshInvalid(t *testing.T) {
+	for name, r := range map[string]*MeshRecord{
+		"wrong id":        {ID: MeshID(MeshDevice, "X"), What: MeshDevice, Key: "Y"},
+		"unknown kind":    {ID: MeshID("fleet", "X"), What: "fleet", Key: "X"},
+		"empty key":       {ID: MeshID(MeshDevice, ""), What: MeshDevice},
+		"bad policy":      {ID: MeshID(MeshNamespace, "n"), What: MeshNamespace, Key: "n", Sync: "some"},
+		"device and sync": {ID: MeshID(MeshDevice, "X"), What: MeshDevice, Key: "X", Sync: SyncAll},
+	} {
+		if d, err := NewMeshDoc(ActorID("A"), r); err == nil {
+			d.Close()
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// A memory's bytes are not a mesh record.
+	if _, err := LoadMeshDoc(ActorID("A"), savedMemory(t)); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("memory loaded as mesh record: %v", err)
+	}
+}

@@ -1,0 +1,346 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Replica is what the sync protocol needs from the node that runs it.
+// peer is always the device at the other end; implementations enforce
+// their replication policy with it (a local-only namespace is neither
+// offered, sent, nor accepted).
+type Replica interface {
+	// Digest returns the 256 anti-entropy buckets.
+	Digest() ([256][32]byte, error)
+	// Position is the local change log's epoch and durable end.
+	Position() (Position, error)
+	// Changed calls fn with every document that may go to peer and was
+	// changed after seq, up to end: kind, id and heads.
+	Changed(peer string, after, end uint64, fn func(Entry) error) error
+	// InBuckets calls fn with every document that may go to peer in the
+	// given digest buckets.
+	InBuckets(peer string, buckets []byte, fn func(Entry) error) error
+	// Lacks reports whether the local replica lacks a document's version
+	// (the document is missing or its heads differ).
+	Lacks(e Entry) (bool, error)
+	// Docs fills in the documents of want that may go to peer, leaving
+	// out the others.
+	Docs(peer string, want []Entry) ([]Entry, error)
+	// Apply merges documents received from peer and stores the results
+	// durably before it returns. A document that fails validation is
+	// rejected (and reported) without affecting the others.
+	Apply(peer string, docs []Entry) error
+}
+
+// Batch sizes: entries per offer or want frame, and bytes of documents per
+// frame (a larger document goes alone in its frame).
+const (
+	entriesPerFrame  = 2000
+	docBytesPerFrame = 1 << 20
+)
+
+// SyncStats describe one pull.
+type SyncStats struct {
+	Offered    int           // documents the peer offered
+	Received   int           // documents received and applied
+	Bytes      int64         // frame bytes read and written
+	RoundTrips int           // request/response exchanges
+	Duration   time.Duration // whole pull
+	End        Position      // the peer's change-log position the pull reached
+}
+
+// Pull runs anti-entropy from the peer on s: it sends since (where the last
+// complete pull from this peer ended) and the local digest, receives the
+// peer's offers, asks for the documents the replica lacks and applies
+// them. s is closed on return.
+func Pull(ctx context.Context, s *Stream, r Replica, since Position) (SyncStats, error) {
+	start := time.Now()
+	stats := SyncStats{}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { s.CancelRead(codeStreamDone); s.CancelWrite(codeStreamDone) })
+	defer stop()
+
+	digest, err := r.Digest()
+	if err != nil {
+		return stats, err
+	}
+	req := AppendPull(nil, &PullRequest{Since: since, Digest: digest})
+	if err := s.WriteFrame(FramePull, req); err != nil {
+		return stats, fmt.Errorf("sync: send pull: %w", err)
+	}
+	stats.Bytes += int64(len(req) + 5)
+	stats.RoundTrips++
+
+	var want []Entry
+	for {
+		typ, p, err := s.ReadFrame(MaxFrame)
+		if err != nil {
+			return stats, fmt.Errorf("sync: read offers: %w", unexpected(err))
+		}
+		stats.Bytes += int64(len(p) + 5)
+		if typ == FrameOffersEnd {
+			if stats.End, err = DecodePosition(p); err != nil {
+				return stats, err
+			}
+			break
+		}
+		if err := checkFrame(typ, p, FrameOffers); err != nil {
+			return stats, err
+		}
+		offers, err := DecodeEntries(p)
+		if err != nil {
+			return stats, err
+		}
+		stats.Offered += len(offers)
+		for _, o := range offers {
+			lacks, err := r.Lacks(o)
+			if err != nil {
+				return stats, err
+			}
+			if lacks {
+				want = append(want, Entry{Kind: o.Kind, ID: o.ID})
+			}
+		}
+	}
+
+	// Wants go out from a second goroutine while documents come back, so
+	// that neither side waits for the other's flow-control window.
+	if len(want) > 0 {
+		stats.RoundTrips++
+	}
+	type result struct {
+		bytes int64
+		err   error
+	}
+	sent := make(chan result, 1)
+	go func() {
+		var n int64
+		for len(want) > 0 {
+			batch := want[:min(len(want), entriesPerFrame)]
+			want = want[len(batch):]
+			p := AppendEntries(nil, batch)
+			if err := s.WriteFrame(FrameWant, p); err != nil {
+				sent <- result{n, err}
+				return
+			}
+			n += int64(len(p) + 5)
+		}
+		sent <- result{n + 5, s.WriteFrame(FrameWantEnd, nil)}
+	}()
+	var readErr error
+	for readErr == nil {
+		typ, p, err := s.ReadFrame(MaxFrame)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			readErr = fmt.Errorf("sync: read documents: %w", err)
+			break
+		}
+		stats.Bytes += int64(len(p) + 5)
+		if readErr = checkFrame(typ, p, FrameDocs); readErr != nil {
+			break
+		}
+		docs, err := DecodeEntries(p)
+		if err == nil {
+			err = r.Apply(s.Peer, docs)
+		}
+		readErr = err
+		stats.Received += len(docs)
+	}
+	if readErr != nil {
+		s.CancelWrite(codeStreamDone) // unblocks the writer
+	}
+	res := <-sent
+	stats.Bytes += res.bytes
+	if readErr != nil {
+		return stats, readErr
+	}
+	if res.err != nil {
+		return stats, fmt.Errorf("sync: send wants: %w", res.err)
+	}
+	stats.Duration = time.Since(start)
+	return stats, nil
+}
+
+// checkFrame turns an error frame or an unexpected frame type into an error.
+func checkFrame(typ byte, p []byte, want byte) error {
+	switch typ {
+	case want:
+		return nil
+	case FrameError:
+		return fmt.Errorf("%w: %s", ErrRefused, p)
+	}
+	return fmt.Errorf("%w: frame type %d, want %d", ErrMalformed, typ, want)
+}
+
+// ServePull answers a pull on s: it offers what the puller may lack and
+// sends the documents it asks for. It reports the request, so that the
+// caller can pull back when the digests differ. s is closed on return.
+func ServePull(ctx context.Context, s *Stream, r Replica) (PullRequest, error) {
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { s.CancelRead(codeStreamDone); s.CancelWrite(codeStreamDone) })
+	defer stop()
+	fail := func(err error) (PullRequest, error) {
+		s.WriteFrame(FrameError, []byte(err.Error()))
+		return PullRequest{}, err
+	}
+	typ, p, err := s.ReadFrame(MaxFrame)
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("sync: read pull: %w", unexpected(err))
+	}
+	if err := checkFrame(typ, p, FramePull); err != nil {
+		return fail(err)
+	}
+	req, err := DecodePull(p)
+	if err != nil {
+		return fail(err)
+	}
+	digest, err := r.Digest()
+	if err != nil {
+		return fail(err)
+	}
+	pos, err := r.Position()
+	if err != nil {
+		return fail(err)
+	}
+	if digest != req.Digest {
+		if err := offer(s, r, &req, &digest, pos); err != nil {
+			return fail(err)
+		}
+	}
+	if err := s.WriteFrame(FrameOffersEnd, AppendPosition(nil, pos)); err != nil {
+		return req, err
+	}
+	for {
+		typ, p, err := s.ReadFrame(MaxFrame)
+		if err != nil {
+			return req, fmt.Errorf("sync: read wants: %w", unexpected(err))
+		}
+		if typ == FrameWantEnd {
+			return req, s.CloseWrite()
+		}
+		if err := checkFrame(typ, p, FrameWant); err != nil {
+			return fail(err)
+		}
+		want, err := DecodeEntries(p)
+		if err != nil {
+			return fail(err)
+		}
+		docs, err := r.Docs(s.Peer, want)
+		if err != nil {
+			return fail(err)
+		}
+		if err := sendDocs(s, docs); err != nil {
+			return req, err
+		}
+	}
+}
+
+// offer sends offers: the changes since the puller's last pull when it
+// names this change log, otherwise every document in the digest buckets
+// that differ.
+func offer(s *Stream, r Replica, req *PullRequest, digest *[256][32]byte, pos Position) error {
+	var batch []Entry
+	emit := func(e Entry) error {
+		batch = append(batch, e)
+		if len(batch) < entriesPerFrame {
+			return nil
+		}
+		err := s.WriteFrame(FrameOffers, AppendEntries(nil, batch))
+		batch = batch[:0]
+		return err
+	}
+	var err error
+	if req.Since.Epoch == pos.Epoch && req.Since.Seq > 0 && req.Since.Seq <= pos.Seq {
+		err = r.Changed(s.Peer, req.Since.Seq, pos.Seq, emit)
+	} else {
+		var buckets []byte
+		for i := range digest {
+			if digest[i] != req.Digest[i] {
+				buckets = append(buckets, byte(i))
+			}
+		}
+		err = r.InBuckets(s.Peer, buckets, emit)
+	}
+	if err != nil {
+		return err
+	}
+	if len(batch) > 0 {
+		return s.WriteFrame(FrameOffers, AppendEntries(nil, batch))
+	}
+	return nil
+}
+
+// sendDocs writes documents in frames of about docBytesPerFrame.
+func sendDocs(s *Stream, docs []Entry) error {
+	var batch []Entry
+	size := 0
+	for _, d := range docs {
+		n := EntrySize(d)
+		if len(batch) > 0 && size+n > docBytesPerFrame {
+			if err := s.WriteFrame(FrameDocs, AppendEntries(nil, batch)); err != nil {
+				return err
+			}
+			batch, size = batch[:0], 0
+		}
+		batch = append(batch, d)
+		size += n
+	}
+	if len(batch) > 0 {
+		return s.WriteFrame(FrameDocs, AppendEntries(nil, batch))
+	}
+	return nil
+}
+
+// Push sends documents to the peer on s and closes it.
+func Push(s *Stream, docs []Entry) error {
+	defer s.Close()
+	if err := sendDocs(s, docs); err != nil {
+		return err
+	}
+	return s.CloseWrite()
+}
+
+// ServePush applies the documents a peer pushes on s, skipping those the
+// replica already has. s is closed on return.
+func ServePush(s *Stream, r Replica) (int, error) {
+	defer s.Close()
+	applied := 0
+	for {
+		typ, p, err := s.ReadFrame(MaxFrame)
+		if errors.Is(err, io.EOF) {
+			return applied, nil
+		}
+		if err != nil {
+			return applied, fmt.Errorf("push: %w", err)
+		}
+		if err := checkFrame(typ, p, FrameDocs); err != nil {
+			return applied, err
+		}
+		docs, err := DecodeEntries(p)
+		if err != nil {
+			return applied, err
+		}
+		fresh := docs[:0]
+		for _, d := range docs {
+			lacks, err := r.Lacks(d)
+			if err != nil {
+				return applied, err
+			}
+			if lacks {
+				fresh = append(fresh, d)
+			}
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		if err := r.Apply(s.Peer, fresh); err != nil {
+			return applied, err
+		}
+		applied += len(fresh)
+	}
+}
