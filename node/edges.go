@@ -243,18 +243,29 @@ func (n *Node) commitEdge(doc *crdt.EdgeDoc) (Edge, error) {
 	if err != nil {
 		return Edge{}, fmt.Errorf("materialise edge: %w", err)
 	}
-	value, err := json.Marshal(e)
+	rec, err := edgeRecord(&e, doc.Save())
 	if err != nil {
 		return Edge{}, err
-	}
-	rec := storage.Record{Kind: storage.KindEdge, ID: e.ID, Heads: e.Heads, Value: value, Doc: doc.Save()}
-	if !e.Deleted {
-		rec.Terms = []storage.Term{{Field: "from", Value: e.From}, {Field: "to", Value: e.To}, {Field: "rel", Value: e.Rel}}
 	}
 	if _, err := n.store.Commit(rec); err != nil {
 		return Edge{}, fmt.Errorf("store edge: %w", err)
 	}
+	n.changed()
 	return Edge{e}, nil
+}
+
+// edgeRecord builds the storage record of an edge: its materialised JSON
+// and, while it is live, its adjacency terms.
+func edgeRecord(e *crdt.Edge, doc []byte) (storage.Record, error) {
+	value, err := json.Marshal(e)
+	if err != nil {
+		return storage.Record{}, fmt.Errorf("encode edge: %w", err)
+	}
+	rec := storage.Record{Kind: storage.KindEdge, ID: e.ID, Heads: e.Heads, Value: value, Doc: doc}
+	if !e.Deleted {
+		rec.Terms = []storage.Term{{Field: "from", Value: e.From}, {Field: "to", Value: e.To}, {Field: "rel", Value: e.Rel}}
+	}
+	return rec, nil
 }
 
 func (n *Node) loadEdge(id string) (crdt.Edge, error) {

@@ -13,4 +13,7 @@ var (
 	ErrAmbiguous = errors.New("ambiguous id")
 	// ErrClosed reports a call on a node that has been closed.
 	ErrClosed = errors.New("node closed")
+	// ErrNoMesh reports a mesh operation on a node that runs without the
+	// mesh.
+	ErrNoMesh = errors.New("the mesh is not running on this node (serve without --no-mesh)")
 )

@@ -114,7 +114,7 @@ func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
 			return res, fmt.Errorf("import: %w", err)
 		}
 		res.Imported += len(recs)
-		n.indexer.notify()
+		n.changed()
 	}
 	return res, nil
 }

@@ -3,33 +3,64 @@ package node
 import (
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
-	"encoding/base32"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/memmesh/memmesh/transport"
 )
 
-// identityFile holds the node's Ed25519 private key (PKCS #8, PEM), mode 0600.
-const identityFile = "identity.key"
+// The identity files, mode 0600: the Ed25519 private key (PKCS #8, PEM)
+// and its self-signed certificate (PEM), which peers check at every
+// connection.
+const (
+	identityFile    = "identity.key"
+	certificateFile = "identity.crt"
+)
 
-// Identity is this machine's key pair and the device id derived from it.
+// Identity is this machine's key pair, certificate and the device id
+// derived from the key.
 type Identity struct {
 	Key      ed25519.PrivateKey
+	Cert     tls.Certificate
 	DeviceID string
 }
 
-var deviceEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// deviceIDFor derives a device id from a public key: the base32 form of its
-// SHA-256 hash, so that a device id cannot be claimed without the key.
-func deviceIDFor(pub ed25519.PublicKey) string {
-	sum := sha256.Sum256(pub)
-	return deviceEncoding.EncodeToString(sum[:])
+// loadIdentity reads or creates the key, then reads or creates its
+// certificate.
+func loadIdentity(dir string) (Identity, error) {
+	id, err := loadOrCreateIdentity(dir)
+	if err != nil {
+		return Identity{}, err
+	}
+	path := filepath.Join(dir, certificateFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if id.Cert, err = transport.Certificate(id.Key); err != nil {
+			return Identity{}, err
+		}
+		pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: id.Cert.Certificate[0]})
+		if err := writeFileSync(path, pemCert, 0o600); err != nil {
+			return Identity{}, fmt.Errorf("write certificate: %w", err)
+		}
+		return id, nil
+	}
+	if err != nil {
+		return Identity{}, fmt.Errorf("read certificate: %w", err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return Identity{}, fmt.Errorf("certificate %s: not a PEM certificate", path)
+	}
+	if id.Cert, err = transport.CertificateFromDER(block.Bytes, id.Key); err != nil {
+		return Identity{}, fmt.Errorf("certificate %s: %w", path, err)
+	}
+	return id, nil
 }
 
 // loadOrCreateIdentity reads the key in dir, creating one on first use.
@@ -54,7 +85,7 @@ func loadOrCreateIdentity(dir string) (Identity, error) {
 	if !ok {
 		return Identity{}, fmt.Errorf("identity %s: not an Ed25519 key", path)
 	}
-	return Identity{Key: key, DeviceID: deviceIDFor(key.Public().(ed25519.PublicKey))}, nil
+	return Identity{Key: key, DeviceID: transport.DeviceID(key.Public().(ed25519.PublicKey))}, nil
 }
 
 func createIdentity(path string) (Identity, error) {
@@ -70,7 +101,7 @@ func createIdentity(path string) (Identity, error) {
 	if err := writeFileSync(path, data, 0o600); err != nil {
 		return Identity{}, fmt.Errorf("write identity: %w", err)
 	}
-	return Identity{Key: key, DeviceID: deviceIDFor(pub)}, nil
+	return Identity{Key: key, DeviceID: transport.DeviceID(pub)}, nil
 }
 
 // writeFileSync writes data to path atomically and durably: a synced

@@ -28,6 +28,9 @@ type Config struct {
 	// RecencyHalfLife is the age at which the recency boost of a search
 	// result halves; 0 means the search package's default.
 	RecencyHalfLife time.Duration
+	// Mesh, when set, makes Start join the mesh: QUIC endpoint,
+	// membership and sync. Without it the node is local only.
+	Mesh *MeshConfig
 }
 
 func (c *Config) validate() error {
@@ -52,6 +55,7 @@ type Node struct {
 	store   *storage.Store
 	index   *search.Index
 	indexer *indexer
+	mesh    *mesh // nil when the node runs without the mesh
 
 	locks    [256]sync.Mutex // per-document write locks, striped by id hash
 	importMu sync.Mutex      // imports check for existing ids, then write them
@@ -77,7 +81,7 @@ func New(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("node: create home: %w", err)
 	}
-	id, err := loadOrCreateIdentity(cfg.Home)
+	id, err := loadIdentity(cfg.Home)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -124,7 +128,8 @@ func openIndex(dir string, opts search.Options, log *slog.Logger) (*search.Index
 
 // Start runs the node's background work: the search indexer, which first
 // catches up with every change the index has not seen (after a crash, the
-// ones between the index's watermark and storage).
+// ones between the index's watermark and storage), and the mesh when
+// Config.Mesh is set.
 func (n *Node) Start(ctx context.Context) error {
 	ctx, n.cancel = context.WithCancel(ctx)
 	n.wg.Add(1)
@@ -132,17 +137,36 @@ func (n *Node) Start(ctx context.Context) error {
 		defer n.wg.Done()
 		n.indexer.run(ctx)
 	}()
+	if n.cfg.Mesh != nil {
+		if err := n.startMesh(ctx, *n.cfg.Mesh); err != nil {
+			return fmt.Errorf("node: mesh: %w", err)
+		}
+	}
 	return nil
 }
 
-// Close stops background work and closes the index and storage. Every
-// acknowledged write is already durable; Close loses nothing.
+// Close leaves the mesh, stops background work and closes the index and
+// storage. Every acknowledged write is already durable; Close loses
+// nothing.
 func (n *Node) Close() error {
+	var err error
+	if n.mesh != nil {
+		err = n.mesh.stop()
+	}
 	if n.cancel != nil {
 		n.cancel()
 	}
 	n.wg.Wait()
-	return errors.Join(n.index.Close(), n.store.Close())
+	return errors.Join(err, n.index.Close(), n.store.Close())
+}
+
+// changed tells the indexer and the mesh's pusher that new changes are
+// durable.
+func (n *Node) changed() {
+	n.indexer.notify()
+	if n.mesh != nil {
+		n.mesh.notify()
+	}
 }
 
 // DeviceID is this machine's device id.
@@ -150,9 +174,34 @@ func (n *Node) DeviceID() string { return n.id.DeviceID }
 
 // lock takes the write lock of one document and returns its unlock.
 func (n *Node) lock(id string) func() {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	m := &n.locks[h.Sum32()%uint32(len(n.locks))]
+	m := &n.locks[lockStripe(id)]
 	m.Lock()
 	return m.Unlock
+}
+
+// lockAll takes the write locks of several documents, in stripe order so
+// that two callers cannot deadlock, and returns their unlock.
+func (n *Node) lockAll(ids []string) func() {
+	var take [len(Node{}.locks)]bool
+	for _, id := range ids {
+		take[lockStripe(id)] = true
+	}
+	for i := range take {
+		if take[i] {
+			n.locks[i].Lock()
+		}
+	}
+	return func() {
+		for i := range take {
+			if take[i] {
+				n.locks[i].Unlock()
+			}
+		}
+	}
+}
+
+func lockStripe(id string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return h.Sum32() % uint32(len(Node{}.locks))
 }

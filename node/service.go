@@ -276,7 +276,7 @@ func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}) error {
 	if _, err := n.store.Commit(rec); err != nil {
 		return fmt.Errorf("store memory %s: %w", DisplayID(m.ID), err)
 	}
-	n.indexer.notify()
+	n.changed()
 	return nil
 }
 

@@ -234,7 +234,7 @@ func ServePull(ctx context.Context, s *Stream, r Replica) (PullRequest, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if err := sendDocs(s, docs); err != nil {
+		if err := SendDocs(s, docs); err != nil {
 			return req, err
 		}
 	}
@@ -275,8 +275,8 @@ func offer(s *Stream, r Replica, req *PullRequest, digest *[256][32]byte, pos Po
 	return nil
 }
 
-// sendDocs writes documents in frames of about docBytesPerFrame.
-func sendDocs(s *Stream, docs []Entry) error {
+// SendDocs writes documents as FrameDocs frames of about 1 MiB each.
+func SendDocs(s *Stream, docs []Entry) error {
 	var batch []Entry
 	size := 0
 	for _, d := range docs {
@@ -299,7 +299,7 @@ func sendDocs(s *Stream, docs []Entry) error {
 // Push sends documents to the peer on s and closes it.
 func Push(s *Stream, docs []Entry) error {
 	defer s.Close()
-	if err := sendDocs(s, docs); err != nil {
+	if err := SendDocs(s, docs); err != nil {
 		return err
 	}
 	return s.CloseWrite()

@@ -1,0 +1,556 @@
+package node
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/storage"
+	"github.com/memmesh/memmesh/transport"
+)
+
+// Invite limits.
+const (
+	DefaultInviteTTL = time.Hour
+	MaxInviteTTL     = 7 * 24 * time.Hour
+	tokenPrefix      = "mmj1"
+	tokenVersion     = 1
+)
+
+// tokenEncoding is lowercase base32: easy to copy, no padding.
+var tokenEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// token is a one-time invitation: where the inviting member is, who it is,
+// and a secret the joiner proves it holds.
+type token struct {
+	Inviter string // device id
+	ID      [16]byte
+	Secret  [32]byte
+	Expires time.Time
+	Addrs   []string
+}
+
+// The token, before base32 and its prefix:
+//
+//	version(1) inviter(32, the device id's hash) id(16) secret(32)
+//	expires(8, Unix seconds, big-endian) naddrs(1) {len(1) addr}...
+func (t *token) String() string {
+	inviter, _ := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(t.Inviter)
+	b := []byte{tokenVersion}
+	b = append(b, inviter...)
+	b = append(b, t.ID[:]...)
+	b = append(b, t.Secret[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Expires.Unix()))
+	b = append(b, byte(len(t.Addrs)))
+	for _, a := range t.Addrs {
+		b = append(b, byte(len(a)))
+		b = append(b, a...)
+	}
+	return tokenPrefix + tokenEncoding.EncodeToString(b)
+}
+
+func parseToken(s string) (token, error) {
+	bad := func(why string) (token, error) {
+		return token{}, invalidf("invite token: %s (copy the whole token `memmesh invite` printed)", why)
+	}
+	s = strings.TrimSpace(s)
+	body, ok := strings.CutPrefix(s, tokenPrefix)
+	if !ok {
+		return bad("not a memmesh invite token")
+	}
+	b, err := tokenEncoding.DecodeString(body)
+	if err != nil {
+		return bad("damaged")
+	}
+	if len(b) < 1+32+16+32+8+1 || b[0] != tokenVersion {
+		return bad("damaged or from another version")
+	}
+	var t token
+	t.Inviter = base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[1:33])
+	copy(t.ID[:], b[33:49])
+	copy(t.Secret[:], b[49:81])
+	t.Expires = time.Unix(int64(binary.BigEndian.Uint64(b[81:89])), 0).UTC()
+	rest := b[90:]
+	for range int(b[89]) {
+		if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
+			return bad("damaged")
+		}
+		t.Addrs = append(t.Addrs, string(rest[1:1+rest[0]]))
+		rest = rest[1+rest[0]:]
+	}
+	if len(t.Addrs) == 0 {
+		return bad("no address")
+	}
+	return t, nil
+}
+
+// proof is what a joiner sends to show it holds the token's secret,
+// bound to its own device id.
+func proof(secret [32]byte, joiner string) [32]byte {
+	mac := hmac.New(sha256.New, secret[:])
+	mac.Write([]byte("memmesh join\x00" + joiner))
+	return [32]byte(mac.Sum(nil))
+}
+
+// invite is an invitation as the inviting node stores it (local data).
+type invite struct {
+	Secret  []byte    `json:"secret"`
+	Expires time.Time `json:"expires"`
+	UsedBy  string    `json:"used_by,omitempty"`
+}
+
+// Invitation is a new invite token.
+type Invitation struct {
+	Token   string    `json:"token"`
+	Expires time.Time `json:"expires"`
+	Addrs   []string  `json:"addrs"`
+}
+
+// Invite creates a one-time token another machine passes to Join. It is
+// valid for ttl (default one hour, at most a week) and only on this node.
+func (n *Node) Invite(ctx context.Context, ttl time.Duration) (Invitation, error) {
+	m := n.mesh
+	if m == nil {
+		return Invitation{}, ErrNoMesh
+	}
+	if ttl == 0 {
+		ttl = DefaultInviteTTL
+	}
+	if ttl < time.Minute || ttl > MaxInviteTTL {
+		return Invitation{}, invalidf("invite ttl %v: give 1m to %v", ttl, MaxInviteTTL)
+	}
+	if err := m.ensureSelf(); err != nil {
+		return Invitation{}, err
+	}
+	t := token{Inviter: n.id.DeviceID, Expires: n.now().Add(ttl).Truncate(time.Second), Addrs: []string{m.advertise.String()}}
+	rand.Read(t.ID[:])
+	rand.Read(t.Secret[:])
+	data, err := json.Marshal(invite{Secret: t.Secret[:], Expires: t.Expires})
+	if err != nil {
+		return Invitation{}, err
+	}
+	if err := n.store.PutLocalDurable(localInvite+hex.EncodeToString(t.ID[:]), data); err != nil {
+		return Invitation{}, fmt.Errorf("save invite: %w", err)
+	}
+	return Invitation{Token: t.String(), Expires: t.Expires, Addrs: t.Addrs}, nil
+}
+
+// ensureSelf adds this device to the registry if it is not there yet (a
+// node that has never invited nor joined has no registry).
+func (m *mesh) ensureSelf() error {
+	self := m.n.id.DeviceID
+	m.mu.Lock()
+	_, ok := m.devices[self]
+	m.mu.Unlock()
+	if ok {
+		return nil
+	}
+	_, err := m.addDevice(self, m.cfg.Name, self)
+	return err
+}
+
+// addDevice creates the registry record of a device, or returns the
+// existing one; a revoked device cannot be added again.
+func (m *mesh) addDevice(device, name, by string) (crdt.MeshRecord, error) {
+	id := crdt.MeshID(crdt.MeshDevice, device)
+	unlock := m.n.lock(id)
+	defer unlock()
+	if rec, err := m.n.store.Get(storage.KindMesh, id); err == nil {
+		var r crdt.MeshRecord
+		if err := json.Unmarshal(rec.Value, &r); err != nil {
+			return r, err
+		}
+		if r.Revoked() {
+			return r, fmt.Errorf("%w: device %s was revoked and cannot rejoin", transport.ErrUnauthorized, device)
+		}
+		return r, nil
+	} else if !storageNotFound(err) {
+		return crdt.MeshRecord{}, err
+	}
+	now := m.n.now().UTC()
+	doc, err := crdt.NewMeshDoc(m.n.actor, &crdt.MeshRecord{ID: id, What: crdt.MeshDevice, Key: device, Name: name, AddedBy: by, AddedAt: now, UpdatedAt: now})
+	if err != nil {
+		return crdt.MeshRecord{}, err
+	}
+	defer doc.Close()
+	return m.n.commitMesh(doc)
+}
+
+// commitMesh stores a mesh document and updates the mesh's view of it.
+// The caller holds the document's lock.
+func (n *Node) commitMesh(doc *crdt.MeshDoc) (crdt.MeshRecord, error) {
+	r, err := doc.Materialize()
+	if err != nil {
+		return r, err
+	}
+	rec, err := meshRecord(&r, doc.Save())
+	if err != nil {
+		return r, err
+	}
+	if _, err := n.store.Commit(rec); err != nil {
+		return r, fmt.Errorf("store mesh record: %w", err)
+	}
+	if n.mesh != nil {
+		n.mesh.noteRecord(r)
+		n.mesh.applied([]crdt.MeshRecord{r})
+	}
+	n.changed()
+	return r, nil
+}
+
+// meshRecord builds the storage record of a mesh document.
+func meshRecord(r *crdt.MeshRecord, doc []byte) (storage.Record, error) {
+	value, err := json.Marshal(r)
+	if err != nil {
+		return storage.Record{}, fmt.Errorf("encode mesh record: %w", err)
+	}
+	return storage.Record{Kind: storage.KindMesh, ID: r.ID, Heads: r.Heads, Value: value, Doc: doc,
+		Terms: []storage.Term{{Field: "what", Value: r.What}}}, nil
+}
+
+// serveJoin admits a device that proves an unused, unexpired invite: it is
+// added to the registry, and receives the registry and the members'
+// addresses.
+func (m *mesh) serveJoin(s *transport.Stream) error {
+	defer s.Close()
+	refuse := func(err error) error {
+		s.WriteFrame(transport.FrameError, []byte(err.Error()))
+		s.CloseWrite()
+		drain(s)
+		return err
+	}
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	typ, p, err := s.ReadFrame(transport.MaxJoinFrame)
+	if err != nil {
+		return fmt.Errorf("read join request: %w", err)
+	}
+	if typ != transport.FrameJoin {
+		return refuse(fmt.Errorf("%w: expected a join request, got frame type %d", transport.ErrMalformed, typ))
+	}
+	req, err := transport.DecodeJoin(p)
+	if err != nil {
+		return refuse(err)
+	}
+	if err := m.useInvite(req, s.Peer); err != nil {
+		return refuse(err)
+	}
+	name := req.Name
+	if name == "" {
+		name = s.Peer[:8]
+	}
+	if _, err := m.addDevice(s.Peer, name, m.n.id.DeviceID); err != nil {
+		return refuse(err)
+	}
+	m.log.Info("device joined", "device", s.Peer, "name", name, "addr", s.Addr.String())
+	addrs := []string{m.advertise.String()}
+	for _, node := range m.ml.Members() {
+		if node.Name != m.n.id.DeviceID && len(addrs) < 32 {
+			addrs = append(addrs, node.Address())
+		}
+	}
+	if err := s.WriteFrame(transport.FrameJoined, transport.AppendJoined(nil, &transport.JoinReply{Addrs: addrs})); err != nil {
+		return err
+	}
+	var docs []transport.Entry
+	err = m.n.store.All(storage.KindMesh, func(rec storage.Record) error {
+		doc, err := m.n.store.GetDoc(storage.KindMesh, rec.ID)
+		if err != nil {
+			return err
+		}
+		e := entryOf(rec)
+		e.Doc = doc
+		docs = append(docs, e)
+		return nil
+	})
+	if err == nil {
+		err = transport.SendDocs(s, docs)
+	}
+	if err == nil {
+		err = s.CloseWrite()
+	}
+	drain(s)
+	return err
+}
+
+// drain waits (briefly) for the peer to close its side, so that closing
+// the join connection does not cut off what was just sent.
+func drain(s *transport.Stream) {
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	io.Copy(io.Discard, io.LimitReader(s, transport.MaxJoinFrame))
+}
+
+// useInvite checks a join request against the stored invite and marks the
+// invite used, durably, before the device is admitted.
+func (m *mesh) useInvite(req transport.JoinRequest, joiner string) error {
+	m.inviteMu.Lock()
+	defer m.inviteMu.Unlock()
+	key := localInvite + hex.EncodeToString(req.Token[:])
+	data, err := m.n.store.GetLocal(key)
+	if storageNotFound(err) {
+		return fmt.Errorf("%w: unknown invite token", transport.ErrUnauthorized)
+	}
+	if err != nil {
+		return err
+	}
+	var inv invite
+	if err := json.Unmarshal(data, &inv); err != nil || len(inv.Secret) != 32 {
+		return fmt.Errorf("stored invite unreadable: %v", err)
+	}
+	want := proof([32]byte(inv.Secret), joiner)
+	switch {
+	case !hmac.Equal(want[:], req.Proof[:]):
+		return fmt.Errorf("%w: wrong invite secret", transport.ErrUnauthorized)
+	case inv.UsedBy != "":
+		return fmt.Errorf("%w: invite token already used", transport.ErrUnauthorized)
+	case m.n.now().After(inv.Expires):
+		return fmt.Errorf("%w: invite token expired at %s", transport.ErrUnauthorized, inv.Expires.Format(time.RFC3339))
+	}
+	inv.UsedBy = joiner
+	if data, err = json.Marshal(inv); err != nil {
+		return err
+	}
+	return m.n.store.PutLocalDurable(key, data)
+}
+
+// JoinResult reports a successful join.
+type JoinResult struct {
+	Inviter string   `json:"inviter"` // device id of the member that admitted us
+	Addr    string   `json:"addr"`    // where it answered
+	Devices int      `json:"devices"` // devices in the registry now
+	Members []string `json:"members"` // member addresses contacted
+}
+
+// Join uses an invite token: it connects to the inviting member, checks
+// that it is the device the token names, proves the token's secret, and
+// receives the device registry. Then it joins the membership and starts
+// syncing. No private key leaves this machine.
+func (n *Node) Join(ctx context.Context, tok string) (JoinResult, error) {
+	m := n.mesh
+	if m == nil {
+		return JoinResult{}, ErrNoMesh
+	}
+	t, err := parseToken(tok)
+	if err != nil {
+		return JoinResult{}, err
+	}
+	if t.Inviter == n.id.DeviceID {
+		return JoinResult{}, invalidf("invite token: it was made by this device; use it on another machine")
+	}
+	if n.now().After(t.Expires) {
+		return JoinResult{}, invalidf("invite token expired at %s; make a new one with `memmesh invite`", t.Expires.Format(time.RFC3339))
+	}
+	var s *transport.Stream
+	var errs []error
+	for _, addr := range t.Addrs {
+		s, err = m.ep.DialJoin(ctx, addr, t.Inviter)
+		if err == nil {
+			break
+		}
+		errs = append(errs, err)
+	}
+	if s == nil {
+		return JoinResult{}, fmt.Errorf("join: the inviting member did not answer: %w", errors.Join(errs...))
+	}
+	defer s.Close()
+	res := JoinResult{Inviter: t.Inviter, Addr: s.Addr.String()}
+	req := transport.JoinRequest{Token: t.ID, Proof: proof(t.Secret, n.id.DeviceID), Name: m.cfg.Name}
+	if err := s.WriteFrame(transport.FrameJoin, transport.AppendJoin(nil, &req)); err != nil {
+		return res, fmt.Errorf("join: %w", err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		s.SetReadDeadline(dl)
+	} else {
+		s.SetReadDeadline(time.Now().Add(30 * time.Second))
+	}
+	typ, p, err := s.ReadFrame(transport.MaxFrame)
+	if err != nil {
+		return res, fmt.Errorf("join: %w", err)
+	}
+	switch typ {
+	case transport.FrameError:
+		return res, fmt.Errorf("%w: join refused: %s", ErrInvalid, p)
+	case transport.FrameJoined:
+	default:
+		return res, fmt.Errorf("join: %w: frame type %d", transport.ErrMalformed, typ)
+	}
+	reply, err := transport.DecodeJoined(p)
+	if err != nil {
+		return res, fmt.Errorf("join: %w", err)
+	}
+	// The registry follows; only mesh records are accepted here.
+	for {
+		typ, p, err := s.ReadFrame(transport.MaxFrame)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return res, fmt.Errorf("join: registry: %w", err)
+		}
+		if typ != transport.FrameDocs {
+			return res, fmt.Errorf("join: %w: frame type %d", transport.ErrMalformed, typ)
+		}
+		docs, err := transport.DecodeEntries(p)
+		if err != nil {
+			return res, fmt.Errorf("join: registry: %w", err)
+		}
+		docs = slices.DeleteFunc(docs, func(e transport.Entry) bool { return storage.Kind(e.Kind) != storage.KindMesh })
+		if err := (replica{m}).Apply(t.Inviter, docs); err != nil {
+			return res, fmt.Errorf("join: registry: %w", err)
+		}
+	}
+	s.CloseWrite()
+	if err := m.authorize(t.Inviter); err != nil {
+		return res, fmt.Errorf("join: the inviting member sent a registry without itself: %w", err)
+	}
+	m.mu.Lock()
+	res.Devices = len(m.devices)
+	m.mu.Unlock()
+	m.remember(t.Inviter, res.Addr)
+	var addrs []string
+	for _, a := range reply.Addrs {
+		if _, _, err := net.SplitHostPort(a); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	res.Members = addrs
+	if m.joinAddrs(addrs) == 0 {
+		return res, fmt.Errorf("join: admitted to the registry, but no member answered the membership join; the node keeps retrying")
+	}
+	m.kickPull(t.Inviter)
+	return res, nil
+}
+
+// JoinAddr contacts a member at addr, for a device that is already in the
+// registry (a re-join after an address change, or a new peer address).
+func (n *Node) JoinAddr(ctx context.Context, addr string) (int, error) {
+	m := n.mesh
+	if m == nil {
+		return 0, ErrNoMesh
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return 0, invalidf("address %q: want host:port (or pass an invite token)", addr)
+	}
+	k := m.joinAddrs([]string{addr})
+	if k == 0 {
+		return 0, fmt.Errorf("no member answered at %s: check that it runs `memmesh serve` and that this device is in its registry (join with an invite token first)", addr)
+	}
+	return k, nil
+}
+
+// Device is one entry of the device registry.
+type Device struct {
+	crdt.MeshRecord
+	Self bool `json:"self"`
+}
+
+// Devices lists the device registry.
+func (n *Node) Devices(ctx context.Context) ([]Device, error) {
+	var out []Device
+	err := n.store.All(storage.KindMesh, func(rec storage.Record) error {
+		var r crdt.MeshRecord
+		if err := json.Unmarshal(rec.Value, &r); err != nil {
+			return fmt.Errorf("mesh record %s: %w", rec.ID, err)
+		}
+		if r.What == crdt.MeshDevice {
+			out = append(out, Device{MeshRecord: r, Self: r.Key == n.id.DeviceID})
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b Device) int { return a.AddedAt.Compare(b.AddedAt) })
+	return out, err
+}
+
+// Revoke removes a device from the mesh for good: every member refuses it
+// once the revocation reaches them. ref is a device id, a unique prefix of
+// one, or a unique device name.
+func (n *Node) Revoke(ctx context.Context, ref string) (Device, error) {
+	devices, err := n.Devices(ctx)
+	if err != nil {
+		return Device{}, err
+	}
+	ref = strings.TrimSpace(ref)
+	var match []Device
+	for _, d := range devices {
+		if d.Key == ref || d.Name == ref || (len(ref) >= 4 && strings.HasPrefix(d.Key, strings.ToUpper(ref))) {
+			match = append(match, d)
+		}
+	}
+	switch {
+	case ref == "" || len(match) == 0:
+		return Device{}, fmt.Errorf("%w: no device %q in the registry (see `memmesh devices`)", ErrNotFound, ref)
+	case len(match) > 1:
+		return Device{}, fmt.Errorf("%w: %q matches %d devices; give more of the id", ErrAmbiguous, ref, len(match))
+	case match[0].Self:
+		return Device{}, invalidf("device %s is this machine: revoke it from another member", match[0].Key)
+	}
+	id := match[0].ID
+	unlock := n.lock(id)
+	defer unlock()
+	data, err := n.store.GetDoc(storage.KindMesh, id)
+	if err != nil {
+		return Device{}, err
+	}
+	doc, err := crdt.LoadMeshDoc(n.actor, data)
+	if err != nil {
+		return Device{}, err
+	}
+	defer doc.Close()
+	if err := doc.Revoke(n.id.DeviceID, n.now().UTC()); err != nil {
+		return Device{}, err
+	}
+	if err := doc.Commit("revoke"); err != nil {
+		return Device{}, err
+	}
+	r, err := n.commitMesh(doc)
+	return Device{MeshRecord: r}, err
+}
+
+// SetNamespaceSync sets a namespace's replication policy: crdt.SyncLocal
+// keeps its memories on the machine that wrote them (enforced when
+// sending and when receiving), crdt.SyncAll replicates them.
+func (n *Node) SetNamespaceSync(ctx context.Context, ns, policy string) (crdt.MeshRecord, error) {
+	ns, err := normalizeNamespace(ns)
+	if err != nil {
+		return crdt.MeshRecord{}, err
+	}
+	if policy != crdt.SyncAll && policy != crdt.SyncLocal {
+		return crdt.MeshRecord{}, invalidf("sync policy %q: want %q or %q", policy, crdt.SyncAll, crdt.SyncLocal)
+	}
+	id := crdt.MeshID(crdt.MeshNamespace, ns)
+	unlock := n.lock(id)
+	defer unlock()
+	now := n.now().UTC()
+	data, err := n.store.GetDoc(storage.KindMesh, id)
+	var doc *crdt.MeshDoc
+	switch {
+	case storageNotFound(err):
+		doc, err = crdt.NewMeshDoc(n.actor, &crdt.MeshRecord{ID: id, What: crdt.MeshNamespace, Key: ns, Sync: policy, UpdatedAt: now})
+	case err == nil:
+		if doc, err = crdt.LoadMeshDoc(n.actor, data); err == nil {
+			if err = doc.SetSync(policy, now); err == nil {
+				err = doc.Commit("sync policy")
+			}
+		}
+	}
+	if err != nil {
+		if doc != nil {
+			doc.Close()
+		}
+		return crdt.MeshRecord{}, err
+	}
+	defer doc.Close()
+	return n.commitMesh(doc)
+}

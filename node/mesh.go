@@ -1,0 +1,764 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/storage"
+	"github.com/memmesh/memmesh/transport"
+)
+
+// DefaultListen is the mesh's default UDP address.
+const DefaultListen = ":7420"
+
+// MeshConfig configures the node's part in the mesh. The zero value of
+// each field means its default.
+type MeshConfig struct {
+	// Listen is the UDP address of the QUIC endpoint (default ":7420").
+	Listen string
+	// Advertise is the address peers dial (default: Listen's host, or
+	// this machine's first private IPv4 address).
+	Advertise string
+	// Name is this device's human name (default: the hostname).
+	Name string
+	// Join lists member addresses to contact at start, besides the ones
+	// the node remembers.
+	Join []string
+	// ProbeInterval is memberlist's failure-detection probe interval
+	// (default 500ms: a dead peer is detected in about 3s).
+	ProbeInterval time.Duration
+	// SyncInterval is the period of anti-entropy with each live peer
+	// (default 30s); joins and reconnections also start one at once.
+	SyncInterval time.Duration
+	// RetryInterval is how often known peers that are not alive are
+	// contacted again (default 2s).
+	RetryInterval time.Duration
+	// WrapConn wraps the UDP socket (fault injection in tests).
+	WrapConn func(net.PacketConn) net.PacketConn
+}
+
+func (c *MeshConfig) withDefaults() MeshConfig {
+	d := *c
+	if d.Listen == "" {
+		d.Listen = DefaultListen
+	}
+	if d.Name == "" {
+		d.Name, _ = os.Hostname()
+	}
+	if d.ProbeInterval <= 0 {
+		d.ProbeInterval = 500 * time.Millisecond
+	}
+	if d.SyncInterval <= 0 {
+		d.SyncInterval = 30 * time.Second
+	}
+	if d.RetryInterval <= 0 {
+		d.RetryInterval = 2 * time.Second
+	}
+	return d
+}
+
+// Keys of the mesh's local (never replicated) data.
+const (
+	localEpoch     = "mesh/epoch"     // this change log's epoch
+	localKnown     = "mesh/known"     // JSON: device id -> last address
+	localPosPrefix = "mesh/pos/"      // + device: where the last pull from it ended
+	localRevoked   = "mesh/revoked/"  // + device: revocations seen, kept even if a peer drops them
+	localInvite    = "mesh/invite/"   // + token id: an invite
+	pushQueue      = 64               // pushes waiting per peer before the oldest are dropped
+	meshVersionTag = "memmesh-proto-" // node meta: protocol version prefix
+)
+
+// mesh is the node's membership and sync: the QUIC endpoint, memberlist
+// over it, anti-entropy pulls, pushes of local changes, and the device
+// registry (mesh records) that decides who may connect.
+type mesh struct {
+	n         *Node
+	cfg       MeshConfig
+	log       *slog.Logger
+	ep        *transport.Endpoint
+	ml        *memberlist.Memberlist
+	advertise *net.UDPAddr
+	epoch     [transport.EpochSize]byte
+
+	inviteMu sync.Mutex // one invite check at a time
+
+	mu      sync.Mutex
+	devices map[string]crdt.MeshRecord // the registry, by device id
+	localNS map[string]bool            // namespaces that never leave this machine
+	peers   map[string]*peerState      // by device id
+	remote  map[uint64]bool            // seqs of changes received from peers: not pushed
+	known   map[string]string          // device id -> last address, persisted
+
+	kick     chan string   // devices to pull from now
+	pushWake chan struct{} // new local changes
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// peerState is what this node knows of one peer beyond memberlist.
+type peerState struct {
+	addr      string
+	state     string // alive, suspect, dead, left
+	version   string
+	name      string
+	pulling   bool
+	lastSync  time.Time // end of the last complete pull from the peer
+	lastErr   string
+	served    bool   // the peer completed a pull from us
+	servedSeq uint64 // our change-log seq it reached then
+	push      chan []transport.Entry
+}
+
+// startMesh opens the endpoint and memberlist and starts the mesh loops.
+func (n *Node) startMesh(ctx context.Context, cfg MeshConfig) error {
+	cfg = cfg.withDefaults()
+	m := &mesh{
+		n:        n,
+		cfg:      cfg,
+		log:      n.log.With("component", "mesh"),
+		devices:  make(map[string]crdt.MeshRecord),
+		localNS:  make(map[string]bool),
+		peers:    make(map[string]*peerState),
+		remote:   make(map[uint64]bool),
+		known:    make(map[string]string),
+		kick:     make(chan string, 64),
+		pushWake: make(chan struct{}, 1),
+	}
+	if err := m.loadState(); err != nil {
+		return err
+	}
+	ep, err := transport.Listen(transport.Config{
+		Listen:    cfg.Listen,
+		Key:       n.id.Key,
+		Cert:      n.id.Cert,
+		Authorize: m.authorize,
+		Logger:    m.log.With("component", "transport"),
+		WrapConn:  cfg.WrapConn,
+	})
+	if err != nil {
+		return err
+	}
+	m.ep = ep
+	if cfg.Advertise != "" {
+		m.advertise, err = net.ResolveUDPAddr("udp", cfg.Advertise)
+	} else {
+		m.advertise, err = transport.AdvertiseAddr(ep.Addr())
+	}
+	if err != nil {
+		ep.Close()
+		return fmt.Errorf("mesh: advertise address: %w", err)
+	}
+	if m.ml, err = memberlist.Create(m.memberlistConfig()); err != nil {
+		ep.Close()
+		return fmt.Errorf("mesh: memberlist: %w", err)
+	}
+	m.ctx, m.cancel = context.WithCancel(ctx)
+	n.mesh = m
+	m.goLoop(m.acceptLoop)
+	m.goLoop(m.pullLoop)
+	m.goLoop(m.pushLoop)
+	m.goLoop(m.retryLoop)
+	m.log.Info("mesh listening", "addr", ep.Addr().String(), "advertise", m.advertise.String(), "device", n.id.DeviceID)
+	return nil
+}
+
+func (m *mesh) goLoop(fn func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn()
+	}()
+}
+
+// stop leaves the mesh: memberlist says goodbye, then the loops and the
+// endpoint stop.
+func (m *mesh) stop() error {
+	err := m.ml.Leave(time.Second)
+	err = errors.Join(err, m.ml.Shutdown())
+	m.cancel()
+	err = errors.Join(err, m.ep.Close())
+	m.wg.Wait()
+	return err
+}
+
+func (m *mesh) memberlistConfig() *memberlist.Config {
+	c := memberlist.DefaultLANConfig()
+	c.Name = m.n.id.DeviceID
+	c.Transport = m.ep.Memberlist(m.advertise)
+	c.UDPBufferSize = transport.MaxPacket
+	c.ProbeInterval = m.cfg.ProbeInterval
+	c.ProbeTimeout = m.cfg.ProbeInterval / 2
+	c.SuspicionMult = 3
+	c.GossipInterval = 100 * time.Millisecond
+	c.PushPullInterval = 15 * time.Second
+	c.TCPTimeout = 3 * time.Second
+	c.Delegate = &meshDelegate{m}
+	c.Events = &meshEvents{m}
+	c.Alive = &meshAlive{m}
+	c.Logger = slog.NewLogLogger(m.log.With("component", "memberlist").Handler(), slog.LevelDebug)
+	return c
+}
+
+// loadState reads the epoch, the registry, namespace settings and known
+// peers.
+func (m *mesh) loadState() error {
+	store := m.n.store
+	epoch, err := store.GetLocal(localEpoch)
+	if errors.Is(err, storage.ErrNotFound) {
+		epoch = make([]byte, transport.EpochSize)
+		rand.Read(epoch)
+		err = store.PutLocalDurable(localEpoch, epoch)
+	}
+	if err != nil {
+		return fmt.Errorf("mesh: epoch: %w", err)
+	}
+	copy(m.epoch[:], epoch)
+	if data, err := store.GetLocal(localKnown); err == nil {
+		if err := json.Unmarshal(data, &m.known); err != nil {
+			m.log.Warn("forgetting unreadable list of known peers", "err", err)
+		}
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	return store.All(storage.KindMesh, func(rec storage.Record) error {
+		var r crdt.MeshRecord
+		if err := json.Unmarshal(rec.Value, &r); err != nil {
+			return fmt.Errorf("mesh: record %s: %w", rec.ID, err)
+		}
+		m.noteRecord(r)
+		return nil
+	})
+}
+
+// noteRecord updates the in-memory view of one mesh record. Callers that
+// hold m.mu use noteRecordLocked.
+func (m *mesh) noteRecord(r crdt.MeshRecord) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.noteRecordLocked(r)
+}
+
+func (m *mesh) noteRecordLocked(r crdt.MeshRecord) {
+	switch r.What {
+	case crdt.MeshDevice:
+		m.devices[r.Key] = r
+	case crdt.MeshNamespace:
+		if r.Sync == crdt.SyncLocal {
+			m.localNS[r.Key] = true
+		} else {
+			delete(m.localNS, r.Key)
+		}
+	}
+}
+
+// authorize admits a device that is in the registry and not revoked.
+func (m *mesh) authorize(device string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.devices[device]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %s is not in the device registry", transport.ErrUnauthorized, device)
+	case d.Revoked():
+		return fmt.Errorf("%w: %s was revoked", transport.ErrUnauthorized, device)
+	}
+	return nil
+}
+
+// peer returns the state of a peer, creating it.
+func (m *mesh) peer(device string) *peerState {
+	p := m.peers[device]
+	if p == nil {
+		p = &peerState{push: make(chan []transport.Entry, pushQueue)}
+		m.peers[device] = p
+		m.goLoop(func() { m.pushTo(device, p) })
+	}
+	return p
+}
+
+// remember records a peer's address for reconnection, durably only when
+// it changed.
+func (m *mesh) remember(device, addr string) {
+	m.mu.Lock()
+	if device == m.n.id.DeviceID || m.known[device] == addr {
+		m.mu.Unlock()
+		return
+	}
+	m.known[device] = addr
+	data, err := json.Marshal(m.known)
+	m.mu.Unlock()
+	if err == nil {
+		err = m.n.store.PutLocalDurable(localKnown, data)
+	}
+	if err != nil {
+		m.log.Warn("cannot save known peers", "err", err)
+	}
+}
+
+// kickPull asks for a pull from device soon.
+func (m *mesh) kickPull(device string) {
+	select {
+	case m.kick <- device:
+	default:
+	}
+}
+
+// acceptLoop serves the streams peers open.
+func (m *mesh) acceptLoop() {
+	for {
+		s, err := m.ep.Accept(m.ctx)
+		if err != nil {
+			return
+		}
+		m.goLoop(func() { m.serve(s) })
+	}
+}
+
+func (m *mesh) serve(s *transport.Stream) {
+	log := m.log.With("peer", s.Peer, "addr", s.Addr.String())
+	switch s.Type {
+	case transport.StreamSync:
+		pos, _ := m.position()
+		req, err := transport.ServePull(m.ctx, s, replica{m})
+		if err != nil {
+			log.Warn("serving a pull failed", "err", err)
+			return
+		}
+		m.mu.Lock()
+		p := m.peer(s.Peer)
+		p.served, p.servedSeq = true, pos.Seq
+		m.mu.Unlock()
+		// The puller may hold what we lack: pull back.
+		if digest, err := m.n.store.Digest(); err == nil && digest != req.Digest {
+			m.kickPull(s.Peer)
+		}
+	case transport.StreamPush:
+		if n, err := transport.ServePush(s, replica{m}); err != nil {
+			log.Warn("receiving a push failed", "err", err, "applied", n)
+			m.kickPull(s.Peer)
+		}
+	case transport.StreamJoin:
+		if err := m.serveJoin(s); err != nil {
+			log.Warn("join refused", "err", err)
+		}
+	default:
+		s.Close()
+	}
+}
+
+// pullLoop runs anti-entropy: with every live peer each SyncInterval, and
+// at once with a peer that was kicked (join, reconnection, a failed push,
+// a pull from it that showed differences).
+func (m *mesh) pullLoop() {
+	tick := time.NewTicker(m.cfg.SyncInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case device := <-m.kick:
+			m.startPull(device)
+		case <-tick.C:
+			for _, device := range m.aliveDevices() {
+				m.startPull(device)
+			}
+		}
+	}
+}
+
+func (m *mesh) aliveDevices() []string {
+	var out []string
+	for _, node := range m.ml.Members() {
+		if node.Name != m.n.id.DeviceID && node.State == memberlist.StateAlive {
+			out = append(out, node.Name)
+		}
+	}
+	return out
+}
+
+// startPull starts a pull from device unless one is running.
+func (m *mesh) startPull(device string) {
+	m.mu.Lock()
+	p := m.peer(device)
+	addr := p.addr
+	if p.pulling || addr == "" {
+		m.mu.Unlock()
+		return
+	}
+	p.pulling = true
+	m.mu.Unlock()
+	m.goLoop(func() {
+		stats, err := m.pull(device, addr)
+		m.mu.Lock()
+		p.pulling = false
+		if err != nil {
+			p.lastErr = err.Error()
+		} else {
+			p.lastSync, p.lastErr = m.n.now(), ""
+		}
+		m.mu.Unlock()
+		if err != nil {
+			m.log.Warn("pull failed", "peer", device, "addr", addr, "err", err)
+		} else if stats.Received > 0 {
+			m.log.Info("pulled", "peer", device, "offered", stats.Offered, "received", stats.Received, "bytes", stats.Bytes, "took", stats.Duration)
+		}
+	})
+}
+
+// pull runs one anti-entropy pull from the device at addr and records
+// where it ended.
+func (m *mesh) pull(device, addr string) (transport.SyncStats, error) {
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Minute)
+	defer cancel()
+	var since transport.Position
+	if data, err := m.n.store.GetLocal(localPosPrefix + device); err == nil {
+		since, _ = transport.DecodePosition(data)
+	}
+	s, err := m.ep.Open(ctx, addr, transport.StreamSync)
+	if err != nil {
+		return transport.SyncStats{}, err
+	}
+	if s.Peer != device {
+		s.Close()
+		return transport.SyncStats{}, fmt.Errorf("%s answered at %s, expected %s", s.Peer, addr, device)
+	}
+	stats, err := transport.Pull(ctx, s, replica{m}, since)
+	if err != nil {
+		return stats, err
+	}
+	return stats, m.n.store.PutLocalDurable(localPosPrefix+device, transport.AppendPosition(nil, stats.End))
+}
+
+// Pull runs one anti-entropy pull from every live peer and waits for it;
+// it returns the first error.
+func (n *Node) Pull(ctx context.Context) error {
+	m := n.mesh
+	if m == nil {
+		return ErrNoMesh
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for _, device := range m.aliveDevices() {
+		m.mu.Lock()
+		addr := m.peer(device).addr
+		m.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := m.pull(device, addr); err != nil {
+				select {
+				case errs <- fmt.Errorf("pull from %s: %w", device, err):
+				default:
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// pushLoop sends every local change to every live peer as soon as it is
+// durable. Changes received from peers are not pushed on: each node
+// pushes its own, and anti-entropy covers the rest.
+func (m *mesh) pushLoop() {
+	after := m.n.store.DurableSeq()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.pushWake:
+		}
+		for {
+			var batch []transport.Entry
+			last, err := m.n.store.Changes(after, 256, func(rec storage.Record) error {
+				m.mu.Lock()
+				remote := m.remote[rec.Seq]
+				m.mu.Unlock()
+				if remote || !m.sendable(rec) {
+					return nil
+				}
+				doc, err := m.n.store.GetDoc(rec.Kind, rec.ID)
+				if err != nil {
+					return err
+				}
+				batch = append(batch, transport.Entry{Kind: byte(rec.Kind), ID: rec.ID, Heads: rec.Heads, Doc: doc})
+				return nil
+			})
+			if err != nil {
+				m.log.Warn("reading changes to push", "err", err)
+				break
+			}
+			m.mu.Lock()
+			for seq := range m.remote {
+				if seq <= last {
+					delete(m.remote, seq)
+				}
+			}
+			m.mu.Unlock()
+			if last == after {
+				break
+			}
+			after = last
+			if len(batch) > 0 {
+				m.queuePush(batch)
+			}
+		}
+	}
+}
+
+// queuePush hands a batch to every live peer's sender; a peer whose queue
+// is full misses it and is pulled from instead (anti-entropy both ways).
+func (m *mesh) queuePush(batch []transport.Entry) {
+	alive := m.aliveDevices()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, device := range alive {
+		select {
+		case m.peer(device).push <- batch:
+		default:
+			m.kickPull(device)
+		}
+	}
+}
+
+// pushTo sends queued batches to one peer, in order.
+func (m *mesh) pushTo(device string, p *peerState) {
+	for {
+		var batch []transport.Entry
+		select {
+		case <-m.ctx.Done():
+			return
+		case batch = <-p.push:
+		}
+		m.mu.Lock()
+		addr := p.addr
+		m.mu.Unlock()
+		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+		s, err := m.ep.Open(ctx, addr, transport.StreamPush)
+		if err == nil {
+			err = transport.Push(s, batch)
+		}
+		cancel()
+		if err != nil {
+			m.log.Debug("push failed; anti-entropy will carry it", "peer", device, "err", err)
+		}
+	}
+}
+
+// notify tells the pusher that changes are durable.
+func (m *mesh) notify() { signal(m.pushWake) }
+
+// retryLoop contacts known peers that are not alive: memberlist does not
+// reconnect by itself, and a returning laptop or a healed partition must
+// re-merge with no manual step.
+func (m *mesh) retryLoop() {
+	m.joinAddrs(m.cfg.Join)
+	tick := time.NewTicker(m.cfg.RetryInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		alive := make(map[string]bool)
+		for _, node := range m.ml.Members() {
+			alive[node.Name] = node.State == memberlist.StateAlive
+		}
+		var addrs []string
+		m.mu.Lock()
+		for device, addr := range m.known {
+			if rec := m.devices[device]; !alive[device] && !rec.Revoked() {
+				addrs = append(addrs, addr)
+			}
+		}
+		m.mu.Unlock()
+		m.joinAddrs(addrs)
+	}
+}
+
+// joinAddrs asks memberlist to contact each address, concurrently.
+func (m *mesh) joinAddrs(addrs []string) int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	joined := 0
+	for _, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if k, err := m.ml.Join([]string{addr}); err != nil {
+				m.log.Debug("peer not reachable", "addr", addr, "err", err)
+			} else {
+				mu.Lock()
+				joined += k
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return joined
+}
+
+// position is this change log's epoch and durable end.
+func (m *mesh) position() (transport.Position, error) {
+	return transport.Position{Epoch: m.epoch, Seq: m.n.store.DurableSeq()}, nil
+}
+
+// nodeMeta is what each node gossips about itself.
+type nodeMeta struct {
+	Name    string `json:"n"`
+	Version string `json:"v"`
+}
+
+type meshDelegate struct{ m *mesh }
+
+func (d *meshDelegate) NodeMeta(limit int) []byte {
+	b, _ := json.Marshal(nodeMeta{Name: d.m.cfg.Name, Version: Version()})
+	if len(b) > limit {
+		b, _ = json.Marshal(nodeMeta{Version: Version()})
+	}
+	return b
+}
+func (d *meshDelegate) NotifyMsg([]byte)                           {}
+func (d *meshDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d *meshDelegate) LocalState(join bool) []byte                { return nil }
+func (d *meshDelegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// meshAlive refuses gossip about devices that are not members.
+type meshAlive struct{ m *mesh }
+
+func (a *meshAlive) NotifyAlive(node *memberlist.Node) error {
+	if node.Name == a.m.n.id.DeviceID {
+		return nil
+	}
+	return a.m.authorize(node.Name)
+}
+
+// meshEvents follows memberlist's view of each peer.
+type meshEvents struct{ m *mesh }
+
+func (e *meshEvents) NotifyJoin(node *memberlist.Node) {
+	if node.Name == e.m.n.id.DeviceID {
+		return
+	}
+	addr := node.Address()
+	e.m.note(node, "alive")
+	e.m.remember(node.Name, addr)
+	e.m.log.Info("peer alive", "peer", node.Name, "addr", addr)
+	e.m.kickPull(node.Name)
+}
+
+func (e *meshEvents) NotifyLeave(node *memberlist.Node) {
+	state := "dead"
+	if node.State == memberlist.StateLeft {
+		state = "left"
+	}
+	e.m.note(node, state)
+	e.m.log.Info("peer "+state, "peer", node.Name, "addr", node.Address())
+}
+
+func (e *meshEvents) NotifyUpdate(node *memberlist.Node) { e.m.note(node, "alive") }
+
+func (m *mesh) note(node *memberlist.Node, state string) {
+	var meta nodeMeta
+	json.Unmarshal(node.Meta, &meta) // a peer's bad meta only loses its name
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.peer(node.Name)
+	p.addr, p.state, p.version, p.name = node.Address(), state, meta.Version, meta.Name
+}
+
+// Peer is one other device of the mesh as this node sees it.
+type Peer struct {
+	Device   string        `json:"device"`
+	Name     string        `json:"name"`
+	Addr     string        `json:"addr"`
+	State    string        `json:"state"` // alive, suspect, dead, left, unknown (never seen), revoked
+	RTT      time.Duration `json:"rtt_ns"`
+	LastSync time.Time     `json:"last_sync,omitzero"` // last complete pull from it
+	Behind   int           `json:"behind"`             // our documents changed since it last pulled from us
+	Version  string        `json:"version"`
+	LastErr  string        `json:"last_error,omitempty"`
+}
+
+// Peers lists every other device in the registry with its state.
+func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
+	m := n.mesh
+	if m == nil {
+		return nil, ErrNoMesh
+	}
+	suspect := make(map[string]bool)
+	for _, node := range m.ml.Members() {
+		if node.State == memberlist.StateSuspect {
+			suspect[node.Name] = true
+		}
+	}
+	total := 0
+	for _, kind := range []storage.Kind{storage.KindMemory, storage.KindEdge, storage.KindMesh} {
+		c, err := n.store.Count(kind)
+		if err != nil {
+			return nil, err
+		}
+		total += c
+	}
+	m.mu.Lock()
+	var out []Peer
+	for device, rec := range m.devices {
+		if device == n.id.DeviceID {
+			continue
+		}
+		p := Peer{Device: device, Name: rec.Name, State: "unknown", Behind: -1}
+		if st := m.peers[device]; st != nil {
+			p.Addr, p.LastSync, p.Version, p.LastErr = st.addr, st.lastSync, st.version, st.lastErr
+			if st.state != "" {
+				p.State = st.state
+			}
+			if st.name != "" {
+				p.Name = st.name
+			}
+			if st.served {
+				p.Behind = int(st.servedSeq) // converted to a count below
+			}
+		}
+		if p.Addr == "" {
+			p.Addr = m.known[device]
+		}
+		if suspect[device] {
+			p.State = "suspect"
+		}
+		if rec.Revoked() {
+			p.State = "revoked"
+		}
+		out = append(out, p)
+	}
+	m.mu.Unlock()
+	for i := range out {
+		out[i].RTT = m.ep.RTT(out[i].Addr)
+		if out[i].Behind < 0 {
+			out[i].Behind = total
+			continue
+		}
+		behind := 0
+		if _, err := n.store.Changes(uint64(out[i].Behind), 0, func(storage.Record) error { behind++; return nil }); err != nil {
+			return nil, err
+		}
+		out[i].Behind = behind
+	}
+	slices.SortFunc(out, func(a, b Peer) int { return strings.Compare(a.Name+a.Device, b.Name+b.Device) })
+	return out, nil
+}

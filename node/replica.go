@@ -1,0 +1,391 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/storage"
+	"github.com/memmesh/memmesh/transport"
+)
+
+// replica is the node as the sync protocol sees it. Remote documents take
+// the same path as local writes after the merge: one durable batch, then
+// the search index.
+type replica struct{ m *mesh }
+
+var _ transport.Replica = replica{}
+
+// syncKinds are the document kinds that replicate, in the order they are
+// offered.
+var syncKinds = []storage.Kind{storage.KindMesh, storage.KindMemory, storage.KindEdge}
+
+func (r replica) Digest() ([256][32]byte, error)        { return r.m.n.store.Digest() }
+func (r replica) Position() (transport.Position, error) { return r.m.position() }
+
+func entryOf(rec storage.Record) transport.Entry {
+	return transport.Entry{Kind: byte(rec.Kind), ID: rec.ID, Heads: rec.Heads}
+}
+
+// errEnd stops a change-log walk.
+var errEnd = errors.New("end")
+
+func (r replica) Changed(peer string, after, end uint64, fn func(transport.Entry) error) error {
+	_, err := r.m.n.store.Changes(after, 0, func(rec storage.Record) error {
+		if rec.Seq > end {
+			return errEnd
+		}
+		if !r.m.sendable(rec) {
+			return nil
+		}
+		return fn(entryOf(rec))
+	})
+	if errors.Is(err, errEnd) {
+		return nil
+	}
+	return err
+}
+
+func (r replica) InBuckets(peer string, buckets []byte, fn func(transport.Entry) error) error {
+	var in [256]bool
+	for _, b := range buckets {
+		in[b] = true
+	}
+	for _, kind := range syncKinds {
+		err := r.m.n.store.All(kind, func(rec storage.Record) error {
+			if !in[storage.Bucket(kind, rec.ID)] || !r.m.sendable(rec) {
+				return nil
+			}
+			return fn(entryOf(rec))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncKind checks the kind byte of a peer's entry.
+func syncKind(b byte) (storage.Kind, error) {
+	k := storage.Kind(b)
+	if !slices.Contains(syncKinds, k) {
+		return 0, fmt.Errorf("unknown document kind %#x", b)
+	}
+	return k, nil
+}
+
+func (r replica) Lacks(e transport.Entry) (bool, error) {
+	kind, err := syncKind(e.Kind)
+	if err != nil || !crdt.ValidID(e.ID) {
+		return false, nil // never ask for what we could not store
+	}
+	rec, err := r.m.n.store.Get(kind, e.ID)
+	if storageNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !slices.Equal(rec.Heads, slices.Sorted(slices.Values(e.Heads))), nil
+}
+
+func (r replica) Docs(peer string, want []transport.Entry) ([]transport.Entry, error) {
+	out := make([]transport.Entry, 0, len(want))
+	for _, w := range want {
+		kind, err := syncKind(w.Kind)
+		if err != nil || !crdt.ValidID(w.ID) {
+			continue
+		}
+		rec, err := r.m.n.store.Get(kind, w.ID)
+		if storageNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !r.m.sendable(rec) {
+			continue
+		}
+		doc, err := r.m.n.store.GetDoc(kind, w.ID)
+		if err != nil {
+			return nil, err
+		}
+		e := entryOf(rec)
+		e.Doc = doc
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Apply merges a peer's documents into the local ones and commits the
+// results in one durable batch. A document that fails validation or the
+// replication policy is rejected and logged; the others are applied.
+func (r replica) Apply(peer string, docs []transport.Entry) error {
+	m, n := r.m, r.m.n
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	unlock := n.lockAll(ids)
+	defer unlock()
+
+	var recs []storage.Record
+	var meshRecs []crdt.MeshRecord
+	seen := make(map[string]bool)
+	flush := func() error {
+		if len(recs) == 0 {
+			return nil
+		}
+		seq, err := n.store.Commit(recs...)
+		if err != nil {
+			return fmt.Errorf("store documents from %s: %w", peer, err)
+		}
+		m.mu.Lock()
+		m.remote[seq] = true
+		for _, mr := range meshRecs {
+			m.noteRecordLocked(mr)
+		}
+		m.mu.Unlock()
+		m.applied(meshRecs)
+		n.changed()
+		recs, meshRecs = recs[:0], meshRecs[:0]
+		clear(seen)
+		return nil
+	}
+	rejected := 0
+	for _, d := range docs {
+		key := string(d.Kind) + d.ID
+		if seen[key] { // the same document twice: commit the first
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		rec, mr, err := m.merge(d)
+		if err != nil {
+			rejected++
+			m.log.Warn("rejected a document from a peer", "peer", peer, "kind", fmt.Sprintf("%q", d.Kind), "id", d.ID, "err", err)
+			continue
+		}
+		if rec.Kind == 0 {
+			continue // nothing new
+		}
+		seen[key] = true
+		recs = append(recs, rec)
+		if mr != nil {
+			meshRecs = append(meshRecs, *mr)
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if rejected > 0 {
+		return fmt.Errorf("%w: %d of %d documents from %s rejected (see the log)", ErrInvalid, rejected, len(docs), peer)
+	}
+	return nil
+}
+
+// mergeable is what the three document types share for merging.
+type mergeable[D any] interface {
+	Merge(D) error
+	Save() []byte
+	Heads() []string
+	Close()
+}
+
+// mergeBytes loads a peer's document (validated before Automerge sees it)
+// and merges it into the stored one, if any.
+func mergeBytes[D mergeable[D]](actor string, load func(string, []byte) (D, error), local, remote []byte) (D, error) {
+	var zero D
+	rd, err := load(actor, remote)
+	if err != nil {
+		return zero, fmt.Errorf("peer's document: %w", err)
+	}
+	if local == nil {
+		return rd, nil
+	}
+	ld, err := load(actor, local)
+	if err != nil {
+		rd.Close()
+		return zero, fmt.Errorf("stored document: %w", err)
+	}
+	err = ld.Merge(rd)
+	rd.Close()
+	if err != nil {
+		ld.Close()
+		return zero, err
+	}
+	return ld, nil
+}
+
+// merge turns a peer's document into the record to store. A zero record
+// means the merge changed nothing.
+func (m *mesh) merge(e transport.Entry) (storage.Record, *crdt.MeshRecord, error) {
+	n := m.n
+	kind, err := syncKind(e.Kind)
+	if err != nil {
+		return storage.Record{}, nil, err
+	}
+	if !crdt.ValidID(e.ID) {
+		return storage.Record{}, nil, fmt.Errorf("invalid id %q", e.ID)
+	}
+	if len(e.Doc) == 0 {
+		return storage.Record{}, nil, errors.New("no document")
+	}
+	old, err := n.store.Get(kind, e.ID)
+	found := err == nil
+	if err != nil && !storageNotFound(err) {
+		return storage.Record{}, nil, err
+	}
+	var local []byte
+	if found {
+		if local, err = n.store.GetDoc(kind, e.ID); err != nil {
+			return storage.Record{}, nil, err
+		}
+	}
+	var rec storage.Record
+	var mr *crdt.MeshRecord
+	switch kind {
+	case storage.KindMemory:
+		rec, err = m.mergeMemory(e.ID, local, e.Doc)
+	case storage.KindEdge:
+		rec, err = m.mergeEdge(e.ID, local, e.Doc)
+	case storage.KindMesh:
+		rec, mr, err = m.mergeMesh(e.ID, &old, local, e.Doc)
+	}
+	if err != nil {
+		return storage.Record{}, nil, err
+	}
+	if found && slices.Equal(old.Heads, rec.Heads) {
+		return storage.Record{}, nil, nil
+	}
+	return rec, mr, nil
+}
+
+func (m *mesh) mergeMemory(id string, local, remote []byte) (storage.Record, error) {
+	doc, err := mergeBytes(m.n.actor, crdt.LoadMemoryDoc, local, remote)
+	if err != nil {
+		return storage.Record{}, err
+	}
+	defer doc.Close()
+	mem, err := doc.Materialize()
+	if err != nil {
+		return storage.Record{}, err
+	}
+	if mem.ID != id {
+		return storage.Record{}, fmt.Errorf("document of memory %s sent as %s", mem.ID, id)
+	}
+	if m.isLocalNS(mem.Namespace) {
+		return storage.Record{}, fmt.Errorf("namespace %q is local-only on this machine", mem.Namespace)
+	}
+	rec, err := memoryRecord(&mem, nil)
+	rec.Doc = doc.Save()
+	return rec, err
+}
+
+func (m *mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error) {
+	doc, err := mergeBytes(m.n.actor, crdt.LoadEdgeDoc, local, remote)
+	if err != nil {
+		return storage.Record{}, err
+	}
+	defer doc.Close()
+	e, err := doc.Materialize()
+	if err != nil {
+		return storage.Record{}, err
+	}
+	if e.ID != id {
+		return storage.Record{}, fmt.Errorf("document of edge %s sent as %s", e.ID, id)
+	}
+	for _, end := range []string{e.From, e.To} {
+		if ns := m.endpointNS(end); m.isLocalNS(ns) {
+			return storage.Record{}, fmt.Errorf("edge endpoint %s is in local-only namespace %q", end, ns)
+		}
+	}
+	return edgeRecord(&e, doc.Save())
+}
+
+func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (storage.Record, *crdt.MeshRecord, error) {
+	doc, err := mergeBytes(m.n.actor, crdt.LoadMeshDoc, local, remote)
+	if err != nil {
+		return storage.Record{}, nil, err
+	}
+	defer doc.Close()
+	r, err := doc.Materialize()
+	if err != nil {
+		return storage.Record{}, nil, err
+	}
+	if r.ID != id {
+		return storage.Record{}, nil, fmt.Errorf("document of mesh record %s sent as %s", r.ID, id)
+	}
+	if local != nil && r.What == crdt.MeshDevice && !r.Revoked() {
+		var was crdt.MeshRecord
+		if json.Unmarshal(old.Value, &was) == nil && was.Revoked() {
+			return storage.Record{}, nil, fmt.Errorf("device %s: a revocation cannot be undone", r.Key)
+		}
+	}
+	rec, err := meshRecord(&r, doc.Save())
+	return rec, &r, err
+}
+
+// sendable applies the replication policy: documents of a local-only
+// namespace (and edges that touch one) never leave this machine.
+func (m *mesh) sendable(rec storage.Record) bool {
+	m.mu.Lock()
+	none := len(m.localNS) == 0
+	m.mu.Unlock()
+	if none {
+		return true
+	}
+	switch rec.Kind {
+	case storage.KindMemory:
+		for _, t := range rec.Terms {
+			if t.Field == "ns" {
+				return !m.isLocalNS(t.Value)
+			}
+		}
+	case storage.KindEdge:
+		for _, t := range rec.Terms {
+			if (t.Field == "from" || t.Field == "to") && m.isLocalNS(m.endpointNS(t.Value)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (m *mesh) isLocalNS(ns string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.localNS[ns]
+}
+
+// endpointNS is the namespace of a memory endpoint, "" for artefacts and
+// memories this node does not have.
+func (m *mesh) endpointNS(end string) string {
+	id, ok := strings.CutPrefix(end, "m-")
+	if !ok {
+		return ""
+	}
+	rec, err := m.n.store.Get(storage.KindMemory, id)
+	if err != nil {
+		return ""
+	}
+	for _, t := range rec.Terms {
+		if t.Field == "ns" {
+			return t.Value
+		}
+	}
+	return ""
+}
+
+// applied reacts to mesh records that changed: a revoked device is
+// disconnected at once.
+func (m *mesh) applied(recs []crdt.MeshRecord) {
+	for _, r := range recs {
+		if r.What == crdt.MeshDevice && r.Revoked() {
+			m.ep.Disconnect(r.Key)
+		}
+	}
+}
