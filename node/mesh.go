@@ -762,3 +762,60 @@ func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
 	slices.SortFunc(out, func(a, b Peer) int { return strings.Compare(a.Name+a.Device, b.Name+b.Device) })
 	return out, nil
 }
+
+// MeshStatus summarises this node's part in the mesh.
+type MeshStatus struct {
+	Device    string    `json:"device"`
+	Name      string    `json:"name"`
+	Enabled   bool      `json:"enabled"` // false: the node runs without the mesh
+	Listen    string    `json:"listen,omitempty"`
+	Advertise string    `json:"advertise,omitempty"`
+	Devices   int       `json:"devices"`     // in the registry, this one included, revoked ones not
+	Alive     int       `json:"peers_alive"` // other devices alive now
+	Peers     int       `json:"peers"`       // other devices in the registry
+	LastSync  time.Time `json:"last_sync,omitzero"`
+	Behind    int       `json:"behind"` // most documents any peer is behind us
+	Errors    []string  `json:"errors,omitempty"`
+}
+
+// MeshStatus reports this node's device, addresses and the health of its
+// peers.
+func (n *Node) MeshStatus(ctx context.Context) (MeshStatus, error) {
+	st := MeshStatus{Device: n.id.DeviceID}
+	devices, err := n.Devices(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, d := range devices {
+		if !d.Revoked() {
+			st.Devices++
+		}
+	}
+	m := n.mesh
+	if m == nil {
+		return st, nil
+	}
+	st.Enabled, st.Name = true, m.cfg.Name
+	st.Listen, st.Advertise = m.ep.Addr().String(), m.advertise.String()
+	peers, err := n.Peers(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, p := range peers {
+		if p.State == "revoked" {
+			continue
+		}
+		st.Peers++
+		if p.State == "alive" {
+			st.Alive++
+		}
+		if p.LastSync.After(st.LastSync) {
+			st.LastSync = p.LastSync
+		}
+		st.Behind = max(st.Behind, p.Behind)
+		if p.LastErr != "" {
+			st.Errors = append(st.Errors, p.Device+": "+p.LastErr)
+		}
+	}
+	return st, nil
+}
