@@ -2,15 +2,34 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/automerge/automerge-go"
+
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/faultnet"
+	"github.com/memmesh/memmesh/storage"
+	"github.com/memmesh/memmesh/transport"
 )
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
+
+var vocabulary = strings.Fields("cache retry deploy schema index query latency build lint test queue worker config token parser handler router migration shard replica timeout budget")
+
+func words(rng *rand.Rand, k int) string {
+	out := make([]string, k)
+	for i := range out {
+		out[i] = vocabulary[rng.IntN(len(vocabulary))]
+	}
+	return strings.Join(out, " ")
+}
 
 // meshNode starts a node with the mesh on 127.0.0.<host>, an ephemeral
 // port, fast failure detection and, when fn is set, faults.
@@ -131,5 +150,293 @@ func TestMeshRefusesStrangers(t *testing.T) {
 	if _, err := stranger.JoinAddr(context.Background(), addr(nodes[0])); err == nil {
 		t.Fatal("a device outside the registry joined by address")
 	}
-	_ = net.IPv4len
+}
+
+// converged reports whether every node holds the same documents with the
+// same heads (equal anti-entropy digests).
+func converged(nodes []*Node) bool {
+	first, err := nodes[0].store.Digest()
+	if err != nil {
+		return false
+	}
+	for _, n := range nodes[1:] {
+		if d, err := n.store.Digest(); err != nil || d != first {
+			return false
+		}
+	}
+	return true
+}
+
+func has(n *Node, id string) bool {
+	_, err := n.Get(context.Background(), id)
+	return err == nil
+}
+
+func TestMeshConcurrentEditsConverge(t *testing.T) {
+	fn := faultnet.New(1)
+	nodes := cluster(t, 3, fn)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	res := remember(t, a, RememberRequest{Namespace: "proj", Content: "The cache TTL is 5 minutes", Tags: []string{"cache"}})
+	waitUntil(t, "memory on every node", func() bool { return has(b, res.ID) && has(nodes[2], res.ID) })
+
+	// Cut A off; both sides edit the same memory.
+	fn.Partition([]string{addr(a)}, []string{addr(b), addr(nodes[2])})
+	textA, textB := "The cache TTL is 10 minutes (raised for the batch jobs)", "The cache TTL is 2 minutes (lowered after stale reads)"
+	if _, err := a.Update(ctx, res.ID, UpdateRequest{Content: &textA, AddTags: []string{"batch"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Update(ctx, res.ID, UpdateRequest{Content: &textB, AddTags: []string{"reads"}}); err != nil {
+		t.Fatal(err)
+	}
+	fn.Heal()
+	waitUntil(t, "identical heads on all nodes", func() bool { return converged(nodes) })
+	for i, n := range nodes {
+		m, err := n.Get(ctx, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var texts []string
+		for _, r := range m.Conflict {
+			texts = append(texts, r.Text)
+		}
+		if !slices.Contains(texts, textA) || !slices.Contains(texts, textB) {
+			t.Errorf("node%d: sync conflict not surfaced with both texts: %q", i+1, texts)
+		}
+		for _, tag := range []string{"cache", "batch", "reads"} {
+			if !slices.Contains(m.Tags, tag) {
+				t.Errorf("node%d: tag %q lost in the merge: %v", i+1, tag, m.Tags)
+			}
+		}
+		if !slices.Contains(found(n, "stale reads", "proj"), res.ID) {
+			t.Errorf("node%d: merged memory not searchable", i+1)
+		}
+	}
+}
+
+func TestMeshDeletionAndStatusPropagate(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	keep := remember(t, a, RememberRequest{Content: "Archive old sprint notes every quarter"})
+	gone := remember(t, a, RememberRequest{Content: "Temporary workaround: pin protobuf to 1.3"})
+	waitUntil(t, "memories on B", func() bool { return has(b, keep.ID) && has(b, gone.ID) })
+	if _, err := a.Delete(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Forget(ctx, keep.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "deletion on B and archive on A", func() bool {
+		mg, err1 := b.load(gone.ID[2:])
+		mk, err2 := a.load(keep.ID[2:])
+		return err1 == nil && err2 == nil && mg.Status == "deleted" && mk.Status == "archived"
+	})
+	if ids := found(b, "protobuf workaround", ""); slices.Contains(ids, gone.ID) {
+		t.Fatal("a memory deleted on A is still found on B")
+	}
+}
+
+// TestMeshPartitionFinalRead is a Jepsen-style check: while the mesh is
+// split, both sides keep writing (with packet loss); after the partition
+// heals, every acknowledged write is on every node.
+func TestMeshPartitionFinalRead(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			fn := faultnet.New(seed)
+			nodes := cluster(t, 3, fn)
+			rng := newRand(seed)
+			var acked []string
+			write := func(phase string, k int) {
+				for i := range k {
+					n := nodes[rng.IntN(len(nodes))]
+					res, err := n.Remember(context.Background(), RememberRequest{
+						Namespace: "jepsen",
+						Content:   fmt.Sprintf("seed %d %s write %d: %s", seed, phase, i, words(rng, 8)),
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					acked = append(acked, res.ID)
+				}
+			}
+			write("before", 10)
+			lone := rng.IntN(3)
+			var rest []string
+			for i, n := range nodes {
+				if i != lone {
+					rest = append(rest, addr(n))
+				}
+			}
+			fn.Partition([]string{addr(nodes[lone])}, rest)
+			fn.SetDrop(0.05)
+			write("during", 15)
+			// Long enough for membership to declare the other side dead, so
+			// that healing needs the reconnection loop.
+			waitUntil(t, "the partition detected", func() bool { return alivePeers(nodes[lone]) == 0 })
+			write("during", 15)
+			fn.SetDrop(0)
+			fn.Heal()
+			write("after", 10)
+			waitUntil(t, "convergence after the partition healed", func() bool { return converged(nodes) })
+			for i, n := range nodes {
+				for _, id := range acked {
+					if !has(n, id) {
+						t.Errorf("node%d lacks acknowledged write %s", i+1, id)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestMeshSecurity(t *testing.T) {
+	nodes := cluster(t, 3, nil)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	ctx := context.Background()
+
+	// A device outside the registry is refused at the handshake.
+	stranger := meshNode(t, "", 9, nil)
+	if _, err := stranger.JoinAddr(ctx, addr(a)); err == nil {
+		t.Fatal("a stranger joined by address")
+	}
+	if _, err := stranger.mesh.ep.Open(ctx, addr(a), transport.StreamSync); err == nil {
+		t.Fatal("a stranger opened a sync stream")
+	}
+
+	// A token works once, and not after it expires.
+	inv, err := a.Invite(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stranger.Join(ctx, inv.Token); err != nil {
+		t.Fatal(err)
+	}
+	late := meshNode(t, "", 10, nil)
+	if _, err := late.Join(ctx, inv.Token); err == nil || !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("reused token: %v, want a refusal saying it was used", err)
+	}
+	clock := time.Now()
+	a.now = func() time.Time { return clock }
+	short, err := a.Invite(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(2 * time.Minute)
+	if _, err := late.Join(ctx, short.Token); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("expired token: %v, want a refusal saying it expired", err)
+	}
+	a.now = time.Now
+	if _, err := late.Join(ctx, "mmj1garbage"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("garbled token: %v, want ErrInvalid", err)
+	}
+
+	// A revoked device is refused by every member once the registry
+	// reaches them, and gets nothing more.
+	if _, err := a.Revoke(ctx, b.DeviceID()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "revocation on C", func() bool { return c.mesh.authorize(b.DeviceID()) != nil })
+	for _, m := range []*Node{a, c} {
+		if _, err := b.mesh.ep.Open(ctx, addr(m), transport.StreamSync); err == nil {
+			t.Fatalf("revoked device opened a stream to %s", m.mesh.cfg.Name)
+		}
+	}
+	secret := remember(t, a, RememberRequest{Content: "written after B was revoked"})
+	waitUntil(t, "the new memory on C", func() bool { return has(c, secret.ID) })
+	if err := b.Pull(ctx); err == nil && has(b, secret.ID) {
+		t.Fatal("the revoked device received a memory written after its revocation")
+	}
+	if has(b, secret.ID) {
+		t.Fatal("the revoked device received a memory written after its revocation")
+	}
+	if _, err := a.Revoke(ctx, a.DeviceID()); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("revoking oneself: %v", err)
+	}
+}
+
+func TestMeshLocalOnlyNamespace(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	if _, err := a.SetNamespaceSync(ctx, "private", crdt.SyncLocal); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "policy on B", func() bool { return b.mesh.isLocalNS("private") })
+	private := remember(t, a, RememberRequest{Namespace: "private", Content: "home router password hint lives in the safe"})
+	shared := remember(t, a, RememberRequest{Namespace: "shared", Content: "Use make lint before pushing"})
+	waitUntil(t, "shared memory on B", func() bool { return has(b, shared.ID) })
+	if err := b.Pull(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if has(b, private.ID) {
+		t.Fatal("a memory of a local-only namespace left its machine")
+	}
+	// The receiving side refuses one too, whatever a peer sends.
+	bPrivate := remember(t, b, RememberRequest{Namespace: "private", Content: "B's own local note"})
+	doc, err := b.store.GetDoc(storage.KindMemory, bPrivate.ID[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = replica{a.mesh}.Apply(b.DeviceID(), []transport.Entry{{Kind: byte(storage.KindMemory), ID: bPrivate.ID[2:], Doc: doc}})
+	if !errors.Is(err, ErrInvalid) || has(a, bPrivate.ID) {
+		t.Fatalf("a pushed memory of a local-only namespace: %v, stored %v", err, has(a, bPrivate.ID))
+	}
+}
+
+// TestApplyRejectsBadDocuments sends what a broken or hostile peer might:
+// nothing of it is stored, and the node keeps working.
+func TestApplyRejectsBadDocuments(t *testing.T) {
+	a := meshNode(t, "", 1, nil)
+	b := testNode(t, "")
+	good := remember(t, b, RememberRequest{Content: "a good memory"})
+	id := good.ID[2:]
+	doc, err := b.store.GetDoc(storage.KindMemory, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A change whose dependencies are missing: an incremental save of a
+	// second change, without the first.
+	am, err := automerge.Load(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am.SaveIncremental() // everything so far
+	if err := am.RootMap().Set("title", "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := am.Commit("rename"); err != nil {
+		t.Fatal(err)
+	}
+	incremental := am.SaveIncremental()
+
+	garbled := slices.Clone(doc)
+	garbled[len(garbled)/2] ^= 0xff
+	for name, e := range map[string]transport.Entry{
+		"garbled":            {Kind: 'm', ID: id, Doc: garbled},
+		"truncated":          {Kind: 'm', ID: id, Doc: doc[:len(doc)/2]},
+		"not automerge":      {Kind: 'm', ID: id, Doc: []byte("hello")},
+		"missing deps":       {Kind: 'm', ID: id, Doc: incremental},
+		"wrong id":           {Kind: 'm', ID: crdt.NewID(), Doc: doc},
+		"wrong kind":         {Kind: 'e', ID: id, Doc: doc},
+		"unknown kind":       {Kind: 'z', ID: id, Doc: doc},
+		"no document":        {Kind: 'm', ID: id},
+		"invalid id":         {Kind: 'm', ID: "../../etc", Doc: doc},
+		"mesh as memory":     {Kind: 'x', ID: id, Doc: doc},
+		"oversized document": {Kind: 'm', ID: id, Doc: make([]byte, crdt.MaxDocSize+1)},
+	} {
+		if err := (replica{a.mesh}).Apply(b.DeviceID(), []transport.Entry{e}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+		if has(a, good.ID) {
+			t.Fatalf("%s: stored", name)
+		}
+	}
+	// After all that, the good document applies.
+	if err := (replica{a.mesh}).Apply(b.DeviceID(), []transport.Entry{{Kind: 'm', ID: id, Doc: doc}}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(found(a, "good memory", ""), good.ID) {
+		t.Fatal("the good document is not searchable")
+	}
 }
