@@ -95,6 +95,11 @@ type mesh struct {
 
 	inviteMu sync.Mutex // one invite check at a time
 
+	// memberlist calls its delegates from timers that outlive Shutdown;
+	// they hold evMu for reading and do nothing once closed is set.
+	evMu   sync.RWMutex
+	closed bool
+
 	mu      sync.Mutex
 	devices map[string]crdt.MeshRecord // the registry, by device id
 	localNS map[string]bool            // namespaces that never leave this machine
@@ -189,6 +194,9 @@ func (m *mesh) goLoop(fn func()) {
 func (m *mesh) stop() error {
 	err := m.ml.Leave(time.Second)
 	err = errors.Join(err, m.ml.Shutdown())
+	m.evMu.Lock()
+	m.closed = true
+	m.evMu.Unlock()
 	m.cancel()
 	err = errors.Join(err, m.ep.Close())
 	m.wg.Wait()
@@ -652,8 +660,16 @@ func (a *meshAlive) NotifyAlive(node *memberlist.Node) error {
 // meshEvents follows memberlist's view of each peer.
 type meshEvents struct{ m *mesh }
 
+// live holds off stop while a delegate runs; it reports false once the
+// mesh is stopping. Callers defer e.m.evMu.RUnlock().
+func (m *mesh) live() bool {
+	m.evMu.RLock()
+	return !m.closed
+}
+
 func (e *meshEvents) NotifyJoin(node *memberlist.Node) {
-	if node.Name == e.m.n.id.DeviceID {
+	defer e.m.evMu.RUnlock()
+	if !e.m.live() || node.Name == e.m.n.id.DeviceID {
 		return
 	}
 	addr := node.Address()
@@ -664,6 +680,10 @@ func (e *meshEvents) NotifyJoin(node *memberlist.Node) {
 }
 
 func (e *meshEvents) NotifyLeave(node *memberlist.Node) {
+	defer e.m.evMu.RUnlock()
+	if !e.m.live() {
+		return
+	}
 	state := "dead"
 	if node.State == memberlist.StateLeft {
 		state = "left"
@@ -672,7 +692,12 @@ func (e *meshEvents) NotifyLeave(node *memberlist.Node) {
 	e.m.log.Info("peer "+state, "peer", node.Name, "addr", node.Address())
 }
 
-func (e *meshEvents) NotifyUpdate(node *memberlist.Node) { e.m.note(node, "alive") }
+func (e *meshEvents) NotifyUpdate(node *memberlist.Node) {
+	defer e.m.evMu.RUnlock()
+	if e.m.live() {
+		e.m.note(node, "alive")
+	}
+}
 
 func (m *mesh) note(node *memberlist.Node, state string) {
 	var meta nodeMeta

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,16 +50,31 @@ func meshNode(tb testing.TB, home string, host int, fn *faultnet.Net) *Node {
 	if fn != nil {
 		mc.WrapConn = fn.Wrap
 	}
-	n, err := New(Config{Home: home, Logger: slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelInfo})), Mesh: mc})
+	clock := new(skewedClock)
+	n, err := New(Config{Home: home, Logger: slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelInfo})), Mesh: mc, Now: clock.now})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	clocks.Store(n, clock)
 	if err := n.Start(context.Background()); err != nil {
 		n.Close()
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { n.Close() })
 	return n
+}
+
+// skewedClock is the wall clock moved by an offset that a test sets.
+type skewedClock struct{ skew atomic.Int64 }
+
+func (c *skewedClock) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
+
+// clocks holds each mesh test node's clock.
+var clocks sync.Map // *Node -> *skewedClock
+
+func advance(n *Node, d time.Duration) {
+	c, _ := clocks.Load(n)
+	c.(*skewedClock).skew.Add(int64(d))
 }
 
 // addr is a node's mesh address.
@@ -316,17 +333,14 @@ func TestMeshSecurity(t *testing.T) {
 	if _, err := late.Join(ctx, inv.Token); err == nil || !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("reused token: %v, want a refusal saying it was used", err)
 	}
-	clock := time.Now()
-	a.now = func() time.Time { return clock }
 	short, err := a.Invite(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock = clock.Add(2 * time.Minute)
+	advance(a, 2*time.Minute) // the inviter's clock: the joiner's still accepts the token
 	if _, err := late.Join(ctx, short.Token); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired token: %v, want a refusal saying it expired", err)
 	}
-	a.now = time.Now
 	if _, err := late.Join(ctx, "mmj1garbage"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("garbled token: %v, want ErrInvalid", err)
 	}
