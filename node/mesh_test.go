@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -51,7 +50,7 @@ func meshNode(tb testing.TB, home string, host int, fn *faultnet.Net) *Node {
 		mc.WrapConn = fn.Wrap
 	}
 	clock := new(skewedClock)
-	n, err := New(Config{Home: home, Logger: slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelInfo})), Mesh: mc, Now: clock.now})
+	n, err := New(Config{Home: home, Logger: testLogger(tb), Mesh: mc, Now: clock.now})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -453,4 +452,39 @@ func TestApplyRejectsBadDocuments(t *testing.T) {
 	if !slices.Contains(found(a, "good memory", ""), good.ID) {
 		t.Fatal("the good document is not searchable")
 	}
+}
+
+// FuzzApplyDocs feeds arbitrary document frames from a peer through the
+// receiving path (decode, validation, Automerge, merge, commit). Nothing
+// may crash the process, and whatever is accepted must be readable.
+func FuzzApplyDocs(f *testing.F) {
+	src := testNode(f, "")
+	res, err := src.Remember(context.Background(), RememberRequest{Content: "seed memory for the fuzzer", Tags: []string{"fuzz"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	doc, err := src.store.GetDoc(storage.KindMemory, res.ID[2:])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(transport.AppendEntries(nil, []transport.Entry{{Kind: 'm', ID: res.ID[2:], Doc: doc}}))
+	f.Add(transport.AppendEntries(nil, []transport.Entry{{Kind: 'x', ID: res.ID[2:], Doc: doc}}))
+	f.Add([]byte{1, 'm', 26})
+	dst := meshNode(f, "", 1, nil)
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		docs, err := transport.DecodeEntries(payload)
+		if err != nil {
+			return
+		}
+		if err := (replica{dst.mesh}).Apply("FUZZ", docs); err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("apply: %v", err)
+		}
+		for _, d := range docs {
+			if d.Kind == 'm' && crdt.ValidID(d.ID) {
+				if _, err := dst.load(d.ID); err != nil && !storageNotFound(err) {
+					t.Fatalf("stored memory %s unreadable: %v", d.ID, err)
+				}
+			}
+		}
+	})
 }

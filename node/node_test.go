@@ -21,7 +21,7 @@ func testNode(tb testing.TB, home string) *Node {
 	if home == "" {
 		home = tb.TempDir()
 	}
-	n, err := New(Config{Home: home, Logger: slog.New(slog.NewTextHandler(testWriter{tb}, nil))})
+	n, err := New(Config{Home: home, Logger: testLogger(tb)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -30,6 +30,15 @@ func testNode(tb testing.TB, home string) *Node {
 	}
 	tb.Cleanup(func() { n.Close() })
 	return n
+}
+
+// testLogger logs to the test's log at info level; a fuzz target's logs
+// are discarded (a fuzz function may not log through its *testing.F).
+func testLogger(tb testing.TB) *slog.Logger {
+	if _, fuzz := tb.(*testing.F); fuzz {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(testWriter{tb}, nil))
 }
 
 // testWriter routes logs to the test's log.
