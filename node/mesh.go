@@ -212,8 +212,12 @@ func (m *mesh) memberlistConfig() *memberlist.Config {
 	c.ProbeTimeout = m.cfg.ProbeInterval / 2
 	c.SuspicionMult = 3
 	c.GossipInterval = 100 * time.Millisecond
-	c.PushPullInterval = 15 * time.Second
+	c.PushPullInterval = 5 * time.Second
 	c.TCPTimeout = 3 * time.Second
+	// A device's address changes (DHCP, a restart on another port); its
+	// identity is its key, proven at every connection, so a dead node's
+	// name is free for its new address at once.
+	c.DeadNodeReclaimTime = time.Second
 	c.Delegate = &meshDelegate{m}
 	c.Events = &meshEvents{m}
 	c.Alive = &meshAlive{m}
@@ -338,6 +342,13 @@ func (m *mesh) acceptLoop() {
 
 func (m *mesh) serve(s *transport.Stream) {
 	log := m.log.With("peer", s.Peer, "addr", s.Addr.String())
+	if s.Type != transport.StreamJoin {
+		// A member that restarted elsewhere is reachable where it dials
+		// from, before memberlist learns its new address.
+		m.mu.Lock()
+		m.peer(s.Peer).addr = s.Addr.String()
+		m.mu.Unlock()
+	}
 	switch s.Type {
 	case transport.StreamSync:
 		pos, _ := m.position()
