@@ -122,6 +122,7 @@ type peerState struct {
 	name      string
 	pulling   bool
 	lastSync  time.Time // end of the last complete pull from the peer
+	lastStats transport.SyncStats
 	lastErr   string
 	served    bool   // the peer completed a pull from us
 	servedSeq uint64 // our change-log seq it reached then
@@ -427,7 +428,7 @@ func (m *mesh) startPull(device string) {
 		if err != nil {
 			p.lastErr = err.Error()
 		} else {
-			p.lastSync, p.lastErr = m.n.now(), ""
+			p.lastSync, p.lastStats, p.lastErr = m.n.now(), stats, ""
 		}
 		m.mu.Unlock()
 		if err != nil {
@@ -503,12 +504,15 @@ func (m *mesh) pushLoop() {
 		case <-m.pushWake:
 		}
 		for {
+			after = m.skipRemote(after)
 			var batch []transport.Entry
-			last, err := m.n.store.Changes(after, 256, func(rec storage.Record) error {
-				m.mu.Lock()
-				remote := m.remote[rec.Seq]
-				m.mu.Unlock()
-				if remote || !m.sendable(rec) {
+			last := after
+			_, err := m.n.store.Changes(after, 256, func(rec storage.Record) error {
+				if m.isRemote(rec.Seq) {
+					return errEnd // a commit received from a peer: skipped above
+				}
+				last = rec.Seq
+				if !m.sendable(rec) {
 					return nil
 				}
 				doc, err := m.n.store.GetDoc(rec.Kind, rec.ID)
@@ -518,26 +522,44 @@ func (m *mesh) pushLoop() {
 				batch = append(batch, transport.Entry{Kind: byte(rec.Kind), ID: rec.ID, Heads: rec.Heads, Doc: doc})
 				return nil
 			})
-			if err != nil {
+			if err != nil && !errors.Is(err, errEnd) {
 				m.log.Warn("reading changes to push", "err", err)
 				break
 			}
-			m.mu.Lock()
-			for seq := range m.remote {
-				if seq <= last {
-					delete(m.remote, seq)
-				}
-			}
-			m.mu.Unlock()
-			if last == after {
-				break
-			}
-			after = last
 			if len(batch) > 0 {
 				m.queuePush(batch)
 			}
+			if last == after && !m.isRemote(after+1) {
+				break
+			}
+			after = last
 		}
 	}
+}
+
+// isRemote reports whether the commit seq holds changes received from a
+// peer (which are not pushed on).
+func (m *mesh) isRemote(seq uint64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.remote[seq]
+}
+
+// skipRemote returns the seq after which the pusher continues: past every
+// commit received from peers that directly follows after, without reading
+// them, and forgets those commits.
+func (m *mesh) skipRemote(after uint64) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.remote[after+1] {
+		after++
+	}
+	for seq := range m.remote {
+		if seq <= after {
+			delete(m.remote, seq)
+		}
+	}
+	return after
 }
 
 // queuePush hands a batch to every live peer's sender; a peer whose queue

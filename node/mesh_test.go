@@ -35,22 +35,26 @@ func words(rng *rand.Rand, k int) string {
 // meshNode starts a node with the mesh on 127.0.0.<host>, an ephemeral
 // port, fast failure detection and, when fn is set, faults.
 func meshNode(tb testing.TB, home string, host int, fn *faultnet.Net) *Node {
+	return meshNodeWith(tb, home, host, fn, MeshConfig{
+		ProbeInterval: 200 * time.Millisecond,
+		RetryInterval: 500 * time.Millisecond,
+		SyncInterval:  2 * time.Second,
+	})
+}
+
+// meshNodeWith is meshNode with the timings of mc (zero: the defaults).
+func meshNodeWith(tb testing.TB, home string, host int, fn *faultnet.Net, mc MeshConfig) *Node {
 	tb.Helper()
 	if home == "" {
 		home = tb.TempDir()
 	}
-	mc := &MeshConfig{
-		Listen:        fmt.Sprintf("127.0.0.%d:0", host),
-		Name:          fmt.Sprintf("node%d", host),
-		ProbeInterval: 200 * time.Millisecond,
-		RetryInterval: 500 * time.Millisecond,
-		SyncInterval:  2 * time.Second,
-	}
+	mc.Listen = fmt.Sprintf("127.0.0.%d:0", host)
+	mc.Name = fmt.Sprintf("node%d", host)
 	if fn != nil {
 		mc.WrapConn = fn.Wrap
 	}
 	clock := new(skewedClock)
-	n, err := New(Config{Home: home, Logger: testLogger(tb), Mesh: mc, Now: clock.now})
+	n, err := New(Config{Home: home, Logger: testLogger(tb), Mesh: &mc, Now: clock.now})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,12 +84,18 @@ func advance(n *Node, d time.Duration) {
 func addr(n *Node) string { return n.mesh.ep.Addr().String() }
 
 // cluster starts k nodes and joins them all through invites on the first.
-func cluster(t *testing.T, k int, fn *faultnet.Net) []*Node {
+func cluster(t testing.TB, k int, fn *faultnet.Net) []*Node {
 	t.Helper()
-	nodes := []*Node{meshNode(t, "", 1, fn)}
+	return joinAll(t, meshNode(t, "", 1, fn), k, func(host int) *Node { return meshNode(t, "", host, fn) })
+}
+
+// joinAll joins k-1 new nodes to first and waits until all see each other.
+func joinAll(t testing.TB, first *Node, k int, start func(host int) *Node) []*Node {
+	t.Helper()
+	nodes := []*Node{first}
 	for i := 2; i <= k; i++ {
-		n := meshNode(t, "", i, fn)
-		join(t, nodes[0], n)
+		n := start(i)
+		join(t, first, n)
 		nodes = append(nodes, n)
 	}
 	waitUntil(t, "every node sees every other alive", func() bool {
@@ -99,7 +109,7 @@ func cluster(t *testing.T, k int, fn *faultnet.Net) []*Node {
 	return nodes
 }
 
-func join(t *testing.T, member, newcomer *Node) {
+func join(t testing.TB, member, newcomer *Node) {
 	t.Helper()
 	ctx := context.Background()
 	inv, err := member.Invite(ctx, time.Hour)
@@ -125,14 +135,17 @@ func alivePeers(n *Node) int {
 	return k
 }
 
-// waitUntil polls cond for up to 30 seconds. It bounds a wait for
-// convergence; it is not a performance assertion.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+// waitLimit bounds every wait for convergence in tests and benchmarks;
+// it is not a performance assertion.
+const waitLimit = 5 * time.Minute
+
+// waitUntil polls cond until it holds, for at most waitLimit.
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not reached in 30s: %s", what)
+			t.Fatalf("not reached in %v: %s", waitLimit, what)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}

@@ -60,8 +60,10 @@ type Node struct {
 	locks    [256]sync.Mutex // per-document write locks, striped by id hash
 	importMu sync.Mutex      // imports check for existing ids, then write them
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New opens the node's home: identity, Pebble store and search index. It
@@ -147,17 +149,20 @@ func (n *Node) Start(ctx context.Context) error {
 
 // Close leaves the mesh, stops background work and closes the index and
 // storage. Every acknowledged write is already durable; Close loses
-// nothing.
+// nothing. Calling it again returns the first call's result.
 func (n *Node) Close() error {
-	var err error
-	if n.mesh != nil {
-		err = n.mesh.stop()
-	}
-	if n.cancel != nil {
-		n.cancel()
-	}
-	n.wg.Wait()
-	return errors.Join(err, n.index.Close(), n.store.Close())
+	n.closeOnce.Do(func() {
+		var err error
+		if n.mesh != nil {
+			err = n.mesh.stop()
+		}
+		if n.cancel != nil {
+			n.cancel()
+		}
+		n.wg.Wait()
+		n.closeErr = errors.Join(err, n.index.Close(), n.store.Close())
+	})
+	return n.closeErr
 }
 
 // changed tells the indexer and the mesh's pusher that new changes are

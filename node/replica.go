@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/storage"
@@ -121,7 +124,8 @@ func (r replica) Docs(peer string, want []transport.Entry) ([]transport.Entry, e
 }
 
 // Apply merges a peer's documents into the local ones and commits the
-// results in one durable batch. A document that fails validation or the
+// results in one durable batch (a document sent twice in one batch is
+// taken once; anti-entropy brings the other version). A document that fails validation or the
 // replication policy is rejected and logged; the others are applied.
 func (r replica) Apply(peer string, docs []transport.Entry) error {
 	m, n := r.m, r.m.n
@@ -135,10 +139,37 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 	var recs []storage.Record
 	var meshRecs []crdt.MeshRecord
 	seen := make(map[string]bool)
-	flush := func() error {
-		if len(recs) == 0 {
-			return nil
+	// Merging is CPU work in Automerge, independent per document: it runs
+	// on every core, then one batch commits the results.
+	merged := make([]mergeResult, len(docs))
+	parallel(len(docs), func(i int) {
+		r := &merged[i]
+		r.rec, r.mesh, r.err = m.merge(docs[i])
+	})
+	rejected := 0
+	for i, d := range docs {
+		r := merged[i]
+		if r.err != nil {
+			rejected++
+			m.log.Warn("rejected a document from a peer", "peer", peer, "kind", fmt.Sprintf("%q", d.Kind), "id", d.ID, "err", r.err)
+			continue
 		}
+		if r.rec.Kind == 0 {
+			continue // nothing new
+		}
+		key := string(d.Kind) + d.ID
+		if seen[key] {
+			// The same document twice in one batch: the second merge did
+			// not see the first; leave it to the next anti-entropy pass.
+			continue
+		}
+		seen[key] = true
+		recs = append(recs, r.rec)
+		if r.mesh != nil {
+			meshRecs = append(meshRecs, *r.mesh)
+		}
+	}
+	if len(recs) > 0 {
 		seq, err := n.store.Commit(recs...)
 		if err != nil {
 			return fmt.Errorf("store documents from %s: %w", peer, err)
@@ -151,40 +182,34 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 		m.mu.Unlock()
 		m.applied(meshRecs)
 		n.changed()
-		recs, meshRecs = recs[:0], meshRecs[:0]
-		clear(seen)
-		return nil
-	}
-	rejected := 0
-	for _, d := range docs {
-		key := string(d.Kind) + d.ID
-		if seen[key] { // the same document twice: commit the first
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		rec, mr, err := m.merge(d)
-		if err != nil {
-			rejected++
-			m.log.Warn("rejected a document from a peer", "peer", peer, "kind", fmt.Sprintf("%q", d.Kind), "id", d.ID, "err", err)
-			continue
-		}
-		if rec.Kind == 0 {
-			continue // nothing new
-		}
-		seen[key] = true
-		recs = append(recs, rec)
-		if mr != nil {
-			meshRecs = append(meshRecs, *mr)
-		}
-	}
-	if err := flush(); err != nil {
-		return err
 	}
 	if rejected > 0 {
 		return fmt.Errorf("%w: %d of %d documents from %s rejected (see the log)", ErrInvalid, rejected, len(docs), peer)
 	}
 	return nil
+}
+
+type mergeResult struct {
+	rec  storage.Record
+	mesh *crdt.MeshRecord
+	err  error
+}
+
+// parallel calls fn(0..n-1) on as many goroutines as there are CPUs.
+func parallel(n int, fn func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // mergeable is what the three document types share for merging.
@@ -281,8 +306,18 @@ func (m *mesh) mergeMemory(id string, local, remote []byte) (storage.Record, err
 		return storage.Record{}, fmt.Errorf("namespace %q is local-only on this machine", mem.Namespace)
 	}
 	rec, err := memoryRecord(&mem, nil)
-	rec.Doc = doc.Save()
+	rec.Doc = savedOr(local, remote, doc.Save)
 	return rec, err
+}
+
+// savedOr returns the bytes to store: a document new to this node is
+// stored as received (it passed every check and loaded), a merged one is
+// saved again.
+func savedOr(local, remote []byte, save func() []byte) []byte {
+	if local == nil {
+		return remote
+	}
+	return save()
 }
 
 func (m *mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error) {
@@ -303,7 +338,7 @@ func (m *mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error
 			return storage.Record{}, fmt.Errorf("edge endpoint %s is in local-only namespace %q", end, ns)
 		}
 	}
-	return edgeRecord(&e, doc.Save())
+	return edgeRecord(&e, savedOr(local, remote, doc.Save))
 }
 
 func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (storage.Record, *crdt.MeshRecord, error) {
@@ -325,7 +360,7 @@ func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (
 			return storage.Record{}, nil, fmt.Errorf("device %s: a revocation cannot be undone", r.Key)
 		}
 	}
-	rec, err := meshRecord(&r, doc.Save())
+	rec, err := meshRecord(&r, savedOr(local, remote, doc.Save))
 	return rec, &r, err
 }
 
