@@ -16,11 +16,12 @@ import (
 	"github.com/memmesh/memmesh/web"
 )
 
-// startServe runs `memmesh serve` on home as a child process and waits until
-// it answers. The process is killed when the test ends.
-func startServe(t testing.TB, home string) (*exec.Cmd, *web.Client) {
+// startServe runs `memmesh serve` on home, with extra arguments, as a child
+// process and waits until it answers. The process is killed when the test
+// ends.
+func startServe(t testing.TB, home string, extra ...string) (*exec.Cmd, *web.Client) {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--home", home)
+	cmd := exec.Command(binary, append([]string{"serve", "--home", home}, extra...)...)
 	cmd.Env = testEnv(home)
 	logf, err := os.OpenFile(filepath.Join(home, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

@@ -20,6 +20,7 @@
 //	unlink     remove a relation
 //	traverse   follow relations from a memory or artefact (depth, direction, rels)
 //	status     version, device and counts
+//	peers      the user's other machines in the mesh: state, last sync, documents behind
 //
 // Resources:
 //

@@ -23,7 +23,8 @@ import (
 // Service is what the MCP server needs from a memmesh node. It is
 // implemented by *node.Node (in the daemon) and by *web.Client (in
 // `memmesh mcp`, which talks to the daemon over its socket). Errors wrap
-// node.ErrInvalid, node.ErrNotFound and node.ErrAmbiguous as node's do.
+// node.ErrInvalid, node.ErrNotFound and node.ErrAmbiguous as node's do;
+// Peers fails with node.ErrNoMesh on a node that runs without the mesh.
 type Service interface {
 	Remember(ctx context.Context, req node.RememberRequest) (node.RememberResult, error)
 	Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error)
@@ -37,6 +38,7 @@ type Service interface {
 	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	Stats(ctx context.Context) (node.Stats, error)
+	Peers(ctx context.Context) ([]node.Peer, error)
 }
 
 var _ Service = (*node.Node)(nil)

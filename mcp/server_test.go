@@ -60,8 +60,14 @@ func testLogger(tb testing.TB) *slog.Logger {
 // testNode starts a real node in a temporary home.
 func testNode(tb testing.TB) *node.Node {
 	tb.Helper()
-	log := testLogger(tb)
-	n, err := node.New(node.Config{Home: tb.TempDir(), Logger: log})
+	return startNode(tb, node.Config{Home: tb.TempDir(), Logger: testLogger(tb)})
+}
+
+// startNode starts a real node configured by cfg; it closes when the test
+// ends.
+func startNode(tb testing.TB, cfg node.Config) *node.Node {
+	tb.Helper()
+	n, err := node.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -202,7 +208,7 @@ func TestListings(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"context", "forget", "get", "link", "recall", "remember", "status", "traverse", "unlink", "update"}
+	want := []string{"context", "forget", "get", "link", "peers", "recall", "remember", "status", "traverse", "unlink", "update"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -32,7 +33,7 @@ func (h *handler) tools() []server.ServerTool {
 	var out []server.ServerTool
 	for _, def := range []func() (mcpgo.Tool, server.ToolHandlerFunc){
 		h.rememberTool, h.recallTool, h.getTool, h.updateTool, h.forgetTool,
-		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.statusTool,
+		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.statusTool, h.peersTool,
 	} {
 		tool, handle := def()
 		out = append(out, server.ServerTool{Tool: tool, Handler: handle})
@@ -377,6 +378,28 @@ func (h *handler) statusTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		}
 		agent, session := h.caller(ctx)
 		out := statusData{Version: h.version, DefaultNamespace: h.namespace, Agent: agent, Session: session, Stats: st}
+		return mcpgo.NewToolResultStructured(out, out.text()), nil
+	}
+}
+
+func (h *handler) peersTool() (mcpgo.Tool, server.ToolHandlerFunc) {
+	tool := mcpgo.NewTool("peers",
+		hints("memmesh peers", true, false, true),
+		mcpgo.WithDescription(`List the user's other machines in the memmesh mesh and how sync with each is going: name, device id, state (alive, suspect, dead, left, unknown, revoked), last sync, and how many documents changed here since it last pulled. Use it to tell whether memories written on another machine can have reached this one yet.`),
+		mcpgo.WithOutputSchema[peersData](),
+	)
+	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		if bad := readArgs(tool, req).problem(); bad != nil {
+			return bad, nil
+		}
+		peers, err := h.svc.Peers(ctx)
+		if err != nil && !errors.Is(err, node.ErrNoMesh) {
+			return h.failure(tool.Name, err, ""), nil
+		}
+		out := peersData{Mesh: err == nil, Peers: make([]peerData, len(peers))}
+		for i, p := range peers {
+			out.Peers[i] = peerData{Device: p.Device, Name: p.Name, State: p.State, LastSync: p.LastSync, Behind: p.Behind}
+		}
 		return mcpgo.NewToolResultStructured(out, out.text()), nil
 	}
 }
@@ -985,6 +1008,44 @@ func (s *statusData) text() string {
 			parts[i] = fmt.Sprintf("%s %d", k, c.counts[k])
 		}
 		fmt.Fprintf(&b, "%s: %s.\n", c.name, strings.Join(parts, ", "))
+	}
+	return b.String()
+}
+
+type peersData struct {
+	Mesh  bool       `json:"mesh" jsonschema:"false when this node runs without the mesh: its memories stay on this machine"`
+	Peers []peerData `json:"peers"`
+}
+
+type peerData struct {
+	Device   string    `json:"device" jsonschema:"the peer's device id"`
+	Name     string    `json:"name"`
+	State    string    `json:"state" jsonschema:"alive, suspect, dead, left, unknown (never seen) or revoked"`
+	LastSync time.Time `json:"last_sync,omitzero" jsonschema:"end of the last complete sync from the peer; absent when it never synced"`
+	Behind   int       `json:"behind" jsonschema:"documents changed on this machine since the peer last pulled from it (pushes may have delivered them already)"`
+}
+
+func (p *peersData) text() string {
+	switch {
+	case !p.Mesh:
+		return "This node runs without the mesh: its memories stay on this machine and nothing syncs.\n"
+	case len(p.Peers) == 0:
+		return "No other machine is in the mesh yet: memories stay on this machine until the user runs `memmesh invite` here and `memmesh join` on another.\n"
+	}
+	alive := 0
+	for _, peer := range p.Peers {
+		if peer.State == "alive" {
+			alive++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d other machines, %d alive:\n", len(p.Peers), alive)
+	for _, peer := range p.Peers {
+		synced := "never synced"
+		if !peer.LastSync.IsZero() {
+			synced = "last sync " + peer.LastSync.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(&b, "- %q (device %s): %s, %s, %d documents behind\n", peer.Name, shortDevice(peer.Device), peer.State, synced, peer.Behind)
 	}
 	return b.String()
 }

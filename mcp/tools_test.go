@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/node"
@@ -189,6 +190,14 @@ func TestTools(t *testing.T) {
 		}
 	})
 
+	t.Run("peers without the mesh", func(t *testing.T) {
+		var out peersData
+		text := call(t, c, "peers", nil, &out)
+		if out.Mesh || len(out.Peers) != 0 || !strings.Contains(text, "without the mesh") {
+			t.Errorf("peers = %+v, %q", out, text)
+		}
+	})
+
 	t.Run("forget", func(t *testing.T) {
 		var out forgetData
 		call(t, c, "forget", map[string]any{"id": goose.ID}, &out)
@@ -291,6 +300,7 @@ func TestToolErrors(t *testing.T) {
 		{"traverse invalid relation", "traverse", map[string]any{"start": a.ID, "rels": []any{"NOPE"}}, "relation"},
 		{"budget too small", "context", map[string]any{"budget": 5}, "budget is 5: use 100 to 100000"},
 		{"status with arguments", "status", map[string]any{"verbose": true}, `unknown argument "verbose" (status takes no arguments)`},
+		{"peers with arguments", "peers", map[string]any{"all": true}, `unknown argument "all" (peers takes no arguments)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := callTool(t, c, tc.tool, tc.args)
@@ -305,6 +315,48 @@ func TestToolErrors(t *testing.T) {
 	}
 	if after := snapshot(t, n, a.ID, b.ID); after != before {
 		t.Errorf("bad calls changed the store:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// meshNode starts a real node that runs the mesh on 127.0.0.1.
+func meshNode(tb testing.TB, name string) *node.Node {
+	tb.Helper()
+	return startNode(tb, node.Config{Home: tb.TempDir(), Logger: testLogger(tb), Mesh: &node.MeshConfig{
+		Listen: "127.0.0.1:0", Name: name, ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond,
+	}})
+}
+
+func TestPeers(t *testing.T) {
+	a, b := meshNode(t, "laptop"), meshNode(t, "desk")
+	c := connect(t, a)
+	ctx := context.Background()
+
+	var out peersData
+	if text := call(t, c, "peers", nil, &out); !out.Mesh || len(out.Peers) != 0 || !strings.Contains(text, "memmesh invite") {
+		t.Fatalf("peers before any join = %+v, %q", out, text)
+	}
+	inv, err := a.Invite(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Join(ctx, inv.Token); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		text = call(t, c, "peers", nil, &out)
+		if len(out.Peers) == 1 && out.Peers[0].State == "alive" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("desk never shows alive: %+v", out)
+		}
+	}
+	if p := out.Peers[0]; p.Device != b.DeviceID() || p.Name != "desk" {
+		t.Errorf("peer = %+v", p)
+	}
+	if !strings.Contains(text, `"desk" (device `+b.DeviceID()[:7]+"): alive") {
+		t.Errorf("peers text %q", text)
 	}
 }
 

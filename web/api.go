@@ -35,6 +35,17 @@ type Service interface {
 	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	DeviceID() string
+
+	// The mesh. Invite, Join, JoinAddr and Peers fail with node.ErrNoMesh
+	// on a node that runs without it.
+	Invite(ctx context.Context, ttl time.Duration) (node.Invitation, error)
+	Join(ctx context.Context, token string) (node.JoinResult, error)
+	JoinAddr(ctx context.Context, addr string) (int, error)
+	Devices(ctx context.Context) ([]node.Device, error)
+	Revoke(ctx context.Context, ref string) (node.Device, error)
+	Peers(ctx context.Context) ([]node.Peer, error)
+	MeshStatus(ctx context.Context) (node.MeshStatus, error)
+	SetNamespaceSync(ctx context.Context, ns, policy string) (crdt.MeshRecord, error)
 }
 
 // EdgeRef names an edge by its endpoints and relation.
@@ -42,6 +53,40 @@ type EdgeRef struct {
 	From string `json:"from"`
 	Rel  string `json:"rel"`
 	To   string `json:"to"`
+}
+
+// InviteRequest asks for an invite token valid for TTL: a duration such as
+// "30m", "2h" or "1d", from one minute to a week; "" means an hour.
+type InviteRequest struct {
+	TTL string `json:"ttl,omitempty"`
+}
+
+// JoinRequest joins a mesh with an invite token.
+type JoinRequest struct {
+	Token string `json:"token"`
+}
+
+// RejoinRequest contacts a member of the mesh at Addr (host:port).
+type RejoinRequest struct {
+	Addr string `json:"addr"`
+}
+
+// RejoinResult is the answer to a RejoinRequest.
+type RejoinResult struct {
+	Addr      string `json:"addr"`
+	Contacted int    `json:"contacted"` // members that answered
+}
+
+// RevokeRequest names a device by id, unique id prefix or unique name.
+type RevokeRequest struct {
+	Device string `json:"device"`
+}
+
+// SyncRequest sets a namespace's replication policy: crdt.SyncAll or
+// crdt.SyncLocal.
+type SyncRequest struct {
+	Namespace string `json:"namespace"`
+	Policy    string `json:"policy"`
 }
 
 var _ Service = (*node.Node)(nil)
@@ -77,7 +122,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/memories/{ref}/forget", a.forget)
 	a.mux.HandleFunc("DELETE /v1/memories/{ref}", a.delete)
 	a.mux.HandleFunc("POST /v1/search", jsonCall(a, http.StatusOK, svc.Search))
-	a.mux.HandleFunc("GET /v1/stats", a.stats)
+	a.mux.HandleFunc("GET /v1/stats", getCall(a, svc.Stats))
 	a.mux.HandleFunc("GET /v1/export", a.export)
 	a.mux.HandleFunc("POST /v1/import", a.importJSONL)
 	a.mux.HandleFunc("POST /v1/edges", jsonCall(a, http.StatusOK, svc.Link))
@@ -86,6 +131,23 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/traverse", jsonCall(a, http.StatusOK, svc.Traverse))
 	a.mux.HandleFunc("POST /v1/edges/list", jsonCall(a, http.StatusOK, svc.Edges))
 	a.mux.HandleFunc("POST /v1/context", jsonCall(a, http.StatusOK, svc.Context))
+	a.mux.HandleFunc("POST /v1/mesh/invite", jsonCall(a, http.StatusCreated, invite(svc.Invite)))
+	a.mux.HandleFunc("POST /v1/mesh/join", jsonCall(a, http.StatusOK, func(ctx context.Context, req JoinRequest) (node.JoinResult, error) {
+		return svc.Join(ctx, req.Token)
+	}))
+	a.mux.HandleFunc("POST /v1/mesh/rejoin", jsonCall(a, http.StatusOK, func(ctx context.Context, req RejoinRequest) (RejoinResult, error) {
+		k, err := svc.JoinAddr(ctx, req.Addr)
+		return RejoinResult{Addr: req.Addr, Contacted: k}, err
+	}))
+	a.mux.HandleFunc("GET /v1/mesh/devices", getCall(a, svc.Devices))
+	a.mux.HandleFunc("POST /v1/mesh/revoke", jsonCall(a, http.StatusOK, func(ctx context.Context, req RevokeRequest) (node.Device, error) {
+		return svc.Revoke(ctx, req.Device)
+	}))
+	a.mux.HandleFunc("GET /v1/mesh/peers", getCall(a, svc.Peers))
+	a.mux.HandleFunc("GET /v1/mesh/status", getCall(a, svc.MeshStatus))
+	a.mux.HandleFunc("POST /v1/ns/sync", jsonCall(a, http.StatusOK, func(ctx context.Context, req SyncRequest) (crdt.MeshRecord, error) {
+		return svc.SetNamespaceSync(ctx, req.Namespace, req.Policy)
+	}))
 	a.mux.HandleFunc("POST /v1/shutdown", a.stop)
 	return a
 }
@@ -151,11 +213,6 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, http.StatusOK, res, err)
 }
 
-func (a *API) stats(w http.ResponseWriter, r *http.Request) {
-	res, err := a.svc.Stats(r.Context())
-	a.reply(w, http.StatusOK, res, err)
-}
-
 func (a *API) export(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	if _, err := a.svc.Export(r.Context(), w); err != nil {
@@ -180,6 +237,29 @@ func jsonCall[Req, Res any](a *API, status int, call func(context.Context, Req) 
 		}
 		res, err := call(r.Context(), req)
 		a.reply(w, status, res, err)
+	}
+}
+
+// getCall serves a call that takes nothing and answers JSON.
+func getCall[Res any](a *API, call func(context.Context) (Res, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		res, err := call(r.Context())
+		a.reply(w, http.StatusOK, res, err)
+	}
+}
+
+// invite adapts Invite to a call taking an InviteRequest.
+func invite(call func(context.Context, time.Duration) (node.Invitation, error)) func(context.Context, InviteRequest) (node.Invitation, error) {
+	return func(ctx context.Context, req InviteRequest) (node.Invitation, error) {
+		var ttl time.Duration
+		if req.TTL != "" {
+			d, err := node.ParseTTL(req.TTL)
+			if err != nil || d <= 0 {
+				return node.Invitation{}, fmt.Errorf("%w: invite ttl %q: give a duration from 1m to 7d, e.g. 30m, 2h or 1d", node.ErrInvalid, req.TTL)
+			}
+			ttl = d
+		}
+		return call(ctx, ttl)
 	}
 }
 
@@ -232,6 +312,7 @@ var errorCodes = []struct {
 	{node.ErrNotFound, "not_found", http.StatusNotFound},
 	{node.ErrAmbiguous, "ambiguous", http.StatusConflict},
 	{node.ErrClosed, "unavailable", http.StatusServiceUnavailable},
+	{node.ErrNoMesh, "no_mesh", http.StatusConflict},
 }
 
 func (a *API) fail(w http.ResponseWriter, err error) {

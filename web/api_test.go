@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,7 +13,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -20,11 +23,18 @@ import (
 // and the socket path; everything stops when the test ends.
 func testAPI(t *testing.T) (*Client, *node.Node, string) {
 	t.Helper()
-	n, err := node.New(node.Config{Home: t.TempDir()})
+	return serveNode(t, node.Config{Home: t.TempDir()})
+}
+
+// serveNode is testAPI for a node configured by cfg.
+func serveNode(t *testing.T, cfg node.Config) (*Client, *node.Node, string) {
+	t.Helper()
+	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Start(context.Background()); err != nil {
+		n.Close()
 		t.Fatal(err)
 	}
 	dir, err := os.MkdirTemp("", "mmw")
@@ -130,5 +140,117 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	if m, err := other.Get(ctx, res.ID); err != nil || m.Content != "Serve the API on a unix socket with mode 0600" {
 		t.Fatalf("imported memory: %+v %v", m, err)
+	}
+}
+
+func TestMeshCallsWithoutMesh(t *testing.T) {
+	c, _, sock := testAPI(t)
+	ctx := context.Background()
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/mesh/invite", `{}`},
+		{"POST", "/v1/mesh/join", `{"token": "mmj1x"}`},
+		{"POST", "/v1/mesh/rejoin", `{"addr": "127.0.0.1:7420"}`},
+		{"GET", "/v1/mesh/peers", ""},
+	} {
+		status, body := raw(t, sock, tc.method, tc.path, tc.body)
+		if status != http.StatusConflict || !strings.Contains(body, `"code":"no_mesh"`) {
+			t.Errorf("%s %s: got %d %s, want 409 with code no_mesh", tc.method, tc.path, status, body)
+		}
+	}
+	if _, err := c.Peers(ctx); !errors.Is(err, node.ErrNoMesh) {
+		t.Errorf("Peers: %v, want ErrNoMesh", err)
+	}
+	if _, err := c.Invite(ctx, time.Hour); !errors.Is(err, node.ErrNoMesh) {
+		t.Errorf("Invite: %v, want ErrNoMesh", err)
+	}
+	st, err := c.MeshStatus(ctx)
+	if err != nil || st.Enabled || st.Device != c.DeviceID() {
+		t.Errorf("MeshStatus = %+v, %v; want disabled, device %s", st, err, c.DeviceID())
+	}
+	if devices, err := c.Devices(ctx); err != nil || len(devices) != 0 {
+		t.Errorf("Devices = %+v, %v; want none", devices, err)
+	}
+	if _, err := c.Revoke(ctx, "ABCDEF"); !errors.Is(err, node.ErrNotFound) {
+		t.Errorf("Revoke unknown: %v, want ErrNotFound", err)
+	}
+	// A namespace's policy is a record like any other: it needs no mesh.
+	r, err := c.SetNamespaceSync(ctx, "Private", crdt.SyncLocal)
+	if err != nil || r.Key != "private" || r.Sync != crdt.SyncLocal {
+		t.Errorf("SetNamespaceSync = %+v, %v", r, err)
+	}
+	if _, err := c.SetNamespaceSync(ctx, "private", "some"); !errors.Is(err, node.ErrInvalid) {
+		t.Errorf("SetNamespaceSync bad policy: %v, want ErrInvalid", err)
+	}
+}
+
+// meshAPI serves a node that runs the mesh on 127.0.0.<host>.
+func meshAPI(t *testing.T, host int, name string) *Client {
+	t.Helper()
+	c, _, _ := serveNode(t, node.Config{Home: t.TempDir(), Mesh: &node.MeshConfig{
+		Listen:        fmt.Sprintf("127.0.0.%d:0", host),
+		Name:          name,
+		ProbeInterval: 200 * time.Millisecond,
+		RetryInterval: 500 * time.Millisecond,
+	}})
+	return c
+}
+
+func TestMeshCalls(t *testing.T) {
+	a, b := meshAPI(t, 1, "a"), meshAPI(t, 1, "b")
+	ctx := context.Background()
+	if _, err := a.Invite(ctx, time.Second); !errors.Is(err, node.ErrInvalid) {
+		t.Errorf("Invite for a second: %v, want ErrInvalid", err)
+	}
+	inv, err := a.Invite(ctx, 0)
+	if err != nil || !strings.HasPrefix(inv.Token, "mmj1") || len(inv.Addrs) == 0 {
+		t.Fatalf("Invite = %+v, %v", inv, err)
+	}
+	if d := time.Until(inv.Expires); d < 59*time.Minute || d > time.Hour {
+		t.Errorf("invite expires in %v, want the default hour", d)
+	}
+	joined, err := b.Join(ctx, inv.Token)
+	if err != nil || joined.Inviter != a.DeviceID() || joined.Devices != 2 {
+		t.Fatalf("Join = %+v, %v", joined, err)
+	}
+	if _, err := b.Join(ctx, inv.Token); err == nil || !strings.Contains(err.Error(), "used") {
+		t.Errorf("second use of a token: %v, want a refusal", err)
+	}
+
+	devices, err := a.Devices(ctx)
+	if err != nil || len(devices) != 2 || !devices[0].Self || devices[1].Key != b.DeviceID() || devices[1].Name != "b" {
+		t.Fatalf("Devices = %+v, %v", devices, err)
+	}
+	var peers []node.Peer
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		peers, err = a.Peers(ctx)
+		if err == nil && len(peers) == 1 && peers[0].State == "alive" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b is not alive on a: %+v, %v", peers, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if peers[0].Device != b.DeviceID() || peers[0].Name != "b" {
+		t.Errorf("peer = %+v", peers[0])
+	}
+	st, err := a.MeshStatus(ctx)
+	if err != nil || !st.Enabled || st.Name != "a" || st.Devices != 2 || st.Peers != 1 || st.Listen != inv.Addrs[0] {
+		t.Errorf("MeshStatus = %+v, %v", st, err)
+	}
+	if k, err := b.JoinAddr(ctx, st.Listen); err != nil || k != 1 {
+		t.Errorf("JoinAddr(%s) = %d, %v", st.Listen, k, err)
+	}
+	if _, err := b.JoinAddr(ctx, "not an address"); !errors.Is(err, node.ErrInvalid) {
+		t.Errorf("JoinAddr bad address: %v, want ErrInvalid", err)
+	}
+
+	revoked, err := a.Revoke(ctx, "b")
+	if err != nil || revoked.Key != b.DeviceID() || !revoked.Revoked() {
+		t.Fatalf("Revoke = %+v, %v", revoked, err)
+	}
+	if _, err := a.Revoke(ctx, a.DeviceID()); !errors.Is(err, node.ErrInvalid) {
+		t.Errorf("revoking this device: %v, want ErrInvalid", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -259,6 +260,52 @@ func (c *Client) Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge,
 func (c *Client) Context(ctx context.Context, req node.ContextRequest) (node.Brief, error) {
 	var b node.Brief
 	return b, c.send(ctx, http.MethodPost, "/v1/context", req, &b)
+}
+
+// Invite asks for a one-time invite token; ttl 0 means the node's default.
+func (c *Client) Invite(ctx context.Context, ttl time.Duration) (node.Invitation, error) {
+	var req InviteRequest
+	if ttl != 0 {
+		req.TTL = ttl.String()
+	}
+	var inv node.Invitation
+	return inv, c.send(ctx, http.MethodPost, "/v1/mesh/invite", req, &inv)
+}
+
+func (c *Client) Join(ctx context.Context, token string) (node.JoinResult, error) {
+	var res node.JoinResult
+	return res, c.send(ctx, http.MethodPost, "/v1/mesh/join", JoinRequest{Token: token}, &res)
+}
+
+// JoinAddr contacts a member at addr and returns how many answered.
+func (c *Client) JoinAddr(ctx context.Context, addr string) (int, error) {
+	var res RejoinResult
+	return res.Contacted, c.send(ctx, http.MethodPost, "/v1/mesh/rejoin", RejoinRequest{Addr: addr}, &res)
+}
+
+func (c *Client) Devices(ctx context.Context) ([]node.Device, error) {
+	var out []node.Device
+	return out, c.do(ctx, http.MethodGet, "/v1/mesh/devices", nil, &out)
+}
+
+func (c *Client) Revoke(ctx context.Context, ref string) (node.Device, error) {
+	var d node.Device
+	return d, c.send(ctx, http.MethodPost, "/v1/mesh/revoke", RevokeRequest{Device: ref}, &d)
+}
+
+func (c *Client) Peers(ctx context.Context) ([]node.Peer, error) {
+	var out []node.Peer
+	return out, c.do(ctx, http.MethodGet, "/v1/mesh/peers", nil, &out)
+}
+
+func (c *Client) MeshStatus(ctx context.Context) (node.MeshStatus, error) {
+	var st node.MeshStatus
+	return st, c.do(ctx, http.MethodGet, "/v1/mesh/status", nil, &st)
+}
+
+func (c *Client) SetNamespaceSync(ctx context.Context, ns, policy string) (crdt.MeshRecord, error) {
+	var r crdt.MeshRecord
+	return r, c.send(ctx, http.MethodPost, "/v1/ns/sync", SyncRequest{Namespace: ns, Policy: policy}, &r)
 }
 
 // Shutdown asks the daemon to stop; it returns once the request is accepted.

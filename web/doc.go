@@ -21,9 +21,18 @@
 //	POST   /v1/traverse               breadth-first walk (node.TraverseRequest)
 //	POST   /v1/edges/list             live edges at many endpoints (node.EdgesRequest)
 //	POST   /v1/context                a namespace's brief (node.ContextRequest)
+//	POST   /v1/mesh/invite            a one-time invite token ({"ttl": "1h"}; 1m to 7d)
+//	POST   /v1/mesh/join              join a mesh ({"token"})
+//	POST   /v1/mesh/rejoin            contact a member at host:port ({"addr"})
+//	GET    /v1/mesh/devices           the device registry
+//	POST   /v1/mesh/revoke            revoke a device ({"device": id, id prefix or name})
+//	GET    /v1/mesh/peers             the other devices and their state
+//	GET    /v1/mesh/status            this node's part in the mesh
+//	POST   /v1/ns/sync                a namespace's sync policy ({"namespace", "policy": "all" or "local"})
 //	POST   /v1/shutdown               stop the daemon cleanly
 //
 // Errors are {"error": message, "code": code} with code one of invalid,
-// not_found, ambiguous, unavailable and internal; Client turns them back into
+// not_found, ambiguous, unavailable, no_mesh (a mesh call on a node that runs
+// without the mesh; status 409) and internal; Client turns them back into
 // errors that match node's sentinel errors with errors.Is.
 package web

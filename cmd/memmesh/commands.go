@@ -22,21 +22,38 @@ import (
 
 func (a *app) serveCommand() *cobra.Command {
 	var httpAddr string
+	var mesh meshFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the memmesh node in the foreground",
 		Long: `Run the memmesh node in the foreground until interrupted (Ctrl-C, SIGTERM)
-or 'memmesh stop'. Other commands start it in the background when needed.
+or 'memmesh stop'. Other commands start it in the background when needed
+(with the settings of the config file and the environment).
+
+It joins the mesh of your other machines over QUIC on UDP (--listen, default
+:7420; 'memmesh invite' and 'memmesh join' connect them). When the default
+port is taken, for example by the daemon of another home, it runs without the
+mesh; an address given with --listen, MEMMESH_LISTEN or the config's listen
+must be free.
 
 It also serves MCP over streamable HTTP at http://ADDR/mcp, for clients on this
 machine only (--http; a loopback address).`,
+		Example: `  memmesh serve
+  memmesh serve --listen :7430 --name laptop
+  memmesh serve --listen 10.0.0.5:7420 --join 10.0.0.6:7420
+  memmesh serve --no-mesh --http ""`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h := httpConfig{addr: httpAddr, required: cmd.Flags().Changed("http")}
-			return serve(cmd.Context(), a.home, a.cfg, h, a.logger())
+			mc, err := mesh.resolve(cmd, a.cfg)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), a.home, a.cfg, h, mc, a.logger())
 		},
 	}
 	cmd.Flags().StringVar(&httpAddr, "http", defaultHTTPAddr, `serve MCP over streamable HTTP on this loopback address ("" disables it)`)
+	mesh.register(cmd)
 	return cmd
 }
 

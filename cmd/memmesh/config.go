@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,15 +16,24 @@ import (
 )
 
 // Config is memmesh's configuration. Precedence, highest first: flags,
-// environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL), the
-// project's .memmesh.toml (found upwards from the working directory), the
-// global $MEMMESH_HOME/config.toml, defaults.
+// environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL,
+// MEMMESH_LISTEN, MEMMESH_NAME), the project's .memmesh.toml (found upwards
+// from the working directory), the global $MEMMESH_HOME/config.toml,
+// defaults.
 type Config struct {
 	// Namespace is the default namespace of capture, search and list.
 	Namespace string `toml:"namespace"`
 	// LogLevel is the daemon's log level: debug, info, warn or error.
-	LogLevel string       `toml:"log_level"`
-	Search   SearchConfig `toml:"search"`
+	LogLevel string `toml:"log_level"`
+	// Listen is the mesh's UDP address ("" means node.DefaultListen, and a
+	// daemon that cannot listen there runs without the mesh).
+	Listen string `toml:"listen"`
+	// Advertise is the host:port other machines dial ("" means found from
+	// Listen).
+	Advertise string `toml:"advertise"`
+	// Name is this device's name in the mesh ("" means the hostname).
+	Name   string       `toml:"name"`
+	Search SearchConfig `toml:"search"`
 }
 
 // SearchConfig tunes ranking.
@@ -71,6 +81,12 @@ func loadConfig(home string) (Config, error) {
 	if v := os.Getenv("MEMMESH_LOG_LEVEL"); v != "" {
 		cfg.LogLevel = v
 	}
+	if v := os.Getenv("MEMMESH_LISTEN"); v != "" {
+		cfg.Listen = v
+	}
+	if v := os.Getenv("MEMMESH_NAME"); v != "" {
+		cfg.Name = v
+	}
 	return cfg, cfg.validate()
 }
 
@@ -97,7 +113,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, search.recency_half_life)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, search.recency_half_life)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -110,6 +126,20 @@ func (c Config) validate() error {
 	}
 	if _, err := c.halfLife(); err != nil {
 		return err
+	}
+	for key, addr := range map[string]string{"listen": c.Listen, "advertise": c.Advertise} {
+		if err := checkHostPort(addr); addr != "" && err != nil {
+			return fmt.Errorf("config: %s %q: %w", key, addr, err)
+		}
+	}
+	return nil
+}
+
+// checkHostPort checks that addr is host:port (an empty host means every
+// interface).
+func checkHostPort(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return errors.New("use host:port, e.g. :7420 or 192.168.1.5:7420")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,17 @@ type httpConfig struct {
 	required bool
 }
 
+// meshConfig says how the daemon joins the mesh.
+type meshConfig struct {
+	off bool // run without the mesh
+	node.MeshConfig
+	// required is set when the listen address was asked for (flag,
+	// environment or config): failing to listen on it stops the daemon.
+	// Failing on the default port (another home's daemon on this machine)
+	// is logged and the daemon runs without the mesh.
+	required bool
+}
+
 // errInUse reports a home that another daemon already serves.
 var errInUse = errors.New("home is in use")
 
@@ -75,7 +87,7 @@ func (l *homeLock) release() {
 
 // serve runs the daemon in the foreground until SIGINT, SIGTERM or a
 // shutdown request, then stops cleanly.
-func serve(ctx context.Context, home string, cfg Config, h httpConfig, log *slog.Logger) error {
+func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshConfig, log *slog.Logger) error {
 	if h.addr != "" {
 		if err := mcp.CheckLoopback(h.addr); err != nil {
 			return err
@@ -103,18 +115,21 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, log *slog
 		}
 	}
 
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
 	halfLife, _ := cfg.halfLife()
-	n, err := node.New(node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife})
+	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife}
+	if !mc.off {
+		ncfg.Mesh = &mc.MeshConfig
+	}
+	// The node stops in Close, once the API has drained, not when a signal
+	// arrives.
+	n, err := openNode(context.WithoutCancel(ctx), ncfg, mc.required, log)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
-
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := n.Start(ctx); err != nil {
-		return err
-	}
+	defer n.Close() // Close is idempotent: this covers the early returns
 
 	sock := filepath.Join(home, socketFile)
 	if len(sock) > 100 {
@@ -150,7 +165,11 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, log *slog
 			}
 		}()
 	}
-	log.Info("memmesh is ready", "home", home, "socket", sock, "mcp", mcpURL, "device", n.DeviceID(), "version", node.Version(), "pid", os.Getpid())
+	meshAddr := "off"
+	if st, err := n.MeshStatus(ctx); err == nil && st.Enabled {
+		meshAddr = st.Listen
+	}
+	log.Info("memmesh is ready", "home", home, "socket", sock, "mcp", mcpURL, "mesh", meshAddr, "device", n.DeviceID(), "version", node.Version(), "pid", os.Getpid())
 
 	select {
 	case <-ctx.Done():
@@ -173,6 +192,33 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, log *slog
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// openNode creates and starts the node. When the mesh cannot listen on an
+// address nobody asked for, it logs a warning and starts the node without
+// the mesh instead.
+func openNode(ctx context.Context, cfg node.Config, required bool, log *slog.Logger) (*node.Node, error) {
+	n, err := startNode(ctx, cfg)
+	var op *net.OpError
+	if err == nil || cfg.Mesh == nil || required || !errors.As(err, &op) || op.Op != "listen" {
+		return n, err
+	}
+	listen := cmp.Or(cfg.Mesh.Listen, node.DefaultListen)
+	log.Warn("the mesh is off: cannot listen on its default UDP address (another memmesh daemon on this machine?); give another with serve --listen or listen in config.toml", "listen", listen, "err", err)
+	cfg.Mesh = nil
+	return startNode(ctx, cfg)
+}
+
+func startNode(ctx context.Context, cfg node.Config) (*node.Node, error) {
+	n, err := node.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
 }
 
 // connect returns a client of the home's daemon, starting the daemon in the

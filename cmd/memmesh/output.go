@@ -29,6 +29,19 @@ func (a *app) emit(v any, human, brief func(w io.Writer)) error {
 	return nil
 }
 
+// emitList writes a list as {key: [...]} in JSON, through human for
+// people, and one line of brief per item.
+func emitList[T any](a *app, key string, items []T, human func(w io.Writer), brief func(T) string) error {
+	if items == nil {
+		items = []T{}
+	}
+	return a.emit(map[string]any{key: items}, human, func(w io.Writer) {
+		for _, it := range items {
+			fmt.Fprintln(w, brief(it))
+		}
+	})
+}
+
 // printMemory shows one memory in full.
 func printMemory(w io.Writer, m node.Memory) {
 	fmt.Fprintf(w, "%s  %s\n", m.ShortID, m.Title)
@@ -123,16 +136,39 @@ func snippet(s string, n int) string {
 
 // printList shows memories one per line.
 func printList(w io.Writer, ms []node.Memory) {
-	if len(ms) == 0 {
-		fmt.Fprintln(w, "No memories.")
+	printTable(w, ms, "No memories.", "ID\tUPDATED\tNAMESPACE\tKIND\tTITLE", func(m node.Memory) []any {
+		return []any{m.ShortID, stamp(m.Provenance.UpdatedAt), m.Namespace, m.Kind, snippet(m.Title, 60)}
+	})
+}
+
+// printTable shows items one per row under a header of tab-separated
+// column names, or the empty message when there are none.
+func printTable[T any](w io.Writer, items []T, empty, header string, row func(T) []any) {
+	if len(items) == 0 {
+		fmt.Fprintln(w, empty)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tNAMESPACE\tKIND\tTITLE")
-	for _, m := range ms {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ShortID, m.Provenance.UpdatedAt.Local().Format("2006-01-02 15:04"), m.Namespace, m.Kind, snippet(m.Title, 60))
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		cells := row(it)
+		for i, c := range cells {
+			if i > 0 {
+				fmt.Fprint(tw, "\t")
+			}
+			fmt.Fprint(tw, c)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// stamp is a time in local time, or "-".
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
 }
 
 func printBriefList(w io.Writer, ms []node.Memory) {

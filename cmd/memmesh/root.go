@@ -35,6 +35,7 @@ type app struct {
 	stdout, stderr io.Writer
 	home           string
 	format         string
+	json           bool // --json: --format json
 	cfg            Config
 }
 
@@ -72,7 +73,7 @@ bug fixes, pitfalls) and gives it back when it matters.
 
 A node runs on every machine ('memmesh serve'); every other command talks to it
 and starts it in the background when it is not running. Output is readable text
-on a terminal and JSON when piped; choose with --format.`,
+on a terminal and JSON when piped; choose with --format (or --json).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -81,6 +82,7 @@ on a terminal and JSON when piped; choose with --format.`,
 	}
 	root.PersistentFlags().StringVar(&a.home, "home", "", "memmesh home directory (env MEMMESH_HOME, default ~/.memmesh)")
 	root.PersistentFlags().StringVar(&a.format, "format", "", "output format: human, json or brief (default: human on a terminal, json otherwise)")
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "same as --format json")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 	})
@@ -90,6 +92,8 @@ on a terminal and JSON when piped; choose with --format.`,
 		a.updateCommand(), a.forgetCommand(), a.deleteCommand(),
 		a.statsCommand(), a.exportCommand(), a.importCommand(), a.versionCommand(),
 		a.mcpCommand(),
+		a.idCommand(), a.inviteCommand(), a.joinCommand(), a.devicesCommand(), a.revokeCommand(),
+		a.peersCommand(), a.meshStatusCommand(), a.nsCommand(),
 	)
 	return root
 }
@@ -101,6 +105,12 @@ func (a *app) setup(cmd *cobra.Command) error {
 	}
 	if a.home == "" {
 		a.home = defaultHome()
+	}
+	if a.json {
+		if a.format != "" && a.format != "json" {
+			return usagef("--json and --format %s do not go together", a.format)
+		}
+		a.format = "json"
 	}
 	switch a.format {
 	case "":

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { assert, call, data, findID, hasAll, names, text } from './lib.mjs';
 
 export const memmeshTools = [
-  'remember', 'recall', 'get', 'update', 'forget', 'context', 'link', 'unlink', 'traverse', 'status',
+  'remember', 'recall', 'get', 'update', 'forget', 'context', 'link', 'unlink', 'traverse', 'status', 'peers',
 ];
 export const memmeshResources = ['memmesh://context', 'memmesh://stats', 'memmesh://stale'];
 export const memmeshTemplates = ['memmesh://memory/{id}'];
@@ -59,7 +59,7 @@ export async function basics(t, client, clientName) {
       assert.ok(tool.annotations, `tool ${tool.name} has no annotations`);
     }
     const byName = Object.fromEntries(tools.map((x) => [x.name, x]));
-    for (const ro of ['recall', 'get', 'context', 'traverse', 'status']) {
+    for (const ro of ['recall', 'get', 'context', 'traverse', 'status', 'peers']) {
       assert.equal(byName[ro].annotations?.readOnlyHint, true, `${ro} should be readOnlyHint`);
     }
     assert.equal(byName.forget.annotations?.destructiveHint, true, 'forget should be destructiveHint');
@@ -153,7 +153,7 @@ export async function basics(t, client, clientName) {
     assert.ok(rcText.includes('maintenance mode') || rcText.includes(id), `recall_context does not inject the memory:\n${rcText}`);
   });
 
-  await t.test('link, traverse, unlink; context and status', async () => {
+  await t.test('link, traverse, unlink; context, status and peers', async () => {
     const id2 = await remember(client, { content: `Connection pooling in the ${tok} service uses pgxpool`, namespace: 'e2e' });
     await call(client, 'link', { from: id2, rel: 'depends_on', to: id, notes: 'pool built on the driver' });
     const out = await call(client, 'traverse', { start: id2, depth: 1, direction: 'out' });
@@ -169,6 +169,8 @@ export async function basics(t, client, clientName) {
     assert.ok((text(brief) + JSON.stringify(brief.structuredContent ?? {})).includes(tok), `context of e2e does not mention the memory: ${JSON.stringify(brief)}`);
     const status = await call(client, 'status', {});
     assert.ok(JSON.stringify(status).length > 2, 'status is empty');
+    const peers = await call(client, 'peers', {});
+    assert.ok(Array.isArray(peers.peers), `peers has no list of peers: ${JSON.stringify(peers)}`);
   });
 
   await t.test('error result: get with an unknown id; the server answers afterwards', async () => {

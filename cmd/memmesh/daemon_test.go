@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memmesh/memmesh/node"
+)
+
+func TestOpenNodeWithoutFreePort(t *testing.T) {
+	busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ctx := context.Background()
+	cfg := node.Config{Home: t.TempDir(), Mesh: &node.MeshConfig{Listen: busy.LocalAddr().String()}}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+
+	// An address that was asked for must be free.
+	if n, err := openNode(ctx, cfg, true, log); err == nil {
+		n.Close()
+		t.Fatal("openNode on a taken port that was asked for succeeded")
+	}
+	// The default one need not: the node runs without the mesh.
+	n, err := openNode(ctx, cfg, false, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if st, err := n.MeshStatus(ctx); err != nil || st.Enabled {
+		t.Errorf("mesh status = %+v, %v; want the mesh off", st, err)
+	}
+	if _, err := n.Peers(ctx); !errors.Is(err, node.ErrNoMesh) {
+		t.Errorf("Peers: %v, want ErrNoMesh", err)
+	}
+	if !strings.Contains(logs.String(), "the mesh is off") {
+		t.Errorf("no warning logged:\n%s", logs.String())
+	}
+}
+
+func TestMeshFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		args      []string
+		want      meshConfig
+		wantUsage bool
+	}{
+		{name: "defaults", want: meshConfig{}},
+		{name: "config", cfg: Config{Listen: ":7430", Name: "laptop"},
+			want: meshConfig{MeshConfig: node.MeshConfig{Listen: ":7430", Name: "laptop"}, required: true}},
+		{name: "flags over config", cfg: Config{Listen: ":7430", Name: "laptop"},
+			args: []string{"--listen", "127.0.0.1:7440", "--name", "desk", "--advertise", "10.0.0.5:7440", "--join", "10.0.0.6:7420"},
+			want: meshConfig{MeshConfig: node.MeshConfig{Listen: "127.0.0.1:7440", Advertise: "10.0.0.5:7440", Name: "desk", Join: []string{"10.0.0.6:7420"}}, required: true}},
+		{name: "no mesh", cfg: Config{Listen: ":7430"}, args: []string{"--no-mesh"}, want: meshConfig{off: true}},
+		{name: "no mesh and listen", args: []string{"--no-mesh", "--listen", ":7430"}, wantUsage: true},
+		{name: "bad join", args: []string{"--join", "somewhere"}, wantUsage: true},
+		{name: "bad listen", args: []string{"--listen", "7420"}, wantUsage: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mesh meshFlags
+			cmd := &cobra.Command{}
+			mesh.register(cmd)
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := mesh.resolve(cmd, tc.cfg)
+			var uerr usageError
+			if tc.wantUsage {
+				if !errors.As(err, &uerr) {
+					t.Fatalf("resolve = %+v, %v; want a usage error", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.off != tc.want.off || got.required != tc.want.required || got.Listen != tc.want.Listen ||
+				got.Advertise != tc.want.Advertise || got.Name != tc.want.Name || strings.Join(got.Join, ",") != strings.Join(tc.want.Join, ",") {
+				t.Errorf("resolve = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigMeshKeys(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, configFile), []byte("listen = \":7430\"\nadvertise = \"10.0.0.5:7430\"\nname = \"laptop\"\n"), 0o600)
+	t.Setenv("MEMMESH_LISTEN", "")
+	t.Setenv("MEMMESH_NAME", "")
+	cfg, err := loadConfig(home)
+	if err != nil || cfg.Listen != ":7430" || cfg.Advertise != "10.0.0.5:7430" || cfg.Name != "laptop" {
+		t.Fatalf("config = %+v, %v", cfg, err)
+	}
+	t.Setenv("MEMMESH_LISTEN", "127.0.0.1:0")
+	t.Setenv("MEMMESH_NAME", "desk")
+	if cfg, err = loadConfig(home); err != nil || cfg.Listen != "127.0.0.1:0" || cfg.Name != "desk" {
+		t.Fatalf("config with environment = %+v, %v", cfg, err)
+	}
+	t.Setenv("MEMMESH_LISTEN", "7420")
+	if _, err := loadConfig(home); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("a listen address without a port: %v", err)
+	}
+}
