@@ -15,5 +15,5 @@ var (
 	ErrClosed = errors.New("node closed")
 	// ErrNoMesh reports a mesh operation on a node that runs without the
 	// mesh.
-	ErrNoMesh = errors.New("the mesh is not running on this node (serve without --no-mesh)")
+	ErrNoMesh = errors.New("the mesh is not running on this node (the daemon runs with --no-mesh, or its UDP port was taken: see its log)")
 )

@@ -122,7 +122,7 @@ type peerState struct {
 	name      string
 	pulling   bool
 	lastSync  time.Time // end of the last complete pull from the peer
-	lastStats transport.SyncStats
+	lastStats transport.SyncStats // of the last pull that brought documents
 	lastErr   string
 	served    bool   // the peer completed a pull from us
 	servedSeq uint64 // our change-log seq it reached then
@@ -362,9 +362,13 @@ func (m *mesh) serve(s *transport.Stream) {
 		p := m.peer(s.Peer)
 		p.served, p.servedSeq = true, pos.Seq
 		m.mu.Unlock()
-		// The puller may hold what we lack: pull back.
-		if digest, err := m.n.store.Digest(); err == nil && digest != req.Digest {
-			m.kickPull(s.Peer)
+		// The puller may hold what we lack: pull back. Not after a first
+		// contact (the puller is catching up, and membership's join event
+		// already starts a pull each way), only in steady state.
+		if req.Since.Epoch == m.epoch && req.Since.Seq > 0 {
+			if digest, err := m.n.store.Digest(); err == nil && digest != req.Digest {
+				m.kickPull(s.Peer)
+			}
 		}
 	case transport.StreamPush:
 		if n, err := transport.ServePush(s, replica{m}); err != nil {
@@ -428,7 +432,10 @@ func (m *mesh) startPull(device string) {
 		if err != nil {
 			p.lastErr = err.Error()
 		} else {
-			p.lastSync, p.lastStats, p.lastErr = m.n.now(), stats, ""
+			p.lastSync, p.lastErr = m.n.now(), ""
+			if stats.Received > 0 {
+				p.lastStats = stats
+			}
 		}
 		m.mu.Unlock()
 		if err != nil {
@@ -456,6 +463,10 @@ func (m *mesh) pull(device, addr string) (transport.SyncStats, error) {
 		s.Close()
 		return transport.SyncStats{}, fmt.Errorf("%s answered at %s, expected %s", s.Peer, addr, device)
 	}
+	// Index what the pull brings in large batches, once it ends (a search
+	// meanwhile still brings the index up to date first).
+	release := m.n.indexer.hold()
+	defer release()
 	stats, err := transport.Pull(ctx, s, replica{m}, since)
 	if err != nil {
 		return stats, err

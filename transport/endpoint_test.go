@@ -252,3 +252,27 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestImpostorHelloRefused: a member whose hello names another device than
+// its certificate proves is refused, and nothing reaches Accept.
+func TestImpostorHelloRefused(t *testing.T) {
+	m := &members{set: map[string]bool{}}
+	a, b, c := newEndpoint(t, m), newEndpoint(t, m), newEndpoint(t, m)
+	m.add(a.Device(), b.Device(), c.Device())
+	ctx := ctxT(t)
+	a.device = c.Device() // a claims to be c in its hellos
+	accepted := make(chan *Stream, 1)
+	go func() {
+		if s, err := b.Accept(ctx); err == nil {
+			accepted <- s
+		}
+	}()
+	if _, err := a.Open(ctx, b.Addr().String(), StreamSync); !errors.Is(err, ErrRefused) {
+		t.Fatalf("impostor hello: %v, want ErrRefused", err)
+	}
+	select {
+	case s := <-accepted:
+		t.Fatalf("b accepted a stream claiming %s from %s", c.Device(), s.Peer)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
