@@ -121,7 +121,7 @@ type peerState struct {
 	version   string
 	name      string
 	pulling   bool
-	lastSync  time.Time // end of the last complete pull from the peer
+	lastSync  time.Time           // end of the last complete pull from the peer
 	lastStats transport.SyncStats // of the last pull that brought documents
 	lastErr   string
 	served    bool   // the peer completed a pull from us
