@@ -90,6 +90,7 @@ type Endpoint struct {
 	closed  bool
 	conns   map[string]*peerConn // live mesh connections by remote address
 	dialing map[string]*dialCall
+	refused map[string]time.Time // device -> when its last refusal was logged loudly
 
 	streams  chan *Stream
 	packets  chan *memberlist.Packet
@@ -152,6 +153,7 @@ func Listen(cfg Config) (*Endpoint, error) {
 		},
 		conns:    make(map[string]*peerConn),
 		dialing:  make(map[string]*dialCall),
+		refused:  make(map[string]time.Time),
 		streams:  make(chan *Stream),
 		packets:  make(chan *memberlist.Packet, 256),
 		mstreams: make(chan net.Conn),
@@ -257,9 +259,30 @@ func (e *Endpoint) verifyClient(cs tls.ConnectionState, remote string) error {
 		err = e.cfg.Authorize(device)
 	}
 	if err != nil {
-		e.log.Warn("refused connection", "addr", remote, "device", device, "err", err)
+		e.logRefusal(device, "refused connection", "addr", remote, "device", device, "err", err)
 	}
 	return err
+}
+
+// refusalLogEvery is how often a refusal of the same device is logged at
+// warning level; repeats in between (a revoked device retrying every few
+// seconds) go to the debug level.
+const refusalLogEvery = time.Minute
+
+func (e *Endpoint) logRefusal(device, msg string, args ...any) {
+	e.mu.Lock()
+	last, seen := e.refused[device]
+	now := time.Now()
+	loud := !seen || now.Sub(last) >= refusalLogEvery
+	if loud {
+		e.refused[device] = now
+	}
+	e.mu.Unlock()
+	if loud {
+		e.log.Warn(msg, args...)
+	} else {
+		e.log.Debug(msg, args...)
+	}
 }
 
 func connDevice(cs tls.ConnectionState) (string, error) {
@@ -385,7 +408,7 @@ func (e *Endpoint) serveStream(pc *peerConn, st *quic.Stream, join bool) {
 		err = e.checkHello(pc, h, join)
 	}
 	if err != nil {
-		e.log.Warn("refused stream", "addr", addr, "device", pc.device, "err", err)
+		e.logRefusal(pc.device, "refused stream", "addr", addr, "device", pc.device, "err", err)
 		st.Write(appendReply(nil, helloRefused, 0, err.Error()))
 		st.Close()
 		st.CancelRead(codeRefused)

@@ -2,10 +2,8 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -119,20 +117,4 @@ func AdvertiseAddr(listen *net.UDPAddr) (*net.UDPAddr, error) {
 		return &net.UDPAddr{IP: public, Port: listen.Port}, nil
 	}
 	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: listen.Port}, nil
-}
-
-// ParseHostPort checks a host:port address and returns its canonical form.
-func ParseHostPort(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("address %q: %w", addr, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
-		return "", fmt.Errorf("address %q: port must be 1 to 65535", addr)
-	}
-	if host == "" {
-		return "", errors.New("address " + strconv.Quote(addr) + ": host is required")
-	}
-	return net.JoinHostPort(host, port), nil
 }
