@@ -135,7 +135,7 @@ func (n *Node) Invite(ctx context.Context, ttl time.Duration) (Invitation, error
 	if err := m.ensureSelf(); err != nil {
 		return Invitation{}, err
 	}
-	t := token{Inviter: n.id.DeviceID, Expires: n.now().Add(ttl).Truncate(time.Second), Addrs: []string{m.advertise.String()}}
+	t := token{Inviter: n.id.DeviceID, Expires: n.now().Add(ttl).Truncate(time.Second), Addrs: transport.LocalAddrs(m.ep.Addr(), m.advertise)}
 	rand.Read(t.ID[:])
 	rand.Read(t.Secret[:])
 	data, err := json.Marshal(invite{Secret: t.Secret[:], Expires: t.Expires})
@@ -300,7 +300,7 @@ func (m *mesh) useInvite(req transport.JoinRequest, joiner string) error {
 	key := localInvite + hex.EncodeToString(req.Token[:])
 	data, err := m.n.store.GetLocal(key)
 	if storageNotFound(err) {
-		return fmt.Errorf("%w: unknown invite token", transport.ErrUnauthorized)
+		return errors.New("unknown invite token (was it made by this machine?)")
 	}
 	if err != nil {
 		return err
@@ -312,11 +312,11 @@ func (m *mesh) useInvite(req transport.JoinRequest, joiner string) error {
 	want := proof([32]byte(inv.Secret), joiner)
 	switch {
 	case !hmac.Equal(want[:], req.Proof[:]):
-		return fmt.Errorf("%w: wrong invite secret", transport.ErrUnauthorized)
+		return errors.New("wrong invite secret")
 	case inv.UsedBy != "":
-		return fmt.Errorf("%w: invite token already used", transport.ErrUnauthorized)
+		return errors.New("invite token already used; make a new one with 'memmesh invite'")
 	case m.n.now().After(inv.Expires):
-		return fmt.Errorf("%w: invite token expired at %s", transport.ErrUnauthorized, inv.Expires.Format(time.RFC3339))
+		return fmt.Errorf("invite token expired at %s; make a new one with 'memmesh invite'", inv.Expires.Format(time.RFC3339))
 	}
 	inv.UsedBy = joiner
 	if data, err = json.Marshal(inv); err != nil {
@@ -381,7 +381,7 @@ func (n *Node) Join(ctx context.Context, tok string) (JoinResult, error) {
 	}
 	switch typ {
 	case transport.FrameError:
-		return res, fmt.Errorf("%w: join refused: %s", ErrInvalid, p)
+		return res, fmt.Errorf("%w: the inviting member refused the join: %s", ErrInvalid, p)
 	case transport.FrameJoined:
 	default:
 		return res, fmt.Errorf("join: %w: frame type %d", transport.ErrMalformed, typ)

@@ -817,7 +817,9 @@ func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
 	}
 	m.mu.Unlock()
 	for i := range out {
-		out[i].RTT = m.ep.RTT(out[i].Addr)
+		if out[i].State == "alive" || out[i].State == "suspect" {
+			out[i].RTT = m.ep.RTT(out[i].Addr)
+		}
 		if out[i].Behind < 0 {
 			out[i].Behind = total
 			continue

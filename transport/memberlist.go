@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -117,4 +118,33 @@ func AdvertiseAddr(listen *net.UDPAddr) (*net.UDPAddr, error) {
 		return &net.UDPAddr{IP: public, Port: listen.Port}, nil
 	}
 	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: listen.Port}, nil
+}
+
+// maxLocalAddrs bounds how many addresses LocalAddrs returns.
+const maxLocalAddrs = 8
+
+// LocalAddrs lists the addresses at which this machine's endpoint may be
+// reached by another machine: advertise first, then, when the endpoint
+// listens on every interface, each other non-loopback address (Wi-Fi,
+// Ethernet, a VPN), with the port.
+func LocalAddrs(listen, advertise *net.UDPAddr) []string {
+	out := []string{advertise.String()}
+	if !listen.IP.IsUnspecified() && listen.IP != nil {
+		return out
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return out
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() || !ipn.IP.IsGlobalUnicast() {
+			continue
+		}
+		s := (&net.UDPAddr{IP: ipn.IP, Port: listen.Port}).String()
+		if !slices.Contains(out, s) && len(out) < maxLocalAddrs {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -77,7 +77,7 @@ func call[T any](ctx context.Context, a *app, fn func(*web.Client, context.Conte
 	}
 	res, err := fn(c, ctx)
 	if errors.Is(err, node.ErrNoMesh) {
-		err = fmt.Errorf("%w; if its UDP port was taken (see %s), set listen in config.toml or run 'memmesh stop' and 'memmesh serve --listen :PORT'", err, logFile)
+		err = fmt.Errorf("%w. To use another port: set listen in config.toml, or run 'memmesh stop' and 'memmesh serve --listen :PORT'", err)
 	}
 	return res, err
 }
