@@ -16,6 +16,7 @@ import (
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/faultnet"
+	"github.com/memmesh/memmesh/internal/mutate"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -483,6 +484,7 @@ func FuzzApplyDocs(f *testing.F) {
 	f.Add(transport.AppendEntries(nil, []transport.Entry{{Kind: 'm', ID: res.ID[2:], Doc: doc}}))
 	f.Add(transport.AppendEntries(nil, []transport.Entry{{Kind: 'x', ID: res.ID[2:], Doc: doc}}))
 	f.Add([]byte{1, 'm', 26})
+	mutate.Seeds(f, 200, transport.AppendEntries(nil, []transport.Entry{{Kind: 'm', ID: res.ID[2:], Doc: doc}}))
 	dst := meshNode(f, "", 1, nil)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		docs, err := transport.DecodeEntries(payload)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"reflect"
 	"testing"
+
+	"github.com/memmesh/memmesh/internal/mutate"
 )
 
 // FuzzReadFrame: any bytes either decode to frames within the cap or fail
@@ -18,6 +20,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
 	f.Add([]byte{0, 0, 0, 3, 5, 1})
+	mutate.Seeds(f, 300, buf.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		for {
@@ -47,6 +50,7 @@ func FuzzHello(f *testing.F) {
 	f.Add(hello{Type: 99, Min: 3, Max: 200}.appendTo(nil))
 	f.Add([]byte("MMSH"))
 	f.Add(appendReply(nil, helloRefused, 0, "no"))
+	mutate.Seeds(f, 300, hello{Type: StreamSync, Min: 1, Max: 1, Device: "DEVICE"}.appendTo(nil), appendReply(nil, helloOK, 1, ""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := readHello(bytes.NewReader(data))
 		if err == nil {
@@ -70,6 +74,10 @@ func FuzzSyncMessages(f *testing.F) {
 	f.Add(AppendJoined(nil, &JoinReply{Addrs: []string{"127.0.0.1:7420", "[::1]:7420"}}))
 	f.Add(AppendPosition(nil, Position{Seq: 1 << 40}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	mutate.Seeds(f, 300,
+		AppendEntries(nil, []Entry{{Kind: 'm', ID: "abcdef", Heads: []string{"00ff"}, Doc: []byte("doc")}}),
+		AppendJoin(nil, &JoinRequest{Name: "laptop"}),
+		AppendJoined(nil, &JoinReply{Addrs: []string{"127.0.0.1:7420"}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if es, err := DecodeEntries(data); err == nil {
 			again, err := DecodeEntries(AppendEntries(nil, es))
