@@ -49,4 +49,20 @@
 // repairs the index from its persisted watermark. Reads use materialised
 // records and never load Automerge documents; per-device access counts are
 // local data that is never replicated.
+//
+// # The mesh
+//
+// With Config.Mesh set, Start also joins the mesh (mesh.go): a QUIC
+// endpoint (package transport) that admits only devices of the replicated
+// device registry, memberlist over that endpoint for membership and failure
+// detection, a pusher that sends every local commit to every live peer, and
+// anti-entropy pulls on join, reconnection and every SyncInterval.
+// Documents received from peers are validated, merged on every core and
+// committed exactly like local writes (replica.go). Invite, Join, JoinAddr,
+// Devices, Revoke, SetNamespaceSync, Peers and MeshStatus are the mesh's
+// API (invite.go):
+//
+//	inv, err := a.Invite(ctx, time.Hour)     // on a member
+//	res, err := b.Join(ctx, inv.Token)       // on the new machine
+//	peers, err := a.Peers(ctx)               // alive, suspect, dead, ...
 package node
