@@ -503,3 +503,53 @@ func FuzzApplyDocs(f *testing.F) {
 		}
 	})
 }
+
+// TestMeshBadFrames: a member that sends truncated, oversized, garbled or
+// unexpected frames gets its stream closed; the node keeps serving.
+func TestMeshBadFrames(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	res := remember(t, a, RememberRequest{Content: "still served after the garbage"})
+	for name, send := range map[string]func(s *transport.Stream) error{
+		"oversized length": func(s *transport.Stream) error {
+			_, err := s.Write([]byte{0xff, 0xff, 0xff, 0xf0, transport.FramePull})
+			return err
+		},
+		"truncated frame": func(s *transport.Stream) error {
+			_, err := s.Write([]byte{0, 0, 0, 100, transport.FramePull, 1, 2, 3})
+			return err
+		},
+		"garbled pull": func(s *transport.Stream) error {
+			return s.WriteFrame(transport.FramePull, []byte("not a pull request"))
+		},
+		"unexpected frame": func(s *transport.Stream) error {
+			return s.WriteFrame(transport.FrameJoined, nil)
+		},
+		"unknown frame": func(s *transport.Stream) error {
+			return s.WriteFrame(200, []byte{1, 2, 3})
+		},
+	} {
+		for _, typ := range []transport.StreamType{transport.StreamSync, transport.StreamPush} {
+			s, err := b.mesh.ep.Open(ctx, addr(a), typ)
+			if err != nil {
+				t.Fatalf("%s: open %v: %v", name, typ, err)
+			}
+			if err := send(s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			s.CloseWrite()
+			s.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for { // a is expected to answer with an error frame or close
+				if _, _, err := s.ReadFrame(transport.MaxFrame); err != nil {
+					break
+				}
+			}
+			s.Close()
+		}
+	}
+	// a still works: a fresh node pulls everything from it.
+	c := meshNode(t, "", 3, nil)
+	join(t, a, c)
+	waitUntil(t, "a fresh node catches up after the garbage", func() bool { return has(c, res.ID) })
+}
