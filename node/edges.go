@@ -84,6 +84,44 @@ var KnownRelations = []string{
 	"calls", "imports", "inherits", "defined_in",
 }
 
+// AcyclicRelations may not form a cycle: each orders its endpoints (in
+// time, or as part and whole). Link refuses an edge that would close one;
+// a cycle that appears only when two machines' edges merge is reported.
+var AcyclicRelations = []string{"caused_by", "led_to", "supersedes", "part_of"}
+
+// cyclePath returns the path to -> ... -> from along live edges of rel, if
+// one exists: then from -rel-> to would close a cycle. The walk is
+// breadth-first, so the path is a shortest one.
+func (n *Node) cyclePath(from, rel, to string) ([]string, error) {
+	now := n.now()
+	parent := map[string]string{to: ""}
+	queue := []string{to}
+	for len(queue) > 0 {
+		at := queue[0]
+		queue = queue[1:]
+		if at == from {
+			var path []string
+			for p := at; p != ""; p = parent[p] {
+				path = append(path, p)
+			}
+			slices.Reverse(path)
+			return path, nil
+		}
+		edges, err := n.edgesOf(at, Out)
+		if err != nil {
+			return nil, err
+		}
+		for i := range edges {
+			e := &edges[i]
+			if _, seen := parent[e.To]; e.Rel == rel && validAt(e, now) && !seen {
+				parent[e.To] = at
+				queue = append(queue, e.To)
+			}
+		}
+	}
+	return nil, nil
+}
+
 // artefactPrefixes start endpoints that are not memories.
 var artefactPrefixes = []string{"file:", "code:", "url:"}
 
@@ -152,6 +190,20 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 
 	unlock := n.lock(id)
 	defer unlock()
+	if slices.Contains(AcyclicRelations, rel) {
+		// One check-and-insert at a time, so that two local links cannot
+		// close a cycle together.
+		n.acyclicMu.Lock()
+		defer n.acyclicMu.Unlock()
+		path, err := n.cyclePath(from, rel, to)
+		if err != nil {
+			return Edge{}, err
+		}
+		if path != nil {
+			return Edge{}, invalidf("%s %s %s would close a cycle (%s already leads back through %s): %s edges may not form one",
+				from, rel, to, to, strings.Join(path, " -"+rel+"-> "), rel)
+		}
+	}
 	data, err := n.store.GetDoc(storage.KindEdge, id)
 	var doc *crdt.EdgeDoc
 	switch {

@@ -208,3 +208,43 @@ func TestEdgesAtManyEndpoints(t *testing.T) {
 		t.Fatalf("bad direction: %v", err)
 	}
 }
+
+// TestLinkRefusesCycles: an acyclic relation may not close a cycle, and
+// the refusal changes nothing; a cycle of other relations is fine, and an
+// edge that no longer holds (unlinked or invalidated) does not count.
+func TestLinkRefusesCycles(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	a := remember(t, n, RememberRequest{Content: "Use pgx v5"})
+	b := remember(t, n, RememberRequest{Content: "Use pgx v4"})
+	c := remember(t, n, RememberRequest{Content: "Use lib/pq"})
+	link := func(from, rel, to string) error {
+		_, err := n.Link(ctx, LinkRequest{From: from, Rel: rel, To: to})
+		return err
+	}
+	for _, e := range [][3]string{{a.ID, "supersedes", b.ID}, {b.ID, "supersedes", c.ID}} {
+		if err := link(e[0], e[1], e[2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := link(c.ID, "supersedes", a.ID)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cycle") {
+		t.Fatalf("closing a supersedes cycle: %v, want ErrInvalid naming the cycle", err)
+	}
+	if edges, _ := n.Edges(ctx, EdgesRequest{Endpoints: []string{c.ID}, Direction: Out}); len(edges) != 0 {
+		t.Fatalf("the refused edge was stored: %+v", edges)
+	}
+	if err := link(c.ID, "related_to", a.ID); err != nil {
+		t.Fatalf("a cycle of related_to: %v", err)
+	}
+	if err := link(c.ID, "part_of", a.ID); err != nil {
+		t.Fatalf("part_of is its own order, independent of supersedes: %v", err)
+	}
+	// Once b no longer supersedes c, c may supersede a.
+	if _, err := n.Invalidate(ctx, b.ID, "supersedes", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := link(c.ID, "supersedes", a.ID); err != nil {
+		t.Fatalf("after the chain was invalidated: %v", err)
+	}
+}

@@ -57,8 +57,9 @@ type Node struct {
 	indexer *indexer
 	mesh    *mesh // nil when the node runs without the mesh
 
-	locks    [256]sync.Mutex // per-document write locks, striped by id hash
-	importMu sync.Mutex      // imports check for existing ids, then write them
+	locks     [256]sync.Mutex // per-document write locks, striped by id hash
+	importMu  sync.Mutex      // imports check for existing ids, then write them
+	acyclicMu sync.Mutex      // links of acyclic relations check for cycles, then write
 
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
