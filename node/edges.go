@@ -200,8 +200,8 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 			return Edge{}, err
 		}
 		if path != nil {
-			return Edge{}, invalidf("%s %s %s would close a cycle (%s already leads back through %s): %s edges may not form one",
-				from, rel, to, to, strings.Join(path, " -"+rel+"-> "), rel)
+			return Edge{}, invalidf("%s %s %s would close a cycle, since %s already holds: %s edges may not form one",
+				from, rel, to, strings.Join(path, " -"+rel+"-> "), rel)
 		}
 	}
 	data, err := n.store.GetDoc(storage.KindEdge, id)

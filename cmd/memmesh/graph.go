@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/web"
+)
+
+// endpointHelp explains what an edge endpoint may be.
+const endpointHelp = `FROM and TO are memory ids (m-xxxxxxxx) or artefacts: file:PATH,
+file:PATH:10-20, code:PATH::SYMBOL or url:URL.`
+
+func (a *app) linkCommand() *cobra.Command {
+	var notes, validFrom, validTo string
+	var strength float64
+	cmd := &cobra.Command{
+		Use:   "link FROM REL TO",
+		Short: "Link two memories, or a memory and an artefact, with a typed edge",
+		Long: `Create the edge FROM -REL-> TO, or update it (the same edge made on two
+machines is one edge). ` + endpointHelp + `
+
+REL is a known relation (` + strings.Join(node.KnownRelations, ", ") + `)
+or your own in kebab-case or snake_case. ` + strings.Join(node.AcyclicRelations, ", ") + `
+never form a cycle: a link that would close one is refused.`,
+		Example: `  memmesh link m-k3j5x2ab supersedes m-7fq2aa01 --note "pgx replaces lib/pq"
+  memmesh link m-k3j5x2ab touches file:internal/db/pool.go:10-40
+  memmesh link m-k3j5x2ab depends_on m-9zz1bb02 --valid-from 2026-01-01`,
+		Args: args(cobra.ExactArgs(3)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			req := node.LinkRequest{From: argv[0], Rel: argv[1], To: argv[2], Notes: notes}
+			var err error
+			if req.ValidFrom, err = parseWhen("--valid-from", validFrom); err != nil {
+				return err
+			}
+			if req.ValidTo, err = parseWhen("--valid-to", validTo); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("strength") {
+				req.Strength = &strength
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			e, err := c.Link(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return a.emit(e, func(w io.Writer) { fmt.Fprintf(w, "Linked %s\n", edgeLine(e)) }, func(w io.Writer) { fmt.Fprintln(w, e.ID) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&notes, "note", "", "why the edge holds")
+	f.Float64Var(&strength, "strength", 1, "how strongly, from 0 to 1")
+	f.StringVar(&validFrom, "valid-from", "", "holds from this date (2026-01-31 or RFC 3339)")
+	f.StringVar(&validTo, "valid-to", "", "holds until this date")
+	return cmd
+}
+
+func (a *app) unlinkCommand() *cobra.Command {
+	return a.edgeCommand("unlink FROM REL TO", "Delete an edge (a tombstone that replicates)", "Unlinked %s\n", (*web.Client).Unlink)
+}
+
+func (a *app) invalidateCommand() *cobra.Command {
+	return a.edgeCommand("invalidate FROM REL TO", "End an edge's validity now, keeping it as history (graph --as-of still sees it)",
+		"Invalidated %s\n", (*web.Client).Invalidate)
+}
+
+// edgeCommand builds unlink and invalidate: one edge in, one change out.
+func (a *app) edgeCommand(use, short, done string, op func(*web.Client, context.Context, string, string, string) (node.Edge, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  short + ". " + endpointHelp,
+		Args:  args(cobra.ExactArgs(3)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			e, err := op(c, cmd.Context(), argv[0], argv[1], argv[2])
+			if err != nil {
+				return err
+			}
+			return a.emit(e, func(w io.Writer) { fmt.Fprintf(w, done, edgeLine(e)) }, func(w io.Writer) { fmt.Fprintln(w, e.ID) })
+		},
+	}
+}
+
+// edgeLine renders an edge on one line, with its validity when bounded.
+func edgeLine(e node.Edge) string {
+	s := e.From + " -" + e.Rel + "-> " + e.To
+	if !e.ValidFrom.IsZero() || !e.ValidTo.IsZero() {
+		s += fmt.Sprintf(" (valid %s to %s)", stamp(e.ValidFrom), stamp(e.ValidTo))
+	}
+	if e.Notes != "" {
+		s += ": " + e.Notes
+	}
+	return s
+}
+
+func (a *app) graphCommand() *cobra.Command {
+	var req node.TraverseRequest
+	var direction, asOf string
+	cmd := &cobra.Command{
+		Use:   "graph ID",
+		Short: "Show what a memory or artefact is linked to, breadth-first",
+		Long: `Walk the edges from ID (a memory id or an artefact) up to --depth hops,
+following edges out of, into, or both ways through each node, only those of
+the --rel relations when given, and only edges valid at --as-of (default
+now). ` + endpointHelp,
+		Example: `  memmesh graph m-k3j5x2ab
+  memmesh graph m-k3j5x2ab --depth 3 --direction out --rel supersedes
+  memmesh graph file:internal/db/pool.go --direction in
+  memmesh graph m-k3j5x2ab --as-of 2026-01-31`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			req.Start, req.Direction = argv[0], node.Direction(direction)
+			var err error
+			if req.AsOf, err = parseWhen("--as-of", asOf); err != nil {
+				return err
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := c.Traverse(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) { printGraph(w, res) }, func(w io.Writer) {
+				for _, n := range res.Nodes {
+					fmt.Fprintln(w, n.ID)
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&req.Depth, "depth", 1, "hops from ID (1 to 5)")
+	f.StringVar(&direction, "direction", "both", "follow edges out, in or both")
+	f.StringSliceVar(&req.Rels, "rel", nil, "only these relations (repeat or comma-separate)")
+	f.StringVar(&asOf, "as-of", "", "only edges valid at this date (default now)")
+	return cmd
+}
+
+// printGraph shows the nodes reached, nearest first, then the edges.
+func printGraph(w io.Writer, res node.TraverseResult) {
+	for _, n := range res.Nodes {
+		label := n.ID
+		if n.Memory != nil {
+			title := n.Memory.Title
+			if title == "" {
+				title = n.Memory.Content
+			}
+			label = fmt.Sprintf("%s  %s", n.Memory.ShortID, snippet(title, 60))
+			if n.Memory.Status != "active" {
+				label += fmt.Sprintf("  [%s]", n.Memory.Status)
+			}
+		}
+		fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", n.Depth), label)
+	}
+	if len(res.Edges) > 0 {
+		fmt.Fprintln(w, "\nEdges:")
+		for _, e := range res.Edges {
+			fmt.Fprintf(w, "  %s\n", edgeLine(e))
+		}
+	}
+}
