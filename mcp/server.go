@@ -36,6 +36,7 @@ type Service interface {
 	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
 	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
+	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	Stats(ctx context.Context) (node.Stats, error)
 	Peers(ctx context.Context) ([]node.Peer, error)

@@ -33,7 +33,7 @@ func (h *handler) tools() []server.ServerTool {
 	var out []server.ServerTool
 	for _, def := range []func() (mcpgo.Tool, server.ToolHandlerFunc){
 		h.rememberTool, h.recallTool, h.getTool, h.updateTool, h.forgetTool,
-		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.statusTool, h.peersTool,
+		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.statusTool, h.peersTool,
 	} {
 		tool, handle := def()
 		out = append(out, server.ServerTool{Tool: tool, Handler: handle})
@@ -358,6 +358,32 @@ func (h *handler) traverseTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			return h.failure(tool.Name, err, "Use recall to find the memory's id."), nil
 		}
 		out := newTraversal(r.Start, res)
+		return mcpgo.NewToolResultStructured(out, out.text()), nil
+	}
+}
+
+func (h *handler) impactTool() (mcpgo.Tool, server.ToolHandlerFunc) {
+	tool := mcpgo.NewTool("impact",
+		hints("Memories affected by a file", true, false, true),
+		mcpgo.WithDescription(`Before changing a file, list what memmesh knows that it affects: memories that mention the file, memories linked to it, and memories that build on those. A path ending in / covers a directory.`),
+		mcpgo.WithString("path", mcpgo.Required(), mcpgo.Description("File path relative to the project root, e.g. internal/db/pool.go, or a directory ending in /.")),
+		mcpgo.WithInteger("depth", mcpgo.Min(1), mcpgo.Max(5), mcpgo.Description("Hops back from the memories that touch the file. Default: 2.")),
+		mcpgo.WithOutputSchema[impactData](),
+	)
+	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		a := readArgs(tool, req)
+		r := node.ImpactRequest{Path: a.str("path"), Depth: a.integer("depth")}
+		if bad := a.problem(); bad != nil {
+			return bad, nil
+		}
+		res, err := h.svc.Impact(ctx, r)
+		if err != nil {
+			return h.failure(tool.Name, err, "Give a file path such as internal/db/pool.go."), nil
+		}
+		out := impactData{Notice: dataNotice, Path: r.Path, Memories: []impactedData{}}
+		for _, im := range res {
+			out.Memories = append(out.Memories, impactedData{Memory: previewMemory(im.Memory), Depth: im.Depth, Via: im.Via})
+		}
 		return mcpgo.NewToolResultStructured(out, out.text()), nil
 	}
 }
@@ -951,10 +977,7 @@ func newTraversal(start string, res node.TraverseResult) traverseData {
 	for _, n := range res.Nodes {
 		gn := graphNodeData{ID: n.ID, Depth: n.Depth}
 		if n.Memory != nil {
-			m := newMemory(*n.Memory)
-			if r := []rune(m.Content); len(r) > previewRunes {
-				m.Content, m.Truncated = string(r[:previewRunes])+"…", true
-			}
+			m := previewMemory(*n.Memory)
 			gn.Memory = &m
 		}
 		out.Nodes = append(out.Nodes, gn)
@@ -963,6 +986,39 @@ func newTraversal(start string, res node.TraverseResult) traverseData {
 		out.Edges = append(out.Edges, newEdge(e))
 	}
 	return out
+}
+
+// previewMemory is a memory with its content shortened, for lists of
+// related memories.
+func previewMemory(mem node.Memory) memoryData {
+	m := newMemory(mem)
+	if r := []rune(m.Content); len(r) > previewRunes {
+		m.Content, m.Truncated = string(r[:previewRunes])+"…", true
+	}
+	return m
+}
+
+type impactedData struct {
+	Memory memoryData `json:"memory" jsonschema:"the memory (content shortened)"`
+	Depth  int        `json:"depth" jsonschema:"0: it mentions or links the file itself; n: it points at an affected memory n hops away"`
+	Via    string     `json:"via" jsonschema:"how it is affected"`
+}
+
+type impactData struct {
+	Notice   string         `json:"notice"`
+	Path     string         `json:"path"`
+	Memories []impactedData `json:"memories" jsonschema:"affected memories, nearest first"`
+}
+
+func (d *impactData) text() string {
+	var b strings.Builder
+	b.WriteString(d.Notice + "\n")
+	fmt.Fprintf(&b, "%d memories affected by %s.\n", len(d.Memories), quote(d.Path))
+	for i := range d.Memories {
+		im := &d.Memories[i]
+		im.Memory.write(&b, attr{"depth", fmt.Sprint(im.Depth)}, attr{"via", im.Via})
+	}
+	return b.String()
 }
 
 func (t *traverseData) text() string {

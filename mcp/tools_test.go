@@ -156,6 +156,19 @@ func TestTools(t *testing.T) {
 		}
 	})
 
+	t.Run("impact", func(t *testing.T) {
+		var out impactData
+		text := call(t, c, "impact", map[string]any{"path": "db/conn.go"}, &out)
+		// pgx touches the file; goose depends on pgx.
+		if len(out.Memories) != 2 || out.Memories[0].Memory.ID != pgx.ID || out.Memories[0].Depth != 0 ||
+			out.Memories[1].Memory.ID != goose.ID || out.Memories[1].Depth != 1 {
+			t.Fatalf("impact = %+v", out)
+		}
+		if !strings.Contains(text, `via="depends_on `) {
+			t.Errorf("impact text:\n%s", text)
+		}
+	})
+
 	t.Run("unlink", func(t *testing.T) {
 		var e edgeData
 		call(t, c, "unlink", map[string]any{"from": pgx.ID, "rel": "touches", "to": "file:db/conn.go"}, &e)
@@ -295,6 +308,7 @@ func TestToolErrors(t *testing.T) {
 		{"unlink no such edge", "unlink", map[string]any{"from": a.ID, "rel": "related_to", "to": b.ID}, "there is no edge"},
 		{"unlink invalid relation", "unlink", map[string]any{"from": a.ID, "rel": "../x", "to": b.ID}, "relation"},
 		{"traverse too deep", "traverse", map[string]any{"start": a.ID, "depth": 9}, "depth is 9: use 1 to 5"},
+		{"impact without a path", "impact", map[string]any{"path": ""}, "path"},
 		{"traverse bad direction", "traverse", map[string]any{"start": a.ID, "direction": "up"}, `direction is "up"`},
 		{"traverse unknown start", "traverse", map[string]any{"start": "m-zzzzzzzz"}, "no memory has id m-zzzzzzzz"},
 		{"traverse invalid relation", "traverse", map[string]any{"start": a.ID, "rels": []any{"NOPE"}}, "relation"},

@@ -32,6 +32,7 @@ type Service interface {
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
 	Invalidate(ctx context.Context, from, rel, to string) (node.Edge, error)
 	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
+	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
 	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	DeviceID() string
@@ -129,6 +130,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/edges/unlink", jsonCall(a, http.StatusOK, edgeOp(svc.Unlink)))
 	a.mux.HandleFunc("POST /v1/edges/invalidate", jsonCall(a, http.StatusOK, edgeOp(svc.Invalidate)))
 	a.mux.HandleFunc("POST /v1/traverse", jsonCall(a, http.StatusOK, svc.Traverse))
+	a.mux.HandleFunc("POST /v1/impact", jsonCall(a, http.StatusOK, svc.Impact))
 	a.mux.HandleFunc("POST /v1/edges/list", jsonCall(a, http.StatusOK, svc.Edges))
 	a.mux.HandleFunc("POST /v1/context", jsonCall(a, http.StatusOK, svc.Context))
 	a.mux.HandleFunc("POST /v1/mesh/invite", jsonCall(a, http.StatusCreated, invite(svc.Invite)))

@@ -252,6 +252,12 @@ func (c *Client) Traverse(ctx context.Context, req node.TraverseRequest) (node.T
 	return res, c.send(ctx, http.MethodPost, "/v1/traverse", req, &res)
 }
 
+// Impact lists the memories a file affects.
+func (c *Client) Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error) {
+	var res []node.Impacted
+	return res, c.send(ctx, http.MethodPost, "/v1/impact", req, &res)
+}
+
 func (c *Client) Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error) {
 	var out []node.Edge
 	return out, c.send(ctx, http.MethodPost, "/v1/edges/list", req, &out)

@@ -172,3 +172,44 @@ func printGraph(w io.Writer, res node.TraverseResult) {
 		}
 	}
 }
+
+func (a *app) impactCommand() *cobra.Command {
+	var depth int
+	cmd := &cobra.Command{
+		Use:   "impact PATH",
+		Short: "List the memories a file (or a directory/) affects",
+		Long: `List the memories that mention PATH, those linked to it (file:PATH or
+file:PATH:LINES edges), and, walking edges backwards up to --depth hops, the
+memories that point at those. A PATH ending in / covers every file under it.
+Archived and stale memories are listed with their status.`,
+		Example: `  memmesh impact internal/db/pool.go
+  memmesh impact internal/auth/ --depth 1`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := c.Impact(cmd.Context(), node.ImpactRequest{Path: argv[0], Depth: depth})
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				printTable(w, res, "No memory mentions or links "+argv[0]+".", "MEMORY\tDEPTH\tSTATUS\tVIA\tTITLE",
+					func(im node.Impacted) []any {
+						title := im.Memory.Title
+						if title == "" {
+							title = im.Memory.Content
+						}
+						return []any{im.Memory.ShortID, im.Depth, im.Memory.Status, im.Via, snippet(title, 50)}
+					})
+			}, func(w io.Writer) {
+				for _, im := range res {
+					fmt.Fprintln(w, im.Memory.ShortID)
+				}
+			})
+		},
+	}
+	cmd.Flags().IntVar(&depth, "depth", 2, "hops back from the memories that touch PATH (1 to 5)")
+	return cmd
+}
