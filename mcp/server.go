@@ -31,6 +31,7 @@ type Service interface {
 	Get(ctx context.Context, ref string) (node.Memory, error)
 	Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error)
 	Forget(ctx context.Context, ref string) (node.Memory, error)
+	Restore(ctx context.Context, ref string) (node.Memory, error)
 	Delete(ctx context.Context, ref string) (node.Memory, error)
 	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
 	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)

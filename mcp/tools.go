@@ -32,7 +32,7 @@ const allNamespaces = "*"
 func (h *handler) tools() []server.ServerTool {
 	var out []server.ServerTool
 	for _, def := range []func() (mcpgo.Tool, server.ToolHandlerFunc){
-		h.rememberTool, h.recallTool, h.getTool, h.updateTool, h.forgetTool,
+		h.rememberTool, h.recallTool, h.getTool, h.updateTool, h.forgetTool, h.restoreTool,
 		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.statusTool, h.peersTool,
 	} {
 		tool, handle := def()
@@ -260,6 +260,28 @@ func (h *handler) forgetTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		}
 		out := forgetData{ID: m.ID, ShortID: m.ShortID, Title: m.Title, Status: string(m.Status)}
 		return mcpgo.NewToolResultStructured(out, out.text()), nil
+	}
+}
+
+func (h *handler) restoreTool() (mcpgo.Tool, server.ToolHandlerFunc) {
+	tool := mcpgo.NewTool("restore",
+		hints("Restore a memory", false, false, true),
+		mcpgo.WithDescription(`Bring an archived, stale or compacted memory back to active, so that it shows in recall and context again. traverse and impact show archived memories as traces; a deleted memory cannot be restored.`),
+		mcpgo.WithString("id", mcpgo.Required(), mcpgo.Description(idDescription)),
+		mcpgo.WithOutputSchema[memoryResult](),
+	)
+	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		a := readArgs(tool, req)
+		id := a.str("id")
+		if bad := a.problem(); bad != nil {
+			return bad, nil
+		}
+		m, err := h.svc.Restore(ctx, id)
+		if err != nil {
+			return h.failure(tool.Name, err, "Use recall with statuses [\"archived\"] to find the memory's id."), nil
+		}
+		out := memoryResult{Notice: dataNotice, memoryData: newMemory(m)}
+		return mcpgo.NewToolResultStructured(out, out.text(fmt.Sprintf("Restored %s: active again.", m.ShortID))), nil
 	}
 }
 

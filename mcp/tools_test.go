@@ -217,6 +217,11 @@ func TestTools(t *testing.T) {
 		if out.Status != "archived" {
 			t.Errorf("forget = %+v", out)
 		}
+		var restored memoryResult
+		text := call(t, c, "restore", map[string]any{"id": goose.ShortID}, &restored)
+		if restored.Status != "active" || !strings.Contains(text, "Restored") {
+			t.Errorf("restore = %+v, text %q", restored.memoryData, text)
+		}
 		call(t, c, "forget", map[string]any{"id": goose.ID, "hard": true}, &out)
 		if out.Status != "deleted" {
 			t.Errorf("forget hard = %+v", out)

@@ -248,3 +248,30 @@ func TestLinkRefusesCycles(t *testing.T) {
 		t.Fatalf("after the chain was invalidated: %v", err)
 	}
 }
+
+// TestRestore: an archived memory comes back to active and is found
+// again; a deleted one stays deleted.
+func TestRestore(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	m := remember(t, n, RememberRequest{Content: "Pin the Node version in .nvmrc"})
+	if _, err := n.Forget(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := n.Search(ctx, SearchRequest{Query: "nvmrc"}); len(res.Results) != 0 {
+		t.Fatal("an archived memory was found")
+	}
+	got, err := n.Restore(ctx, m.ShortID)
+	if err != nil || got.Status != crdt.StatusActive {
+		t.Fatalf("restore: %+v %v", got.Status, err)
+	}
+	if res, _ := n.Search(ctx, SearchRequest{Query: "nvmrc"}); len(res.Results) != 1 {
+		t.Fatal("a restored memory is not found")
+	}
+	if _, err := n.Delete(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Restore(ctx, m.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("restoring a deleted memory: %v, want ErrNotFound", err)
+	}
+}

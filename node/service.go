@@ -382,6 +382,13 @@ func (n *Node) Forget(ctx context.Context, ref string) (Memory, error) {
 	return n.setStatus(ref, crdt.StatusArchived)
 }
 
+// Restore brings an archived, stale or compacted memory back to active
+// (a compacted one loses its compacted_into). A deleted memory stays
+// deleted.
+func (n *Node) Restore(ctx context.Context, ref string) (Memory, error) {
+	return n.setStatus(ref, crdt.StatusActive)
+}
+
 // Delete marks a memory deleted. The tombstone replicates like any change,
 // so the memory stays deleted on every machine.
 func (n *Node) Delete(ctx context.Context, ref string) (Memory, error) {

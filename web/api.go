@@ -22,6 +22,7 @@ type Service interface {
 	Get(ctx context.Context, ref string) (node.Memory, error)
 	Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error)
 	Forget(ctx context.Context, ref string) (node.Memory, error)
+	Restore(ctx context.Context, ref string) (node.Memory, error)
 	Delete(ctx context.Context, ref string) (node.Memory, error)
 	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
 	Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error)
@@ -120,8 +121,9 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("GET /v1/memories", a.list)
 	a.mux.HandleFunc("GET /v1/memories/{ref}", a.get)
 	a.mux.HandleFunc("PATCH /v1/memories/{ref}", a.update)
-	a.mux.HandleFunc("POST /v1/memories/{ref}/forget", a.forget)
-	a.mux.HandleFunc("DELETE /v1/memories/{ref}", a.delete)
+	a.mux.HandleFunc("POST /v1/memories/{ref}/forget", a.byRef(svc.Forget))
+	a.mux.HandleFunc("POST /v1/memories/{ref}/restore", a.byRef(svc.Restore))
+	a.mux.HandleFunc("DELETE /v1/memories/{ref}", a.byRef(svc.Delete))
 	a.mux.HandleFunc("POST /v1/search", jsonCall(a, http.StatusOK, svc.Search))
 	a.mux.HandleFunc("GET /v1/stats", getCall(a, svc.Stats))
 	a.mux.HandleFunc("GET /v1/export", a.export)
@@ -205,14 +207,13 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, http.StatusOK, res, err)
 }
 
-func (a *API) forget(w http.ResponseWriter, r *http.Request) {
-	res, err := a.svc.Forget(r.Context(), r.PathValue("ref"))
-	a.reply(w, http.StatusOK, res, err)
-}
-
-func (a *API) delete(w http.ResponseWriter, r *http.Request) {
-	res, err := a.svc.Delete(r.Context(), r.PathValue("ref"))
-	a.reply(w, http.StatusOK, res, err)
+// byRef serves a change of the memory named in the path (forget, restore,
+// delete).
+func (a *API) byRef(op func(context.Context, string) (node.Memory, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		res, err := op(r.Context(), r.PathValue("ref"))
+		a.reply(w, http.StatusOK, res, err)
+	}
 }
 
 func (a *API) export(w http.ResponseWriter, r *http.Request) {

@@ -143,13 +143,21 @@ func (c *Client) Update(ctx context.Context, ref string, req node.UpdateRequest)
 }
 
 func (c *Client) Forget(ctx context.Context, ref string) (node.Memory, error) {
-	var m node.Memory
-	return m, c.do(ctx, http.MethodPost, "/v1/memories/"+url.PathEscape(ref)+"/forget", nil, &m)
+	return c.byRef(ctx, http.MethodPost, ref, "/forget")
+}
+
+func (c *Client) Restore(ctx context.Context, ref string) (node.Memory, error) {
+	return c.byRef(ctx, http.MethodPost, ref, "/restore")
 }
 
 func (c *Client) Delete(ctx context.Context, ref string) (node.Memory, error) {
+	return c.byRef(ctx, http.MethodDelete, ref, "")
+}
+
+// byRef calls method on the memory ref, or on its sub-resource suffix.
+func (c *Client) byRef(ctx context.Context, method, ref, suffix string) (node.Memory, error) {
 	var m node.Memory
-	return m, c.do(ctx, http.MethodDelete, "/v1/memories/"+url.PathEscape(ref), nil, &m)
+	return m, c.do(ctx, method, "/v1/memories/"+url.PathEscape(ref)+suffix, nil, &m)
 }
 
 func (c *Client) List(ctx context.Context, req node.ListRequest) ([]node.Memory, error) {

@@ -10,6 +10,7 @@
 //	GET    /v1/memories/{ref}         get one memory by full or short id
 //	PATCH  /v1/memories/{ref}         update (node.UpdateRequest)
 //	POST   /v1/memories/{ref}/forget  archive
+//	POST   /v1/memories/{ref}/restore back to active (from archived, stale or compacted)
 //	DELETE /v1/memories/{ref}         delete (tombstone)
 //	POST   /v1/search                 search (node.SearchRequest)
 //	GET    /v1/stats                  counts

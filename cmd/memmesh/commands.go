@@ -447,6 +447,11 @@ func (a *app) forgetCommand() *cobra.Command {
 		"Forgot %[1]s (archived; 'memmesh update %[1]s --status active' brings it back)\n", (*web.Client).Forget)
 }
 
+func (a *app) restoreCommand() *cobra.Command {
+	return a.statusCommand("restore ID", "Bring an archived, stale or compacted memory back to active",
+		"Restored %s (active again)\n", (*web.Client).Restore)
+}
+
 func (a *app) deleteCommand() *cobra.Command {
 	return a.statusCommand("delete ID", "Delete a memory (a tombstone that replicates to every machine)",
 		"Deleted %s\n", (*web.Client).Delete)
