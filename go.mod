@@ -13,6 +13,7 @@ require (
 	github.com/quic-go/quic-go v0.65.0
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/term v0.47.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (

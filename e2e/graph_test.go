@@ -45,6 +45,15 @@ func TestLinkAndGraph(t *testing.T) {
 		t.Fatalf("graph of b = %+v, want b and a (no cycle edge stored)", g)
 	}
 
+	var rep struct {
+		Cycles    []any `json:"cycles"`
+		Conflicts []any `json:"conflicts"`
+	}
+	okJSON(t, home, &rep, "doctor")
+	if len(rep.Cycles) != 0 || len(rep.Conflicts) != 0 {
+		t.Fatalf("doctor on a consistent home = %+v", rep)
+	}
+
 	ok(t, home, "invalidate", a.ID, "supersedes", b.ID)
 	okJSON(t, home, &g, "graph", b.ID)
 	if len(g.Nodes) != 1 {

@@ -947,6 +947,12 @@ func (d *briefData) text() string {
 			writeBlock(&b, attrs, it.Content)
 		}
 	}
+	if len(d.Cycles) > 0 {
+		b.WriteString("\n## Cycles: relations that must not loop do, after merging edits from different machines; unlink or invalidate one edge of each\n")
+		for _, c := range d.Cycles {
+			fmt.Fprintf(&b, "- %s among %s\n", c.Rel, quote(strings.Join(c.Members, ", ")))
+		}
+	}
 	return b.String()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -41,6 +42,7 @@ type Brief struct {
 	Budget      int         `json:"budget"`
 	Tokens      int         `json:"tokens"` // estimated tokens used
 	Conflicts   []BriefItem `json:"conflicts"`
+	Cycles      []Cycle     `json:"cycles"` // acyclic relations that merged into a cycle through this namespace
 	Active      []BriefItem `json:"active"`
 	StaleAlerts []BriefItem `json:"stale_alerts"`
 }
@@ -78,7 +80,7 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 		return Brief{}, invalidf("budget %d: use 100 to %d tokens", budget, maxBudget)
 	}
 	now := n.now()
-	b := Brief{Namespace: ns, LoadedAt: now.UTC(), Budget: budget, Conflicts: []BriefItem{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
+	b := Brief{Namespace: ns, LoadedAt: now.UTC(), Budget: budget, Conflicts: []BriefItem{}, Cycles: []Cycle{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
 	add := func(into *[]BriefItem, m *Memory) bool {
 		item, cost := briefItem(m)
 		if b.Tokens+cost > budget {
@@ -95,6 +97,17 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	}
 	for i := range conflicts {
 		add(&b.Conflicts, &conflicts[i])
+	}
+	cycles, err := n.cycles(ctx)
+	if err != nil {
+		return b, err
+	}
+	for _, c := range cycles {
+		cost := itemOverhead + estimateTokens(strings.Join(c.Members, " "))
+		if n.touchesNamespace(c.Members, ns) && b.Tokens+cost <= budget {
+			b.Tokens += cost
+			b.Cycles = append(b.Cycles, c)
+		}
 	}
 	active, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusActive}, Limit: briefCandidates})
 	if err != nil {
@@ -127,6 +140,18 @@ func briefItem(m *Memory) (BriefItem, int) {
 		Content: content, Truncated: truncated,
 	}
 	return item, itemOverhead + estimateTokens(m.Title) + estimateTokens(content)
+}
+
+// touchesNamespace reports whether any of the endpoints is a memory of ns.
+func (n *Node) touchesNamespace(endpoints []string, ns string) bool {
+	for _, e := range endpoints {
+		if id, ok := strings.CutPrefix(e, IDPrefix); ok {
+			if m, err := n.load(id); err == nil && m.Namespace == ns {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // conflicted returns the live memories of ns with an unresolved sync

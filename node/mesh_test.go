@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -552,4 +553,49 @@ func TestMeshBadFrames(t *testing.T) {
 	c := meshNode(t, "", 3, nil)
 	join(t, a, c)
 	waitUntil(t, "a fresh node catches up after the garbage", func() bool { return has(c, res.ID) })
+}
+
+// TestMeshCycleAfterMerge: during a partition, A links x supersedes y and
+// B links y supersedes x; each is fine alone. After the heal both nodes
+// hold both edges, and Doctor reports the cycle on each.
+func TestMeshCycleAfterMerge(t *testing.T) {
+	fn := faultnet.New(5)
+	nodes := cluster(t, 2, fn)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	x := remember(t, a, RememberRequest{Content: "Deploy with Helm charts"})
+	y := remember(t, a, RememberRequest{Content: "Deploy with raw manifests"})
+	waitUntil(t, "memories on B", func() bool { return has(b, x.ID) && has(b, y.ID) })
+
+	fn.Partition([]string{addr(a)}, []string{addr(b)})
+	if _, err := a.Link(ctx, LinkRequest{From: x.ID, Rel: "supersedes", To: y.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Link(ctx, LinkRequest{From: y.ID, Rel: "supersedes", To: x.ID}); err != nil {
+		t.Fatal(err)
+	}
+	fn.Heal()
+	waitUntil(t, "convergence", func() bool { return converged(nodes) })
+	for i, n := range nodes {
+		rep, err := n.Doctor(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Cycle{{Rel: "supersedes", Members: slices.Sorted(slices.Values([]string{x.ID, y.ID}))}}
+		if !reflect.DeepEqual(rep.Cycles, want) {
+			t.Errorf("node%d: doctor cycles = %+v, want %+v", i+1, rep.Cycles, want)
+		}
+		brief, err := n.Context(ctx, ContextRequest{})
+		if err != nil || !reflect.DeepEqual(brief.Cycles, want) {
+			t.Errorf("node%d: brief cycles = %+v (%v), want %+v", i+1, brief.Cycles, err, want)
+		}
+	}
+	// Invalidating one edge on either machine resolves it everywhere.
+	if _, err := b.Invalidate(ctx, y.ID, "supersedes", x.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the cycle resolved on A", func() bool {
+		rep, err := a.Doctor(ctx)
+		return err == nil && len(rep.Cycles) == 0
+	})
 }

@@ -260,6 +260,12 @@ func (c *Client) Traverse(ctx context.Context, req node.TraverseRequest) (node.T
 	return res, c.send(ctx, http.MethodPost, "/v1/traverse", req, &res)
 }
 
+// Doctor reports cycles in acyclic relations and sync conflicts.
+func (c *Client) Doctor(ctx context.Context) (node.DoctorReport, error) {
+	var res node.DoctorReport
+	return res, c.send(ctx, http.MethodGet, "/v1/doctor", nil, &res)
+}
+
 // Impact lists the memories a file affects.
 func (c *Client) Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error) {
 	var res []node.Impacted

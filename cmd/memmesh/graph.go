@@ -213,3 +213,42 @@ Archived and stale memories are listed with their status.`,
 	cmd.Flags().IntVar(&depth, "depth", 2, "hops back from the memories that touch PATH (1 to 5)")
 	return cmd
 }
+
+func (a *app) doctorCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Report what merging cannot decide: cycles in acyclic relations and sync conflicts",
+		Long: `Two machines can each add an edge that is fine alone and together close a
+cycle of supersedes, caused_by, led_to or part_of; two machines can edit a
+memory at the same time. memmesh keeps both and reports them here (and in
+the context brief) until someone resolves them: unlink or invalidate an edge
+of each cycle; update a conflicted memory with the text that holds.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rep, err := c.Doctor(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.emit(rep, func(w io.Writer) { printDoctor(w, rep) }, func(w io.Writer) {
+				fmt.Fprintf(w, "%d cycles, %d conflicts\n", len(rep.Cycles), len(rep.Conflicts))
+			})
+		},
+	}
+}
+
+func printDoctor(w io.Writer, rep node.DoctorReport) {
+	if len(rep.Cycles) == 0 && len(rep.Conflicts) == 0 {
+		fmt.Fprintln(w, "Nothing to resolve: no cycles in acyclic relations, no sync conflicts.")
+		return
+	}
+	for _, c := range rep.Cycles {
+		fmt.Fprintf(w, "Cycle of %s among %s: unlink or invalidate one of its edges.\n", c.Rel, strings.Join(c.Members, ", "))
+	}
+	for _, id := range rep.Conflicts {
+		fmt.Fprintf(w, "Sync conflict in %s: 'memmesh show %s' lists the versions; update it with the text that holds.\n", id, id)
+	}
+}
