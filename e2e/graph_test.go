@@ -60,3 +60,31 @@ func TestLinkAndGraph(t *testing.T) {
 		t.Fatalf("graph of b after invalidating = %+v, want b alone", g)
 	}
 }
+
+// TestContextBrief: the brief of a namespace in Markdown and JSON, within
+// its budget; a budget below the minimum is refused.
+func TestContextBrief(t *testing.T) {
+	home := newHome(t)
+	ok(t, home, "capture", "--ns", "shop", "--kind", "decision", "Payments go through the Stripe adapter in billing/stripe.go")
+	ok(t, home, "capture", "--ns", "other", "Unrelated note about the garden")
+	md := ok(t, home, "context", "--ns", "shop", "--format", "markdown")
+	if !strings.Contains(md, "# memmesh: what is known about shop") || !strings.Contains(md, "> Payments go through the Stripe adapter") ||
+		strings.Contains(md, "garden") {
+		t.Fatalf("markdown brief:\n%s", md)
+	}
+	var b struct {
+		Namespace string `json:"namespace"`
+		Budget    int    `json:"budget"`
+		Tokens    int    `json:"tokens"`
+		Active    []struct {
+			Kind string `json:"kind"`
+		} `json:"active"`
+	}
+	okJSON(t, home, &b, "context", "--ns", "shop", "--budget", "150")
+	if b.Namespace != "shop" || len(b.Active) != 1 || b.Active[0].Kind != "decision" || b.Tokens > b.Budget || b.Budget != 150 {
+		t.Fatalf("json brief = %+v", b)
+	}
+	if r := mm(t, home, "", "context", "--budget", "5"); r.code == 0 || !strings.Contains(r.stderr, "budget") {
+		t.Fatalf("a budget of 5: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -68,7 +68,7 @@ func briefWeight(m *Memory, now time.Time) float64 {
 // Context returns the brief of a namespace: unresolved sync conflicts, the
 // most important active memories and stale alerts, within the budget.
 func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
-	ns, err := normalizeNamespace(req.Namespace)
+	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
 		return Brief{}, err
 	}

@@ -183,7 +183,7 @@ func parseImportLine(text []byte) (crdt.Memory, error) {
 		return m, fmt.Errorf("id %q is not a memory id", l.ID)
 	}
 	var err error
-	if m.Namespace, err = normalizeNamespace(m.Namespace); err != nil {
+	if m.Namespace, err = NormalizeNamespace(m.Namespace); err != nil {
 		return m, err
 	}
 	if m.Kind, err = normalizeKind(m.Kind); err != nil {

@@ -522,7 +522,7 @@ func (n *Node) Revoke(ctx context.Context, ref string) (Device, error) {
 // keeps its memories on the machine that wrote them (enforced when
 // sending and when receiving), crdt.SyncAll replicates them.
 func (n *Node) SetNamespaceSync(ctx context.Context, ns, policy string) (crdt.MeshRecord, error) {
-	ns, err := normalizeNamespace(ns)
+	ns, err := NormalizeNamespace(ns)
 	if err != nil {
 		return crdt.MeshRecord{}, err
 	}

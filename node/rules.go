@@ -48,8 +48,8 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// normalizeNamespace lower-cases ns and checks it; "" becomes DefaultNamespace.
-func normalizeNamespace(ns string) (string, error) {
+// NormalizeNamespace lower-cases ns and checks it; "" becomes DefaultNamespace.
+func NormalizeNamespace(ns string) (string, error) {
 	ns = strings.ToLower(strings.TrimSpace(ns))
 	if ns == "" {
 		return DefaultNamespace, nil

@@ -97,7 +97,7 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 	if err != nil {
 		return crdt.Memory{}, nil, err
 	}
-	ns, err := normalizeNamespace(req.Namespace)
+	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
 		return crdt.Memory{}, nil, err
 	}
@@ -481,7 +481,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 		}
 	}
 	if req.Namespace != nil {
-		ns, err := normalizeNamespace(*req.Namespace)
+		ns, err := NormalizeNamespace(*req.Namespace)
 		if err != nil {
 			return err
 		}
@@ -627,7 +627,7 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 		Now:      n.now(),
 	}
 	if req.Namespace != "" {
-		ns, err := normalizeNamespace(req.Namespace)
+		ns, err := NormalizeNamespace(req.Namespace)
 		if err != nil {
 			return q, err
 		}

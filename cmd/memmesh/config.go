@@ -18,8 +18,9 @@ import (
 // Config is memmesh's configuration. Precedence, highest first: flags,
 // environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL,
 // MEMMESH_LISTEN, MEMMESH_NAME), the project's .memmesh.toml (found upwards
-// from the working directory), the global $MEMMESH_HOME/config.toml,
-// defaults.
+// from the working directory), the project mapping of the working
+// directory (maps.toml, namespace only), the global
+// $MEMMESH_HOME/config.toml, defaults.
 type Config struct {
 	// Namespace is the default namespace of capture, search and list.
 	Namespace string `toml:"namespace"`
@@ -69,6 +70,13 @@ func loadConfig(home string) (Config, error) {
 		return cfg, err
 	}
 	if wd, err := os.Getwd(); err == nil {
+		maps, err := loadMaps(home)
+		if err != nil {
+			return cfg, err
+		}
+		if ns, ok := mappedNamespace(maps, wd); ok {
+			cfg.Namespace = ns
+		}
 		if p := findUp(wd, projectConfigFile); p != "" {
 			if err := mergeConfigFile(&cfg, p); err != nil {
 				return cfg, err

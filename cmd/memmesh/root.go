@@ -81,7 +81,7 @@ on a terminal and JSON when piped; choose with --format (or --json).`,
 		},
 	}
 	root.PersistentFlags().StringVar(&a.home, "home", "", "memmesh home directory (env MEMMESH_HOME, default ~/.memmesh)")
-	root.PersistentFlags().StringVar(&a.format, "format", "", "output format: human, json or brief (default: human on a terminal, json otherwise)")
+	root.PersistentFlags().StringVar(&a.format, "format", "", "output format: human (or markdown), json or brief (default: human on a terminal, json otherwise)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "same as --format json")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
@@ -94,7 +94,7 @@ on a terminal and JSON when piped; choose with --format (or --json).`,
 		a.mcpCommand(),
 		a.idCommand(), a.inviteCommand(), a.joinCommand(), a.devicesCommand(), a.revokeCommand(),
 		a.peersCommand(), a.meshStatusCommand(), a.nsCommand(),
-		a.linkCommand(), a.unlinkCommand(), a.invalidateCommand(), a.graphCommand(), a.impactCommand(), a.doctorCommand(),
+		a.linkCommand(), a.unlinkCommand(), a.invalidateCommand(), a.graphCommand(), a.impactCommand(), a.doctorCommand(), a.mapCommand(), a.contextCommand(),
 	)
 	return root
 }
@@ -120,8 +120,10 @@ func (a *app) setup(cmd *cobra.Command) error {
 			a.format = "human"
 		}
 	case "human", "json", "brief":
+	case "markdown": // the human form of a context brief is Markdown
+		a.format = "human"
 	default:
-		return usagef("--format %q: use human, json or brief", a.format)
+		return usagef("--format %q: use human (or markdown), json or brief", a.format)
 	}
 	cfg, err := loadConfig(a.home)
 	if err != nil {

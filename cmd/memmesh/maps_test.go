@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestMappedNamespace(t *testing.T) {
+	maps := []mapping{
+		{Glob: "/home/me/work", Namespace: "work"},
+		{Glob: "/home/me/work/acme", Namespace: "acme"},
+		{Glob: "/home/me/src/*/backend", Namespace: "backend"},
+		{Glob: "/home/me/work", Namespace: "work2"}, // added later: wins over the first
+	}
+	for dir, want := range map[string]string{
+		"/home/me/work":                  "work2",
+		"/home/me/work/other/pkg":        "work2",
+		"/home/me/work/acme":             "acme",
+		"/home/me/work/acme/cmd/server":  "acme",
+		"/home/me/src/shop/backend/api":  "backend",
+		"/home/me/src/shop/frontend/app": "",
+		"/tmp":                           "",
+	} {
+		if got, _ := mappedNamespace(maps, dir); got != want {
+			t.Errorf("%s: %q, want %q", dir, got, want)
+		}
+	}
+}
+
+// TestMapChoosesNamespace: a mapping sets the namespace of commands run
+// under it; a project's .memmesh.toml and the environment still come first.
+func TestMapChoosesNamespace(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	sub := filepath.Join(proj, "cmd", "tool")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	glob, err := cleanGlob(proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := saveMaps(home, []mapping{{Glob: glob, Namespace: "acme"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MEMMESH_NAMESPACE", "")
+	t.Chdir(sub)
+	if cfg, err := loadConfig(home); err != nil || cfg.Namespace != "acme" {
+		t.Fatalf("under the mapping: %q %v, want acme", cfg.Namespace, err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, projectConfigFile), []byte(`namespace = "own"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ := loadConfig(home); cfg.Namespace != "own" {
+		t.Fatalf("with a project file: %q, want own", cfg.Namespace)
+	}
+	t.Setenv("MEMMESH_NAMESPACE", "env")
+	if cfg, _ := loadConfig(home); cfg.Namespace != "env" {
+		t.Fatalf("with the environment: %q, want env", cfg.Namespace)
+	}
+	if _, err := cleanGlob("/x/[unclosed"); err == nil {
+		t.Fatal("a bad glob was accepted")
+	}
+}
