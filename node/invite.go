@@ -426,8 +426,15 @@ func (n *Node) Join(ctx context.Context, tok string) (JoinResult, error) {
 		}
 	}
 	res.Members = addrs
-	if m.joinAddrs(addrs) == 0 {
-		return res, fmt.Errorf("join: admitted to the registry, but no member answered the membership join; the node keeps retrying")
+	// Admitted: from here on the retry loop reconnects by itself, so a
+	// membership join that fails now (a busy member) is no error.
+	for attempt := 0; attempt < 3 && m.joinAddrs(addrs) == 0; attempt++ {
+		m.log.Warn("no member answered the membership join yet; retrying", "addrs", addrs)
+		select {
+		case <-ctx.Done():
+			return res, nil
+		case <-time.After(time.Second):
+		}
 	}
 	m.kickPull(t.Inviter)
 	return res, nil

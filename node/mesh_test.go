@@ -394,9 +394,7 @@ func TestMeshLocalOnlyNamespace(t *testing.T) {
 	private := remember(t, a, RememberRequest{Namespace: "private", Content: "home router password hint lives in the safe"})
 	shared := remember(t, a, RememberRequest{Namespace: "shared", Content: "Use make lint before pushing"})
 	waitUntil(t, "shared memory on B", func() bool { return has(b, shared.ID) })
-	if err := b.Pull(ctx); err != nil {
-		t.Fatal(err)
-	}
+	waitUntil(t, "a complete pull from A", func() bool { return b.Pull(ctx) == nil })
 	if has(b, private.ID) {
 		t.Fatal("a memory of a local-only namespace left its machine")
 	}
