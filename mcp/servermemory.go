@@ -1076,7 +1076,9 @@ func (s *serverMemoryStore) edges(ctx context.Context, snap *serverMemorySnapsho
 	}
 	var out []node.Edge
 	for _, e := range all {
-		if snap.byID[e.From] != nil && snap.byID[e.To] != nil {
+		// Links memmesh made itself between near duplicates are not
+		// relations anybody created.
+		if snap.byID[e.From] != nil && snap.byID[e.To] != nil && e.Origin != node.OriginAutoLink {
 			out = append(out, e)
 		}
 	}

@@ -275,3 +275,33 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("restoring a deleted memory: %v, want ErrNotFound", err)
 	}
 }
+
+// TestAutoLink: a near duplicate (word similarity at least 0.8) is linked
+// to the memory it repeats with a related_to edge of origin auto-link,
+// made in the same commit; a looser match is only reported as similar.
+func TestAutoLink(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	first := remember(t, n, RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server in development mode"})
+	near := remember(t, n, RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server in development mode always"})
+	if len(near.Similar) != 1 || near.Similar[0].Similarity < autoLinkThreshold {
+		t.Fatalf("near duplicate: %+v", near.Similar)
+	}
+	edges, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{near.ID}, Direction: Out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(edges) != 1 || edges[0].To != first.ID || edges[0].Rel != "related_to" || edges[0].Origin != "auto-link" {
+		t.Fatalf("edges of the near duplicate = %+v, want one auto-link related_to %s", edges, first.ID)
+	}
+	loose := remember(t, n, RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the worker in staging"})
+	edges, _ = n.Edges(ctx, EdgesRequest{Endpoints: []string{loose.ID}, Direction: Out})
+	for _, s := range loose.Similar {
+		if s.Similarity >= autoLinkThreshold {
+			t.Fatalf("test text too close: %+v", loose.Similar)
+		}
+	}
+	if len(edges) != 0 {
+		t.Fatalf("a loose match was linked: %+v", edges)
+	}
+}

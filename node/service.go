@@ -84,7 +84,11 @@ func (n *Node) Remember(ctx context.Context, req RememberRequest) (RememberResul
 		return RememberResult{}, fmt.Errorf("create memory: %w", err)
 	}
 	defer doc.Close()
-	if err := n.commit(doc, words); err != nil {
+	links, err := n.autoLinks(&m, similar)
+	if err != nil {
+		return RememberResult{}, err
+	}
+	if err := n.commit(doc, words, links...); err != nil {
 		return RememberResult{}, err
 	}
 	return RememberResult{ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Similar: similar, Redacted: redacted}, nil
@@ -261,9 +265,10 @@ func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]Similar, err
 	return out, nil
 }
 
-// commit materialises doc and stores it durably in one synced batch, then
-// hands it to the indexer. words may be nil; it is computed when needed.
-func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}) error {
+// commit materialises doc and stores it durably in one synced batch, with
+// extra records (edges made with it), then hands it to the indexer. words
+// may be nil; it is computed when needed.
+func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}, extra ...storage.Record) error {
 	m, err := doc.Materialize()
 	if err != nil {
 		return fmt.Errorf("materialise memory: %w", err)
@@ -273,7 +278,7 @@ func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}) error {
 		return err
 	}
 	rec.Doc = doc.Save()
-	if _, err := n.store.Commit(rec); err != nil {
+	if _, err := n.store.Commit(append([]storage.Record{rec}, extra...)...); err != nil {
 		return fmt.Errorf("store memory %s: %w", DisplayID(m.ID), err)
 	}
 	n.changed()

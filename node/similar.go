@@ -3,11 +3,15 @@ package node
 import (
 	"cmp"
 	"encoding/hex"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/storage"
 )
 
 // Near-duplicate detection uses MinHash signatures over the words of a
@@ -17,11 +21,12 @@ import (
 // similarity. With 12 bands of 3 rows a pair at similarity 0.6 is found
 // with probability 0.95, one at 0.3 with 0.28 (and then rejected).
 const (
-	lshBands         = 12
-	lshRows          = 3
-	similarThreshold = 0.6 // Jaccard similarity at which a memory is reported as similar
-	bandScanLimit    = 16  // ids read per band key
-	maxVerified      = 3   // candidates whose records are read, those sharing most bands
+	lshBands          = 12
+	lshRows           = 3
+	similarThreshold  = 0.6 // Jaccard similarity at which a memory is reported as similar
+	autoLinkThreshold = 0.8 // at which a new memory is linked to it (related_to, origin auto-link)
+	bandScanLimit     = 16  // ids read per band key
+	maxVerified       = 3   // candidates whose records are read, those sharing most bands
 )
 
 // similarity tokens: lower-case words of letters and digits.
@@ -105,4 +110,42 @@ func sortSimilar(s []Similar) {
 func roundTo(v float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(v*p) / p
+}
+
+// OriginAutoLink is the origin of the edges memmesh makes by itself between
+// near duplicates.
+const OriginAutoLink = "auto-link"
+
+// autoLinks makes the related_to edges from a new memory to its near
+// duplicates (similarity at least autoLinkThreshold), committed with it.
+// They are ordinary edges with origin auto-link: unlink removes one.
+func (n *Node) autoLinks(m *crdt.Memory, similar []Similar) ([]storage.Record, error) {
+	var recs []storage.Record
+	from := DisplayID(m.ID)
+	for _, s := range similar {
+		if s.Similarity < autoLinkThreshold {
+			continue
+		}
+		e := crdt.Edge{
+			ID: crdt.EdgeID(from, "related_to", s.ID), From: from, Rel: "related_to", To: s.ID,
+			Strength: s.Similarity, Origin: OriginAutoLink, Notes: fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity),
+			CreatedAt: m.Provenance.CreatedAt, UpdatedAt: m.Provenance.CreatedAt,
+		}
+		doc, err := crdt.NewEdgeDoc(n.actor, &e)
+		if err != nil {
+			return nil, fmt.Errorf("auto-link: %w", err)
+		}
+		e, err = doc.Materialize()
+		if err == nil {
+			var rec storage.Record
+			if rec, err = edgeRecord(&e, doc.Save()); err == nil {
+				recs = append(recs, rec)
+			}
+		}
+		doc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("auto-link: %w", err)
+		}
+	}
+	return recs, nil
 }
