@@ -352,6 +352,53 @@ func (n *Node) edgesOf(endpoint string, dir Direction) ([]crdt.Edge, error) {
 	return out, nil
 }
 
+// OriginExtracted marks the touches edges a traversal derives from the
+// files, symbols and URLs a memory's text mentions. They are not stored:
+// every node derives the same ones from the same text.
+const OriginExtracted = "extracted"
+
+// touchEdges returns the derived touches edges at an endpoint: out of a
+// memory to the artefacts it mentions, into an artefact from the memories
+// that mention it.
+func (n *Node) touchEdges(endpoint string, dir Direction) ([]crdt.Edge, error) {
+	touch := func(m *crdt.Memory, artefact string) crdt.Edge {
+		from := DisplayID(m.ID)
+		return crdt.Edge{ID: crdt.EdgeID(from, "touches", artefact), From: from, Rel: "touches", To: artefact,
+			Strength: 0.5, Origin: OriginExtracted, CreatedAt: m.Provenance.CreatedAt, UpdatedAt: m.Provenance.UpdatedAt}
+	}
+	var out []crdt.Edge
+	if id, ok := strings.CutPrefix(endpoint, IDPrefix); ok {
+		if dir == In {
+			return nil, nil
+		}
+		m, err := n.load(id)
+		if storageNotFound(err) {
+			return nil, nil
+		}
+		if err != nil || m.Status == crdt.StatusDeleted {
+			return nil, err
+		}
+		for _, t := range m.Touches {
+			if slices.ContainsFunc(artefactPrefixes, func(p string) bool { return strings.HasPrefix(t, p) }) {
+				out = append(out, touch(&m, t))
+			}
+		}
+		return out, nil
+	}
+	if dir == Out {
+		return nil, nil
+	}
+	err := n.store.Scan(storage.KindMemory, storage.Term{Field: "touch", Value: endpoint}, func(id string) error {
+		m, err := n.load(id)
+		if err != nil || m.Status == crdt.StatusDeleted {
+			return err
+		}
+		out = append(out, touch(&m, endpoint))
+		return nil
+	})
+	return out, err
+}
+
 // EdgesRequest asks for the live edges at a set of endpoints.
 type EdgesRequest struct {
 	Endpoints []string  `json:"endpoints"`           // memory ids or artefacts
@@ -447,7 +494,11 @@ func (n *Node) Traverse(ctx context.Context, req TraverseRequest) (TraverseResul
 			if err != nil {
 				return res, err
 			}
-			for _, e := range edges {
+			touches, err := n.touchEdges(at, dir)
+			if err != nil {
+				return res, err
+			}
+			for _, e := range append(edges, touches...) {
 				if !validAt(&e, asOf) || (len(req.Rels) > 0 && !slices.Contains(req.Rels, e.Rel)) || seenEdge[e.ID] {
 					continue
 				}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +304,35 @@ func TestAutoLink(t *testing.T) {
 	}
 	if len(edges) != 0 {
 		t.Fatalf("a loose match was linked: %+v", edges)
+	}
+}
+
+// TestTraverseDerivedTouches: the files a memory's text mentions are
+// artefact nodes of the graph, both ways, without any stored edge.
+func TestTraverseDerivedTouches(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	m := remember(t, n, RememberRequest{Content: "The retry budget lives in internal/client/retry.go and is read by `NewClient`"})
+	res, err := n.Traverse(ctx, TraverseRequest{Start: m.ID, Direction: Out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reached []string
+	for _, gn := range res.Nodes[1:] {
+		reached = append(reached, gn.ID)
+	}
+	if !slices.Contains(reached, "file:internal/client/retry.go") || len(res.Edges) != len(reached) || res.Edges[0].Origin != OriginExtracted {
+		t.Fatalf("out of the memory: nodes %v, edges %+v", reached, res.Edges)
+	}
+	back, err := n.Traverse(ctx, TraverseRequest{Start: "file:internal/client/retry.go", Direction: In})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Nodes) != 2 || back.Nodes[1].ID != m.ID {
+		t.Fatalf("into the file: %+v", back.Nodes)
+	}
+	// Derived edges are not stored: the edge list of the memory is empty.
+	if stored, _ := n.Edges(ctx, EdgesRequest{Endpoints: []string{m.ID}}); len(stored) != 0 {
+		t.Fatalf("stored edges: %+v", stored)
 	}
 }
