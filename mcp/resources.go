@@ -8,7 +8,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -42,7 +41,7 @@ func (h *handler) resources() []server.ServerResource {
 		{
 			Resource: mcpgo.NewResource(staleURI, "stale",
 				mcpgo.WithResourceTitle("Stale memories"),
-				mcpgo.WithResourceDescription(fmt.Sprintf("Memories of namespace %q marked stale: they may no longer hold and should be checked, then updated or forgotten (JSON).", h.namespace)),
+				mcpgo.WithResourceDescription(fmt.Sprintf("Memories of namespace %q that may no longer hold (marked stale, or superseded by a newer memory), with the reasons: check them, then update, restore or forget them (JSON).", h.namespace)),
 				mcpgo.WithMIMEType(jsonMIME)),
 			Handler: h.readStale,
 		},
@@ -85,21 +84,34 @@ func (h *handler) readStats(ctx context.Context, req mcpgo.ReadResourceRequest) 
 	return jsonContents(req.Params.URI, statusData{Version: h.version, DefaultNamespace: h.namespace, Agent: agent, Session: session, Stats: st})
 }
 
-// staleData is the content of memmesh://stale.
+// staleData is the content of memmesh://stale and of the stale tool.
 type staleData struct {
-	Notice    string       `json:"notice"`
-	Namespace string       `json:"namespace"`
-	Memories  []memoryData `json:"memories"`
+	Notice    string           `json:"notice"`
+	Namespace string           `json:"namespace"`
+	Memories  []staleEntryData `json:"memories"`
+}
+
+type staleEntryData struct {
+	memoryData
+	Reasons []string `json:"reasons" jsonschema:"why it may no longer hold: marked stale, or superseded by a newer memory"`
+}
+
+func (h *handler) staleOf(ctx context.Context, ns string) (staleData, error) {
+	list, err := h.svc.Stale(ctx, node.StaleRequest{Namespace: ns})
+	if err != nil {
+		return staleData{}, err
+	}
+	out := staleData{Notice: dataNotice, Namespace: ns, Memories: []staleEntryData{}}
+	for _, s := range list {
+		out.Memories = append(out.Memories, staleEntryData{memoryData: newMemory(s.Memory), Reasons: s.Reasons})
+	}
+	return out, nil
 }
 
 func (h *handler) readStale(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
-	list, err := h.svc.List(ctx, node.ListRequest{Namespace: h.namespace, Statuses: []crdt.Status{crdt.StatusStale}})
+	out, err := h.staleOf(ctx, h.namespace)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", staleURI, err)
-	}
-	out := staleData{Notice: dataNotice, Namespace: h.namespace, Memories: []memoryData{}}
-	for _, m := range list {
-		out.Memories = append(out.Memories, newMemory(m))
 	}
 	return jsonContents(req.Params.URI, out)
 }

@@ -38,6 +38,7 @@ type Service interface {
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
 	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
 	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
+	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	Stats(ctx context.Context) (node.Stats, error)
 	Peers(ctx context.Context) ([]node.Peer, error)

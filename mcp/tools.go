@@ -33,7 +33,7 @@ func (h *handler) tools() []server.ServerTool {
 	var out []server.ServerTool
 	for _, def := range []func() (mcpgo.Tool, server.ToolHandlerFunc){
 		h.rememberTool, h.recallTool, h.getTool, h.updateTool, h.forgetTool, h.restoreTool,
-		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.statusTool, h.peersTool,
+		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.staleTool, h.statusTool, h.peersTool,
 	} {
 		tool, handle := def()
 		out = append(out, server.ServerTool{Tool: tool, Handler: handle})
@@ -407,6 +407,37 @@ func (h *handler) impactTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			out.Memories = append(out.Memories, impactedData{Memory: previewMemory(im.Memory), Depth: im.Depth, Via: im.Via})
 		}
 		return mcpgo.NewToolResultStructured(out, out.text()), nil
+	}
+}
+
+func (h *handler) staleTool() (mcpgo.Tool, server.ToolHandlerFunc) {
+	tool := mcpgo.NewTool("stale",
+		hints("Stale memories", true, false, true),
+		mcpgo.WithDescription(`List the memories of a namespace that may no longer hold: marked stale, or superseded by a newer memory (a supersedes link). Check each: update it, restore it if it still holds, or forget it.`),
+		mcpgo.WithString("namespace", mcpgo.Description(h.namespaceDescription())),
+		mcpgo.WithOutputSchema[staleData](),
+	)
+	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		a := readArgs(tool, req)
+		ns := a.str("namespace")
+		if bad := a.problem(); bad != nil {
+			return bad, nil
+		}
+		if ns == "" {
+			ns = h.namespace
+		}
+		out, err := h.staleOf(ctx, ns)
+		if err != nil {
+			return h.failure(tool.Name, err, "Use status to see which namespaces exist."), nil
+		}
+		var b strings.Builder
+		b.WriteString(out.Notice + "\n")
+		fmt.Fprintf(&b, "%d memories of %q may no longer hold.\n", len(out.Memories), out.Namespace)
+		for i := range out.Memories {
+			m := &out.Memories[i]
+			m.write(&b, attr{"reasons", strings.Join(m.Reasons, "; ")})
+		}
+		return mcpgo.NewToolResultStructured(out, b.String()), nil
 	}
 }
 

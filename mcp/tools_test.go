@@ -169,6 +169,22 @@ func TestTools(t *testing.T) {
 		}
 	})
 
+	t.Run("stale", func(t *testing.T) {
+		old, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: "Use lib/pq for Postgres."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call(t, c, "link", map[string]any{"from": pgx.ID, "rel": "supersedes", "to": old.ID}, &edgeData{})
+		var out staleData
+		text := call(t, c, "stale", map[string]any{}, &out)
+		if len(out.Memories) != 1 || out.Memories[0].ID != old.ID || !strings.Contains(out.Memories[0].Reasons[0], "superseded by") {
+			t.Fatalf("stale = %+v", out)
+		}
+		if !strings.Contains(text, `reasons="superseded by`) {
+			t.Errorf("stale text:\n%s", text)
+		}
+	})
+
 	t.Run("unlink", func(t *testing.T) {
 		var e edgeData
 		call(t, c, "unlink", map[string]any{"from": pgx.ID, "rel": "touches", "to": "file:db/conn.go"}, &e)

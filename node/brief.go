@@ -32,6 +32,7 @@ type BriefItem struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 	Content    string    `json:"content"`
 	Truncated  bool      `json:"truncated,omitempty"`
+	Reason     string    `json:"reason,omitempty"` // stale alerts: why it may no longer hold
 }
 
 // Brief is what an agent should know at the start of a session in a
@@ -81,8 +82,10 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	}
 	now := n.now()
 	b := Brief{Namespace: ns, LoadedAt: now.UTC(), Budget: budget, Conflicts: []BriefItem{}, Cycles: []Cycle{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
-	add := func(into *[]BriefItem, m *Memory) bool {
+	add := func(into *[]BriefItem, m *Memory, reason string) bool {
 		item, cost := briefItem(m)
+		item.Reason = reason
+		cost += estimateTokens(reason)
 		if b.Tokens+cost > budget {
 			return false
 		}
@@ -96,7 +99,7 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 		return b, err
 	}
 	for i := range conflicts {
-		add(&b.Conflicts, &conflicts[i])
+		add(&b.Conflicts, &conflicts[i], "")
 	}
 	cycles, err := n.cycles(ctx)
 	if err != nil {
@@ -113,18 +116,29 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	if err != nil {
 		return b, err
 	}
+	superseded, err := n.superseded(ctx)
+	if err != nil {
+		return b, err
+	}
 	slices.SortStableFunc(active, func(a, c Memory) int { return cmp.Compare(briefWeight(&c, now), briefWeight(&a, now)) })
+	var alerts []StaleMemory
 	for i := range active {
-		if len(active[i].Conflict) == 0 {
-			add(&b.Active, &active[i])
+		switch by := superseded[active[i].Memory.ID]; {
+		case len(by) > 0:
+			alerts = append(alerts, StaleMemory{Memory: active[i], Reasons: []string{"superseded by " + strings.Join(by, ", ")}})
+		case len(active[i].Conflict) == 0:
+			add(&b.Active, &active[i], "")
 		}
 	}
 	stale, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusStale}, Limit: 20})
 	if err != nil {
 		return b, err
 	}
-	for i := range stale {
-		add(&b.StaleAlerts, &stale[i])
+	for _, m := range stale {
+		alerts = append(alerts, StaleMemory{Memory: m, Reasons: []string{"marked stale"}})
+	}
+	for i := range alerts {
+		add(&b.StaleAlerts, &alerts[i].Memory, strings.Join(alerts[i].Reasons, "; "))
 	}
 	return b, nil
 }

@@ -336,3 +336,41 @@ func TestTraverseDerivedTouches(t *testing.T) {
 		t.Fatalf("stored edges: %+v", stored)
 	}
 }
+
+// TestSupersededIsStale: a memory that a live memory supersedes is listed
+// as stale with the reason, and moves from the brief's active memories to
+// its stale alerts; invalidating the edge brings it back. Nothing is
+// written into the superseded memory.
+func TestSupersededIsStale(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	old := remember(t, n, RememberRequest{Namespace: "db", Content: "Use lib/pq as the Postgres driver"})
+	newer := remember(t, n, RememberRequest{Namespace: "db", Content: "Use pgx v5 as the Postgres driver"})
+	before, _ := n.Get(ctx, old.ID)
+	if _, err := n.Link(ctx, LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := n.Stale(ctx, StaleRequest{Namespace: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stale) != 1 || stale[0].Memory.ID != old.ID || !strings.Contains(stale[0].Reasons[0], "superseded by "+newer.ShortID) {
+		t.Fatalf("stale = %+v", stale)
+	}
+	b, err := n.Context(ctx, ContextRequest{Namespace: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Active) != 1 || b.Active[0].ID != newer.ID || len(b.StaleAlerts) != 1 || b.StaleAlerts[0].ID != old.ID || b.StaleAlerts[0].Reason == "" {
+		t.Fatalf("brief active %+v, stale alerts %+v", b.Active, b.StaleAlerts)
+	}
+	if after, _ := n.Get(ctx, old.ID); after.Status != crdt.StatusActive || !slices.Equal(after.Heads, before.Heads) {
+		t.Fatalf("the superseded memory was changed: %s %v", after.Status, after.Heads)
+	}
+	if _, err := n.Invalidate(ctx, newer.ID, "supersedes", old.ID); err != nil {
+		t.Fatal(err)
+	}
+	if stale, _ := n.Stale(ctx, StaleRequest{Namespace: "db"}); len(stale) != 0 {
+		t.Fatalf("after invalidating: %+v", stale)
+	}
+}

@@ -599,3 +599,20 @@ func TestMeshCycleAfterMerge(t *testing.T) {
 		return err == nil && len(rep.Cycles) == 0
 	})
 }
+
+// TestMeshSupersedesStaleOnPeer: a supersedes edge made on A makes its
+// target stale on B once the edge arrives.
+func TestMeshSupersedesStaleOnPeer(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	old := remember(t, a, RememberRequest{Content: "Build with webpack"})
+	newer := remember(t, a, RememberRequest{Content: "Build with vite"})
+	if _, err := a.Link(ctx, LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the superseded memory stale on B", func() bool {
+		stale, err := b.Stale(ctx, StaleRequest{})
+		return err == nil && len(stale) == 1 && stale[0].Memory.ID == old.ID
+	})
+}

@@ -35,6 +35,7 @@ type Service interface {
 	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
 	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
 	Doctor(ctx context.Context) (node.DoctorReport, error)
+	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
 	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	DeviceID() string
@@ -128,6 +129,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/search", jsonCall(a, http.StatusOK, svc.Search))
 	a.mux.HandleFunc("GET /v1/stats", getCall(a, svc.Stats))
 	a.mux.HandleFunc("GET /v1/doctor", getCall(a, svc.Doctor))
+	a.mux.HandleFunc("POST /v1/stale", jsonCall(a, http.StatusOK, svc.Stale))
 	a.mux.HandleFunc("GET /v1/export", a.export)
 	a.mux.HandleFunc("POST /v1/import", a.importJSONL)
 	a.mux.HandleFunc("POST /v1/edges", jsonCall(a, http.StatusOK, svc.Link))

@@ -266,6 +266,12 @@ func (c *Client) Doctor(ctx context.Context) (node.DoctorReport, error) {
 	return res, c.send(ctx, http.MethodGet, "/v1/doctor", nil, &res)
 }
 
+// Stale lists a namespace's memories that may no longer hold.
+func (c *Client) Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error) {
+	var res []node.StaleMemory
+	return res, c.send(ctx, http.MethodPost, "/v1/stale", req, &res)
+}
+
 // Impact lists the memories a file affects.
 func (c *Client) Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error) {
 	var res []node.Impacted

@@ -252,3 +252,40 @@ func printDoctor(w io.Writer, rep node.DoctorReport) {
 		fmt.Fprintf(w, "Sync conflict in %s: 'memmesh show %s' lists the versions; update it with the text that holds.\n", id, id)
 	}
 }
+
+func (a *app) staleCommand() *cobra.Command {
+	var ns string
+	cmd := &cobra.Command{
+		Use:   "stale",
+		Short: "List memories that may no longer hold, with the reasons",
+		Long: `List the memories of a namespace that may no longer hold: marked stale, or
+superseded by a newer memory (a supersedes link). 'memmesh update ID --status
+active' or 'memmesh restore ID' keeps one; 'memmesh invalidate' ends a
+supersession; 'memmesh forget ID' retires it.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if ns == "" {
+				ns = a.cfg.Namespace
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			list, err := c.Stale(cmd.Context(), node.StaleRequest{Namespace: ns})
+			if err != nil {
+				return err
+			}
+			return emitList(a, "stale", list, func(w io.Writer) {
+				printTable(w, list, "Nothing stale in "+ns+".", "ID\tUPDATED\tREASON\tTITLE", func(s node.StaleMemory) []any {
+					title := s.Memory.Title
+					if title == "" {
+						title = s.Memory.Content
+					}
+					return []any{s.Memory.ShortID, stamp(s.Memory.Provenance.UpdatedAt), strings.Join(s.Reasons, "; "), snippet(title, 50)}
+				})
+			}, func(s node.StaleMemory) string { return s.Memory.ShortID })
+		},
+	}
+	cmd.Flags().StringVar(&ns, "ns", "", "namespace (default: the working directory's)")
+	return cmd
+}
