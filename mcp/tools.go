@@ -958,9 +958,9 @@ func (d *briefData) text() string {
 		title string
 		items []node.BriefItem
 	}{
-		{"Sync conflicts: versions edited concurrently on different machines; get them and resolve with update", d.Conflicts},
+		{"Conflicts: a memory edited on two machines at once (get it and resolve with update) or two memories that contradict each other (forget the wrong one)", d.Conflicts},
 		{"Active memories", d.Active},
-		{"Stale memories: they may no longer hold; check them, then update or forget them", d.StaleAlerts},
+		{"Stale memories: they may no longer hold (see reason); check them, then update, restore or forget them", d.StaleAlerts},
 	} {
 		if len(section.items) == 0 {
 			continue
@@ -971,6 +971,9 @@ func (d *briefData) text() string {
 				{"id", it.ID}, {"title", it.Title}, {"kind", it.Kind}, {"tier", string(it.Tier)},
 				{"confidence", fmt.Sprintf("%.2f", it.Confidence)}, {"device", shortDevice(it.Device)},
 				{"agent", it.Agent}, {"updated", it.UpdatedAt.Format(time.RFC3339)},
+			}
+			if it.Reason != "" {
+				attrs = append(attrs, attr{"reason", it.Reason})
 			}
 			if it.Truncated {
 				attrs = append(attrs, attr{"truncated", "true"})

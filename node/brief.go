@@ -32,7 +32,7 @@ type BriefItem struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 	Content    string    `json:"content"`
 	Truncated  bool      `json:"truncated,omitempty"`
-	Reason     string    `json:"reason,omitempty"` // stale alerts: why it may no longer hold
+	Reason     string    `json:"reason,omitempty"` // conflicts and stale alerts: why it is listed there
 }
 
 // Brief is what an agent should know at the start of a session in a
@@ -99,7 +99,23 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 		return b, err
 	}
 	for i := range conflicts {
-		add(&b.Conflicts, &conflicts[i], "")
+		add(&b.Conflicts, &conflicts[i], "edited on two machines at once")
+	}
+	pairs, err := n.contradictions(ctx)
+	if err != nil {
+		return b, err
+	}
+	contradicted := map[string]bool{}
+	for _, p := range pairs {
+		for i, id := range p {
+			m, err := n.load(id)
+			if err != nil || m.Namespace != ns || contradicted[id] {
+				continue
+			}
+			contradicted[id] = true
+			v := n.view(m)
+			add(&b.Conflicts, &v, "contradicts "+n.shortID(p[1-i]))
+		}
 	}
 	cycles, err := n.cycles(ctx)
 	if err != nil {
@@ -126,7 +142,7 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 		switch by := superseded[active[i].Memory.ID]; {
 		case len(by) > 0:
 			alerts = append(alerts, StaleMemory{Memory: active[i], Reasons: []string{"superseded by " + strings.Join(by, ", ")}})
-		case len(active[i].Conflict) == 0:
+		case len(active[i].Conflict) == 0 && !contradicted[active[i].Memory.ID]:
 			add(&b.Active, &active[i], "")
 		}
 	}

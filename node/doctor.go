@@ -20,19 +20,27 @@ type Cycle struct {
 
 // DoctorReport lists what needs a person's or an agent's decision.
 type DoctorReport struct {
-	Cycles    []Cycle  `json:"cycles"`
-	Conflicts []string `json:"conflicts"` // memories with unresolved sync conflicts
+	Cycles         []Cycle     `json:"cycles"`
+	Conflicts      []string    `json:"conflicts"`      // memories with unresolved sync conflicts
+	Contradictions [][2]string `json:"contradictions"` // live memories a contradicts edge connects
 }
 
 // Doctor checks the replicated graph and memories for what merging cannot
-// decide: cycles in acyclic relations and sync conflicts.
+// decide: cycles in acyclic relations, sync conflicts and contradictions.
 func (n *Node) Doctor(ctx context.Context) (DoctorReport, error) {
-	rep := DoctorReport{Cycles: []Cycle{}, Conflicts: []string{}}
+	rep := DoctorReport{Cycles: []Cycle{}, Conflicts: []string{}, Contradictions: [][2]string{}}
 	cycles, err := n.cycles(ctx)
 	if err != nil {
 		return rep, err
 	}
 	rep.Cycles = append(rep.Cycles, cycles...)
+	pairs, err := n.contradictions(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, p := range pairs {
+		rep.Contradictions = append(rep.Contradictions, [2]string{DisplayID(p[0]), DisplayID(p[1])})
+	}
 	err = n.store.Scan(storage.KindMemory, storage.Term{Field: "conflict", Value: "yes"}, func(id string) error {
 		rep.Conflicts = append(rep.Conflicts, DisplayID(id))
 		return nil

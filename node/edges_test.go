@@ -374,3 +374,45 @@ func TestSupersededIsStale(t *testing.T) {
 		t.Fatalf("after invalidating: %+v", stale)
 	}
 }
+
+// TestContradictsIsConflict: two memories linked by contradicts are listed
+// as conflicts in the brief and by Doctor, not as active, until the edge
+// is invalidated.
+func TestContradictsIsConflict(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	a := remember(t, n, RememberRequest{Namespace: "ci", Content: "CI runs on two cores"})
+	b := remember(t, n, RememberRequest{Namespace: "ci", Content: "CI runs on eight cores"})
+	c := remember(t, n, RememberRequest{Namespace: "ci", Content: "CI caches the Go build cache"})
+	if _, err := n.Link(ctx, LinkRequest{From: a.ID, Rel: "contradicts", To: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	brief, err := n.Context(ctx, ContextRequest{Namespace: "ci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conflicts, active []string
+	for _, it := range brief.Conflicts {
+		conflicts = append(conflicts, it.ID)
+		if !strings.HasPrefix(it.Reason, "contradicts ") {
+			t.Errorf("conflict %s has reason %q", it.ID, it.Reason)
+		}
+	}
+	for _, it := range brief.Active {
+		active = append(active, it.ID)
+	}
+	slices.Sort(conflicts)
+	if want := slices.Sorted(slices.Values([]string{a.ID, b.ID})); !slices.Equal(conflicts, want) || !slices.Equal(active, []string{c.ID}) {
+		t.Fatalf("conflicts %v, active %v", conflicts, active)
+	}
+	rep, err := n.Doctor(ctx)
+	if err != nil || len(rep.Contradictions) != 1 {
+		t.Fatalf("doctor = %+v, %v", rep, err)
+	}
+	if _, err := n.Invalidate(ctx, a.ID, "contradicts", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if brief, _ := n.Context(ctx, ContextRequest{Namespace: "ci"}); len(brief.Conflicts) != 0 || len(brief.Active) != 3 {
+		t.Fatalf("after resolving: conflicts %+v, active %d", brief.Conflicts, len(brief.Active))
+	}
+}

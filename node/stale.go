@@ -83,3 +83,37 @@ func (n *Node) superseded(ctx context.Context) (map[string][]string, error) {
 	}
 	return out, nil
 }
+
+// contradictions returns the pairs of live memories that a valid
+// contradicts edge connects: conflicts until someone resolves them (by
+// invalidating the edge, or retiring one side).
+func (n *Node) contradictions(ctx context.Context) ([][2]string, error) {
+	now := n.now()
+	var out [][2]string
+	err := n.store.Scan(storage.KindEdge, storage.Term{Field: "rel", Value: "contradicts"}, func(edgeID string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e, err := n.loadEdge(edgeID)
+		if err != nil || !validAt(&e, now) {
+			return err
+		}
+		pair := [2]string{}
+		for i, end := range []string{e.From, e.To} {
+			id, ok := strings.CutPrefix(end, IDPrefix)
+			if !ok {
+				return nil
+			}
+			if m, err := n.load(id); err != nil || m.Status != crdt.StatusActive {
+				return nil
+			}
+			pair[i] = id
+		}
+		out = append(out, pair)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find contradictions: %w", err)
+	}
+	return out, nil
+}

@@ -72,12 +72,15 @@ func printBrief(w io.Writer, b node.Brief) {
 				head = it.ID
 			}
 			fmt.Fprintf(w, "\n### %s\n_%s · %s · %s tier · confidence %.2f · %s_\n\n", head, it.ID, it.Kind, it.Tier, it.Confidence, stamp(it.UpdatedAt))
+			if it.Reason != "" {
+				fmt.Fprintf(w, "**Why listed here:** %s\n\n", it.Reason)
+			}
 			for _, line := range strings.Split(it.Content, "\n") {
 				fmt.Fprintf(w, "> %s\n", line)
 			}
 		}
 	}
-	section("Sync conflicts (edited on two machines at once: resolve with 'memmesh update')", b.Conflicts)
+	section("Conflicts (edited on two machines at once: resolve with 'memmesh update'; or contradicting another memory: forget the wrong one)", b.Conflicts)
 	if len(b.Cycles) > 0 {
 		fmt.Fprintln(w, "\n## Cycles (merged from two machines: unlink or invalidate one edge of each)")
 		for _, c := range b.Cycles {

@@ -234,16 +234,19 @@ of each cycle; update a conflicted memory with the text that holds.`,
 				return err
 			}
 			return a.emit(rep, func(w io.Writer) { printDoctor(w, rep) }, func(w io.Writer) {
-				fmt.Fprintf(w, "%d cycles, %d conflicts\n", len(rep.Cycles), len(rep.Conflicts))
+				fmt.Fprintf(w, "%d cycles, %d conflicts, %d contradictions\n", len(rep.Cycles), len(rep.Conflicts), len(rep.Contradictions))
 			})
 		},
 	}
 }
 
 func printDoctor(w io.Writer, rep node.DoctorReport) {
-	if len(rep.Cycles) == 0 && len(rep.Conflicts) == 0 {
-		fmt.Fprintln(w, "Nothing to resolve: no cycles in acyclic relations, no sync conflicts.")
+	if len(rep.Cycles) == 0 && len(rep.Conflicts) == 0 && len(rep.Contradictions) == 0 {
+		fmt.Fprintln(w, "Nothing to resolve: no cycles in acyclic relations, no sync conflicts, no contradictions.")
 		return
+	}
+	for _, p := range rep.Contradictions {
+		fmt.Fprintf(w, "%s contradicts %s: forget the one that is wrong, or invalidate the edge once resolved.\n", p[0], p[1])
 	}
 	for _, c := range rep.Cycles {
 		fmt.Fprintf(w, "Cycle of %s among %s: unlink or invalidate one of its edges.\n", c.Rel, strings.Join(c.Members, ", "))
