@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -86,5 +88,33 @@ func TestContextBrief(t *testing.T) {
 	}
 	if r := mm(t, home, "", "context", "--budget", "5"); r.code == 0 || !strings.Contains(r.stderr, "budget") {
 		t.Fatalf("a budget of 5: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestContextHook: `memmesh context --hook` prints a SessionStart hook's
+// JSON with the brief; when the daemon cannot be reached it still exits 0
+// with empty context, so that it never blocks an agent's session.
+func TestContextHook(t *testing.T) {
+	home := newHome(t)
+	ok(t, home, "capture", "Releases are tagged from main after the smoke tests pass")
+	var out struct {
+		HookSpecificOutput struct {
+			HookEventName     string `json:"hookEventName"`
+			AdditionalContext string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	okJSON(t, home, &out, "context", "--hook")
+	if out.HookSpecificOutput.HookEventName != "SessionStart" || !strings.Contains(out.HookSpecificOutput.AdditionalContext, "> Releases are tagged from main") {
+		t.Fatalf("hook output = %+v", out)
+	}
+
+	// A home whose data directory is a file: the daemon cannot start.
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "data"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := mm(t, broken, "", "context", "--hook")
+	if r.code != 0 || !strings.Contains(r.stdout, `"additionalContext":""`) || !strings.Contains(r.stderr, "no brief") {
+		t.Fatalf("hook without a daemon: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }

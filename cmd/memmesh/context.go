@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 func (a *app) contextCommand() *cobra.Command {
 	var req node.ContextRequest
+	var hook bool
 	cmd := &cobra.Command{
 		Use:   "context",
 		Short: "Print the brief an agent should read at the start of a session",
@@ -23,17 +25,17 @@ memories and stale memories to double-check. The human form is Markdown
 structure.`,
 		Example: `  memmesh context
   memmesh context --ns backend --budget 1000 --format markdown
-  memmesh context --format json`,
+  memmesh context --format json
+  memmesh context --hook            # in a SessionStart hook`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if req.Namespace == "" {
 				req.Namespace = a.cfg.Namespace
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
+			b, err := a.brief(cmd, req)
+			if hook {
+				return a.hookOutput(b, err)
 			}
-			b, err := c.Context(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -48,7 +50,32 @@ structure.`,
 	}
 	cmd.Flags().StringVar(&req.Namespace, "ns", "", "namespace (default: the working directory's)")
 	cmd.Flags().IntVar(&req.Budget, "budget", 0, "tokens the brief may use (100 to 100000; default 2000)")
+	cmd.Flags().BoolVar(&hook, "hook", false, "print a SessionStart hook's JSON (Claude Code, Codex) with the Markdown brief; when no brief can be had, say why on stderr and still succeed")
 	return cmd
+}
+
+func (a *app) brief(cmd *cobra.Command, req node.ContextRequest) (node.Brief, error) {
+	c, err := a.client(cmd.Context())
+	if err != nil {
+		return node.Brief{}, err
+	}
+	return c.Context(cmd.Context(), req)
+}
+
+// hookOutput prints the brief as a SessionStart hook's additional context.
+// A hook that fails can block an agent's session, so an error is reported
+// on standard error and the hook still succeeds, with no context.
+func (a *app) hookOutput(b node.Brief, err error) error {
+	var md strings.Builder
+	if err != nil {
+		fmt.Fprintf(a.stderr, "memmesh: no brief for this session: %v\n", err)
+	} else {
+		printBrief(&md, b)
+	}
+	out := map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "SessionStart", "additionalContext": md.String()}}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
 }
 
 // printBrief renders a brief as Markdown. Memories are quoted data, not

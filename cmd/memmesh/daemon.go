@@ -230,7 +230,8 @@ func connect(ctx context.Context, home string) (*web.Client, error) {
 	} else if !errors.Is(err, web.ErrNoDaemon) {
 		return nil, err
 	}
-	if err := startDaemon(home); err != nil {
+	exited, err := startDaemon(home)
+	if err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(startTimeout)
@@ -239,6 +240,17 @@ func connect(ctx context.Context, home string) (*web.Client, error) {
 		if err == nil {
 			return c, nil
 		}
+		select {
+		case <-exited:
+			// The daemon we started is gone. If no daemon holds the home
+			// (none started meanwhile), none will answer: say why now.
+			if lock, err := lockHome(home); err == nil {
+				lock.release()
+				return nil, fmt.Errorf("the memmesh daemon stopped at start: %s (see %s)", lastLine(filepath.Join(home, logFile)), filepath.Join(home, logFile))
+			}
+			exited = nil
+		default:
+		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return nil, fmt.Errorf("the memmesh daemon did not start within %s; see %s", startTimeout, filepath.Join(home, logFile))
 		}
@@ -246,31 +258,45 @@ func connect(ctx context.Context, home string) (*web.Client, error) {
 	}
 }
 
+// lastLine returns the last non-empty line of a file, or "".
+func lastLine(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return lines[len(lines)-1]
+}
+
 // startDaemon starts `memmesh serve` for home as a detached background
 // process logging to the home's log file.
-func startDaemon(home string) error {
+func startDaemon(home string) (exited <-chan struct{}, err error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("create home: %w", err)
+		return nil, fmt.Errorf("create home: %w", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("find memmesh executable: %w", err)
+		return nil, fmt.Errorf("find memmesh executable: %w", err)
 	}
 	logf, err := os.OpenFile(filepath.Join(home, logFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("open daemon log: %w", err)
+		return nil, fmt.Errorf("open daemon log: %w", err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, "serve", "--home", home)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start daemon: %w", err)
+		return nil, fmt.Errorf("start daemon: %w", err)
 	}
 	// The daemon outlives us; reap it only if it exits while we wait (for
-	// example because another command started one first).
-	go cmd.Wait()
-	return nil
+	// example because another command started one first, or it failed).
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	return done, nil
 }
 
 // stopDaemon asks the home's daemon to stop and waits until it has.
