@@ -39,6 +39,7 @@ type Service interface {
 	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
 	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
 	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
+	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	Stats(ctx context.Context) (node.Stats, error)
 	Peers(ctx context.Context) ([]node.Peer, error)

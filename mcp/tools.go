@@ -33,7 +33,7 @@ func (h *handler) tools() []server.ServerTool {
 	var out []server.ServerTool
 	for _, def := range []func() (mcpgo.Tool, server.ToolHandlerFunc){
 		h.rememberTool, h.recallTool, h.getTool, h.updateTool, h.forgetTool, h.restoreTool,
-		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.staleTool, h.statusTool, h.peersTool,
+		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.staleTool, h.analyzeTool, h.statusTool, h.peersTool,
 	} {
 		tool, handle := def()
 		out = append(out, server.ServerTool{Tool: tool, Handler: handle})
@@ -439,6 +439,56 @@ func (h *handler) staleTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		}
 		return mcpgo.NewToolResultStructured(out, b.String()), nil
 	}
+}
+
+func (h *handler) analyzeTool() (mcpgo.Tool, server.ToolHandlerFunc) {
+	tool := mcpgo.NewTool("analyze",
+		hints("Analyze the knowledge graph", true, false, true),
+		mcpgo.WithDescription(`Show the shape of a namespace's knowledge graph: god nodes (most connected), bridges (on the most paths between others), PageRank (most linked-to) and gaps (memories nothing links). Link the gaps to what they relate to with link.`),
+		mcpgo.WithString("namespace", mcpgo.Description(h.namespaceDescription())),
+		mcpgo.WithInteger("limit", mcpgo.Min(1), mcpgo.Max(100), mcpgo.Description("Entries per list. Default: 10.")),
+		mcpgo.WithOutputSchema[analysisData](),
+	)
+	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		a := readArgs(tool, req)
+		r := node.AnalyzeRequest{Namespace: a.str("namespace"), Limit: a.integer("limit")}
+		if bad := a.problem(); bad != nil {
+			return bad, nil
+		}
+		if r.Namespace == "" {
+			r.Namespace = h.namespace
+		}
+		res, err := h.svc.Analyze(ctx, r)
+		if err != nil {
+			return h.failure(tool.Name, err, "Use status to see which namespaces exist."), nil
+		}
+		out := analysisData{Notice: dataNotice, Analysis: res}
+		return mcpgo.NewToolResultStructured(out, out.text()), nil
+	}
+}
+
+type analysisData struct {
+	Notice string `json:"notice"`
+	node.Analysis
+}
+
+func (d *analysisData) text() string {
+	var b strings.Builder
+	b.WriteString(d.Notice + "\n")
+	fmt.Fprintf(&b, "Namespace %q: %d memories, %d edges, %d with no edge.\n", d.Namespace, d.Memories, d.Edges, d.GapCount)
+	for _, list := range []struct {
+		title string
+		items []node.Ranked
+	}{{"God nodes (degree)", d.GodNodes}, {"Bridges (betweenness)", d.Bridges}, {"PageRank", d.PageRank}, {"Gaps (no edge: link them)", d.Gaps}} {
+		if len(list.items) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s:\n", list.title)
+		for _, r := range list.items {
+			fmt.Fprintf(&b, "- %s %q %g\n", r.ID, quote(r.Title), r.Score)
+		}
+	}
+	return b.String()
 }
 
 func (h *handler) statusTool() (mcpgo.Tool, server.ToolHandlerFunc) {

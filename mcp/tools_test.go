@@ -185,6 +185,17 @@ func TestTools(t *testing.T) {
 		}
 	})
 
+	t.Run("analyze", func(t *testing.T) {
+		var out analysisData
+		text := call(t, c, "analyze", map[string]any{"limit": 3}, &out)
+		if out.Memories < 2 || out.Edges < 1 || len(out.GodNodes) == 0 || len(out.GodNodes) > 3 {
+			t.Fatalf("analyze = %+v", out.Analysis)
+		}
+		if !strings.Contains(text, "God nodes") {
+			t.Errorf("analyze text:\n%s", text)
+		}
+	})
+
 	t.Run("unlink", func(t *testing.T) {
 		var e edgeData
 		call(t, c, "unlink", map[string]any{"from": pgx.ID, "rel": "touches", "to": "file:db/conn.go"}, &e)

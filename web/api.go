@@ -36,6 +36,7 @@ type Service interface {
 	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
 	Doctor(ctx context.Context) (node.DoctorReport, error)
 	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
+	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
 	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	DeviceID() string
@@ -130,6 +131,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("GET /v1/stats", getCall(a, svc.Stats))
 	a.mux.HandleFunc("GET /v1/doctor", getCall(a, svc.Doctor))
 	a.mux.HandleFunc("POST /v1/stale", jsonCall(a, http.StatusOK, svc.Stale))
+	a.mux.HandleFunc("POST /v1/analyze", jsonCall(a, http.StatusOK, svc.Analyze))
 	a.mux.HandleFunc("GET /v1/export", a.export)
 	a.mux.HandleFunc("POST /v1/import", a.importJSONL)
 	a.mux.HandleFunc("POST /v1/edges", jsonCall(a, http.StatusOK, svc.Link))

@@ -266,6 +266,12 @@ func (c *Client) Doctor(ctx context.Context) (node.DoctorReport, error) {
 	return res, c.send(ctx, http.MethodGet, "/v1/doctor", nil, &res)
 }
 
+// Analyze measures a namespace's graph.
+func (c *Client) Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error) {
+	var res node.Analysis
+	return res, c.send(ctx, http.MethodPost, "/v1/analyze", req, &res)
+}
+
 // Stale lists a namespace's memories that may no longer hold.
 func (c *Client) Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error) {
 	var res []node.StaleMemory

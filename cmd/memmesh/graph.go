@@ -292,3 +292,53 @@ supersession; 'memmesh forget ID' retires it.`,
 	cmd.Flags().StringVar(&ns, "ns", "", "namespace (default: the working directory's)")
 	return cmd
 }
+
+func (a *app) analyzeCommand() *cobra.Command {
+	var req node.AnalyzeRequest
+	cmd := &cobra.Command{
+		Use:   "analyze",
+		Short: "Show the shape of a namespace's knowledge graph",
+		Long: `Measure a namespace's graph (its active and stale memories and every valid
+edge at them): god nodes (most connected), bridges (on the most shortest
+paths between others), PageRank (most linked-to) and gaps (memories with no
+edge; link them with 'memmesh link').`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if req.Namespace == "" {
+				req.Namespace = a.cfg.Namespace
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := c.Analyze(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) { printAnalysis(w, res) }, func(w io.Writer) {
+				for _, g := range res.Gaps {
+					fmt.Fprintln(w, g.ID)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&req.Namespace, "ns", "", "namespace (default: the working directory's)")
+	cmd.Flags().IntVar(&req.Limit, "limit", 10, "entries per list (1 to 100)")
+	return cmd
+}
+
+func printAnalysis(w io.Writer, res node.Analysis) {
+	fmt.Fprintf(w, "%s: %d memories, %d edges, %d with no edge\n", res.Namespace, res.Memories, res.Edges, res.GapCount)
+	for _, list := range []struct {
+		title string
+		items []node.Ranked
+	}{{"God nodes (degree)", res.GodNodes}, {"Bridges (betweenness)", res.Bridges}, {"PageRank", res.PageRank}, {"Gaps (no edge)", res.Gaps}} {
+		if len(list.items) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s\n", list.title)
+		printTable(w, list.items, "", "ID\tSCORE\tTITLE", func(r node.Ranked) []any {
+			return []any{r.ID, r.Score, snippet(r.Title, 60)}
+		})
+	}
+}

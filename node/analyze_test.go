@@ -1,0 +1,44 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestAnalyze(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	var ids []string
+	for _, text := range []string{
+		"The API gateway routes every request", "Auth tokens are checked in the gateway",
+		"Rate limits live in the gateway config", "Billing reads usage from the gateway logs",
+		"Unrelated: the office plant needs water",
+	} {
+		ids = append(ids, remember(t, n, RememberRequest{Namespace: "arch", Content: text}).ID)
+	}
+	for _, from := range ids[1:4] {
+		if _, err := n.Link(ctx, LinkRequest{From: from, Rel: "depends_on", To: ids[0]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := n.Analyze(ctx, AnalyzeRequest{Namespace: "arch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Memories != 5 || a.Edges != 3 {
+		t.Fatalf("analysis counts %d memories, %d edges", a.Memories, a.Edges)
+	}
+	if a.GodNodes[0].ID != ids[0] || a.GodNodes[0].Score != 3 || a.PageRank[0].ID != ids[0] {
+		t.Errorf("god nodes %+v, pagerank %+v: want the gateway first", a.GodNodes, a.PageRank)
+	}
+	if a.GapCount != 1 || a.Gaps[0].ID != ids[4] {
+		t.Errorf("gaps %+v", a.Gaps)
+	}
+	if a.Bridges[0].ID != ids[0] {
+		t.Errorf("bridges %+v: want the gateway first", a.Bridges)
+	}
+	if _, err := n.Analyze(ctx, AnalyzeRequest{Limit: 1000}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("limit 1000: %v", err)
+	}
+}
