@@ -40,6 +40,7 @@ type Service interface {
 	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
 	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
 	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
+	Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	Stats(ctx context.Context) (node.Stats, error)
 	Peers(ctx context.Context) ([]node.Peer, error)

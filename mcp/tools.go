@@ -33,7 +33,7 @@ func (h *handler) tools() []server.ServerTool {
 	var out []server.ServerTool
 	for _, def := range []func() (mcpgo.Tool, server.ToolHandlerFunc){
 		h.rememberTool, h.recallTool, h.getTool, h.updateTool, h.forgetTool, h.restoreTool,
-		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.staleTool, h.analyzeTool, h.statusTool, h.peersTool,
+		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.staleTool, h.analyzeTool, h.reflectTool, h.statusTool, h.peersTool,
 	} {
 		tool, handle := def()
 		out = append(out, server.ServerTool{Tool: tool, Handler: handle})
@@ -465,6 +465,47 @@ func (h *handler) analyzeTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		out := analysisData{Notice: dataNotice, Analysis: res}
 		return mcpgo.NewToolResultStructured(out, out.text()), nil
 	}
+}
+
+func (h *handler) reflectTool() (mcpgo.Tool, server.ToolHandlerFunc) {
+	tool := mcpgo.NewTool("reflect",
+		hints("Find memories to link", true, false, true),
+		mcpgo.WithDescription(`List memories that nothing links yet, each with the memories a search for its words finds. Read them and link what belongs together with link (related_to, depends_on, supersedes, contradicts, ...); skip candidates that are not related.`),
+		mcpgo.WithString("namespace", mcpgo.Description(h.namespaceDescription())),
+		mcpgo.WithInteger("limit", mcpgo.Min(1), mcpgo.Max(50), mcpgo.Description("Memories to list. Default: 10.")),
+		mcpgo.WithOutputSchema[reflectData](),
+	)
+	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		a := readArgs(tool, req)
+		r := node.ReflectRequest{Namespace: a.str("namespace"), Limit: a.integer("limit")}
+		if bad := a.problem(); bad != nil {
+			return bad, nil
+		}
+		if r.Namespace == "" {
+			r.Namespace = h.namespace
+		}
+		res, err := h.svc.Reflect(ctx, r)
+		if err != nil {
+			return h.failure(tool.Name, err, "Use status to see which namespaces exist."), nil
+		}
+		out := reflectData{Notice: dataNotice, Namespace: r.Namespace, Memories: res}
+		var b strings.Builder
+		b.WriteString(out.Notice + "\n")
+		fmt.Fprintf(&b, "%d unlinked memories in %q.\n", len(res), r.Namespace)
+		for _, m := range res {
+			fmt.Fprintf(&b, "\n- %s %q may relate to:\n", m.Memory.ID, quote(m.Memory.Title))
+			for _, c := range m.Candidates {
+				fmt.Fprintf(&b, "  - %s %q (score %g)\n", c.ID, quote(c.Title), c.Score)
+			}
+		}
+		return mcpgo.NewToolResultStructured(out, b.String()), nil
+	}
+}
+
+type reflectData struct {
+	Notice    string            `json:"notice"`
+	Namespace string            `json:"namespace"`
+	Memories  []node.Reflection `json:"memories" jsonschema:"unlinked memories, each with candidate link targets"`
 }
 
 type analysisData struct {

@@ -196,6 +196,16 @@ func TestTools(t *testing.T) {
 		}
 	})
 
+	t.Run("reflect", func(t *testing.T) {
+		var out reflectData
+		call(t, c, "reflect", map[string]any{"limit": 5}, &out)
+		for _, m := range out.Memories {
+			if m.Memory.ID == pgx.ID {
+				t.Fatalf("reflect lists a linked memory: %+v", out.Memories)
+			}
+		}
+	})
+
 	t.Run("unlink", func(t *testing.T) {
 		var e edgeData
 		call(t, c, "unlink", map[string]any{"from": pgx.ID, "rel": "touches", "to": "file:db/conn.go"}, &e)

@@ -42,3 +42,27 @@ func TestAnalyze(t *testing.T) {
 		t.Errorf("limit 1000: %v", err)
 	}
 }
+
+func TestReflect(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	linkedA := remember(t, n, RememberRequest{Namespace: "ops", Content: "Backups of the Postgres cluster run nightly"})
+	linkedB := remember(t, n, RememberRequest{Namespace: "ops", Content: "Restore drills happen monthly"})
+	if _, err := n.Link(ctx, LinkRequest{From: linkedB.ID, Rel: "depends_on", To: linkedA.ID}); err != nil {
+		t.Fatal(err)
+	}
+	gap := remember(t, n, RememberRequest{Namespace: "ops", Content: "Postgres backups are encrypted before upload to the bucket"})
+	refl, err := n.Reflect(ctx, ReflectRequest{Namespace: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refl) != 1 || refl[0].Memory.ID != gap.ID {
+		t.Fatalf("reflect = %+v, want the one unlinked memory", refl)
+	}
+	if len(refl[0].Candidates) == 0 || refl[0].Candidates[0].ID != linkedA.ID {
+		t.Fatalf("candidates %+v, want the backups memory first", refl[0].Candidates)
+	}
+	if _, err := n.Reflect(ctx, ReflectRequest{Limit: 51}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("limit 51: %v", err)
+	}
+}

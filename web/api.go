@@ -37,6 +37,7 @@ type Service interface {
 	Doctor(ctx context.Context) (node.DoctorReport, error)
 	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
 	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
+	Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error)
 	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	DeviceID() string
@@ -132,6 +133,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("GET /v1/doctor", getCall(a, svc.Doctor))
 	a.mux.HandleFunc("POST /v1/stale", jsonCall(a, http.StatusOK, svc.Stale))
 	a.mux.HandleFunc("POST /v1/analyze", jsonCall(a, http.StatusOK, svc.Analyze))
+	a.mux.HandleFunc("POST /v1/reflect", jsonCall(a, http.StatusOK, svc.Reflect))
 	a.mux.HandleFunc("GET /v1/export", a.export)
 	a.mux.HandleFunc("POST /v1/import", a.importJSONL)
 	a.mux.HandleFunc("POST /v1/edges", jsonCall(a, http.StatusOK, svc.Link))

@@ -266,6 +266,12 @@ func (c *Client) Doctor(ctx context.Context) (node.DoctorReport, error) {
 	return res, c.send(ctx, http.MethodGet, "/v1/doctor", nil, &res)
 }
 
+// Reflect lists unlinked memories with candidate link targets.
+func (c *Client) Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error) {
+	var res []node.Reflection
+	return res, c.send(ctx, http.MethodPost, "/v1/reflect", req, &res)
+}
+
 // Analyze measures a namespace's graph.
 func (c *Client) Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error) {
 	var res node.Analysis

@@ -24,6 +24,7 @@
 //	GET    /v1/doctor                 cycles in acyclic relations, sync conflicts
 //	POST   /v1/stale                  memories that may no longer hold (node.StaleRequest)
 //	POST   /v1/analyze                god nodes, bridges, PageRank, gaps (node.AnalyzeRequest)
+//	POST   /v1/reflect                unlinked memories with candidate targets (node.ReflectRequest)
 //	POST   /v1/edges/list             live edges at many endpoints (node.EdgesRequest)
 //	POST   /v1/context                a namespace's brief (node.ContextRequest)
 //	POST   /v1/mesh/invite            a one-time invite token ({"ttl": "1h"}; 1m to 7d)

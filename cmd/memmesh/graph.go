@@ -342,3 +342,42 @@ func printAnalysis(w io.Writer, res node.Analysis) {
 		})
 	}
 }
+
+func (a *app) reflectCommand() *cobra.Command {
+	var req node.ReflectRequest
+	cmd := &cobra.Command{
+		Use:   "reflect",
+		Short: "List unlinked memories with what they may relate to",
+		Long: `List the memories of a namespace that nothing links, each with the memories a
+search for its words finds, to link with 'memmesh link' (or let an agent do
+it with the MCP reflect tool).`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if req.Namespace == "" {
+				req.Namespace = a.cfg.Namespace
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			res, err := c.Reflect(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return emitList(a, "memories", res, func(w io.Writer) {
+				if len(res) == 0 {
+					fmt.Fprintln(w, "Every memory is linked to something.")
+				}
+				for _, r := range res {
+					fmt.Fprintf(w, "%s  %s\n", r.Memory.ID, snippet(r.Memory.Title, 70))
+					for _, c := range r.Candidates {
+						fmt.Fprintf(w, "    may relate to %s  %s\n", c.ID, snippet(c.Title, 60))
+					}
+				}
+			}, func(r node.Reflection) string { return r.Memory.ID })
+		},
+	}
+	cmd.Flags().StringVar(&req.Namespace, "ns", "", "namespace (default: the working directory's)")
+	cmd.Flags().IntVar(&req.Limit, "limit", 10, "memories to list (1 to 50)")
+	return cmd
+}

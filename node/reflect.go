@@ -1,0 +1,77 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// ReflectRequest asks for a namespace's unconnected memories with
+// candidate link targets.
+type ReflectRequest struct {
+	Namespace string `json:"namespace,omitempty"`
+	Limit     int    `json:"limit,omitempty"` // memories to list; default 10, at most 50
+}
+
+// Reflection is an unconnected memory and the memories it may relate to.
+type Reflection struct {
+	Memory     Ranked   `json:"memory"`
+	Candidates []Ranked `json:"candidates"` // by search score, best first
+}
+
+// reflectCandidates is how many candidate targets each memory gets.
+const reflectCandidates = 3
+
+// Reflect lists the memories of a namespace that nothing links (the gaps of
+// Analyze) with, for each, the memories a search for its words finds: an
+// agent reads them and links what belongs together.
+func (n *Node) Reflect(ctx context.Context, req ReflectRequest) ([]Reflection, error) {
+	limit := cmp.Or(req.Limit, 10)
+	if limit < 1 || limit > 50 {
+		return nil, invalidf("limit %d: use 1 to 50", req.Limit)
+	}
+	a, err := n.Analyze(ctx, AnalyzeRequest{Namespace: req.Namespace, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := []Reflection{}
+	for _, gap := range a.Gaps {
+		m, err := n.load(strings.TrimPrefix(gap.ID, IDPrefix))
+		if err != nil {
+			return nil, err
+		}
+		r := Reflection{Memory: gap, Candidates: []Ranked{}}
+		query := reflectQuery(m.Title + " " + m.Content)
+		if query != "" {
+			hits, err := n.Search(ctx, SearchRequest{Query: query, Namespace: a.Namespace, Limit: reflectCandidates + 1})
+			if err != nil {
+				return nil, err
+			}
+			for _, h := range hits.Results {
+				if h.ID != gap.ID && len(r.Candidates) < reflectCandidates {
+					r.Candidates = append(r.Candidates, Ranked{ID: h.ID, Title: cmp.Or(h.Title, snippetText(h.Content, 60)), Score: roundTo(h.Score, 4)})
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// reflectQuery turns a memory's text into a search for related ones: its
+// distinct words of four letters or more (short words say little), at most
+// a dozen, longest first.
+func reflectQuery(text string) string {
+	seen := map[string]bool{}
+	var words []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len([]rune(w)) >= 4 && !seen[w] {
+			seen[w] = true
+			words = append(words, w)
+		}
+	}
+	slices.SortStableFunc(words, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	return strings.Join(words[:min(len(words), 12)], " ")
+}
