@@ -78,12 +78,12 @@ func TestContextBrief(t *testing.T) {
 		Namespace string `json:"namespace"`
 		Budget    int    `json:"budget"`
 		Tokens    int    `json:"tokens"`
-		Active    []struct {
+		Decisions []struct {
 			Kind string `json:"kind"`
-		} `json:"active"`
+		} `json:"recent_decisions"`
 	}
 	okJSON(t, home, &b, "context", "--ns", "shop", "--budget", "150")
-	if b.Namespace != "shop" || len(b.Active) != 1 || b.Active[0].Kind != "decision" || b.Tokens > b.Budget || b.Budget != 150 {
+	if b.Namespace != "shop" || len(b.Decisions) != 1 || b.Decisions[0].Kind != "decision" || b.Tokens > b.Budget || b.Budget != 150 {
 		t.Fatalf("json brief = %+v", b)
 	}
 	if r := mm(t, home, "", "context", "--budget", "5"); r.code == 0 || !strings.Contains(r.stderr, "budget") {

@@ -1038,7 +1038,7 @@ func newBrief(b node.Brief) briefData {
 
 func (d *briefData) text() string {
 	var b strings.Builder
-	n := len(d.Conflicts) + len(d.Active) + len(d.StaleAlerts)
+	n := len(d.Conflicts) + len(d.FromPeers) + len(d.Decisions) + len(d.Tasks) + len(d.Active) + len(d.StaleAlerts)
 	if n == 0 {
 		fmt.Fprintf(&b, "Nothing is stored in namespace %q yet. Save what you learn with remember.\n", d.Namespace)
 		return b.String()
@@ -1050,6 +1050,9 @@ func (d *briefData) text() string {
 		items []node.BriefItem
 	}{
 		{"Conflicts: a memory edited on two machines at once (get it and resolve with update) or two memories that contradict each other (forget the wrong one)", d.Conflicts},
+		{"Learned on other machines since this one last asked", d.FromPeers},
+		{"Recent decisions", d.Decisions},
+		{"Open tasks", d.Tasks},
 		{"Active memories", d.Active},
 		{"Stale memories: they may no longer hold (see reason); check them, then update, restore or forget them", d.StaleAlerts},
 	} {

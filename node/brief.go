@@ -43,8 +43,11 @@ type Brief struct {
 	Budget      int         `json:"budget"`
 	Tokens      int         `json:"tokens"` // estimated tokens used
 	Conflicts   []BriefItem `json:"conflicts"`
-	Cycles      []Cycle     `json:"cycles"` // acyclic relations that merged into a cycle through this namespace
-	Active      []BriefItem `json:"active"`
+	Cycles      []Cycle     `json:"cycles"`           // acyclic relations that merged into a cycle through this namespace
+	FromPeers   []BriefItem `json:"from_peers"`       // written or changed on other machines since this one last asked
+	Decisions   []BriefItem `json:"recent_decisions"` // kind decision, changed in the last 14 days
+	Tasks       []BriefItem `json:"open_tasks"`       // kind task, active
+	Active      []BriefItem `json:"active"`           // the other active memories, most important first
 	StaleAlerts []BriefItem `json:"stale_alerts"`
 }
 
@@ -56,6 +59,33 @@ const (
 	itemOverhead      = 16  // tokens for an item's id, title and metadata
 )
 
+// recentDecisions is how long a decision counts as recent in a brief.
+const recentDecisions = 14 * 24 * time.Hour
+
+// firstAsk is how far back "from peers" reaches when this machine has
+// never asked for the namespace's brief.
+const firstAsk = 7 * 24 * time.Hour
+
+// lastAsked is when this machine last asked for ns's brief (local data).
+func (n *Node) lastAsked(ns string, now time.Time) time.Time {
+	data, err := n.store.GetLocal("brief/asked/" + ns)
+	if err != nil {
+		return now.Add(-firstAsk)
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(data))
+	if err != nil {
+		return now.Add(-firstAsk)
+	}
+	return t
+}
+
+// markAsked records that this machine was given ns's brief at now.
+func (n *Node) markAsked(ns string, now time.Time) {
+	if err := n.store.PutLocal("brief/asked/"+ns, []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+		n.log.Warn("cannot record when the brief was read", "namespace", ns, "err", err)
+	}
+}
+
 // estimateTokens approximates a text's token count (about four bytes each).
 func estimateTokens(s string) int { return (len(s) + 3) / 4 }
 
@@ -66,8 +96,10 @@ func briefWeight(m *Memory, now time.Time) float64 {
 	return tier * (0.5 + 0.5*m.Confidence) * (0.7 + 0.3*math.Exp2(-age/30))
 }
 
-// Context returns the brief of a namespace: unresolved sync conflicts, the
-// most important active memories and stale alerts, within the budget.
+// Context returns the brief of a namespace within the budget, in order of
+// urgency: conflicts (sync conflicts and contradictions), cycles, what other
+// machines learned since this one last asked, recent decisions, open
+// tasks, the most important other active memories, and stale alerts.
 func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
@@ -81,7 +113,8 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 		return Brief{}, invalidf("budget %d: use 100 to %d tokens", budget, maxBudget)
 	}
 	now := n.now()
-	b := Brief{Namespace: ns, LoadedAt: now.UTC(), Budget: budget, Conflicts: []BriefItem{}, Cycles: []Cycle{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
+	b := Brief{Namespace: ns, LoadedAt: now.UTC(), Budget: budget, Conflicts: []BriefItem{}, Cycles: []Cycle{},
+		FromPeers: []BriefItem{}, Decisions: []BriefItem{}, Tasks: []BriefItem{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
 	add := func(into *[]BriefItem, m *Memory, reason string) bool {
 		item, cost := briefItem(m)
 		item.Reason = reason
@@ -136,14 +169,34 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	if err != nil {
 		return b, err
 	}
+	since := n.lastAsked(ns, now)
 	slices.SortStableFunc(active, func(a, c Memory) int { return cmp.Compare(briefWeight(&c, now), briefWeight(&a, now)) })
 	var alerts []StaleMemory
+	var fromPeers, decisions, tasks, rest []*Memory
 	for i := range active {
-		switch by := superseded[active[i].Memory.ID]; {
+		m := &active[i]
+		switch by := superseded[m.Memory.ID]; {
 		case len(by) > 0:
-			alerts = append(alerts, StaleMemory{Memory: active[i], Reasons: []string{"superseded by " + strings.Join(by, ", ")}})
-		case len(active[i].Conflict) == 0 && !contradicted[active[i].Memory.ID]:
-			add(&b.Active, &active[i], "")
+			alerts = append(alerts, StaleMemory{Memory: *m, Reasons: []string{"superseded by " + strings.Join(by, ", ")}})
+		case len(m.Conflict) > 0 || contradicted[m.Memory.ID]:
+			// listed with the conflicts
+		case m.Provenance.Device != n.id.DeviceID && m.Provenance.UpdatedAt.After(since):
+			fromPeers = append(fromPeers, m)
+		case m.Kind == "decision" && now.Sub(m.Provenance.UpdatedAt) <= recentDecisions:
+			decisions = append(decisions, m)
+		case m.Kind == "task":
+			tasks = append(tasks, m)
+		default:
+			rest = append(rest, m)
+		}
+	}
+	// Sections take the budget in order of urgency.
+	for _, sec := range []struct {
+		into *[]BriefItem
+		from []*Memory
+	}{{&b.FromPeers, fromPeers}, {&b.Decisions, decisions}, {&b.Tasks, tasks}, {&b.Active, rest}} {
+		for _, m := range sec.from {
+			add(sec.into, m, "")
 		}
 	}
 	stale, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusStale}, Limit: 20})
@@ -156,6 +209,7 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	for i := range alerts {
 		add(&b.StaleAlerts, &alerts[i].Memory, strings.Join(alerts[i].Reasons, "; "))
 	}
+	n.markAsked(ns, now)
 	return b, nil
 }
 

@@ -416,3 +416,28 @@ func TestContradictsIsConflict(t *testing.T) {
 		t.Fatalf("after resolving: conflicts %+v, active %d", brief.Conflicts, len(brief.Active))
 	}
 }
+
+// TestBriefSections: decisions and tasks have their own sections, and a
+// small budget keeps the most urgent ones.
+func TestBriefSections(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	dec := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Content: "We deploy on Tuesdays"})
+	task := remember(t, n, RememberRequest{Namespace: "p", Kind: "task", Content: "Migrate the cron jobs to the scheduler"})
+	note := remember(t, n, RememberRequest{Namespace: "p", Content: "The staging database is reset every Sunday"})
+	b, err := n.Context(ctx, ContextRequest{Namespace: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Decisions) != 1 || b.Decisions[0].ID != dec.ID || len(b.Tasks) != 1 || b.Tasks[0].ID != task.ID ||
+		len(b.Active) != 1 || b.Active[0].ID != note.ID {
+		t.Fatalf("decisions %+v, tasks %+v, active %+v", b.Decisions, b.Tasks, b.Active)
+	}
+	small, err := n.Context(ctx, ContextRequest{Namespace: "p", Budget: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.Tokens > 100 || len(small.Decisions) != 1 {
+		t.Fatalf("budget 100: %d tokens, decisions %+v", small.Tokens, small.Decisions)
+	}
+}

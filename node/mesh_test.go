@@ -616,3 +616,34 @@ func TestMeshSupersedesStaleOnPeer(t *testing.T) {
 		return err == nil && len(stale) == 1 && stale[0].Memory.ID == old.ID
 	})
 }
+
+// TestMeshBriefFromPeers: B's brief lists what A learned since B last
+// asked, within the budget; asked again, it no longer calls it new.
+func TestMeshBriefFromPeers(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	if _, err := b.Context(ctx, ContextRequest{Namespace: "web"}); err != nil { // B asks once before
+		t.Fatal(err)
+	}
+	own := remember(t, b, RememberRequest{Namespace: "web", Content: "B's own note about the CDN"})
+	learned := remember(t, a, RememberRequest{Namespace: "web", Content: "Images are served through the imgproxy sidecar"})
+	waitUntil(t, "A's memory on B", func() bool { return has(b, learned.ID) })
+	brief, err := b.Context(ctx, ContextRequest{Namespace: "web", Budget: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(brief.FromPeers) != 1 || brief.FromPeers[0].ID != learned.ID || brief.Tokens > brief.Budget {
+		t.Fatalf("from_peers %+v (tokens %d of %d), want A's memory only", brief.FromPeers, brief.Tokens, brief.Budget)
+	}
+	if len(brief.Active) != 1 || brief.Active[0].ID != own.ID {
+		t.Fatalf("active %+v, want B's own memory", brief.Active)
+	}
+	again, err := b.Context(ctx, ContextRequest{Namespace: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.FromPeers) != 0 || len(again.Active) != 2 {
+		t.Fatalf("asked again: from_peers %+v, %d active", again.FromPeers, len(again.Active))
+	}
+}
