@@ -30,6 +30,7 @@ const (
 	keyRevokedBy = "revoked_by" // device: who revoked it
 	keyRevokedAt = "revoked_at" // device: Unix ms; set once, never cleared
 	keySync      = "sync"       // namespace: SyncAll or SyncLocal
+	keyStale     = "stale_days" // namespace: age in days after which a memory is stale; 0 means the default
 )
 
 // MeshRecord is the materialised form of a mesh document. Fields that do
@@ -44,6 +45,7 @@ type MeshRecord struct {
 	RevokedBy string    `json:"revoked_by,omitempty"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	Sync      string    `json:"sync,omitempty"`
+	StaleDays int64     `json:"stale_after_days,omitempty"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	Heads     []string  `json:"heads"`
 }
@@ -87,6 +89,7 @@ func NewMeshDoc(actor string, r *MeshRecord) (*MeshDoc, error) {
 		field{keyRevokedBy, r.RevokedBy},
 		field{keyRevokedAt, millis(r.RevokedAt)},
 		field{keySync, r.Sync},
+		field{keyStale, r.StaleDays},
 		field{keyUpdatedAt, millis(r.UpdatedAt)},
 	)
 	if err == nil {
@@ -146,6 +149,18 @@ func (d *MeshDoc) SetSync(policy string, at time.Time) error {
 	return d.put(d.am.RootMap(), field{keySync, policy}, field{keyUpdatedAt, millis(at)})
 }
 
+// SetStaleDays sets the age in days after which a namespace's memories
+// are stale (0: the default).
+func (d *MeshDoc) SetStaleDays(days int64, at time.Time) error {
+	if days < 0 || days > MaxStaleDays {
+		return fmt.Errorf("%w: stale after %d days, want 0 to %d", ErrInvalidNumber, days, MaxStaleDays)
+	}
+	return d.put(d.am.RootMap(), field{keyStale, days}, field{keyUpdatedAt, millis(at)})
+}
+
+// MaxStaleDays bounds a namespace's staleness age (ten years).
+const MaxStaleDays = 3650
+
 // Commit turns the operations made since the last commit into one change.
 func (d *MeshDoc) Commit(msg string) error { return d.commit(msg) }
 
@@ -166,6 +181,7 @@ func (d *MeshDoc) Materialize() (MeshRecord, error) {
 		RevokedBy: rd.str(root, keyRevokedBy),
 		RevokedAt: rd.time(root, keyRevokedAt),
 		Sync:      rd.str(root, keySync),
+		StaleDays: rd.int(root, keyStale),
 		UpdatedAt: rd.time(root, keyUpdatedAt),
 	}
 	if err := rd.done(); err != nil {
@@ -194,12 +210,15 @@ func (d *MeshDoc) Close() { d.close() }
 func checkMesh(r *MeshRecord) error {
 	switch r.What {
 	case MeshDevice:
-		if r.Sync != "" {
-			return fmt.Errorf("%w: a device record has no sync policy", ErrInvalidString)
+		if r.Sync != "" || r.StaleDays != 0 {
+			return fmt.Errorf("%w: a device record has no namespace settings", ErrInvalidString)
 		}
 	case MeshNamespace:
 		if err := checkSync(r.Sync); err != nil {
 			return err
+		}
+		if r.StaleDays < 0 || r.StaleDays > MaxStaleDays {
+			return fmt.Errorf("%w: stale after %d days", ErrInvalidNumber, r.StaleDays)
 		}
 	default:
 		return fmt.Errorf("%w: mesh record kind %q", ErrInvalidString, r.What)

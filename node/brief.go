@@ -165,7 +165,7 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	if err != nil {
 		return b, err
 	}
-	superseded, err := n.superseded(ctx)
+	judge, err := n.staleJudge(ctx, ns)
 	if err != nil {
 		return b, err
 	}
@@ -175,9 +175,13 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	var fromPeers, decisions, tasks, rest []*Memory
 	for i := range active {
 		m := &active[i]
-		switch by := superseded[m.Memory.ID]; {
-		case len(by) > 0:
-			alerts = append(alerts, StaleMemory{Memory: *m, Reasons: []string{"superseded by " + strings.Join(by, ", ")}})
+		reasons, err := judge(m)
+		if err != nil {
+			return b, err
+		}
+		switch {
+		case len(reasons) > 0:
+			alerts = append(alerts, StaleMemory{Memory: *m, Reasons: reasons})
 		case len(m.Conflict) > 0 || contradicted[m.Memory.ID]:
 			// listed with the conflicts
 		case m.Provenance.Device != n.id.DeviceID && m.Provenance.UpdatedAt.After(since):

@@ -59,7 +59,7 @@
 // anti-entropy pulls on join, reconnection and every SyncInterval.
 // Documents received from peers are validated, merged on every core and
 // committed exactly like local writes (replica.go). Invite, Join, JoinAddr,
-// Devices, Revoke, SetNamespaceSync, Peers and MeshStatus are the mesh's
+// Devices, Revoke, SetNamespace, Peers and MeshStatus are the mesh's
 // API (invite.go):
 //
 //	inv, err := a.Invite(ctx, time.Hour)     // on a member

@@ -441,3 +441,50 @@ func TestBriefSections(t *testing.T) {
 		t.Fatalf("budget 100: %d tokens, decisions %+v", small.Tokens, small.Decisions)
 	}
 }
+
+// TestStaleByAge: a memory not updated for longer than its namespace's
+// stale-after age (default 60 days) is stale, and so is one linked to
+// nothing after 30 days; evergreen ones are not; the namespace setting and
+// a link change the verdict; nothing is written into the memories.
+func TestStaleByAge(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	old := remember(t, n, RememberRequest{Namespace: "ops", Content: "The VPN concentrator is in rack 4", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -90)})
+	remember(t, n, RememberRequest{Namespace: "ops", Content: "On-call rotates weekly", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -90), Evergreen: true})
+	fresh := remember(t, n, RememberRequest{Namespace: "ops", Content: "The new VPN is WireGuard"})
+	reasons := func() map[string][]string {
+		t.Helper()
+		list, err := n.Stale(ctx, StaleRequest{Namespace: "ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]string{}
+		for _, s := range list {
+			out[s.Memory.ID] = s.Reasons
+		}
+		return out
+	}
+	got := reasons()
+	if len(got) != 1 || len(got[old.ID]) != 2 {
+		t.Fatalf("stale = %v, want only the 90-day-old memory, by age and as an orphan", got)
+	}
+	month := "120d"
+	if _, err := n.SetNamespace(ctx, "ops", NamespaceChange{StaleAfter: &month}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Link(ctx, LinkRequest{From: fresh.ID, Rel: "related_to", To: old.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := reasons(); len(got) != 0 {
+		t.Fatalf("after stale-after 120d and a link: %v", got)
+	}
+	b, err := n.Context(ctx, ContextRequest{Namespace: "ops"})
+	if err != nil || len(b.StaleAlerts) != 0 || len(b.Active) != 3 {
+		t.Fatalf("brief: stale %+v, %d active, %v", b.StaleAlerts, len(b.Active), err)
+	}
+	for _, bad := range []string{"36h", "0d", "99999d", "soon"} {
+		if _, err := n.SetNamespace(ctx, "ops", NamespaceChange{StaleAfter: &bad}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("stale after %q: %v, want ErrInvalid", bad, err)
+		}
+	}
+}

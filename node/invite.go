@@ -525,16 +525,39 @@ func (n *Node) Revoke(ctx context.Context, ref string) (Device, error) {
 	return Device{MeshRecord: r}, err
 }
 
-// SetNamespaceSync sets a namespace's replication policy: crdt.SyncLocal
-// keeps its memories on the machine that wrote them (enforced when
-// sending and when receiving), crdt.SyncAll replicates them.
-func (n *Node) SetNamespaceSync(ctx context.Context, ns, policy string) (crdt.MeshRecord, error) {
+// NamespaceChange changes a namespace's settings; nil fields are left as
+// they are.
+type NamespaceChange struct {
+	// Sync is the replication policy: crdt.SyncLocal keeps the namespace's
+	// memories on the machine that wrote them (enforced when sending and
+	// when receiving), crdt.SyncAll replicates them.
+	Sync *string `json:"sync,omitempty"`
+	// StaleAfter is the age after which a memory that was not updated is
+	// stale, in whole days ("30d"), or "default" (60 days).
+	StaleAfter *string `json:"stale_after,omitempty"`
+}
+
+// SetNamespace changes a namespace's settings. They are a mesh record, so
+// they apply on every device.
+func (n *Node) SetNamespace(ctx context.Context, ns string, ch NamespaceChange) (crdt.MeshRecord, error) {
 	ns, err := NormalizeNamespace(ns)
 	if err != nil {
 		return crdt.MeshRecord{}, err
 	}
-	if policy != crdt.SyncAll && policy != crdt.SyncLocal {
-		return crdt.MeshRecord{}, invalidf("sync policy %q: want %q or %q", policy, crdt.SyncAll, crdt.SyncLocal)
+	if ch.Sync == nil && ch.StaleAfter == nil {
+		return crdt.MeshRecord{}, invalidf("nothing to change: give a sync policy or a stale-after age")
+	}
+	if ch.Sync != nil && *ch.Sync != crdt.SyncAll && *ch.Sync != crdt.SyncLocal {
+		return crdt.MeshRecord{}, invalidf("sync policy %q: want %q or %q", *ch.Sync, crdt.SyncAll, crdt.SyncLocal)
+	}
+	var staleDays int64
+	if ch.StaleAfter != nil && *ch.StaleAfter != "default" {
+		d, err := ParseTTL(*ch.StaleAfter)
+		days := int64(d / (24 * time.Hour))
+		if err != nil || d <= 0 || d%(24*time.Hour) != 0 || days > crdt.MaxStaleDays {
+			return crdt.MeshRecord{}, invalidf("stale after %q: give whole days, 1d to %dd, or default", *ch.StaleAfter, crdt.MaxStaleDays)
+		}
+		staleDays = days
 	}
 	id := crdt.MeshID(crdt.MeshNamespace, ns)
 	unlock := n.lock(id)
@@ -544,20 +567,36 @@ func (n *Node) SetNamespaceSync(ctx context.Context, ns, policy string) (crdt.Me
 	var doc *crdt.MeshDoc
 	switch {
 	case storageNotFound(err):
-		doc, err = crdt.NewMeshDoc(n.actor, &crdt.MeshRecord{ID: id, What: crdt.MeshNamespace, Key: ns, Sync: policy, UpdatedAt: now})
+		doc, err = crdt.NewMeshDoc(n.actor, &crdt.MeshRecord{ID: id, What: crdt.MeshNamespace, Key: ns, Sync: crdt.SyncAll, UpdatedAt: now})
 	case err == nil:
-		if doc, err = crdt.LoadMeshDoc(n.actor, data); err == nil {
-			if err = doc.SetSync(policy, now); err == nil {
-				err = doc.Commit("sync policy")
-			}
-		}
+		doc, err = crdt.LoadMeshDoc(n.actor, data)
 	}
 	if err != nil {
-		if doc != nil {
-			doc.Close()
-		}
 		return crdt.MeshRecord{}, err
 	}
 	defer doc.Close()
+	if ch.Sync != nil {
+		err = doc.SetSync(*ch.Sync, now)
+	}
+	if err == nil && ch.StaleAfter != nil {
+		err = doc.SetStaleDays(staleDays, now)
+	}
+	if err == nil {
+		err = doc.Commit("namespace settings")
+	}
+	if err != nil {
+		return crdt.MeshRecord{}, err
+	}
 	return n.commitMesh(doc)
+}
+
+// namespaceSettings reads a namespace's settings record; a namespace
+// without one has the defaults.
+func (n *Node) namespaceSettings(ns string) crdt.MeshRecord {
+	r := crdt.MeshRecord{What: crdt.MeshNamespace, Key: ns, Sync: crdt.SyncAll}
+	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(crdt.MeshNamespace, ns))
+	if err == nil {
+		json.Unmarshal(rec.Value, &r) // a record that does not decode keeps the defaults
+	}
+	return r
 }

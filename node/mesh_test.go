@@ -389,7 +389,8 @@ func TestMeshLocalOnlyNamespace(t *testing.T) {
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	if _, err := a.SetNamespaceSync(ctx, "private", crdt.SyncLocal); err != nil {
+	local := crdt.SyncLocal
+	if _, err := a.SetNamespace(ctx, "private", NamespaceChange{Sync: &local}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "policy on B", func() bool { return b.mesh.isLocalNS("private") })

@@ -3,9 +3,9 @@ package node
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/storage"
@@ -22,36 +22,90 @@ type StaleRequest struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// Stale lists the memories of a namespace that may no longer hold: those
-// marked stale, and active ones that a live memory supersedes (a valid
-// supersedes edge). Supersession is derived when asked, on every node the
-// same way, and never written into the memory: `memmesh update ID --status
-// active` or invalidating the edge ends it.
+// Staleness by age, unless a namespace sets its own (memmesh ns set NS
+// --stale-after).
+const (
+	defaultStaleDays = 60
+	orphanAge        = 30 * 24 * time.Hour // a memory nothing links is stale this old
+	staleListLimit   = 1000                // active memories Stale examines
+)
+
+// Stale lists the memories of a namespace that may no longer hold, with
+// the reasons: marked stale; superseded by a live memory (a valid
+// supersedes edge); not updated for longer than the namespace's stale-after
+// age (default 60 days); or linked to nothing and older than 30 days.
+// Evergreen memories are stale only when marked. Everything but the mark
+// is derived when asked, on every node the same way, and never written
+// into the memory: updating it, linking it or invalidating the edge ends
+// it.
 func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, error) {
 	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	out := []StaleMemory{}
-	marked, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusStale}, Limit: 1000})
+	marked, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusStale}, Limit: staleListLimit})
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range marked {
 		out = append(out, StaleMemory{Memory: m, Reasons: []string{"marked stale"}})
 	}
+	active, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusActive}, Limit: staleListLimit})
+	if err != nil {
+		return nil, err
+	}
+	judge, err := n.staleJudge(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	for i := range active {
+		reasons, err := judge(&active[i])
+		if err != nil {
+			return nil, err
+		}
+		if len(reasons) > 0 {
+			out = append(out, StaleMemory{Memory: active[i], Reasons: reasons})
+		}
+	}
+	return out, nil
+}
+
+// staleJudge returns a function that gives the reasons an active memory of
+// ns may no longer hold (none: it holds).
+func (n *Node) staleJudge(ctx context.Context, ns string) (func(*Memory) ([]string, error), error) {
 	superseded, err := n.superseded(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range slices.Sorted(maps.Keys(superseded)) {
-		m, err := n.load(id)
-		if err != nil || m.Namespace != ns || m.Status != crdt.StatusActive || !live(&m, n.now()) {
-			continue
-		}
-		out = append(out, StaleMemory{Memory: n.view(m), Reasons: []string{"superseded by " + strings.Join(superseded[id], ", ")}})
+	now := n.now()
+	days := n.namespaceSettings(ns).StaleDays
+	if days == 0 {
+		days = defaultStaleDays
 	}
-	return out, nil
+	staleAfter := time.Duration(days) * 24 * time.Hour
+	return func(m *Memory) ([]string, error) {
+		var reasons []string
+		if by := superseded[m.Memory.ID]; len(by) > 0 {
+			reasons = append(reasons, "superseded by "+strings.Join(by, ", "))
+		}
+		if m.Evergreen {
+			return reasons, nil
+		}
+		if age := now.Sub(m.Provenance.UpdatedAt); age > staleAfter {
+			reasons = append(reasons, fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), days))
+		}
+		if now.Sub(m.Provenance.CreatedAt) > orphanAge {
+			edges, err := n.edgesOf(m.ID, Both)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.ContainsFunc(edges, func(e crdt.Edge) bool { return validAt(&e, now) }) {
+				reasons = append(reasons, "linked to nothing, and older than 30 days")
+			}
+		}
+		return reasons, nil
+	}, nil
 }
 
 // superseded maps each memory id that a live memory supersedes now to the

@@ -51,7 +51,7 @@ type Service interface {
 	Revoke(ctx context.Context, ref string) (node.Device, error)
 	Peers(ctx context.Context) ([]node.Peer, error)
 	MeshStatus(ctx context.Context) (node.MeshStatus, error)
-	SetNamespaceSync(ctx context.Context, ns, policy string) (crdt.MeshRecord, error)
+	SetNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (crdt.MeshRecord, error)
 }
 
 // EdgeRef names an edge by its endpoints and relation.
@@ -90,9 +90,9 @@ type RevokeRequest struct {
 
 // SyncRequest sets a namespace's replication policy: crdt.SyncAll or
 // crdt.SyncLocal.
-type SyncRequest struct {
+type NamespaceRequest struct {
 	Namespace string `json:"namespace"`
-	Policy    string `json:"policy"`
+	node.NamespaceChange
 }
 
 var _ Service = (*node.Node)(nil)
@@ -157,8 +157,8 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	}))
 	a.mux.HandleFunc("GET /v1/mesh/peers", getCall(a, svc.Peers))
 	a.mux.HandleFunc("GET /v1/mesh/status", getCall(a, svc.MeshStatus))
-	a.mux.HandleFunc("POST /v1/ns/sync", jsonCall(a, http.StatusOK, func(ctx context.Context, req SyncRequest) (crdt.MeshRecord, error) {
-		return svc.SetNamespaceSync(ctx, req.Namespace, req.Policy)
+	a.mux.HandleFunc("POST /v1/ns/set", jsonCall(a, http.StatusOK, func(ctx context.Context, req NamespaceRequest) (crdt.MeshRecord, error) {
+		return svc.SetNamespace(ctx, req.Namespace, req.NamespaceChange)
 	}))
 	a.mux.HandleFunc("POST /v1/shutdown", a.stop)
 	return a

@@ -174,12 +174,15 @@ func TestMeshCallsWithoutMesh(t *testing.T) {
 		t.Errorf("Revoke unknown: %v, want ErrNotFound", err)
 	}
 	// A namespace's policy is a record like any other: it needs no mesh.
-	r, err := c.SetNamespaceSync(ctx, "Private", crdt.SyncLocal)
-	if err != nil || r.Key != "private" || r.Sync != crdt.SyncLocal {
-		t.Errorf("SetNamespaceSync = %+v, %v", r, err)
+	local, some, month, bad := crdt.SyncLocal, "some", "30d", "36h"
+	r, err := c.SetNamespace(ctx, "Private", node.NamespaceChange{Sync: &local, StaleAfter: &month})
+	if err != nil || r.Key != "private" || r.Sync != crdt.SyncLocal || r.StaleDays != 30 {
+		t.Errorf("SetNamespace = %+v, %v", r, err)
 	}
-	if _, err := c.SetNamespaceSync(ctx, "private", "some"); !errors.Is(err, node.ErrInvalid) {
-		t.Errorf("SetNamespaceSync bad policy: %v, want ErrInvalid", err)
+	for _, ch := range []node.NamespaceChange{{Sync: &some}, {StaleAfter: &bad}, {}} {
+		if _, err := c.SetNamespace(ctx, "private", ch); !errors.Is(err, node.ErrInvalid) {
+			t.Errorf("SetNamespace %+v: %v, want ErrInvalid", ch, err)
+		}
 	}
 }
 

@@ -341,9 +341,9 @@ func (c *Client) MeshStatus(ctx context.Context) (node.MeshStatus, error) {
 	return st, c.do(ctx, http.MethodGet, "/v1/mesh/status", nil, &st)
 }
 
-func (c *Client) SetNamespaceSync(ctx context.Context, ns, policy string) (crdt.MeshRecord, error) {
+func (c *Client) SetNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (crdt.MeshRecord, error) {
 	var r crdt.MeshRecord
-	return r, c.send(ctx, http.MethodPost, "/v1/ns/sync", SyncRequest{Namespace: ns, Policy: policy}, &r)
+	return r, c.send(ctx, http.MethodPost, "/v1/ns/set", NamespaceRequest{Namespace: ns, NamespaceChange: ch}, &r)
 }
 
 // Shutdown asks the daemon to stop; it returns once the request is accepted.

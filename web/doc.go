@@ -34,7 +34,7 @@
 //	POST   /v1/mesh/revoke            revoke a device ({"device": id, id prefix or name})
 //	GET    /v1/mesh/peers             the other devices and their state
 //	GET    /v1/mesh/status            this node's part in the mesh
-//	POST   /v1/ns/sync                a namespace's sync policy ({"namespace", "policy": "all" or "local"})
+//	POST   /v1/ns/set                 namespace settings: sync, stale_after (node.NamespaceChange)
 //	POST   /v1/shutdown               stop the daemon cleanly
 //
 // Errors are {"error": message, "code": code} with code one of invalid,

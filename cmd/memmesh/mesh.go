@@ -345,49 +345,73 @@ func (a *app) nsCommand() *cobra.Command {
 
 // nsSettings are the settings of a namespace that `memmesh ns set` changes.
 type nsSettings struct {
-	Namespace string `json:"namespace"`
-	Sync      string `json:"sync,omitempty"`
+	Namespace  string `json:"namespace"`
+	Sync       string `json:"sync,omitempty"`
+	StaleAfter string `json:"stale_after,omitempty"`
 }
 
 func (a *app) nsSetCommand() *cobra.Command {
 	var set nsSettings
 	cmd := &cobra.Command{
-		Use:   "set NS --sync local|all",
+		Use:   "set NS [--sync local|all] [--stale-after 30d]",
 		Short: "Change a namespace's settings on every device",
 		Long: `Change a namespace's settings. The settings sync like memories, so they apply
 on every device of the mesh.
 
 --sync local keeps the namespace's memories on the machine that wrote them:
 they are neither sent to other devices nor accepted from them. --sync all (every
-namespace's default) replicates them.`,
+namespace's default) replicates them.
+
+--stale-after 30d makes a memory that was not updated for 30 days stale
+(listed by 'memmesh stale' and in the brief's stale alerts; evergreen
+memories never are); --stale-after default restores 60 days.`,
 		Example: `  memmesh ns set personal --sync local
-  memmesh ns set backend --sync all`,
+  memmesh ns set backend --sync all --stale-after 30d`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if !cmd.Flags().Changed("sync") {
-				return usagef("nothing to set: give --sync local or --sync all")
+			var ch node.NamespaceChange
+			if cmd.Flags().Changed("sync") {
+				if set.Sync != crdt.SyncLocal && set.Sync != crdt.SyncAll {
+					return usagef("--sync %q: use local or all", set.Sync)
+				}
+				ch.Sync = &set.Sync
 			}
-			if set.Sync != crdt.SyncLocal && set.Sync != crdt.SyncAll {
-				return usagef("--sync %q: use local or all", set.Sync)
+			if cmd.Flags().Changed("stale-after") {
+				ch.StaleAfter = &set.StaleAfter
 			}
-			rec, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (crdt.MeshRecord, error) {
-				return c.SetNamespaceSync(ctx, argv[0], set.Sync)
-			})
+			if ch.Sync == nil && ch.StaleAfter == nil {
+				return usagef("nothing to set: give --sync local|all or --stale-after DAYSd")
+			}
+			rec, err := a.setNamespace(cmd.Context(), argv[0], ch)
 			if err != nil {
 				return err
 			}
-			out := nsSettings{Namespace: rec.Key, Sync: rec.Sync}
+			out := nsSettings{Namespace: rec.Key, Sync: rec.Sync, StaleAfter: "default (60d)"}
+			if rec.StaleDays > 0 {
+				out.StaleAfter = fmt.Sprintf("%dd", rec.StaleDays)
+			}
 			return a.emit(out, func(w io.Writer) {
 				what := "its memories sync to every device"
 				if out.Sync == crdt.SyncLocal {
 					what = "its memories stay on the machine that wrote them"
 				}
-				fmt.Fprintf(w, "Namespace %s: sync %s (%s).\n", out.Namespace, out.Sync, what)
-			}, func(w io.Writer) { fmt.Fprintln(w, out.Sync) })
+				fmt.Fprintf(w, "Namespace %s: sync %s (%s); stale after %s.\n", out.Namespace, out.Sync, what, out.StaleAfter)
+			}, func(w io.Writer) { fmt.Fprintln(w, out.Sync, out.StaleAfter) })
 		},
 	}
 	cmd.Flags().StringVar(&set.Sync, "sync", "", "replication: local (stays on the machine that wrote it) or all")
+	cmd.Flags().StringVar(&set.StaleAfter, "stale-after", "", "age in whole days after which a memory that was not updated is stale (e.g. 30d), or default")
 	return cmd
+}
+
+// setNamespace changes a namespace's settings through the daemon. They
+// need no mesh: they are records like any other.
+func (a *app) setNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (crdt.MeshRecord, error) {
+	c, err := a.client(ctx)
+	if err != nil {
+		return crdt.MeshRecord{}, err
+	}
+	return c.SetNamespace(ctx, ns, ch)
 }
 
 // shortID shortens a device id for tables; JSON shows it in full.
