@@ -419,12 +419,9 @@ func (h *handler) staleTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		ns := a.str("namespace")
+		ns := h.namespaceOr(a.str("namespace"))
 		if bad := a.problem(); bad != nil {
 			return bad, nil
-		}
-		if ns == "" {
-			ns = h.namespace
 		}
 		out, err := h.staleOf(ctx, ns)
 		if err != nil {
@@ -441,6 +438,14 @@ func (h *handler) staleTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	}
 }
 
+// namespaceOr is ns, or the server's namespace when ns is empty.
+func (h *handler) namespaceOr(ns string) string {
+	if ns == "" {
+		return h.namespace
+	}
+	return ns
+}
+
 func (h *handler) analyzeTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	tool := mcpgo.NewTool("analyze",
 		hints("Analyze the knowledge graph", true, false, true),
@@ -451,12 +456,9 @@ func (h *handler) analyzeTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.AnalyzeRequest{Namespace: a.str("namespace"), Limit: a.integer("limit")}
+		r := node.AnalyzeRequest{Namespace: h.namespaceOr(a.str("namespace")), Limit: a.integer("limit")}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
-		}
-		if r.Namespace == "" {
-			r.Namespace = h.namespace
 		}
 		res, err := h.svc.Analyze(ctx, r)
 		if err != nil {
@@ -477,12 +479,9 @@ func (h *handler) reflectTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.ReflectRequest{Namespace: a.str("namespace"), Limit: a.integer("limit")}
+		r := node.ReflectRequest{Namespace: h.namespaceOr(a.str("namespace")), Limit: a.integer("limit")}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
-		}
-		if r.Namespace == "" {
-			r.Namespace = h.namespace
 		}
 		res, err := h.svc.Reflect(ctx, r)
 		if err != nil {

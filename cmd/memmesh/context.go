@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/web"
 )
 
 func (a *app) contextCommand() *cobra.Command {
@@ -55,11 +57,7 @@ structure.`,
 }
 
 func (a *app) brief(cmd *cobra.Command, req node.ContextRequest) (node.Brief, error) {
-	c, err := a.client(cmd.Context())
-	if err != nil {
-		return node.Brief{}, err
-	}
-	return c.Context(cmd.Context(), req)
+	return call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.Brief, error) { return c.Context(ctx, req) })
 }
 
 // hookOutput prints the brief as a SessionStart hook's additional context.

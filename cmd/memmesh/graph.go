@@ -44,11 +44,7 @@ never form a cycle: a link that would close one is refused.`,
 			if cmd.Flags().Changed("strength") {
 				req.Strength = &strength
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			e, err := c.Link(cmd.Context(), req)
+			e, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.Edge, error) { return c.Link(ctx, req) })
 			if err != nil {
 				return err
 			}
@@ -126,11 +122,7 @@ now). ` + endpointHelp,
 			if req.AsOf, err = parseWhen("--as-of", asOf); err != nil {
 				return err
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			res, err := c.Traverse(cmd.Context(), req)
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.TraverseResult, error) { return c.Traverse(ctx, req) })
 			if err != nil {
 				return err
 			}
@@ -186,11 +178,9 @@ Archived and stale memories are listed with their status.`,
   memmesh impact internal/auth/ --depth 1`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			res, err := c.Impact(cmd.Context(), node.ImpactRequest{Path: argv[0], Depth: depth})
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]node.Impacted, error) {
+				return c.Impact(ctx, node.ImpactRequest{Path: argv[0], Depth: depth})
+			})
 			if err != nil {
 				return err
 			}
@@ -225,11 +215,7 @@ the context brief) until someone resolves them: unlink or invalidate an edge
 of each cycle; update a conflicted memory with the text that holds.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			rep, err := c.Doctor(cmd.Context())
+			rep, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.DoctorReport, error) { return c.Doctor(ctx) })
 			if err != nil {
 				return err
 			}
@@ -270,11 +256,9 @@ supersession; 'memmesh forget ID' retires it.`,
 			if ns == "" {
 				ns = a.cfg.Namespace
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			list, err := c.Stale(cmd.Context(), node.StaleRequest{Namespace: ns})
+			list, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]node.StaleMemory, error) {
+				return c.Stale(ctx, node.StaleRequest{Namespace: ns})
+			})
 			if err != nil {
 				return err
 			}
@@ -307,11 +291,7 @@ edge; link them with 'memmesh link').`,
 			if req.Namespace == "" {
 				req.Namespace = a.cfg.Namespace
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			res, err := c.Analyze(cmd.Context(), req)
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.Analysis, error) { return c.Analyze(ctx, req) })
 			if err != nil {
 				return err
 			}
@@ -356,11 +336,7 @@ it with the MCP reflect tool).`,
 			if req.Namespace == "" {
 				req.Namespace = a.cfg.Namespace
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			res, err := c.Reflect(cmd.Context(), req)
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]node.Reflection, error) { return c.Reflect(ctx, req) })
 			if err != nil {
 				return err
 			}

@@ -382,7 +382,9 @@ memories never are); --stale-after default restores 60 days.`,
 			if ch.Sync == nil && ch.StaleAfter == nil {
 				return usagef("nothing to set: give --sync local|all or --stale-after DAYSd")
 			}
-			rec, err := a.setNamespace(cmd.Context(), argv[0], ch)
+			rec, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (crdt.MeshRecord, error) {
+				return c.SetNamespace(ctx, argv[0], ch)
+			})
 			if err != nil {
 				return err
 			}
@@ -402,16 +404,6 @@ memories never are); --stale-after default restores 60 days.`,
 	cmd.Flags().StringVar(&set.Sync, "sync", "", "replication: local (stays on the machine that wrote it) or all")
 	cmd.Flags().StringVar(&set.StaleAfter, "stale-after", "", "age in whole days after which a memory that was not updated is stale (e.g. 30d), or default")
 	return cmd
-}
-
-// setNamespace changes a namespace's settings through the daemon. They
-// need no mesh: they are records like any other.
-func (a *app) setNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (crdt.MeshRecord, error) {
-	c, err := a.client(ctx)
-	if err != nil {
-		return crdt.MeshRecord{}, err
-	}
-	return c.SetNamespace(ctx, ns, ch)
 }
 
 // shortID shortens a device id for tables; JSON shows it in full.
