@@ -9,8 +9,8 @@ import (
 
 // TestLinkAndGraph: link memories and an artefact on the CLI, walk the
 // graph, refuse a cycle of supersedes (exit 1, nothing changed) and a bad
-// date (exit 2), then invalidate an edge so that the walk no longer
-// follows it.
+// date (exit 2), run a lifecycle pass that finds the superseded memory,
+// then invalidate an edge so that the walk no longer follows it.
 func TestLinkAndGraph(t *testing.T) {
 	home := newHome(t)
 	var a, b captureOut
@@ -54,6 +54,16 @@ func TestLinkAndGraph(t *testing.T) {
 	okJSON(t, home, &rep, "doctor")
 	if len(rep.Cycles) != 0 || len(rep.Conflicts) != 0 {
 		t.Fatalf("doctor on a consistent home = %+v", rep)
+	}
+
+	var life struct {
+		Live        int            `json:"live"`
+		Stale       int            `json:"stale"`
+		StaleByRule map[string]int `json:"stale_by_rule"`
+	}
+	okJSON(t, home, &life, "lifecycle")
+	if life.Live != 2 || life.Stale != 1 || life.StaleByRule["superseded"] != 1 {
+		t.Fatalf("lifecycle = %+v, want 2 live, b stale as superseded", life)
 	}
 
 	ok(t, home, "invalidate", a.ID, "supersedes", b.ID)

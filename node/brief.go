@@ -89,11 +89,31 @@ func (n *Node) markAsked(ns string, now time.Time) {
 // estimateTokens approximates a text's token count (about four bytes each).
 func estimateTokens(s string) int { return (len(s) + 3) / 4 }
 
-// briefWeight orders memories for a brief: trust, confidence and recency.
-func briefWeight(m *Memory, now time.Time) float64 {
+// briefWeight orders memories for a brief: trust, confidence after decay,
+// centrality (how many valid edges it has: a memory much linked to holds
+// much together), recency and maturity.
+func briefWeight(m *Memory, degree int, now time.Time) float64 {
 	tier := map[crdt.Tier]float64{crdt.TierHuman: 1.2, crdt.TierAgent: 1, crdt.TierAuto: 0.85}[m.Tier]
 	age := now.Sub(m.Provenance.UpdatedAt).Hours() / 24
-	return tier * (0.5 + 0.5*m.Confidence) * (0.7 + 0.3*math.Exp2(-age/30))
+	centrality := 1 + 0.25*math.Log2(1+float64(degree))
+	return tier * (0.5 + 0.5*m.ConfidenceNow) * centrality * (0.7 + 0.3*math.Exp2(-age/30)) * maturityWeights[m.Maturity]
+}
+
+// degrees counts the valid edges at each memory.
+func (n *Node) degrees(ms []Memory, now time.Time) (map[string]int, error) {
+	out := make(map[string]int, len(ms))
+	for i := range ms {
+		edges, err := n.edgesOf(ms[i].ID, Both)
+		if err != nil {
+			return nil, err
+		}
+		for j := range edges {
+			if validAt(&edges[j], now) {
+				out[ms[i].ID]++
+			}
+		}
+	}
+	return out, nil
 }
 
 // Context returns the brief of a namespace within the budget, in order of
@@ -165,23 +185,31 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	if err != nil {
 		return b, err
 	}
-	judge, err := n.staleJudge(ctx, ns)
+	rules, err := n.staleRules(ctx)
 	if err != nil {
 		return b, err
 	}
 	since := n.lastAsked(ns, now)
-	slices.SortStableFunc(active, func(a, c Memory) int { return cmp.Compare(briefWeight(&c, now), briefWeight(&a, now)) })
+	degree, err := n.degrees(active, now)
+	if err != nil {
+		return b, err
+	}
+	weight := make(map[string]float64, len(active))
+	for i := range active {
+		weight[active[i].ID] = briefWeight(&active[i], degree[active[i].ID], now)
+	}
+	slices.SortStableFunc(active, func(a, c Memory) int { return cmp.Compare(weight[c.ID], weight[a.ID]) })
 	var alerts []StaleMemory
 	var fromPeers, decisions, tasks, rest []*Memory
 	for i := range active {
 		m := &active[i]
-		reasons, err := judge(m)
+		reasons, err := rules.reasons(&m.Memory)
 		if err != nil {
 			return b, err
 		}
 		switch {
 		case len(reasons) > 0:
-			alerts = append(alerts, StaleMemory{Memory: *m, Reasons: reasons})
+			alerts = append(alerts, StaleMemory{Memory: *m, Reasons: reasonTexts(reasons)})
 		case len(m.Conflict) > 0 || contradicted[m.Memory.ID]:
 			// listed with the conflicts
 		case m.Provenance.Device != n.id.DeviceID && m.Provenance.UpdatedAt.After(since):

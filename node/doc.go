@@ -50,6 +50,14 @@
 // records and never load Automerge documents; per-device access counts are
 // local data that is never replicated.
 //
+// # Lifecycle
+//
+// RunLifecycle (lifecycle.go; on a schedule with Config.LifecycleInterval)
+// derives, without writing a memory, what ages: staleness (Stale's rules),
+// TTL expiry, confidence decay (Config.ConfidenceHalfLife) and maturity
+// from local read counts. Search ranks by its verdicts; Get shows a
+// memory's reads, maturity and decayed confidence.
+//
 // # The mesh
 //
 // With Config.Mesh set, Start also joins the mesh (mesh.go): a QUIC

@@ -488,3 +488,24 @@ func TestStaleByAge(t *testing.T) {
 		}
 	}
 }
+
+func TestBriefRanksCentralMemoriesFirst(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	at := time.Now().Add(-time.Hour)
+	lone := remember(t, n, RememberRequest{Namespace: "web", Content: "Templates render on the server", At: at})
+	// Older, so that only its links can put it first.
+	hub := remember(t, n, RememberRequest{Namespace: "web", Content: "Routing lives in one table", At: at.Add(-time.Hour)})
+	for _, file := range []string{"file:web/routes.go", "file:web/api.go", "file:web/client.go"} {
+		if _, err := n.Link(ctx, LinkRequest{From: hub.ID, Rel: "touches", To: file}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := n.Context(ctx, ContextRequest{Namespace: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Active) != 2 || b.Active[0].ID != hub.ID || b.Active[1].ID != lone.ID {
+		t.Fatalf("active = %+v, want the linked memory first", b.Active)
+	}
+}

@@ -35,8 +35,10 @@ type indexer struct {
 	store *storage.Store
 	index *search.Index
 	log   *slog.Logger
-	wake  chan struct{} // new changes in storage
-	hurry chan struct{} // a search waits for the index
+	// indexed, when set, is told of every memory indexed anew.
+	indexed func(m *crdt.Memory)
+	wake    chan struct{} // new changes in storage
+	hurry   chan struct{} // a search waits for the index
 
 	mu      sync.Mutex
 	held    int           // bulk writes in progress: index only for searches
@@ -157,6 +159,9 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 			}
 			put = append(put, m)
+			if ix.indexed != nil {
+				ix.indexed(&m)
+			}
 			return nil
 		})
 		if err != nil {

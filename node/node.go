@@ -28,6 +28,12 @@ type Config struct {
 	// RecencyHalfLife is the age at which the recency boost of a search
 	// result halves; 0 means the search package's default.
 	RecencyHalfLife time.Duration
+	// ConfidenceHalfLife is how long a memory's confidence takes to halve
+	// without an update; 0 means 180 days. Evergreen memories do not decay.
+	ConfidenceHalfLife time.Duration
+	// LifecycleInterval, when positive, makes Start run a lifecycle pass
+	// (RunLifecycle) at once and then at this interval.
+	LifecycleInterval time.Duration
 	// Mesh, when set, makes Start join the mesh: QUIC endpoint,
 	// membership and sync. Without it the node is local only.
 	Mesh *MeshConfig
@@ -37,8 +43,8 @@ func (c *Config) validate() error {
 	if c.Home == "" {
 		return errors.New("node: config: Home is required")
 	}
-	if c.RecencyHalfLife < 0 {
-		return errors.New("node: config: RecencyHalfLife must not be negative")
+	if c.RecencyHalfLife < 0 || c.ConfidenceHalfLife < 0 || c.LifecycleInterval < 0 {
+		return errors.New("node: config: half-lives and the lifecycle interval must not be negative")
 	}
 	return nil
 }
@@ -56,6 +62,7 @@ type Node struct {
 	index   *search.Index
 	indexer *indexer
 	mesh    *mesh // nil when the node runs without the mesh
+	life    lifecycle
 
 	locks     [256]sync.Mutex // per-document write locks, striped by id hash
 	importMu  sync.Mutex      // imports check for existing ids, then write them
@@ -111,7 +118,13 @@ func New(cfg Config) (*Node, error) {
 		store: store,
 		index: index,
 	}
+	if n.life.reads, err = n.loadReads(); err != nil {
+		index.Close()
+		store.Close()
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
+	n.indexer.indexed = n.life.changed
 	return n, nil
 }
 
@@ -140,6 +153,13 @@ func (n *Node) Start(ctx context.Context) error {
 		defer n.wg.Done()
 		n.indexer.run(ctx)
 	}()
+	if n.cfg.LifecycleInterval > 0 {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.runLifecycle(ctx, n.cfg.LifecycleInterval)
+		}()
+	}
 	if n.cfg.Mesh != nil {
 		if err := n.startMesh(ctx, *n.cfg.Mesh); err != nil {
 			return fmt.Errorf("node: mesh: %w", err)

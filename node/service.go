@@ -23,6 +23,10 @@ type Memory struct {
 	crdt.Memory
 	ID      string `json:"id"`       // "m-" + the full id
 	ShortID string `json:"short_id"` // "m-" + the shortest unique prefix
+	// Derived on this machine, never replicated.
+	Reads         int      `json:"reads"`          // times read here
+	Maturity      Maturity `json:"maturity"`       // from Reads
+	ConfidenceNow float64  `json:"confidence_now"` // Confidence after decay (half-life since the last update)
 }
 
 // RememberRequest asks the node to store a memory. Only Content is required.
@@ -333,7 +337,9 @@ func (n *Node) load(id string) (crdt.Memory, error) {
 }
 
 func (n *Node) view(m crdt.Memory) Memory {
-	return Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID)}
+	reads := n.life.readsOf(m.ID)
+	return Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Reads: reads, Maturity: maturityOf(reads),
+		ConfidenceNow: m.Confidence * confidenceDecay(&m, n.now(), n.confidenceHalfLife())}
 }
 
 func storageNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
@@ -563,18 +569,24 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 	return nil
 }
 
+// accessPrefix starts the local keys of read counts.
+const accessPrefix = "access/"
+
+// accessStats is how often and when this machine read a memory.
+type accessStats struct {
+	Count int       `json:"count"`
+	Last  time.Time `json:"last"`
+}
+
 // recordAccess counts a read in local, unreplicated data: reads never
 // create a change that has to sync.
 func (n *Node) recordAccess(id string) {
-	key := "access/" + id
-	var a struct {
-		Count int       `json:"count"`
-		Last  time.Time `json:"last"`
-	}
+	key := accessPrefix + id
+	var a accessStats
 	if data, err := n.store.GetLocal(key); err == nil {
 		_ = json.Unmarshal(data, &a)
 	}
-	a.Count++
+	a.Count = max(a.Count+1, n.life.read(id))
 	a.Last = n.now().UTC()
 	data, _ := json.Marshal(a)
 	if err := n.store.PutLocal(key, data); err != nil {
@@ -630,6 +642,7 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 		Limit:    req.Limit,
 		Explain:  req.Explain,
 		Now:      n.now(),
+		Derived:  n.life.derive,
 	}
 	if req.Namespace != "" {
 		ns, err := NormalizeNamespace(req.Namespace)

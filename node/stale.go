@@ -55,57 +55,102 @@ func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, erro
 	if err != nil {
 		return nil, err
 	}
-	judge, err := n.staleJudge(ctx, ns)
+	rules, err := n.staleRules(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for i := range active {
-		reasons, err := judge(&active[i])
+		reasons, err := rules.reasons(&active[i].Memory)
 		if err != nil {
 			return nil, err
 		}
 		if len(reasons) > 0 {
-			out = append(out, StaleMemory{Memory: active[i], Reasons: reasons})
+			out = append(out, StaleMemory{Memory: active[i], Reasons: reasonTexts(reasons)})
 		}
 	}
 	return out, nil
 }
 
-// staleJudge returns a function that gives the reasons an active memory of
-// ns may no longer hold (none: it holds).
-func (n *Node) staleJudge(ctx context.Context, ns string) (func(*Memory) ([]string, error), error) {
+// staleRules judges whether active memories may no longer hold.
+type staleRules struct {
+	now        time.Time
+	superseded map[string][]string // see Node.superseded
+	days       map[string]int      // stale-after per namespace, filled as asked
+	settings   func(ns string) crdt.MeshRecord
+	// linked reports whether a valid edge starts or ends at a memory.
+	linked func(id string) (bool, error)
+}
+
+// staleRules returns the rules as they stand now, reading a memory's
+// edges when asked whether it is linked.
+func (n *Node) staleRules(ctx context.Context) (*staleRules, error) {
 	superseded, err := n.superseded(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := n.now()
-	days := n.namespaceSettings(ns).StaleDays
-	if days == 0 {
-		days = defaultStaleDays
-	}
-	staleAfter := time.Duration(days) * 24 * time.Hour
-	return func(m *Memory) ([]string, error) {
-		var reasons []string
-		if by := superseded[m.Memory.ID]; len(by) > 0 {
-			reasons = append(reasons, "superseded by "+strings.Join(by, ", "))
-		}
-		if m.Evergreen {
-			return reasons, nil
-		}
-		if age := now.Sub(m.Provenance.UpdatedAt); age > staleAfter {
-			reasons = append(reasons, fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), days))
-		}
-		if now.Sub(m.Provenance.CreatedAt) > orphanAge {
-			edges, err := n.edgesOf(m.ID, Both)
-			if err != nil {
-				return nil, err
-			}
-			if !slices.ContainsFunc(edges, func(e crdt.Edge) bool { return validAt(&e, now) }) {
-				reasons = append(reasons, "linked to nothing, and older than 30 days")
-			}
-		}
-		return reasons, nil
+	return &staleRules{
+		now:        now,
+		superseded: superseded,
+		days:       map[string]int{},
+		settings:   n.namespaceSettings,
+		linked: func(id string) (bool, error) {
+			edges, err := n.edgesOf(DisplayID(id), Both)
+			return slices.ContainsFunc(edges, func(e crdt.Edge) bool { return validAt(&e, now) }), err
+		},
 	}, nil
+}
+
+// The rules that make an active memory stale (LifecycleReport.StaleByRule).
+const (
+	StaleSuperseded = "superseded"
+	StaleByAge      = "age"
+	StaleUnlinked   = "unlinked"
+)
+
+// staleReason is one reason a memory may no longer hold: the rule behind
+// it and its text for people.
+type staleReason struct{ rule, text string }
+
+func reasonTexts(rs []staleReason) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.text
+	}
+	return out
+}
+
+// reasons gives the reasons an active memory may no longer hold (none: it
+// holds).
+func (r *staleRules) reasons(m *crdt.Memory) ([]staleReason, error) {
+	var reasons []staleReason
+	if by := r.superseded[m.ID]; len(by) > 0 {
+		reasons = append(reasons, staleReason{StaleSuperseded, "superseded by " + strings.Join(by, ", ")})
+	}
+	if m.Evergreen {
+		return reasons, nil
+	}
+	days, ok := r.days[m.Namespace]
+	if !ok {
+		days = int(r.settings(m.Namespace).StaleDays)
+		if days == 0 {
+			days = defaultStaleDays
+		}
+		r.days[m.Namespace] = days
+	}
+	if age := r.now.Sub(m.Provenance.UpdatedAt); age > time.Duration(days)*24*time.Hour {
+		reasons = append(reasons, staleReason{StaleByAge, fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), days)})
+	}
+	if r.now.Sub(m.Provenance.CreatedAt) > orphanAge {
+		linked, err := r.linked(m.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !linked {
+			reasons = append(reasons, staleReason{StaleUnlinked, "linked to nothing, and older than 30 days"})
+		}
+	}
+	return reasons, nil
 }
 
 // superseded maps each memory id that a live memory supersedes now to the

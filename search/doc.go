@@ -45,8 +45,10 @@
 //     add their own scores. The best max(50, 5*Limit) candidates are kept.
 //  3. Multipliers. Each candidate's BM25 score is multiplied by its
 //     confidence, trust tier, recency (half-life decay of updated) and
-//     status weights, defined together in rank.go, and the candidates are
-//     reordered and cut to Limit. Query.Explain returns every component.
+//     status weights, and by what the caller derives (Query.Derived:
+//     confidence decay, derived staleness, maturity), defined together in
+//     rank.go, and the candidates are reordered and cut to Limit.
+//     Query.Explain returns every component.
 //  4. Fallback. When nothing matched and the text has no phrases, the
 //     terms are matched against unstemmed words within 1 edit (4 to 7
 //     characters) or 2 edits (8 or more), and Result.Fuzzy is set.

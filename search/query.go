@@ -44,6 +44,18 @@ type Query struct {
 	Limit     int           // 0 = 10; capped at 1000
 	Explain   bool
 	Now       time.Time // for recency and expiry; zero = time.Now()
+	// Derived, when set, gives what the caller derives about a memory
+	// and the index does not store (see Derived); it must be cheap and
+	// safe for concurrent use.
+	Derived func(id string) Derived
+}
+
+// Derived is what a node derives locally about a memory, outside the
+// index, and feeds into its ranking.
+type Derived struct {
+	Stale    bool    // stale by a derived rule: weighs as status stale
+	Decay    float64 // confidence decay factor in (0, 1]; 0 means 1
+	Maturity float64 // multiplier for how much the memory is used; 0 means 1
 }
 
 // Result is the outcome of a search.
@@ -61,13 +73,14 @@ type Hit struct {
 }
 
 // Explanation breaks a hit's score into its components:
-// Final = BM25 * Confidence * Tier * Recency * Status.
+// Final = BM25 * Confidence * Tier * Recency * Status * Maturity.
 type Explanation struct {
 	BM25       float64 `json:"bm25"`       // bleve's text score
-	Confidence float64 `json:"confidence"` // multiplier
+	Confidence float64 `json:"confidence"` // multiplier, after decay
 	Tier       float64 `json:"tier"`       // multiplier
 	Recency    float64 `json:"recency"`    // multiplier
 	Status     float64 `json:"status"`     // multiplier
+	Maturity   float64 `json:"maturity"`   // multiplier
 	Final      float64 `json:"final"`
 	Match      string  `json:"match"` // MatchTerms, MatchPhrase, MatchFuzzy or MatchFilter
 }
@@ -80,6 +93,7 @@ type plan struct {
 	limit   int
 	now     time.Time
 	explain bool
+	derived func(id string) Derived
 
 	// Constraints that do not score. A memory matches when it matches
 	// every include and no exclude.
@@ -132,7 +146,7 @@ func (ix *Index) plan(q Query) (*plan, error) {
 	if !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until) {
 		return nil, fmt.Errorf("%w: since %v is after until %v", ErrInvalidQuery, q.Since, q.Until)
 	}
-	p := &plan{limit: q.Limit, now: q.Now, explain: q.Explain}
+	p := &plan{limit: q.Limit, now: q.Now, explain: q.Explain, derived: q.Derived}
 	if p.limit == 0 {
 		p.limit = defaultLimit
 	}
@@ -381,7 +395,7 @@ func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string)
 	}
 	hits := make([]Hit, 0, len(sr.Hits))
 	for _, h := range sr.Hits {
-		e := explain(h.Score, readRankInputs(h.Fields), p.now, ix.halfLife, match)
+		e := explain(h.Score, p.rankInputs(h.ID, h.Fields), p.now, ix.halfLife, match)
 		hit := Hit{ID: h.ID, Score: e.Final}
 		if p.explain {
 			hit.Explain = &e
@@ -409,7 +423,7 @@ func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 	for _, h := range sr.Hits {
 		hit := Hit{ID: h.ID}
 		if p.explain {
-			e := explain(0, readRankInputs(h.Fields), p.now, ix.halfLife, MatchFilter)
+			e := explain(0, p.rankInputs(h.ID, h.Fields), p.now, ix.halfLife, MatchFilter)
 			hit.Explain = &e
 		}
 		hits = append(hits, hit)
@@ -417,8 +431,20 @@ func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 	return Result{Hits: hits, Total: sr.Total}, nil
 }
 
-func readRankInputs(fields map[string]any) rankInputs {
-	var in rankInputs
+// rankInputs reads a hit's stored ranking fields and what the caller
+// derives about it.
+func (p *plan) rankInputs(id string, fields map[string]any) rankInputs {
+	in := rankInputs{decay: 1, maturity: 1}
+	if p.derived != nil {
+		d := p.derived(id)
+		in.derivedStale = d.Stale
+		if d.Decay > 0 {
+			in.decay = d.Decay
+		}
+		if d.Maturity > 0 {
+			in.maturity = d.Maturity
+		}
+	}
 	if s, ok := fields[fieldTier].(string); ok {
 		in.tier = crdt.Tier(s)
 	}

@@ -13,9 +13,11 @@ import (
 //	confidence  confidenceFloor + (1-confidenceFloor)*confidence
 //	tier        tierWeights[tier]
 //	recency     recencyFloor + (1-recencyFloor)*2^(-age/halfLife), age from updated
-//	status      statusWeights[status]
+//	status      statusWeights[status], stale when the caller derives it so
+//	maturity    as the caller derives it (Query.Derived), else 1
 //
-// Unknown tiers and statuses weigh 1.
+// The caller's confidence decay scales confidence first. Unknown tiers and
+// statuses weigh 1.
 const (
 	confidenceFloor = 0.5
 	recencyFloor    = 0.7
@@ -51,19 +53,29 @@ type rankInputs struct {
 	status     crdt.Status
 	confidence float64
 	updated    time.Time
+
+	// From Query.Derived.
+	derivedStale bool
+	decay        float64
+	maturity     float64
 }
 
 // explain computes the multipliers of a hit and its final score.
 func explain(bm25 float64, in rankInputs, now time.Time, halfLife time.Duration, match string) Explanation {
+	status := in.status
+	if in.derivedStale && status == crdt.StatusActive {
+		status = crdt.StatusStale
+	}
 	e := Explanation{
 		BM25:       bm25,
-		Confidence: confidenceFloor + (1-confidenceFloor)*min(max(in.confidence, 0), 1),
+		Confidence: confidenceFloor + (1-confidenceFloor)*min(max(in.confidence*in.decay, 0), 1),
 		Tier:       weight(tierWeights, in.tier),
 		Recency:    recency(now.Sub(in.updated), halfLife),
-		Status:     weight(statusWeights, in.status),
+		Status:     weight(statusWeights, status),
+		Maturity:   in.maturity,
 		Match:      match,
 	}
-	e.Final = e.BM25 * e.Confidence * e.Tier * e.Recency * e.Status
+	e.Final = e.BM25 * e.Confidence * e.Tier * e.Recency * e.Status * e.Maturity
 	return e
 }
 

@@ -95,6 +95,19 @@ func (s *Store) GetLocal(key string) ([]byte, error) {
 	return s.getValue(localKey(key))
 }
 
+// ScanLocal calls fn with every key PutLocal stored under prefix, and its
+// value, in key order. The value is valid only during the call. An error
+// from fn stops ScanLocal and is returned as is.
+func (s *Store) ScanLocal(prefix string, fn func(key string, value []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	return forEach(s.db, "scan local", prefixOptions(localKey(prefix)), func(k, v []byte) error {
+		return fn(string(k[1:]), v)
+	})
+}
+
 // getValue returns a copy of the value under key, or ErrNotFound.
 func (s *Store) getValue(key []byte) ([]byte, error) {
 	v, closer, err := s.db.Get(key)

@@ -485,6 +485,20 @@ func TestLocal(t *testing.T) {
 	if v, err := s.GetLocal("access/a"); err != nil || string(v) != "3" {
 		t.Errorf("GetLocal = %q, %v; want 3", v, err)
 	}
+	if err := s.PutLocal("access/b", []byte("5")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutLocal("brief/x", []byte("t")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := s.ScanLocal("access/", func(k string, v []byte) error {
+		got = append(got, k+"="+string(v))
+		return nil
+	})
+	if want := []string{"access/a=3", "access/b=5"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ScanLocal = %v, %v; want %v", got, err, want)
+	}
 	if s.DurableSeq() != 0 || digest(t, s) != ([256][32]byte{}) {
 		t.Error("local data reached the change log or the digest")
 	}

@@ -35,6 +35,7 @@ type Service interface {
 	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
 	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
 	Doctor(ctx context.Context) (node.DoctorReport, error)
+	RunLifecycle(ctx context.Context) (node.LifecycleReport, error)
 	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
 	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
 	Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error)
@@ -129,8 +130,9 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/memories/{ref}/restore", a.byRef(svc.Restore))
 	a.mux.HandleFunc("DELETE /v1/memories/{ref}", a.byRef(svc.Delete))
 	a.mux.HandleFunc("POST /v1/search", jsonCall(a, http.StatusOK, svc.Search))
-	a.mux.HandleFunc("GET /v1/stats", getCall(a, svc.Stats))
-	a.mux.HandleFunc("GET /v1/doctor", getCall(a, svc.Doctor))
+	a.mux.HandleFunc("GET /v1/stats", noBodyCall(a, svc.Stats))
+	a.mux.HandleFunc("GET /v1/doctor", noBodyCall(a, svc.Doctor))
+	a.mux.HandleFunc("POST /v1/lifecycle", noBodyCall(a, svc.RunLifecycle))
 	a.mux.HandleFunc("POST /v1/stale", jsonCall(a, http.StatusOK, svc.Stale))
 	a.mux.HandleFunc("POST /v1/analyze", jsonCall(a, http.StatusOK, svc.Analyze))
 	a.mux.HandleFunc("POST /v1/reflect", jsonCall(a, http.StatusOK, svc.Reflect))
@@ -151,12 +153,12 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 		k, err := svc.JoinAddr(ctx, req.Addr)
 		return RejoinResult{Addr: req.Addr, Contacted: k}, err
 	}))
-	a.mux.HandleFunc("GET /v1/mesh/devices", getCall(a, svc.Devices))
+	a.mux.HandleFunc("GET /v1/mesh/devices", noBodyCall(a, svc.Devices))
 	a.mux.HandleFunc("POST /v1/mesh/revoke", jsonCall(a, http.StatusOK, func(ctx context.Context, req RevokeRequest) (node.Device, error) {
 		return svc.Revoke(ctx, req.Device)
 	}))
-	a.mux.HandleFunc("GET /v1/mesh/peers", getCall(a, svc.Peers))
-	a.mux.HandleFunc("GET /v1/mesh/status", getCall(a, svc.MeshStatus))
+	a.mux.HandleFunc("GET /v1/mesh/peers", noBodyCall(a, svc.Peers))
+	a.mux.HandleFunc("GET /v1/mesh/status", noBodyCall(a, svc.MeshStatus))
 	a.mux.HandleFunc("POST /v1/ns/set", jsonCall(a, http.StatusOK, func(ctx context.Context, req NamespaceRequest) (crdt.MeshRecord, error) {
 		return svc.SetNamespace(ctx, req.Namespace, req.NamespaceChange)
 	}))
@@ -251,8 +253,8 @@ func jsonCall[Req, Res any](a *API, status int, call func(context.Context, Req) 
 	}
 }
 
-// getCall serves a call that takes nothing and answers JSON.
-func getCall[Res any](a *API, call func(context.Context) (Res, error)) http.HandlerFunc {
+// noBodyCall serves a call that takes nothing and answers JSON.
+func noBodyCall[Res any](a *API, call func(context.Context) (Res, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		res, err := call(r.Context())
 		a.reply(w, http.StatusOK, res, err)

@@ -266,6 +266,12 @@ func (c *Client) Doctor(ctx context.Context) (node.DoctorReport, error) {
 	return res, c.send(ctx, http.MethodGet, "/v1/doctor", nil, &res)
 }
 
+// RunLifecycle runs a lifecycle pass now.
+func (c *Client) RunLifecycle(ctx context.Context) (node.LifecycleReport, error) {
+	var res node.LifecycleReport
+	return res, c.send(ctx, http.MethodPost, "/v1/lifecycle", nil, &res)
+}
+
 // Reflect lists unlinked memories with candidate link targets.
 func (c *Client) Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error) {
 	var res []node.Reflection

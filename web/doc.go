@@ -22,6 +22,7 @@
 //	POST   /v1/traverse               breadth-first walk (node.TraverseRequest)
 //	POST   /v1/impact                 memories a file affects (node.ImpactRequest)
 //	GET    /v1/doctor                 cycles in acyclic relations, sync conflicts
+//	POST   /v1/lifecycle              run a lifecycle pass now (node.LifecycleReport)
 //	POST   /v1/stale                  memories that may no longer hold (node.StaleRequest)
 //	POST   /v1/analyze                god nodes, bridges, PageRank, gaps (node.AnalyzeRequest)
 //	POST   /v1/reflect                unlinked memories with candidate targets (node.ReflectRequest)

@@ -119,7 +119,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	defer stop()
 
 	halfLife, _ := cfg.halfLife()
-	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife}
+	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval}
 	if !mc.off {
 		ncfg.Mesh = &mc.MeshConfig
 	}

@@ -277,6 +277,40 @@ supersession; 'memmesh forget ID' retires it.`,
 	return cmd
 }
 
+func (a *app) lifecycleCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "lifecycle",
+		Short: "Run a lifecycle pass now and show what it found",
+		Long: `Run the pass the daemon runs every hour: judge every memory's staleness
+(by age, supersession and lack of links, as 'memmesh stale' lists them),
+count the memories past their TTL, decay confidence (it halves every 180
+days without an update; evergreen memories keep theirs) and read maturity
+from how often this machine read each memory (candidate, established from
+3 reads, proven from 10). Search ranks by what the last pass found. The
+pass changes no memory: every machine derives the same from the same data.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.LifecycleReport, error) { return c.RunLifecycle(ctx) })
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) { printLifecycle(w, res) }, func(w io.Writer) {
+				fmt.Fprintf(w, "%d live, %d stale, %d expired\n", res.Live, res.Stale, res.Expired)
+			})
+		},
+	}
+}
+
+func printLifecycle(w io.Writer, r node.LifecycleReport) {
+	fmt.Fprintf(w, "Lifecycle pass at %s, %.1f ms\n", stamp(r.At), r.TookMS)
+	fmt.Fprintf(w, "%d memories: %d live, %d past their TTL\n", r.Memories, r.Live, r.Expired)
+	fmt.Fprintf(w, "stale: %d (superseded %d, by age %d, unlinked %d); see 'memmesh stale'\n",
+		r.Stale, r.StaleByRule[node.StaleSuperseded], r.StaleByRule[node.StaleByAge], r.StaleByRule[node.StaleUnlinked])
+	fmt.Fprintf(w, "confidence below half of what was stated: %d\n", r.Decayed)
+	fmt.Fprintf(w, "maturity: %d candidate, %d established, %d proven\n",
+		r.Maturity[node.MaturityCandidate], r.Maturity[node.MaturityEstablished], r.Maturity[node.MaturityProven])
+}
+
 func (a *app) analyzeCommand() *cobra.Command {
 	var req node.AnalyzeRequest
 	cmd := &cobra.Command{

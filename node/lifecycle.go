@@ -1,0 +1,289 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// Maturity is how well a memory has proven itself on this machine, from
+// how often it was read here (local data, never replicated).
+type Maturity string
+
+// Maturities, least proven first.
+const (
+	MaturityCandidate   Maturity = "candidate"   // read fewer than 3 times
+	MaturityEstablished Maturity = "established" // read 3 to 9 times
+	MaturityProven      Maturity = "proven"      // read 10 times or more
+)
+
+// Lifecycle defaults.
+const (
+	establishedReads          = 3
+	provenReads               = 10
+	defaultConfidenceHalfLife = 180 * 24 * time.Hour
+)
+
+// DefaultLifecycleInterval is how often the daemon runs a lifecycle pass.
+const DefaultLifecycleInterval = time.Hour
+
+// maturityWeights are the search ranking multipliers of each maturity.
+var maturityWeights = map[Maturity]float64{
+	MaturityCandidate:   1,
+	MaturityEstablished: 1.1,
+	MaturityProven:      1.2,
+}
+
+func maturityOf(reads int) Maturity {
+	switch {
+	case reads >= provenReads:
+		return MaturityProven
+	case reads >= establishedReads:
+		return MaturityEstablished
+	}
+	return MaturityCandidate
+}
+
+// LifecycleReport is the outcome of a lifecycle pass.
+type LifecycleReport struct {
+	At          time.Time              `json:"at"`
+	TookMS      float64                `json:"took_ms"`
+	Memories    int                    `json:"memories"` // every memory, whatever its status
+	Live        int                    `json:"live"`     // active or marked stale, not expired
+	Expired     int                    `json:"expired"`  // past their TTL: out of searches and lists
+	Stale       int                    `json:"stale"`    // active, but stale by age, supersession or lack of links
+	Decayed     int                    `json:"decayed"`  // confidence decayed below half of what was stated
+	Maturity    map[Maturity]int       `json:"maturity"` // live memories by maturity
+	StaleByRule map[string]int         `json:"stale_by_rule"`
+	Namespaces  map[string]int         `json:"namespaces"` // live memories per namespace
+	derived     map[string]derivedLife // by full memory id
+}
+
+// derivedLife is what a lifecycle pass derives about one live memory.
+type derivedLife struct {
+	heads string // the version of the memory it was derived from
+	stale bool
+	decay float64
+}
+
+// lifecycle holds the derived state of the last lifecycle pass and the
+// read counts behind maturity. Nothing of it is replicated: every node
+// derives staleness, expiry and decay the same way from the same
+// documents, and reads are local by design.
+type lifecycle struct {
+	mu      sync.RWMutex
+	derived map[string]derivedLife
+	reads   map[string]int
+	last    LifecycleReport
+}
+
+// derive gives the search ranking what the last pass derived about id and
+// its current maturity.
+func (l *lifecycle) derive(id string) search.Derived {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	d := l.derived[id]
+	return search.Derived{Stale: d.stale, Decay: d.decay, Maturity: maturityWeights[maturityOf(l.reads[id])]}
+}
+
+// changed drops what a pass derived about a memory that has changed
+// since: its staleness is judged again by the next pass.
+func (l *lifecycle) changed(m *crdt.Memory) {
+	heads := strings.Join(m.Heads, ",")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d, ok := l.derived[m.ID]; ok && d.heads != heads {
+		delete(l.derived, m.ID)
+	}
+}
+
+// read counts one read of id and returns the new count.
+func (l *lifecycle) read(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reads[id]++
+	return l.reads[id]
+}
+
+func (l *lifecycle) readsOf(id string) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.reads[id]
+}
+
+// confidenceDecay is the factor a memory's stated confidence has decayed
+// by at now: it halves every halfLife since the memory was last updated,
+// counted in whole days so that it holds still within a day. Evergreen
+// memories do not decay.
+func confidenceDecay(m *crdt.Memory, now time.Time, halfLife time.Duration) float64 {
+	if m.Evergreen {
+		return 1
+	}
+	age := max(now.Sub(m.Provenance.UpdatedAt), 0).Truncate(24 * time.Hour)
+	return math.Exp2(-float64(age) / float64(halfLife))
+}
+
+// RunLifecycle runs a lifecycle pass now: it judges every live memory's
+// staleness (by age, supersession and lack of links, as Stale does),
+// counts the expired, decays confidence and reads maturity from this
+// machine's read counts. The results feed search ranking until the next
+// pass. The pass writes nothing to memories: every node derives the same
+// state from the same documents, so nodes never fight over it. The daemon
+// runs a pass at start and every LifecycleInterval.
+func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
+	began := time.Now()
+	now := n.now()
+	linked, err := n.linkedMemories(ctx, now)
+	if err != nil {
+		return LifecycleReport{}, err
+	}
+	rules, err := n.staleRules(ctx)
+	if err != nil {
+		return LifecycleReport{}, err
+	}
+	rules.linked = func(id string) (bool, error) { return linked[id], nil }
+
+	r := LifecycleReport{
+		At:          now.UTC(),
+		Maturity:    map[Maturity]int{},
+		StaleByRule: map[string]int{},
+		Namespaces:  map[string]int{},
+		derived:     map[string]derivedLife{},
+	}
+	err = n.store.All(storage.KindMemory, func(rec storage.Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var m crdt.Memory
+		if err := json.Unmarshal(rec.Value, &m); err != nil {
+			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
+		}
+		r.Memories++
+		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+			return nil
+		}
+		if m.Expired(now) {
+			r.Expired++
+			return nil
+		}
+		r.Live++
+		r.Namespaces[m.Namespace]++
+		r.Maturity[maturityOf(n.life.readsOf(m.ID))]++
+		d := derivedLife{heads: strings.Join(m.Heads, ","), decay: confidenceDecay(&m, now, n.confidenceHalfLife())}
+		if d.decay < 0.5 {
+			r.Decayed++
+		}
+		if m.Status == crdt.StatusActive {
+			reasons, err := rules.reasons(&m)
+			if err != nil {
+				return err
+			}
+			d.stale = len(reasons) > 0
+			if d.stale {
+				r.Stale++
+			}
+			for _, reason := range reasons {
+				r.StaleByRule[reason.rule]++
+			}
+		}
+		r.derived[m.ID] = d
+		return nil
+	})
+	if err != nil {
+		return LifecycleReport{}, fmt.Errorf("lifecycle pass: %w", err)
+	}
+	r.TookMS = float64(time.Since(began).Microseconds()) / 1000
+
+	n.life.mu.Lock()
+	n.life.derived = r.derived
+	n.life.last = r
+	n.life.mu.Unlock()
+	n.log.Info("lifecycle pass", "memories", r.Memories, "live", r.Live, "stale", r.Stale,
+		"expired", r.Expired, "decayed", r.Decayed, "took_ms", r.TookMS)
+	return r, nil
+}
+
+// LastLifecycle returns the report of the last lifecycle pass since the
+// node started; its At is zero when none ran yet.
+func (n *Node) LastLifecycle() LifecycleReport {
+	n.life.mu.RLock()
+	defer n.life.mu.RUnlock()
+	return n.life.last
+}
+
+func (n *Node) confidenceHalfLife() time.Duration {
+	if n.cfg.ConfidenceHalfLife > 0 {
+		return n.cfg.ConfidenceHalfLife
+	}
+	return defaultConfidenceHalfLife
+}
+
+// loadReads reads this machine's read counts (recordAccess) for the
+// lifecycle's maturity.
+func (n *Node) loadReads() (map[string]int, error) {
+	reads := map[string]int{}
+	err := n.store.ScanLocal(accessPrefix, func(key string, value []byte) error {
+		var a accessStats
+		if json.Unmarshal(value, &a) == nil {
+			reads[strings.TrimPrefix(key, accessPrefix)] = a.Count
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read access counts: %w", err)
+	}
+	return reads, nil
+}
+
+// linkedMemories returns the full ids of the memories a valid edge starts
+// or ends at, reading every edge once.
+func (n *Node) linkedMemories(ctx context.Context, now time.Time) (map[string]bool, error) {
+	linked := map[string]bool{}
+	err := n.store.All(storage.KindEdge, func(rec storage.Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var e crdt.Edge
+		if err := json.Unmarshal(rec.Value, &e); err != nil {
+			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
+		}
+		if !validAt(&e, now) {
+			return nil
+		}
+		for _, end := range []string{e.From, e.To} {
+			if id, ok := strings.CutPrefix(end, IDPrefix); ok {
+				linked[id] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read edges: %w", err)
+	}
+	return linked, nil
+}
+
+// runLifecycle runs a pass at start and then every interval until ctx ends.
+// A failed pass is logged and tried again at the next tick.
+func (n *Node) runLifecycle(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := n.RunLifecycle(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("lifecycle pass failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

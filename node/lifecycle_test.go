@@ -1,0 +1,116 @@
+package node
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+func TestLifecyclePassDerivesWithoutWriting(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	ago := func(days int) time.Time { return time.Now().AddDate(0, 0, -days) }
+	old := remember(t, n, RememberRequest{Namespace: "ops", Content: "The build cache lives on the NAS", Tier: crdt.TierHuman, At: ago(90)})
+	remember(t, n, RememberRequest{Namespace: "ops", Content: "Releases are tagged vX.Y.Z", Tier: crdt.TierHuman, At: ago(400), Evergreen: true})
+	remember(t, n, RememberRequest{Namespace: "ops", Content: "Deploy freeze until Friday", TTL: "2d", At: ago(5)})
+	newer := remember(t, n, RememberRequest{Namespace: "ops", Content: "The build cache moved to S3", Tier: crdt.TierHuman})
+	if _, err := n.Link(ctx, LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
+		t.Fatal(err)
+	}
+	seq := n.store.DurableSeq()
+	digest, err := n.store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := n.RunLifecycle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Memories != 4 || r.Live != 3 || r.Expired != 1 || r.Stale != 1 {
+		t.Errorf("report: %d memories, %d live, %d expired, %d stale; want 4, 3, 1, 1", r.Memories, r.Live, r.Expired, r.Stale)
+	}
+	// The 90-day-old memory is stale by age and superseded; it is linked.
+	if r.StaleByRule[StaleByAge] != 1 || r.StaleByRule[StaleSuperseded] != 1 || r.StaleByRule[StaleUnlinked] != 0 {
+		t.Errorf("stale by rule: %v", r.StaleByRule)
+	}
+	// 90 days is half a half-life: 0.71 of the stated confidence; the
+	// evergreen memory keeps its confidence however old it is.
+	if r.Decayed != 0 || r.Maturity[MaturityCandidate] != 3 {
+		t.Errorf("decayed %d, maturity %v", r.Decayed, r.Maturity)
+	}
+	if got := n.LastLifecycle(); !got.At.Equal(r.At) {
+		t.Errorf("LastLifecycle at %v, want %v", got.At, r.At)
+	}
+	after, err := n.store.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.store.DurableSeq() != seq || after != digest {
+		t.Error("the lifecycle pass wrote to replicated data")
+	}
+}
+
+func TestDecayAndMaturity(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	n := testNode(t, home)
+	aged := remember(t, n, RememberRequest{Content: "Retry flaky uploads twice", Confidence: new(0.8), Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -180)})
+	kept := remember(t, n, RememberRequest{Content: "Retry database migrations never", Confidence: new(0.8), Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -180), Evergreen: true})
+	m, err := n.Get(ctx, aged.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m.ConfidenceNow-0.4) > 0.01 {
+		t.Errorf("confidence after one half-life = %.3f, want 0.4", m.ConfidenceNow)
+	}
+	if m.Reads != 1 || m.Maturity != MaturityCandidate {
+		t.Errorf("after one read: %d reads, %s", m.Reads, m.Maturity)
+	}
+	for range provenReads {
+		if m, err = n.Get(ctx, kept.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.ConfidenceNow != 0.8 || m.Maturity != MaturityProven {
+		t.Errorf("evergreen, read %d times: confidence %.2f, %s", m.Reads, m.ConfidenceNow, m.Maturity)
+	}
+	if _, err := n.RunLifecycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := n.Search(ctx, SearchRequest{Query: "retry", Explain: true})
+	if err != nil || len(res.Results) != 2 {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+	top, second := res.Results[0], res.Results[1]
+	if top.ID != kept.ID || top.Explain.Maturity != maturityWeights[MaturityProven] || second.Explain.Maturity != 1 {
+		t.Errorf("the proven memory should rank first by maturity: %s %+v, %s %+v", top.ID, *top.Explain, second.ID, *second.Explain)
+	}
+	if second.Explain.Confidence >= top.Explain.Confidence {
+		t.Errorf("decayed confidence multiplier %.3f, not below the evergreen one's %.3f", second.Explain.Confidence, top.Explain.Confidence)
+	}
+	// Both are 180 days old and linked to nothing: stale, and ranked so,
+	// except the evergreen one.
+	if second.Explain.Status != 0.6 || top.Explain.Status != 1 {
+		t.Errorf("status multipliers %.2f and %.2f, want 0.6 for the derived-stale memory and 1", second.Explain.Status, top.Explain.Status)
+	}
+	// Updating it makes it current: the pass's verdict no longer applies.
+	note := "confirmed in the last outage"
+	if _, err := n.Update(ctx, aged.ID, UpdateRequest{Title: &note}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = n.Search(ctx, SearchRequest{Query: "uploads", Explain: true})
+	if err != nil || len(res.Results) != 1 || res.Results[0].Explain.Status != 1 {
+		t.Fatalf("after the update: %+v %v", res.Results, err)
+	}
+
+	// Read counts are this machine's and outlive a restart.
+	n.Close()
+	n = testNode(t, home)
+	if m, err = n.Get(ctx, kept.ID); err != nil || m.Reads != provenReads+1 {
+		t.Errorf("after restart: %d reads, %v; want %d", m.Reads, err, provenReads+1)
+	}
+}
