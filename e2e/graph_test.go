@@ -73,6 +73,54 @@ func TestLinkAndGraph(t *testing.T) {
 	}
 }
 
+// TestCompact: three related memories marked stale form a cluster that
+// --dry-run lists without changing anything and compact folds into a
+// digest; the members stay, compacted into it.
+func TestCompact(t *testing.T) {
+	home := newHome(t)
+	var ids []string
+	for _, text := range []string{
+		"The release checklist starts with the changelog",
+		"The release checklist ends with the changelog tag",
+		"Release checklist: bump the version, then the changelog",
+	} {
+		var c captureOut
+		okJSON(t, home, &c, "capture", text)
+		ok(t, home, "update", c.ID, "--status", "stale")
+		ids = append(ids, c.ID)
+	}
+	var plan struct {
+		Clusters []struct {
+			Members []any `json:"members"`
+		} `json:"clusters"`
+	}
+	okJSON(t, home, &plan, "compact", "--dry-run")
+	if len(plan.Clusters) != 1 || len(plan.Clusters[0].Members) != 3 {
+		t.Fatalf("compact --dry-run = %+v, want one cluster of three", plan)
+	}
+	var m struct {
+		Status        string `json:"status"`
+		CompactedInto string `json:"compacted_into"`
+	}
+	okJSON(t, home, &m, "show", ids[0])
+	if m.Status != "stale" {
+		t.Fatalf("after --dry-run: status %q", m.Status)
+	}
+	if out := ok(t, home, "compact", "--format", "human"); !strings.Contains(out, "Compacted 3 memories into m-") {
+		t.Fatalf("compact printed %q", out)
+	}
+	okJSON(t, home, &m, "show", ids[2])
+	if m.Status != "compacted" || m.CompactedInto == "" {
+		t.Fatalf("member after compact: %+v", m)
+	}
+	if out := ok(t, home, "compact", "--dry-run", "--format", "human"); !strings.Contains(out, "No cluster") {
+		t.Fatalf("compact --dry-run after compacting printed %q", out)
+	}
+	if r := mm(t, home, "", "compact", "apply", ids[0]); r.code != 2 {
+		t.Fatalf("compact apply with one id: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
 // TestContextBrief: the brief of a namespace in Markdown and JSON, within
 // its budget; a budget below the minimum is refused.
 func TestContextBrief(t *testing.T) {

@@ -41,6 +41,8 @@ type Service interface {
 	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
 	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
 	Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error)
+	CompactCandidates(ctx context.Context, req node.CompactRequest) (node.CompactPlan, error)
+	CompactApply(ctx context.Context, req node.CompactApplyRequest) (node.CompactResult, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	Stats(ctx context.Context) (node.Stats, error)
 	Peers(ctx context.Context) ([]node.Peer, error)

@@ -208,7 +208,7 @@ func TestListings(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"analyze", "context", "forget", "get", "impact", "link", "peers", "recall", "reflect", "remember", "restore", "stale", "status", "traverse", "unlink", "update"}
+	want := []string{"analyze", "compact", "compact_apply", "context", "forget", "get", "impact", "link", "peers", "recall", "reflect", "remember", "restore", "stale", "status", "traverse", "unlink", "update"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}

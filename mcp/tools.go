@@ -33,7 +33,7 @@ func (h *handler) tools() []server.ServerTool {
 	var out []server.ServerTool
 	for _, def := range []func() (mcpgo.Tool, server.ToolHandlerFunc){
 		h.rememberTool, h.recallTool, h.getTool, h.updateTool, h.forgetTool, h.restoreTool,
-		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.staleTool, h.analyzeTool, h.reflectTool, h.statusTool, h.peersTool,
+		h.contextTool, h.linkTool, h.unlinkTool, h.traverseTool, h.impactTool, h.staleTool, h.analyzeTool, h.reflectTool, h.compactTool, h.compactApplyTool, h.statusTool, h.peersTool,
 	} {
 		tool, handle := def()
 		out = append(out, server.ServerTool{Tool: tool, Handler: handle})
@@ -498,6 +498,71 @@ func (h *handler) reflectTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			}
 		}
 		return mcpgo.NewToolResultStructured(out, b.String()), nil
+	}
+}
+
+func (h *handler) compactTool() (mcpgo.Tool, server.ToolHandlerFunc) {
+	tool := mcpgo.NewTool("compact",
+		hints("Find stale memories to compact", true, false, true),
+		mcpgo.WithDescription(`List clusters of at least three stale memories that say related things (linked by related_to or in similar words), each member with why it is stale, and instructions for summarising them. Write one summary per cluster worth keeping and store it with compact_apply. Changes nothing.`),
+		mcpgo.WithString("namespace", mcpgo.Description(h.namespaceDescription())),
+		mcpgo.WithOutputSchema[compactData](),
+	)
+	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		a := readArgs(tool, req)
+		r := node.CompactRequest{Namespace: h.namespaceOr(a.str("namespace"))}
+		if bad := a.problem(); bad != nil {
+			return bad, nil
+		}
+		plan, err := h.svc.CompactCandidates(ctx, r)
+		if err != nil {
+			return h.failure(tool.Name, err, "Use status to see which namespaces exist."), nil
+		}
+		out := compactData{Notice: dataNotice, CompactPlan: plan}
+		var b strings.Builder
+		b.WriteString(out.Notice + "\n")
+		fmt.Fprintf(&b, "%d clusters of stale memories in %q.\n", len(plan.Clusters), plan.Namespace)
+		if len(plan.Clusters) > 0 {
+			b.WriteString("\n" + plan.Prompt + "\n")
+		}
+		for i, c := range plan.Clusters {
+			fmt.Fprintf(&b, "\nCluster %d:\n", i+1)
+			for _, m := range c.Members {
+				fmt.Fprintf(&b, "- %s %q (stale: %s)\n  %s\n", m.Memory.ID, quote(m.Memory.Title), strings.Join(m.Reasons, "; "), quote(m.Memory.Content))
+			}
+		}
+		return mcpgo.NewToolResultStructured(out, b.String()), nil
+	}
+}
+
+type compactData struct {
+	Notice string `json:"notice"`
+	node.CompactPlan
+}
+
+func (h *handler) compactApplyTool() (mcpgo.Tool, server.ToolHandlerFunc) {
+	tool := mcpgo.NewTool("compact_apply",
+		hints("Replace memories with a summary", false, false, false),
+		mcpgo.WithDescription(`Store a summary of two or more memories of one namespace (usually a cluster from compact) as a new memory of kind summary, move the links that pointed at them to the summary, and mark them compacted into it. The originals are kept (restore brings one back) but leave recall and context.`),
+		mcpgo.WithArray("members", mcpgo.Required(), mcpgo.WithStringItems(), mcpgo.Description("Ids of the memories the summary replaces (2 to 100).")),
+		mcpgo.WithString("summary", mcpgo.Required(), mcpgo.Description("The summary: every fact, decision and caveat of the members that still holds.")),
+		mcpgo.WithString("title", mcpgo.Description("A short title. Default: the summary's first line.")),
+		mcpgo.WithOutputSchema[node.CompactResult](),
+	)
+	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		a := readArgs(tool, req)
+		r := node.CompactApplyRequest{Members: a.strs("members"), Summary: a.str("summary"), Title: a.str("title")}
+		if bad := a.problem(); bad != nil {
+			return bad, nil
+		}
+		r.Agent, r.Session = h.caller(ctx)
+		res, err := h.svc.CompactApply(ctx, r)
+		if err != nil {
+			return h.failure(tool.Name, err, "Call compact for clusters of live memories of one namespace."), nil
+		}
+		text := fmt.Sprintf("Stored summary %s; compacted %s into it; %d links moved to it.",
+			res.Summary.ShortID, strings.Join(res.Members, ", "), len(res.Repointed))
+		return mcpgo.NewToolResultStructured(res, text), nil
 	}
 }
 

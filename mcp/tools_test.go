@@ -271,6 +271,40 @@ func TestTools(t *testing.T) {
 	})
 }
 
+// TestCompactTools: compact lists a cluster of stale memories with the
+// prompt; compact_apply stores the agent's summary and compacts them.
+func TestCompactTools(t *testing.T) {
+	n := testNode(t)
+	c := connect(t, n)
+	ctx := context.Background()
+	var ids []string
+	for _, text := range []string{
+		"Nightly backups run at 02:00 and keep 7 days",
+		"Nightly backups keep 7 days, weekly backups 4 weeks",
+		"Nightly backups run at 02:00 from the replica",
+	} {
+		res, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: text, Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	var plan compactData
+	text := call(t, c, "compact", nil, &plan)
+	if len(plan.Clusters) != 1 || len(plan.Clusters[0].Members) != 3 || !strings.Contains(text, "compact_apply") || !strings.Contains(text, "not instructions") {
+		t.Fatalf("compact = %+v, text %q", plan, text)
+	}
+	var res node.CompactResult
+	text = call(t, c, "compact_apply", map[string]any{"members": []any{ids[0], ids[1], ids[2]}, "title": "Backups",
+		"summary": "Nightly backups run at 02:00 from the replica; daily ones are kept 7 days, weekly ones 4 weeks."}, &res)
+	if res.Summary.Kind != "summary" || len(res.Members) != 3 || !strings.Contains(text, "Stored summary "+res.Summary.ShortID) {
+		t.Fatalf("compact_apply = %+v, text %q", res, text)
+	}
+	if m, err := n.Get(ctx, ids[1]); err != nil || m.Status != crdt.StatusCompacted {
+		t.Fatalf("member after compact_apply: %s, %v", m.Status, err)
+	}
+}
+
 // snapshot is everything a bad call could change, as JSON.
 func snapshot(t *testing.T, n *node.Node, ids ...string) string {
 	t.Helper()
@@ -355,6 +389,9 @@ func TestToolErrors(t *testing.T) {
 		{"traverse unknown start", "traverse", map[string]any{"start": "m-zzzzzzzz"}, "no memory has id m-zzzzzzzz"},
 		{"traverse invalid relation", "traverse", map[string]any{"start": a.ID, "rels": []any{"NOPE"}}, "relation"},
 		{"budget too small", "context", map[string]any{"budget": 5}, "budget is 5: use 100 to 100000"},
+		{"compact one member", "compact_apply", map[string]any{"members": []any{a.ID}, "summary": "x"}, "2 to 100 distinct memories"},
+		{"compact without a summary", "compact_apply", map[string]any{"members": []any{a.ID, b.ID}}, "missing argument summary"},
+		{"compact unknown member", "compact_apply", map[string]any{"members": []any{a.ID, "m-zzzzzzzz"}, "summary": "x"}, "no memory has id m-zzzzzzzz"},
 		{"status with arguments", "status", map[string]any{"verbose": true}, `unknown argument "verbose" (status takes no arguments)`},
 		{"peers with arguments", "peers", map[string]any{"all": true}, `unknown argument "all" (peers takes no arguments)`},
 	} {

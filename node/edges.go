@@ -306,6 +306,22 @@ func (n *Node) commitEdge(doc *crdt.EdgeDoc) (Edge, error) {
 	return Edge{e}, nil
 }
 
+// newEdgeRecord creates the document of a new edge and returns its record
+// to commit, with the edge as stored.
+func newEdgeRecord(actor string, e *crdt.Edge) (storage.Record, Edge, error) {
+	doc, err := crdt.NewEdgeDoc(actor, e)
+	if err != nil {
+		return storage.Record{}, Edge{}, err
+	}
+	defer doc.Close()
+	stored, err := doc.Materialize()
+	if err != nil {
+		return storage.Record{}, Edge{}, fmt.Errorf("materialise edge: %w", err)
+	}
+	rec, err := edgeRecord(&stored, doc.Save())
+	return rec, Edge{stored}, err
+}
+
 // edgeRecord builds the storage record of an edge: its materialised JSON
 // and, while it is live, its adjacency terms.
 func edgeRecord(e *crdt.Edge, doc []byte) (storage.Record, error) {

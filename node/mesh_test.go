@@ -618,6 +618,30 @@ func TestMeshSupersedesStaleOnPeer(t *testing.T) {
 	})
 }
 
+// TestMeshCompactionOnPeer: a compaction on A reaches B whole: the
+// summary, the members compacted into it and the re-pointed edge.
+func TestMeshCompactionOnPeer(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	members, user := staleCluster(t, a, "api")
+	ids := []string{members[0].ID, members[1].ID, members[2].ID}
+	res, err := a.CompactApply(ctx, CompactApplyRequest{Members: ids, Summary: "Uploads retry with capped exponential backoff, on 5xx only"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the compaction on B", func() bool {
+		for _, id := range ids {
+			m, err := b.Get(ctx, id)
+			if err != nil || m.Status != crdt.StatusCompacted || DisplayID(m.CompactedInto) != res.Summary.ID {
+				return false
+			}
+		}
+		walk, err := b.Traverse(ctx, TraverseRequest{Start: user.ID, Direction: Out, Rels: []string{"depends_on"}})
+		return err == nil && len(walk.Nodes) == 2 && walk.Nodes[1].ID == res.Summary.ID
+	})
+}
+
 // TestMeshBriefFromPeers: B's brief lists what A learned since B last
 // asked, within the budget; asked again, it no longer calls it new.
 func TestMeshBriefFromPeers(t *testing.T) {

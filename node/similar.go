@@ -131,21 +131,11 @@ func (n *Node) autoLinks(m *crdt.Memory, similar []Similar) ([]storage.Record, e
 			Strength: s.Similarity, Origin: OriginAutoLink, Notes: fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity),
 			CreatedAt: m.Provenance.CreatedAt, UpdatedAt: m.Provenance.CreatedAt,
 		}
-		doc, err := crdt.NewEdgeDoc(n.actor, &e)
+		rec, _, err := newEdgeRecord(n.actor, &e)
 		if err != nil {
 			return nil, fmt.Errorf("auto-link: %w", err)
 		}
-		e, err = doc.Materialize()
-		if err == nil {
-			var rec storage.Record
-			if rec, err = edgeRecord(&e, doc.Save()); err == nil {
-				recs = append(recs, rec)
-			}
-		}
-		doc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("auto-link: %w", err)
-		}
+		recs = append(recs, rec)
 	}
 	return recs, nil
 }

@@ -272,6 +272,18 @@ func (c *Client) RunLifecycle(ctx context.Context) (node.LifecycleReport, error)
 	return res, c.send(ctx, http.MethodPost, "/v1/lifecycle", nil, &res)
 }
 
+// CompactCandidates finds clusters of stale memories to compact.
+func (c *Client) CompactCandidates(ctx context.Context, req node.CompactRequest) (node.CompactPlan, error) {
+	var res node.CompactPlan
+	return res, c.send(ctx, http.MethodPost, "/v1/compact", req, &res)
+}
+
+// CompactApply replaces memories with a summary of them.
+func (c *Client) CompactApply(ctx context.Context, req node.CompactApplyRequest) (node.CompactResult, error) {
+	var res node.CompactResult
+	return res, c.send(ctx, http.MethodPost, "/v1/compact/apply", req, &res)
+}
+
 // Reflect lists unlinked memories with candidate link targets.
 func (c *Client) Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error) {
 	var res []node.Reflection

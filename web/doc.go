@@ -23,6 +23,8 @@
 //	POST   /v1/impact                 memories a file affects (node.ImpactRequest)
 //	GET    /v1/doctor                 cycles in acyclic relations, sync conflicts
 //	POST   /v1/lifecycle              run a lifecycle pass now (node.LifecycleReport)
+//	POST   /v1/compact                clusters of stale memories to compact (node.CompactRequest)
+//	POST   /v1/compact/apply          replace memories with a summary (node.CompactApplyRequest)
 //	POST   /v1/stale                  memories that may no longer hold (node.StaleRequest)
 //	POST   /v1/analyze                god nodes, bridges, PageRank, gaps (node.AnalyzeRequest)
 //	POST   /v1/reflect                unlinked memories with candidate targets (node.ReflectRequest)

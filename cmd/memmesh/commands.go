@@ -292,7 +292,7 @@ spellings are tried.`,
 					fmt.Fprintf(w, "%d. %s  %s\n   %s · %s · score %.2f\n   %s\n", i+1, h.ShortID, h.Title, h.Namespace, h.Kind, h.Score, snippet(h.Content, 160))
 					if h.Explain != nil {
 						e := h.Explain
-						fmt.Fprintf(w, "   bm25 %.3f × confidence %.2f × tier %.2f × recency %.2f × status %.2f (%s)\n", e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Match)
+						fmt.Fprintf(w, "   bm25 %.3f × confidence %.2f × tier %.2f × recency %.2f × status %.2f × maturity %.2f (%s)\n", e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Maturity, e.Match)
 					}
 				}
 			}, func(w io.Writer) {

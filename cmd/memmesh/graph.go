@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -247,10 +249,14 @@ func (a *app) staleCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stale",
 		Short: "List memories that may no longer hold, with the reasons",
-		Long: `List the memories of a namespace that may no longer hold: marked stale, or
-superseded by a newer memory (a supersedes link). 'memmesh update ID --status
-active' or 'memmesh restore ID' keeps one; 'memmesh invalidate' ends a
-supersession; 'memmesh forget ID' retires it.`,
+		Long: `List the memories of a namespace that may no longer hold: marked stale,
+superseded by a newer memory (a supersedes link), not updated for longer
+than the namespace's stale-after age ('memmesh ns set NS --stale-after 30d';
+default 60 days), or linked to nothing and older than 30 days. Evergreen
+memories are stale only when marked. 'memmesh update ID --status active'
+or 'memmesh restore ID' keeps a marked one; updating or linking a memory
+makes it current; 'memmesh invalidate' ends a supersession; 'memmesh forget
+ID' retires it; 'memmesh compact' folds related ones into a summary.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if ns == "" {
@@ -263,13 +269,7 @@ supersession; 'memmesh forget ID' retires it.`,
 				return err
 			}
 			return emitList(a, "stale", list, func(w io.Writer) {
-				printTable(w, list, "Nothing stale in "+ns+".", "ID\tUPDATED\tREASON\tTITLE", func(s node.StaleMemory) []any {
-					title := s.Memory.Title
-					if title == "" {
-						title = s.Memory.Content
-					}
-					return []any{s.Memory.ShortID, stamp(s.Memory.Provenance.UpdatedAt), strings.Join(s.Reasons, "; "), snippet(title, 50)}
-				})
+				printTable(w, list, "Nothing stale in "+ns+".", staleHeader, staleRow)
 			}, func(s node.StaleMemory) string { return s.Memory.ShortID })
 		},
 	}
@@ -309,6 +309,143 @@ func printLifecycle(w io.Writer, r node.LifecycleReport) {
 	fmt.Fprintf(w, "confidence below half of what was stated: %d\n", r.Decayed)
 	fmt.Fprintf(w, "maturity: %d candidate, %d established, %d proven\n",
 		r.Maturity[node.MaturityCandidate], r.Maturity[node.MaturityEstablished], r.Maturity[node.MaturityProven])
+}
+
+func (a *app) compactCommand() *cobra.Command {
+	var req node.CompactRequest
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "compact",
+		Short: "Compact clusters of related stale memories into summaries",
+		Long: `Find clusters of at least three stale memories (see 'memmesh stale') that
+related_to edges or similar words connect, and replace each with one
+summary memory (kind summary): the links that pointed at the members move
+to it, and the members are marked compacted into it. Nothing is lost: the
+members are kept, and 'memmesh restore ID' brings one back.
+
+The summary this command writes is a digest that lists each member's gist
+with its id. For a summary in your own words use 'memmesh compact apply';
+agents get the clusters with a summarising prompt from the MCP tool compact
+and store their summary with compact_apply.`,
+		Example: `  memmesh compact --dry-run           # list the clusters, change nothing
+  memmesh compact --ns backend`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if req.Namespace == "" {
+				req.Namespace = a.cfg.Namespace
+			}
+			plan, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.CompactPlan, error) {
+				return c.CompactCandidates(ctx, req)
+			})
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				return a.emit(plan, func(w io.Writer) { printClusters(w, plan) }, func(w io.Writer) {
+					for _, c := range plan.Clusters {
+						fmt.Fprintln(w, strings.Join(memberIDs(c), " "))
+					}
+				})
+			}
+			results := []node.CompactResult{}
+			for _, c := range plan.Clusters {
+				title, summary := digest(c)
+				res, err := call(cmd.Context(), a, func(cl *web.Client, ctx context.Context) (node.CompactResult, error) {
+					return cl.CompactApply(ctx, node.CompactApplyRequest{Members: memberIDs(c), Title: title, Summary: summary, Tier: crdt.TierAuto})
+				})
+				if err != nil {
+					return fmt.Errorf("compacted %d of %d clusters: %w", len(results), len(plan.Clusters), err)
+				}
+				results = append(results, res)
+			}
+			return a.emit(results, func(w io.Writer) {
+				if len(results) == 0 {
+					fmt.Fprintf(w, "No cluster of 3 or more related stale memories in %s.\n", plan.Namespace)
+				}
+				for _, r := range results {
+					fmt.Fprintf(w, "Compacted %d memories into %s (%d links moved).\n", len(r.Members), r.Summary.ShortID, len(r.Repointed))
+				}
+			}, func(w io.Writer) {
+				for _, r := range results {
+					fmt.Fprintln(w, r.Summary.ShortID)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&req.Namespace, "ns", "", "namespace (default: the working directory's)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the clusters and change nothing")
+	cmd.AddCommand(a.compactApplyCommand())
+	return cmd
+}
+
+func (a *app) compactApplyCommand() *cobra.Command {
+	req := node.CompactApplyRequest{Tier: crdt.TierHuman}
+	cmd := &cobra.Command{
+		Use:   "apply ID ID...",
+		Short: "Replace memories with a summary you wrote",
+		Long: `Store your summary of two or more memories of one namespace (kind summary),
+move the links that pointed at them to it and mark them compacted into it.
+They are kept; 'memmesh restore ID' brings one back.`,
+		Example: `  memmesh compact apply m-3fq2 m-k7dd m-x1c9 --title "Upload retries" --summary "Uploads retry 3 times with backoff, on 5xx only."`,
+		Args:    args(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			req.Members = argv
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.CompactResult, error) { return c.CompactApply(ctx, req) })
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				fmt.Fprintf(w, "Compacted %d memories into %s (%d links moved).\n", len(res.Members), res.Summary.ShortID, len(res.Repointed))
+			}, func(w io.Writer) { fmt.Fprintln(w, res.Summary.ShortID) })
+		},
+	}
+	cmd.Flags().StringVar(&req.Summary, "summary", "", "the summary (required)")
+	cmd.Flags().StringVar(&req.Title, "title", "", "a short title (default: the summary's first line)")
+	cmd.MarkFlagRequired("summary")
+	return cmd
+}
+
+func memberIDs(c node.CompactCluster) []string {
+	ids := make([]string, len(c.Members))
+	for i, m := range c.Members {
+		ids[i] = m.Memory.ID
+	}
+	return ids
+}
+
+// digest is the summary 'memmesh compact' writes for a cluster: each
+// member's gist with its id, so that nothing is paraphrased.
+func digest(c node.CompactCluster) (title, summary string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Digest of %d stale memories:\n", len(c.Members))
+	for _, m := range c.Members {
+		fmt.Fprintf(&b, "- %s (%s, updated %s)\n", snippet(m.Memory.Content, 200), m.Memory.ShortID, m.Memory.Provenance.UpdatedAt.Format(time.DateOnly))
+	}
+	return "Digest: " + snippet(c.Members[0].Memory.Title, 60), b.String()
+}
+
+func printClusters(w io.Writer, plan node.CompactPlan) {
+	if len(plan.Clusters) == 0 {
+		fmt.Fprintf(w, "No cluster of 3 or more related stale memories in %s.\n", plan.Namespace)
+		return
+	}
+	for i, c := range plan.Clusters {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "Cluster %d (%d memories)\n", i+1, len(c.Members))
+		printTable(w, c.Members, "", staleHeader, staleRow)
+	}
+}
+
+const staleHeader = "ID\tUPDATED\tREASON\tTITLE"
+
+func staleRow(s node.StaleMemory) []any {
+	title := s.Memory.Title
+	if title == "" {
+		title = s.Memory.Content
+	}
+	return []any{s.Memory.ShortID, stamp(s.Memory.Provenance.UpdatedAt), strings.Join(s.Reasons, "; "), snippet(title, 50)}
 }
 
 func (a *app) analyzeCommand() *cobra.Command {
