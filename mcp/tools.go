@@ -1024,6 +1024,7 @@ type explainData struct {
 	Tier       float64 `json:"tier" jsonschema:"multiplier"`
 	Recency    float64 `json:"recency" jsonschema:"multiplier"`
 	Status     float64 `json:"status" jsonschema:"multiplier"`
+	Maturity   float64 `json:"maturity" jsonschema:"multiplier, from how often this machine read the memory"`
 	Final      float64 `json:"final"`
 	Match      string  `json:"match" jsonschema:"how the memory matched: terms, phrase, fuzzy or filter"`
 }
@@ -1031,13 +1032,14 @@ type explainData struct {
 type hitData struct {
 	memoryData
 	Score   float64      `json:"score"`
-	Explain *explainData `json:"explain,omitempty"`
+	Explain *explainData `json:"explain,omitempty" jsonschema:"the text score's components; absent for a memory found through a link"`
+	Fusion  *node.Fusion `json:"fusion,omitempty" jsonschema:"text and graph ranks fused into score, and the link that pulled the memory in"`
 }
 
 func newHit(h node.SearchHit) hitData {
-	out := hitData{memoryData: newMemory(h.Memory), Score: h.Score}
+	out := hitData{memoryData: newMemory(h.Memory), Score: h.Score, Fusion: h.Fusion}
 	if e := h.Explain; e != nil {
-		out.Explain = &explainData{BM25: e.BM25, Confidence: e.Confidence, Tier: e.Tier, Recency: e.Recency, Status: e.Status, Final: e.Final, Match: e.Match}
+		out.Explain = &explainData{BM25: e.BM25, Confidence: e.Confidence, Tier: e.Tier, Recency: e.Recency, Status: e.Status, Maturity: e.Maturity, Final: e.Final, Match: e.Match}
 	}
 	return out
 }
@@ -1070,11 +1072,23 @@ func (r *recallData) text() string {
 		hit := &r.Results[i]
 		extra := []attr{{"score", fmt.Sprintf("%.3f", hit.Score)}}
 		if e := hit.Explain; e != nil {
-			extra = append(extra, attr{"explain", fmt.Sprintf("match=%s bm25=%.3f confidence=%.2f tier=%.2f recency=%.2f status=%.2f", e.Match, e.BM25, e.Confidence, e.Tier, e.Recency, e.Status)})
+			extra = append(extra, attr{"explain", fmt.Sprintf("match=%s bm25=%.3f confidence=%.2f tier=%.2f recency=%.2f status=%.2f maturity=%.2f", e.Match, e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Maturity)})
+		}
+		if f := hit.Fusion; f != nil {
+			extra = append(extra, attr{"fusion", fusionText(f)})
 		}
 		hit.write(&b, extra...)
 	}
 	return b.String()
+}
+
+// fusionText explains a graph-expanded search result in one line.
+func fusionText(f *node.Fusion) string {
+	s := fmt.Sprintf("text rank %d, graph rank %d", f.TextRank, f.GraphRank)
+	if f.Via != "" {
+		s += fmt.Sprintf(" (%s of %s)", f.Rel, f.Via)
+	}
+	return s
 }
 
 type forgetData struct {

@@ -606,13 +606,17 @@ type SearchRequest struct {
 	Until     time.Time     `json:"until,omitzero"`
 	Limit     int           `json:"limit,omitempty"` // default 10
 	Explain   bool          `json:"explain,omitempty"`
+	// NoGraph turns graph expansion off: only text matches, ranked by
+	// their own scores.
+	NoGraph bool `json:"no_graph,omitempty"`
 }
 
 // SearchHit is one search result.
 type SearchHit struct {
 	Memory
 	Score   float64             `json:"score"`
-	Explain *search.Explanation `json:"explain,omitempty"`
+	Explain *search.Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
+	Fusion  *Fusion             `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
 }
 
 // SearchResult holds the hits of a search, best first.
@@ -629,7 +633,10 @@ func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, err
 	if err != nil {
 		return SearchResult{}, err
 	}
-	return n.runSearch(ctx, q)
+	if req.NoGraph || q.Text == "" {
+		return n.runSearch(ctx, q)
+	}
+	return n.graphSearch(ctx, q)
 }
 
 func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
@@ -678,16 +685,32 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 }
 
 func (n *Node) runSearch(ctx context.Context, q search.Query) (SearchResult, error) {
-	if err := n.indexer.waitFor(ctx, n.store.DurableSeq()); err != nil {
+	res, err := n.indexSearch(ctx, q)
+	if err != nil {
 		return SearchResult{}, err
+	}
+	return n.hydrate(res, nil)
+}
+
+// indexSearch runs q on the search index once it holds every durable
+// change.
+func (n *Node) indexSearch(ctx context.Context, q search.Query) (search.Result, error) {
+	if err := n.indexer.waitFor(ctx, n.store.DurableSeq()); err != nil {
+		return search.Result{}, err
 	}
 	res, err := n.index.Search(ctx, q)
 	if errors.Is(err, search.ErrInvalidQuery) {
-		return SearchResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return search.Result{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err != nil {
-		return SearchResult{}, fmt.Errorf("search: %w", err)
+		return search.Result{}, fmt.Errorf("search: %w", err)
 	}
+	return res, nil
+}
+
+// hydrate loads the memories of an index result, with their fusion
+// explanations when given.
+func (n *Node) hydrate(res search.Result, fusion map[string]*Fusion) (SearchResult, error) {
 	out := SearchResult{Results: make([]SearchHit, 0, len(res.Hits)), Fuzzy: res.Fuzzy, Total: res.Total}
 	for _, h := range res.Hits {
 		m, err := n.load(h.ID)
@@ -696,7 +719,7 @@ func (n *Node) runSearch(ctx context.Context, q search.Query) (SearchResult, err
 		} else if err != nil {
 			return SearchResult{}, err
 		}
-		out.Results = append(out.Results, SearchHit{Memory: n.view(m), Score: h.Score, Explain: h.Explain})
+		out.Results = append(out.Results, SearchHit{Memory: n.view(m), Score: h.Score, Explain: h.Explain, Fusion: fusion[h.ID]})
 	}
 	return out, nil
 }

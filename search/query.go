@@ -18,7 +18,7 @@ import (
 
 // Query limits.
 const (
-	defaultLimit  = 10
+	DefaultLimit  = 10 // results of a query without a limit
 	maxLimit      = 1000
 	maxQueryWords = 64
 )
@@ -37,6 +37,7 @@ type Query struct {
 	Namespace string        // "" = all
 	Tags      []string      // every tag must be present
 	Kind      string        // "" = all
+	IDs       []string      // only these memories; nil = all
 	Statuses  []crdt.Status // nil = active and stale
 	Tiers     []crdt.Tier   // nil = all
 	Since     time.Time     // updated at or after; zero = open
@@ -148,7 +149,7 @@ func (ix *Index) plan(q Query) (*plan, error) {
 	}
 	p := &plan{limit: q.Limit, now: q.Now, explain: q.Explain, derived: q.Derived}
 	if p.limit == 0 {
-		p.limit = defaultLimit
+		p.limit = DefaultLimit
 	}
 	p.limit = min(p.limit, maxLimit)
 	if p.now.IsZero() {
@@ -221,6 +222,9 @@ func (p *plan) addFilters(q Query) error {
 	}
 	if q.Kind != "" {
 		p.include = append(p.include, termQuery(fieldKind, q.Kind))
+	}
+	if q.IDs != nil {
+		p.include = append(p.include, query.NewDocIDQuery(q.IDs))
 	}
 	for _, tag := range q.Tags {
 		if tag == "" {

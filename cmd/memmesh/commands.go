@@ -251,13 +251,15 @@ func parseWhen(flag, s string) (time.Time, error) {
 
 func (a *app) searchCommand() *cobra.Command {
 	var filters filterFlags
-	var explain bool
+	var explain, noGraph bool
 	cmd := &cobra.Command{
 		Use:   "search QUERY",
 		Short: "Search memories",
-		Long: `Search memories by words (ranked by BM25, trust, confidence and recency).
-"Quoted words" must appear as a phrase. When nothing matches exactly, close
-spellings are tried.`,
+		Long: `Search memories by words (ranked by BM25, trust, confidence, recency,
+staleness and how often this machine read each memory). "Quoted words" must
+appear as a phrase. When nothing matches exactly, close spellings are tried.
+The best matches pull in the memories they are linked to; the two rankings
+are fused by reciprocal rank (--explain shows how; --no-graph turns it off).`,
 		Example: `  memmesh search "connection pool" postgres
   memmesh search auth --ns myproject --tag security --limit 5`,
 		Args: args(cobra.MinimumNArgs(1)),
@@ -270,7 +272,7 @@ spellings are tried.`,
 				Query:     strings.Join(argv, " "),
 				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
 				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
-				Limit: filters.limit, Explain: explain,
+				Limit: filters.limit, Explain: explain, NoGraph: noGraph,
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -294,6 +296,13 @@ spellings are tried.`,
 						e := h.Explain
 						fmt.Fprintf(w, "   bm25 %.3f × confidence %.2f × tier %.2f × recency %.2f × status %.2f × maturity %.2f (%s)\n", e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Maturity, e.Match)
 					}
+					if f := h.Fusion; f != nil {
+						fmt.Fprintf(w, "   fused %.4f = 1/(10+text rank %d) + 0.8/(10+graph rank %d)", f.Score, f.TextRank, f.GraphRank)
+						if f.Via != "" {
+							fmt.Fprintf(w, ", linked %s from %s", f.Rel, f.Via)
+						}
+						fmt.Fprintln(w)
+					}
 				}
 			}, func(w io.Writer) {
 				for _, h := range res.Results {
@@ -304,6 +313,7 @@ spellings are tried.`,
 	}
 	filters.register(cmd, "search", 10)
 	cmd.Flags().BoolVar(&explain, "explain", false, "show how each score was made")
+	cmd.Flags().BoolVar(&noGraph, "no-graph", false, "rank text matches only, without the memories linked to the best ones")
 	return cmd
 }
 
