@@ -132,6 +132,9 @@ func TestMain(m *testing.M) {
 	for _, home := range populated.homes {
 		os.RemoveAll(home)
 	}
+	if graphPopulated.home != "" {
+		os.RemoveAll(graphPopulated.home)
+	}
 	os.Exit(code)
 }
 

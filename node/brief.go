@@ -154,27 +154,26 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	for i := range conflicts {
 		add(&b.Conflicts, &conflicts[i], "edited on two machines at once")
 	}
-	pairs, err := n.contradictions(ctx)
+	facts, err := n.graphFacts(ctx)
 	if err != nil {
 		return b, err
 	}
 	contradicted := map[string]bool{}
-	for _, p := range pairs {
-		for i, id := range p {
-			m, err := n.load(id)
-			if err != nil || m.Namespace != ns || contradicted[id] {
+	for _, c := range facts.pairs {
+		for i, id := range c.ids {
+			if c.namespaces[i] != ns || contradicted[id] {
 				continue
+			}
+			m, err := n.load(id)
+			if err != nil {
+				continue // removed since
 			}
 			contradicted[id] = true
 			v := n.view(m)
-			add(&b.Conflicts, &v, "contradicts "+n.shortID(p[1-i]))
+			add(&b.Conflicts, &v, "contradicts "+n.shortID(c.ids[1-i]))
 		}
 	}
-	cycles, err := n.cycles(ctx)
-	if err != nil {
-		return b, err
-	}
-	for _, c := range cycles {
+	for _, c := range facts.cycles {
 		cost := itemOverhead + estimateTokens(strings.Join(c.Members, " "))
 		if n.touchesNamespace(c.Members, ns) && b.Tokens+cost <= budget {
 			b.Tokens += cost
@@ -185,10 +184,7 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	if err != nil {
 		return b, err
 	}
-	rules, err := n.staleRules(ctx)
-	if err != nil {
-		return b, err
-	}
+	rules := n.staleRules()
 	since := n.lastAsked(ns, now)
 	degree, err := n.degrees(active, now)
 	if err != nil {

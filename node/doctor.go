@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/memmesh/memmesh/graph"
 	"github.com/memmesh/memmesh/storage"
@@ -29,17 +30,13 @@ type DoctorReport struct {
 // decide: cycles in acyclic relations, sync conflicts and contradictions.
 func (n *Node) Doctor(ctx context.Context) (DoctorReport, error) {
 	rep := DoctorReport{Cycles: []Cycle{}, Conflicts: []string{}, Contradictions: [][2]string{}}
-	cycles, err := n.cycles(ctx)
+	facts, err := n.graphFacts(ctx)
 	if err != nil {
 		return rep, err
 	}
-	rep.Cycles = append(rep.Cycles, cycles...)
-	pairs, err := n.contradictions(ctx)
-	if err != nil {
-		return rep, err
-	}
-	for _, p := range pairs {
-		rep.Contradictions = append(rep.Contradictions, [2]string{DisplayID(p[0]), DisplayID(p[1])})
+	rep.Cycles = append(rep.Cycles, facts.cycles...)
+	for _, c := range facts.pairs {
+		rep.Contradictions = append(rep.Contradictions, [2]string{DisplayID(c.ids[0]), DisplayID(c.ids[1])})
 	}
 	err = n.store.Scan(storage.KindMemory, storage.Term{Field: "conflict", Value: "yes"}, func(id string) error {
 		rep.Conflicts = append(rep.Conflicts, DisplayID(id))
@@ -50,6 +47,39 @@ func (n *Node) Doctor(ctx context.Context) (DoctorReport, error) {
 
 // cycles finds the cycles of every acyclic relation among the edges valid
 // now.
+// graphFacts are what the brief and doctor report about the whole graph:
+// contradictions and cycles. Finding them reads every contradicts edge and
+// every edge of an acyclic relation, so they are kept until the store
+// changes, or for at most factsMaxAge, since an edge's validity can end
+// without a change.
+type graphFacts struct {
+	seq    uint64
+	at     time.Time
+	pairs  []contradiction
+	cycles []Cycle
+}
+
+const factsMaxAge = time.Minute
+
+func (n *Node) graphFacts(ctx context.Context) (graphFacts, error) {
+	n.factsMu.Lock()
+	defer n.factsMu.Unlock()
+	seq, now := n.store.DurableSeq(), n.now()
+	if f := n.facts; f != nil && f.seq == seq && !now.Before(f.at) && now.Sub(f.at) < factsMaxAge {
+		return *f, nil
+	}
+	pairs, err := n.contradictions(ctx)
+	if err != nil {
+		return graphFacts{}, err
+	}
+	cycles, err := n.cycles(ctx)
+	if err != nil {
+		return graphFacts{}, err
+	}
+	n.facts = &graphFacts{seq: seq, at: now, pairs: pairs, cycles: cycles}
+	return *n.facts, nil
+}
+
 func (n *Node) cycles(ctx context.Context) ([]Cycle, error) {
 	now := n.now()
 	var out []Cycle

@@ -375,8 +375,8 @@ const OriginExtracted = "extracted"
 
 // touchEdges returns the derived touches edges at an endpoint: out of a
 // memory to the artefacts it mentions, into an artefact from the memories
-// that mention it.
-func (n *Node) touchEdges(endpoint string, dir Direction) ([]crdt.Edge, error) {
+// that mention it (at most limit of them).
+func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]crdt.Edge, error) {
 	touch := func(m *crdt.Memory, artefact string) crdt.Edge {
 		from := DisplayID(m.ID)
 		return crdt.Edge{ID: crdt.EdgeID(from, "touches", artefact), From: from, Rel: "touches", To: artefact,
@@ -405,6 +405,9 @@ func (n *Node) touchEdges(endpoint string, dir Direction) ([]crdt.Edge, error) {
 		return nil, nil
 	}
 	err := n.store.Scan(storage.KindMemory, storage.Term{Field: "touch", Value: endpoint}, func(id string) error {
+		if len(out) == limit {
+			return errStop
+		}
 		m, err := n.load(id)
 		if err != nil || m.Status == crdt.StatusDeleted {
 			return err
@@ -412,6 +415,9 @@ func (n *Node) touchEdges(endpoint string, dir Direction) ([]crdt.Edge, error) {
 		out = append(out, touch(&m, endpoint))
 		return nil
 	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
 	return out, err
 }
 
@@ -510,7 +516,9 @@ func (n *Node) Traverse(ctx context.Context, req TraverseRequest) (TraverseResul
 			if err != nil {
 				return res, err
 			}
-			touches, err := n.touchEdges(at, dir)
+			// An artefact that many memories mention gives only as many
+			// as the traversal can still take.
+			touches, err := n.touchEdges(at, dir, maxTraversed-len(res.Nodes))
 			if err != nil {
 				return res, err
 			}

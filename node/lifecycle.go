@@ -145,11 +145,14 @@ func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
 	if err != nil {
 		return LifecycleReport{}, err
 	}
-	rules, err := n.staleRules(ctx)
+	superseded, err := n.superseded(ctx)
 	if err != nil {
 		return LifecycleReport{}, err
 	}
+	// Every memory is judged: read each edge once, not each memory's.
+	rules := n.staleRules()
 	rules.linked = func(id string) (bool, error) { return linked[id], nil }
+	rules.supersededBy = func(id string) ([]string, error) { return superseded[id], nil }
 
 	r := LifecycleReport{
 		At:          now.UTC(),

@@ -64,6 +64,9 @@ type Node struct {
 	mesh    *mesh // nil when the node runs without the mesh
 	life    lifecycle
 
+	factsMu sync.Mutex
+	facts   *graphFacts // the last graphFacts, nil until asked
+
 	locks     [256]sync.Mutex // per-document write locks, striped by id hash
 	importMu  sync.Mutex      // imports check for existing ids, then write them
 	acyclicMu sync.Mutex      // links of acyclic relations check for cycles, then write

@@ -55,10 +55,7 @@ func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, erro
 	if err != nil {
 		return nil, err
 	}
-	rules, err := n.staleRules(ctx)
-	if err != nil {
-		return nil, err
-	}
+	rules := n.staleRules()
 	for i := range active {
 		reasons, err := rules.reasons(&active[i].Memory)
 		if err != nil {
@@ -74,7 +71,9 @@ func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, erro
 // staleRules judges whether active memories may no longer hold.
 type staleRules struct {
 	now        time.Time
-	superseded map[string][]string // see Node.superseded
+	// supersededBy gives the display ids of the live memories that
+	// supersede a memory now.
+	supersededBy func(id string) ([]string, error)
 	days       map[string]int      // stale-after per namespace, filled as asked
 	settings   func(ns string) crdt.MeshRecord
 	// linked reports whether a valid edge starts or ends at a memory.
@@ -82,23 +81,35 @@ type staleRules struct {
 }
 
 // staleRules returns the rules as they stand now, reading a memory's
-// edges when asked whether it is linked.
-func (n *Node) staleRules(ctx context.Context) (*staleRules, error) {
-	superseded, err := n.superseded(ctx)
-	if err != nil {
-		return nil, err
-	}
+// edges when they are asked about it.
+func (n *Node) staleRules() *staleRules {
 	now := n.now()
 	return &staleRules{
-		now:        now,
-		superseded: superseded,
-		days:       map[string]int{},
-		settings:   n.namespaceSettings,
+		now:      now,
+		days:     map[string]int{},
+		settings: n.namespaceSettings,
+		supersededBy: func(id string) ([]string, error) {
+			edges, err := n.edgesOf(DisplayID(id), In)
+			if err != nil {
+				return nil, err
+			}
+			var by []string
+			for _, e := range edges {
+				from, ok := strings.CutPrefix(e.From, IDPrefix)
+				if !ok || e.Rel != "supersedes" || !validAt(&e, now) {
+					continue
+				}
+				if m, err := n.load(from); err == nil && m.Status == crdt.StatusActive {
+					by = append(by, n.shortID(from)) // a retired memory supersedes nothing
+				}
+			}
+			return by, nil
+		},
 		linked: func(id string) (bool, error) {
 			edges, err := n.edgesOf(DisplayID(id), Both)
 			return slices.ContainsFunc(edges, func(e crdt.Edge) bool { return validAt(&e, now) }), err
 		},
-	}, nil
+	}
 }
 
 // The rules that make an active memory stale (LifecycleReport.StaleByRule).
@@ -124,7 +135,11 @@ func reasonTexts(rs []staleReason) []string {
 // holds).
 func (r *staleRules) reasons(m *crdt.Memory) ([]staleReason, error) {
 	var reasons []staleReason
-	if by := r.superseded[m.ID]; len(by) > 0 {
+	by, err := r.supersededBy(m.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(by) > 0 {
 		reasons = append(reasons, staleReason{StaleSuperseded, "superseded by " + strings.Join(by, ", ")})
 	}
 	if m.Evergreen {
@@ -183,12 +198,19 @@ func (n *Node) superseded(ctx context.Context) (map[string][]string, error) {
 	return out, nil
 }
 
+// contradiction is two live memories a valid contradicts edge connects,
+// and their namespaces.
+type contradiction struct {
+	ids        [2]string
+	namespaces [2]string
+}
+
 // contradictions returns the pairs of live memories that a valid
 // contradicts edge connects: conflicts until someone resolves them (by
 // invalidating the edge, or retiring one side).
-func (n *Node) contradictions(ctx context.Context) ([][2]string, error) {
+func (n *Node) contradictions(ctx context.Context) ([]contradiction, error) {
 	now := n.now()
-	var out [][2]string
+	var out []contradiction
 	err := n.store.Scan(storage.KindEdge, storage.Term{Field: "rel", Value: "contradicts"}, func(edgeID string) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -197,18 +219,19 @@ func (n *Node) contradictions(ctx context.Context) ([][2]string, error) {
 		if err != nil || !validAt(&e, now) {
 			return err
 		}
-		pair := [2]string{}
+		var c contradiction
 		for i, end := range []string{e.From, e.To} {
 			id, ok := strings.CutPrefix(end, IDPrefix)
 			if !ok {
 				return nil
 			}
-			if m, err := n.load(id); err != nil || m.Status != crdt.StatusActive {
+			m, err := n.load(id)
+			if err != nil || m.Status != crdt.StatusActive {
 				return nil
 			}
-			pair[i] = id
+			c.ids[i], c.namespaces[i] = id, m.Namespace
 		}
-		out = append(out, pair)
+		out = append(out, c)
 		return nil
 	})
 	if err != nil {
