@@ -99,23 +99,6 @@ func briefWeight(m *Memory, degree int, now time.Time) float64 {
 	return tier * (0.5 + 0.5*m.ConfidenceNow) * centrality * (0.7 + 0.3*math.Exp2(-age/30)) * maturityWeights[m.Maturity]
 }
 
-// degrees counts the valid edges at each memory.
-func (n *Node) degrees(ms []Memory, now time.Time) (map[string]int, error) {
-	out := make(map[string]int, len(ms))
-	for i := range ms {
-		edges, err := n.edgesOf(ms[i].ID, Both)
-		if err != nil {
-			return nil, err
-		}
-		for j := range edges {
-			if validAt(&edges[j], now) {
-				out[ms[i].ID]++
-			}
-		}
-	}
-	return out, nil
-}
-
 // Context returns the brief of a namespace within the budget, in order of
 // urgency: conflicts (sync conflicts and contradictions), cycles, what other
 // machines learned since this one last asked, recent decisions, open
@@ -186,13 +169,13 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	}
 	rules := n.staleRules()
 	since := n.lastAsked(ns, now)
-	degree, err := n.degrees(active, now)
-	if err != nil {
-		return b, err
-	}
 	weight := make(map[string]float64, len(active))
 	for i := range active {
-		weight[active[i].ID] = briefWeight(&active[i], degree[active[i].ID], now)
+		edges, err := n.edgesAt(rules, active[i].Memory.ID)
+		if err != nil {
+			return b, err
+		}
+		weight[active[i].ID] = briefWeight(&active[i], len(edges), now)
 	}
 	slices.SortStableFunc(active, func(a, c Memory) int { return cmp.Compare(weight[c.ID], weight[a.ID]) })
 	var alerts []StaleMemory

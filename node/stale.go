@@ -70,46 +70,59 @@ func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, erro
 
 // staleRules judges whether active memories may no longer hold.
 type staleRules struct {
-	now        time.Time
+	now      time.Time
+	days     map[string]int // stale-after per namespace, filled as asked
+	settings func(ns string) crdt.MeshRecord
 	// supersededBy gives the display ids of the live memories that
 	// supersede a memory now.
 	supersededBy func(id string) ([]string, error)
-	days       map[string]int      // stale-after per namespace, filled as asked
-	settings   func(ns string) crdt.MeshRecord
 	// linked reports whether a valid edge starts or ends at a memory.
 	linked func(id string) (bool, error)
+	// valid holds the valid edges at the memories asked about, read once
+	// (by edgesAt).
+	valid map[string][]crdt.Edge
 }
 
 // staleRules returns the rules as they stand now, reading a memory's
 // edges when they are asked about it.
 func (n *Node) staleRules() *staleRules {
-	now := n.now()
-	return &staleRules{
-		now:      now,
-		days:     map[string]int{},
-		settings: n.namespaceSettings,
-		supersededBy: func(id string) ([]string, error) {
-			edges, err := n.edgesOf(DisplayID(id), In)
-			if err != nil {
-				return nil, err
+	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]crdt.Edge{}}
+	r.supersededBy = func(id string) ([]string, error) {
+		edges, err := n.edgesAt(r, id)
+		if err != nil {
+			return nil, err
+		}
+		var by []string
+		for _, e := range edges {
+			from, ok := strings.CutPrefix(e.From, IDPrefix)
+			if !ok || e.Rel != "supersedes" || e.To != DisplayID(id) {
+				continue
 			}
-			var by []string
-			for _, e := range edges {
-				from, ok := strings.CutPrefix(e.From, IDPrefix)
-				if !ok || e.Rel != "supersedes" || !validAt(&e, now) {
-					continue
-				}
-				if m, err := n.load(from); err == nil && m.Status == crdt.StatusActive {
-					by = append(by, n.shortID(from)) // a retired memory supersedes nothing
-				}
+			if m, err := n.load(from); err == nil && m.Status == crdt.StatusActive {
+				by = append(by, n.shortID(from)) // a retired memory supersedes nothing
 			}
-			return by, nil
-		},
-		linked: func(id string) (bool, error) {
-			edges, err := n.edgesOf(DisplayID(id), Both)
-			return slices.ContainsFunc(edges, func(e crdt.Edge) bool { return validAt(&e, now) }), err
-		},
+		}
+		return by, nil
 	}
+	r.linked = func(id string) (bool, error) {
+		edges, err := n.edgesAt(r, id)
+		return len(edges) > 0, err
+	}
+	return r
+}
+
+// edgesAt returns the edges valid at r.now that start or end at memory id.
+func (n *Node) edgesAt(r *staleRules, id string) ([]crdt.Edge, error) {
+	if edges, ok := r.valid[id]; ok {
+		return edges, nil
+	}
+	edges, err := n.edgesOf(DisplayID(id), Both)
+	if err != nil {
+		return nil, err
+	}
+	edges = slices.DeleteFunc(edges, func(e crdt.Edge) bool { return !validAt(&e, r.now) })
+	r.valid[id] = edges
+	return edges, nil
 }
 
 // The rules that make an active memory stale (LifecycleReport.StaleByRule).
