@@ -188,6 +188,31 @@ func BenchmarkBrief(b *testing.B) {
 	b.ReportMetric(float64(tokens)/float64(b.N), "tokens/op")
 }
 
+// BenchmarkBriefAfterChange measures a brief that follows a change (a new
+// link), which makes it find contradictions and cycles again. The link is
+// outside the timing.
+func BenchmarkBriefAfterChange(b *testing.B) {
+	n, starts, nss := graphNode(b)
+	ctx := context.Background()
+	lat := make(latencies, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		from, to := starts[i%len(starts)], starts[(i+1)%len(starts)]
+		if _, err := n.Link(ctx, LinkRequest{From: from, Rel: "related_to", To: to}); err != nil && from != to {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		begin := time.Now()
+		if _, err := n.Context(ctx, ContextRequest{Namespace: nss[i%len(nss)]}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(begin))
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
 func BenchmarkLifecycle(b *testing.B) {
 	n, _, _ := graphNode(b)
 	ctx := context.Background()
