@@ -1075,20 +1075,11 @@ func (r *recallData) text() string {
 			extra = append(extra, attr{"explain", fmt.Sprintf("match=%s bm25=%.3f confidence=%.2f tier=%.2f recency=%.2f status=%.2f maturity=%.2f", e.Match, e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Maturity)})
 		}
 		if f := hit.Fusion; f != nil {
-			extra = append(extra, attr{"fusion", fusionText(f)})
+			extra = append(extra, attr{"fusion", f.String()})
 		}
 		hit.write(&b, extra...)
 	}
 	return b.String()
-}
-
-// fusionText explains a graph-expanded search result in one line.
-func fusionText(f *node.Fusion) string {
-	s := fmt.Sprintf("text rank %d, graph rank %d", f.TextRank, f.GraphRank)
-	if f.Via != "" {
-		s += fmt.Sprintf(" (%s of %s)", f.Rel, f.Via)
-	}
-	return s
 }
 
 type forgetData struct {

@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -29,6 +30,23 @@ type Fusion struct {
 	Via       string  `json:"via,omitempty"`        // the strong hit that pulled it in, if it was
 	Rel       string  `json:"rel,omitempty"`        // the relation of that link
 	Score     float64 `json:"score"`
+}
+
+// String explains f in one line, e.g. "graph rank 2, linked related_to
+// from m-…".
+func (f *Fusion) String() string {
+	var parts []string
+	if f.TextRank > 0 {
+		parts = append(parts, fmt.Sprintf("text rank %d", f.TextRank))
+	}
+	if f.GraphRank > 0 {
+		parts = append(parts, fmt.Sprintf("graph rank %d", f.GraphRank))
+	}
+	s := fmt.Sprintf("fused %.4f from %s", f.Score, strings.Join(parts, " and "))
+	if f.Via != "" {
+		s += fmt.Sprintf(", linked %s from %s", f.Rel, f.Via)
+	}
+	return s
 }
 
 // graphSearch runs q, then ranks the strong hits each followed by the live

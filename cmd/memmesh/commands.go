@@ -296,12 +296,8 @@ are fused by reciprocal rank (--explain shows how; --no-graph turns it off).`,
 						e := h.Explain
 						fmt.Fprintf(w, "   bm25 %.3f × confidence %.2f × tier %.2f × recency %.2f × status %.2f × maturity %.2f (%s)\n", e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Maturity, e.Match)
 					}
-					if f := h.Fusion; f != nil {
-						fmt.Fprintf(w, "   fused %.4f = 1/(10+text rank %d) + 0.8/(10+graph rank %d)", f.Score, f.TextRank, f.GraphRank)
-						if f.Via != "" {
-							fmt.Fprintf(w, ", linked %s from %s", f.Rel, f.Via)
-						}
-						fmt.Fprintln(w)
+					if h.Fusion != nil {
+						fmt.Fprintf(w, "   %s\n", h.Fusion)
 					}
 				}
 			}, func(w io.Writer) {
