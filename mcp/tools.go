@@ -288,7 +288,7 @@ func (h *handler) restoreTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 func (h *handler) contextTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	tool := mcpgo.NewTool("context",
 		hints("Project context", true, false, true),
-		mcpgo.WithDescription(`Load the brief of a namespace: what an agent should know before working on the project. Call it at the start of a session or task. Returns unresolved sync conflicts, the most important active memories (by trust, confidence and recency) and stale memories to double-check, cut to a token budget, as quoted data with provenance.`),
+		mcpgo.WithDescription(`Load the brief of a namespace: what an agent should know before working on the project. Call it at the start of a session or task. Returns unresolved sync conflicts, the most important active memories (by trust, confidence, links, recency and use) and stale memories to double-check, cut to a token budget, as quoted data with provenance.`),
 		mcpgo.WithString("namespace", mcpgo.Description(h.namespaceDescription())),
 		mcpgo.WithInteger("budget", mcpgo.Min(100), mcpgo.Max(100_000), mcpgo.Description("Tokens the brief may use at most. Default: 2000.")),
 		mcpgo.WithOutputSchema[briefData](),

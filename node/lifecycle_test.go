@@ -114,3 +114,19 @@ func TestDecayAndMaturity(t *testing.T) {
 		t.Errorf("after restart: %d reads, %v; want %d", m.Reads, err, provenReads+1)
 	}
 }
+
+func TestLifecycleRunsOnSchedule(t *testing.T) {
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), LifecycleInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	remember(t, n, RememberRequest{Content: "Stored before the node starts its passes", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -100)})
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the first pass at start", func() bool { return !n.LastLifecycle().At.IsZero() })
+	if r := n.LastLifecycle(); r.Live != 1 || r.Stale != 1 {
+		t.Errorf("first pass: %+v", r)
+	}
+}
