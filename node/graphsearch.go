@@ -11,137 +11,140 @@ import (
 	"github.com/memmesh/memmesh/search"
 )
 
-// Graph expansion of searches: the strongest text matches pull in the
-// memories they are linked to, and the text ranking and the graph ranking
-// are fused by reciprocal rank.
+// Graph-aware search: text matches lend part of their score to the
+// memories linked to them and to their neighbours in their session's
+// thread, and the memories of a session that matches well gain a little
+// together. A memory linked to a strong match can thus be found even when
+// it shares no word with the query, and a memory both matched and linked
+// rises.
 const (
-	expandHits    = 5   // strong hits whose neighbours join
-	expandRatio   = 0.5 // a strong hit scores at least this share of the best
-	maxNeighbours = 50
-	rrfK          = 10  // reciprocal rank: 1/(rrfK+rank)
-	graphWeight   = 0.8 // of the graph ranking, against 1 for the text ranking
+	candidates    = 50  // text matches considered (at least the limit)
+	expandHits    = 5   // strong matches whose edges are followed
+	expandRatio   = 0.5 // a strong match scores at least this share of the best
+	maxNeighbours = 50  // memories pulled in through edges
+	linkShare     = 0.4 // of a match's score, given to each memory linked to it
+	threadReach   = 2   // thread neighbours on either side of a match
+	threadDecay   = 0.7 // the share shrinks by this much per further step
+	sessionShare  = 0.2 // of the mean of a session's best sessionBest matches
+	sessionBest   = 3
 )
 
-// Fusion explains a result's place in a graph-expanded search:
-// Score = 1/(10+TextRank) + 0.8/(10+GraphRank), a missing rank adding 0.
+// RelThread names the link between neighbours of a session's thread in
+// search explanations; it is derived, never stored.
+const RelThread = "thread"
+
+// Fusion explains a result's score in a graph-aware search:
+// Score = Text + Linked + Session.
 type Fusion struct {
-	TextRank  int     `json:"text_rank,omitempty"`  // 1-based; 0: not a text match
-	GraphRank int     `json:"graph_rank,omitempty"` // 1-based; 0: neither a strong hit nor linked to one
-	Via       string  `json:"via,omitempty"`        // the strong hit that pulled it in, if it was
-	Rel       string  `json:"rel,omitempty"`        // the relation of that link
-	Score     float64 `json:"score"`
+	Text    float64 `json:"text"`              // its own text score; 0 when pulled in
+	Linked  float64 `json:"linked,omitempty"`  // lent by matches it is linked to
+	Session float64 `json:"session,omitempty"` // lent by its session's best matches
+	Via     string  `json:"via,omitempty"`     // the match that lent the most
+	Rel     string  `json:"rel,omitempty"`     // how it is linked to Via
+	Score   float64 `json:"score"`
 }
 
-// String explains f in one line, e.g. "graph rank 2, linked related_to
-// from m-…".
+// String explains f in one line, e.g. "text 1.20 + linked 0.31 (thread
+// from m-…)".
 func (f *Fusion) String() string {
-	var parts []string
-	if f.TextRank > 0 {
-		parts = append(parts, fmt.Sprintf("text rank %d", f.TextRank))
+	parts := []string{fmt.Sprintf("text %.3f", f.Text)}
+	if f.Linked > 0 {
+		parts = append(parts, fmt.Sprintf("linked %.3f (%s from %s)", f.Linked, f.Rel, f.Via))
 	}
-	if f.GraphRank > 0 {
-		parts = append(parts, fmt.Sprintf("graph rank %d", f.GraphRank))
+	if f.Session > 0 {
+		parts = append(parts, fmt.Sprintf("session %.3f", f.Session))
 	}
-	s := fmt.Sprintf("fused %.4f from %s", f.Score, strings.Join(parts, " and "))
-	if f.Via != "" {
-		s += fmt.Sprintf(", linked %s from %s", f.Rel, f.Via)
-	}
-	return s
+	return fmt.Sprintf("%.3f = %s", f.Score, strings.Join(parts, " + "))
 }
 
-// graphSearch runs q, then ranks the strong hits each followed by the live
-// memories linked to it (those that pass q's filters, strongest link
-// first), and fuses that graph ranking with the text ranking. A strong hit
-// thus stays ahead of what it pulls in, and a memory both matched and
-// linked rises. Without such neighbours the text ranking stands as it is.
+// graphSearch runs q for more candidates than it returns, spreads their
+// scores over their links and threads, and ranks the lot.
 func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, error) {
-	res, err := n.indexSearch(ctx, q)
+	limit := cmp.Or(q.Limit, search.DefaultLimit)
+	tq := q
+	tq.Limit = max(limit, candidates)
+	res, err := n.indexSearch(ctx, tq)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	neighbours, via, err := n.neighbours(res.Hits)
-	if err != nil || len(via) == 0 {
-		return n.hydrate(res, nil)
+	s := spread{fusion: map[string]*Fusion{}, session: map[string]string{}}
+	for _, h := range res.Hits {
+		s.fusion[h.ID] = &Fusion{Text: h.Score}
+		s.session[h.ID] = h.Session
 	}
-	nq := q
-	nq.Text, nq.IDs, nq.Limit, nq.Explain = "", neighbours, len(neighbours), false
-	passed, err := n.indexSearch(ctx, nq)
-	if err != nil {
+	if err := n.spreadLinks(&s, res.Hits); err != nil {
 		return SearchResult{}, err
 	}
-	ok := map[string]bool{}
-	for _, h := range passed.Hits {
-		ok[h.ID] = true
+	if err := n.spreadThreads(&s, res.Hits); err != nil {
+		return SearchResult{}, err
 	}
-	fusion := map[string]*Fusion{}
-	text := map[string]search.Hit{}
-	for i, h := range res.Hits {
-		fusion[h.ID] = &Fusion{TextRank: i + 1}
-		text[h.ID] = h
+	if err := n.keepPassing(ctx, q, &s); err != nil {
+		return SearchResult{}, err
 	}
-	rank := 0
-	for _, id := range neighbours {
-		if !ok[id] {
-			continue
-		}
-		rank++
-		f := fusion[id]
-		if f == nil {
-			f = &Fusion{}
-			fusion[id] = f
-		}
-		f.GraphRank = rank
-		if l, ok := via[id]; ok {
-			f.Via, f.Rel = DisplayID(l.hit), l.rel
-		}
+	s.addSessions()
+
+	explain := map[string]*search.Explanation{}
+	for _, h := range res.Hits {
+		explain[h.ID] = h.Explain
 	}
-	hits := make([]search.Hit, 0, len(fusion))
-	for id, f := range fusion {
-		if f.TextRank > 0 {
-			f.Score += 1 / float64(rrfK+f.TextRank)
-		}
-		if f.GraphRank > 0 {
-			f.Score += graphWeight / float64(rrfK+f.GraphRank)
-		}
-		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: text[id].Explain})
+	hits := make([]search.Hit, 0, len(s.fusion))
+	for id, f := range s.fusion {
+		f.Score = f.Text + f.Linked + f.Session
+		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: explain[id]})
 	}
 	slices.SortFunc(hits, func(a, b search.Hit) int {
-		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(fusion[a.ID].TextRank, fusion[b.ID].TextRank), strings.Compare(a.ID, b.ID))
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(s.fusion[b.ID].Text, s.fusion[a.ID].Text), strings.Compare(a.ID, b.ID))
 	})
-	limit := q.Limit
-	if limit == 0 {
-		limit = search.DefaultLimit
-	}
 	res.Hits = hits[:min(len(hits), limit)]
 	if !q.Explain {
-		fusion = nil
+		return n.hydrate(res, nil)
 	}
-	return n.hydrate(res, fusion)
+	return n.hydrate(res, s.fusion)
 }
 
-// link is how a neighbour was reached: from which strong hit, by which
-// relation.
-type link struct{ hit, rel string }
+// spread accumulates what matches lend to each other and to the memories
+// they pull in.
+type spread struct {
+	fusion  map[string]*Fusion
+	session map[string]string // of matches and thread neighbours
+	best    map[string]float64
+	pulled  []string // ids that are not text matches, in the order reached
+}
 
-// neighbours returns the graph ranking: the full ids of the strong hits,
-// each followed by the memories valid edges link to it (strongest edge
-// first), and how each of those was reached.
-func (n *Node) neighbours(hits []search.Hit) ([]string, map[string]link, error) {
+// lend gives share of match's text score to id, reached by rel.
+func (s *spread) lend(match search.Hit, id, rel string, share float64) {
+	if id == match.ID {
+		return
+	}
+	f := s.fusion[id]
+	if f == nil {
+		f = &Fusion{}
+		s.fusion[id] = f
+		s.pulled = append(s.pulled, id)
+	}
+	give := share * match.Score
+	f.Linked += give
+	if s.best == nil {
+		s.best = map[string]float64{}
+	}
+	if give > s.best[id] {
+		s.best[id] = give
+		f.Via, f.Rel = DisplayID(match.ID), rel
+	}
+}
+
+// spreadLinks lends the strong matches' scores over their valid edges to
+// memories.
+func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 	now := n.now()
-	var out []string
-	via := map[string]link{}
-	seen := map[string]bool{}
+	pulled := 0
 	for i, h := range hits {
 		if i == expandHits || h.Score < expandRatio*hits[0].Score {
 			break
 		}
-		if !seen[h.ID] {
-			seen[h.ID] = true
-			out = append(out, h.ID)
-		}
 		edges, err := n.edgesOf(DisplayID(h.ID), Both)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		slices.SortStableFunc(edges, func(a, b crdt.Edge) int { return cmp.Compare(b.Strength, a.Strength) })
 		for _, e := range edges {
@@ -150,15 +153,97 @@ func (n *Node) neighbours(hits []search.Hit) ([]string, map[string]link, error) 
 				other = e.From
 			}
 			id, isMemory := strings.CutPrefix(other, IDPrefix)
-			if !isMemory || seen[id] || !validAt(&e, now) {
+			if !isMemory || !validAt(&e, now) {
 				continue
 			}
-			seen[id] = true
-			via[id] = link{h.ID, e.Rel}
-			if out = append(out, id); len(via) == maxNeighbours {
-				return out, via, nil
+			if s.fusion[id] == nil {
+				if pulled == maxNeighbours {
+					continue
+				}
+				pulled++
 			}
+			s.lend(h, id, e.Rel, linkShare)
 		}
 	}
-	return out, via, nil
+	return nil
+}
+
+// spreadThreads lends every match's score to its neighbours in its
+// session's thread, less with each step.
+func (n *Node) spreadThreads(s *spread, hits []search.Hit) error {
+	threads := map[string][]string{}
+	for _, h := range hits {
+		if h.Session == "" {
+			continue
+		}
+		ids, ok := threads[h.Session]
+		if !ok {
+			var err error
+			if ids, err = n.thread(h.Session); err != nil {
+				return err
+			}
+			threads[h.Session] = ids
+		}
+		at := slices.Index(ids, h.ID)
+		if at < 0 {
+			continue
+		}
+		share := linkShare
+		for step := 1; step <= threadReach; step++ {
+			for _, j := range []int{at - step, at + step} {
+				if j >= 0 && j < len(ids) {
+					s.lend(h, ids[j], RelThread, share)
+					s.session[ids[j]] = h.Session
+				}
+			}
+			share *= threadDecay
+		}
+	}
+	return nil
+}
+
+// keepPassing drops the pulled-in memories that q's filters exclude.
+func (n *Node) keepPassing(ctx context.Context, q search.Query, s *spread) error {
+	if len(s.pulled) == 0 {
+		return nil
+	}
+	nq := q
+	nq.Text, nq.IDs, nq.Limit, nq.Explain = "", s.pulled, len(s.pulled), false
+	passed, err := n.indexSearch(ctx, nq)
+	if err != nil {
+		return err
+	}
+	ok := map[string]bool{}
+	for _, h := range passed.Hits {
+		ok[h.ID] = true
+	}
+	for _, id := range s.pulled {
+		if !ok[id] {
+			delete(s.fusion, id)
+		}
+	}
+	return nil
+}
+
+// addSessions lends each session's mean best match scores to all its
+// memories in the results.
+func (s *spread) addSessions() {
+	scores := map[string][]float64{}
+	for id, f := range s.fusion {
+		if sess := s.session[id]; sess != "" && f.Text > 0 {
+			scores[sess] = append(scores[sess], f.Text)
+		}
+	}
+	mean := map[string]float64{}
+	for sess, sc := range scores {
+		slices.SortFunc(sc, func(a, b float64) int { return cmp.Compare(b, a) })
+		var sum float64
+		for _, v := range sc[:min(len(sc), sessionBest)] {
+			sum += v
+		}
+		mean[sess] = sum / sessionBest
+	}
+	for id, f := range s.fusion {
+		f.Session = sessionShare * mean[s.session[id]]
+	}
 }

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 )
 
 func TestGraphSearchPullsInNeighbours(t *testing.T) {
@@ -29,10 +31,10 @@ func TestGraphSearchPullsInNeighbours(t *testing.T) {
 		t.Fatalf("results = %v, want the hit, then its live neighbour in the namespace", ids(res.Results))
 	}
 	top, pulled := res.Results[0], res.Results[1]
-	if top.Fusion == nil || top.Fusion.TextRank != 1 || top.Fusion.GraphRank != 1 || top.Explain == nil || top.Score != top.Fusion.Score {
+	if f := top.Fusion; f == nil || top.Explain == nil || f.Text != top.Explain.Final || f.Linked != 0 || top.Score != f.Score {
 		t.Errorf("hit: fusion %+v, explain %v, score %v", top.Fusion, top.Explain, top.Score)
 	}
-	if f := pulled.Fusion; f == nil || f.TextRank != 0 || f.GraphRank != 2 || f.Via != hit.ID || f.Rel != "related_to" || pulled.Explain != nil {
+	if f := pulled.Fusion; f == nil || f.Text != 0 || f.Linked != linkShare*top.Score || f.Via != hit.ID || f.Rel != "related_to" || pulled.Explain != nil {
 		t.Errorf("neighbour: fusion %+v, explain %v", pulled.Fusion, pulled.Explain)
 	}
 
@@ -56,4 +58,55 @@ func ids(hits []SearchHit) []string {
 		out[i] = h.ID
 	}
 	return out
+}
+
+func TestGraphSearchFollowsTheSessionThread(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	at := time.Now().Add(-time.Hour)
+	var thread []RememberResult
+	for i, text := range []string{
+		"Looked at why the nightly export is slow",
+		"The export job reads every invoice row one by one",
+		"Added a partial index on invoices(created_at)",
+		"It now finishes in four minutes",
+		"Unrelated: renamed the staging bucket",
+	} {
+		thread = append(thread, remember(t, n, RememberRequest{Namespace: "billing", Content: text, Session: "s-1", At: at.Add(time.Duration(i) * time.Minute)}))
+	}
+	other := remember(t, n, RememberRequest{Namespace: "billing", Content: "Runs in four minutes on the old cluster", Session: "s-2", At: at})
+
+	res, err := n.Search(ctx, SearchRequest{Query: "partial index", Namespace: "billing", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(res.Results)
+	if len(got) != 5 || got[0] != thread[2].ID {
+		t.Fatalf("results = %v, want the match then its thread two steps either side", got)
+	}
+	near := map[string]bool{thread[1].ID: true, thread[3].ID: true}
+	if !near[got[1]] || !near[got[2]] || got[3] != thread[0].ID && got[3] != thread[4].ID {
+		t.Errorf("results = %v: nearer neighbours should come first", got)
+	}
+	if f := res.Results[1].Fusion; f == nil || f.Rel != RelThread || f.Via != thread[2].ID || f.Text != 0 {
+		t.Errorf("neighbour fusion = %+v", f)
+	}
+	if slices.Contains(got, other.ID) {
+		t.Errorf("another session's memory was pulled in: %v", got)
+	}
+
+	// A neighbour that matches too gains from both; the other session's
+	// match has only its own text and its own session.
+	res, err = n.Search(ctx, SearchRequest{Query: "four minutes index", Namespace: "billing", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(res.Results); got[0] != thread[3].ID && got[0] != thread[2].ID {
+		t.Errorf("results = %v, want the thread's matches first", got)
+	}
+	for _, h := range res.Results {
+		if h.ID == other.ID && (h.Fusion.Linked != 0 || h.Fusion.Session != sessionShare*h.Fusion.Text/sessionBest) {
+			t.Errorf("other session's memory borrowed: %+v", h.Fusion)
+		}
+	}
 }

@@ -315,6 +315,9 @@ func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, er
 	if len(m.Conflict) > 0 {
 		terms = append(terms, storage.Term{Field: "conflict", Value: "yes"})
 	}
+	if t, ok := threadTerm(m); ok {
+		terms = append(terms, t)
+	}
 	if m.Status != crdt.StatusDeleted {
 		for _, k := range lshKeys(words) {
 			terms = append(terms, storage.Term{Field: "lsh", Value: k + "@" + m.Namespace})

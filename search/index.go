@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
+	bsearch "github.com/blevesearch/bleve/v2/search"
 	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/memmesh/memmesh/crdt"
@@ -30,6 +32,8 @@ var (
 const (
 	fieldTitle      = "title"   // title and tags, analyzerText
 	fieldContent    = "content" // analyzerText
+	fieldWhen       = "when"    // month and year the memory was learned, analyzerText
+	fieldSession    = "session" // keyword, stored
 	fieldWords      = "words"   // title, content and tags, analyzerWords
 	fieldTags       = "tags"    // keyword
 	fieldNamespace  = "namespace"
@@ -51,7 +55,7 @@ var (
 // schemaVersion changes whenever the mapping or the analysis changes. An
 // index with another version is removed and recreated empty, so that its
 // watermark (0) makes the caller rebuild it from storage.
-const schemaVersion = "1"
+const schemaVersion = "2"
 
 // Time bounds of indexed datetimes. Bleve stores datetimes as Unix
 // nanoseconds, which end in 2262; farFuture stands for "never expires".
@@ -182,6 +186,15 @@ func create(dir string) (bleve.Index, error) {
 	return bleve.OpenUsing(dir, runtimeConfig)
 }
 
+// lengthNormalisation is BM25's b. Bleve's default, 0.75, favours short
+// documents strongly; memories range from a line to a few paragraphs, and
+// the line that matches two query words is rarely better than the
+// paragraph that explains them. Bleve keeps b in a package variable, so it
+// holds for every index of the process.
+const lengthNormalisation = 0.3
+
+func init() { bsearch.BM25_b = lengthNormalisation }
+
 func newMapping() (*mapping.IndexMappingImpl, error) {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = index.BM25Scoring
@@ -198,6 +211,10 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	dm.AddFieldMappingsAt("title", textField(fieldTitle), wordsField())
 	dm.AddFieldMappingsAt("content", textField(fieldContent), wordsField())
 	dm.AddFieldMappingsAt("tags", keywordField(fieldTags, false), textField(fieldTitle), wordsField())
+	dm.AddFieldMappingsAt("when", &mapping.FieldMapping{
+		Name: fieldWhen, Type: "text", Analyzer: analyzerText, Index: true,
+	})
+	dm.AddFieldMappingsAt("session", keywordField(fieldSession, true))
 	dm.AddFieldMappingsAt("namespace", keywordField(fieldNamespace, false))
 	dm.AddFieldMappingsAt("kind", keywordField(fieldKind, false))
 	dm.AddFieldMappingsAt("status", keywordField(fieldStatus, true))
@@ -244,6 +261,8 @@ func keywordField(name string, store bool) *mapping.FieldMapping {
 type document struct {
 	Title      string    `json:"title"`
 	Content    string    `json:"content"`
+	When       string    `json:"when"`
+	Session    string    `json:"session"`
 	Tags       []string  `json:"tags"`
 	Namespace  string    `json:"namespace"`
 	Kind       string    `json:"kind"`
@@ -261,9 +280,17 @@ func newDocument(m *crdt.Memory) document {
 		expires = clampTime(m.ExpiresAt)
 	}
 	updated := clampTime(m.Provenance.UpdatedAt)
+	title := m.Title
+	if strings.HasPrefix(m.Content, strings.TrimSuffix(title, "…")) {
+		// A title taken from the content's first line says nothing more;
+		// indexed, it would count those words twice.
+		title = ""
+	}
 	return document{
-		Title:      m.Title,
+		Title:      title,
 		Content:    m.Content,
+		When:       m.Provenance.CreatedAt.Format("January 2006"),
+		Session:    m.Provenance.Session,
 		Tags:       m.Tags,
 		Namespace:  m.Namespace,
 		Kind:       m.Kind,

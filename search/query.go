@@ -33,7 +33,7 @@ const (
 
 // Query is a search over the index.
 type Query struct {
-	Text      string        // user query; "double-quoted parts" are phrase queries; the rest are terms
+	Text      string        // user query; "double-quoted parts" are phrase queries; the rest, and text after an unmatched quote, are terms
 	Namespace string        // "" = all
 	Tags      []string      // every tag must be present
 	Kind      string        // "" = all
@@ -70,6 +70,7 @@ type Result struct {
 type Hit struct {
 	ID      string
 	Score   float64
+	Session string       // the session that wrote the memory, if any
 	Explain *Explanation // when Query.Explain
 }
 
@@ -87,7 +88,7 @@ type Explanation struct {
 }
 
 // rankFields are the stored fields read for reranking.
-var rankFields = []string{fieldTier, fieldStatus, fieldConfidence, fieldUpdated}
+var rankFields = []string{fieldTier, fieldStatus, fieldConfidence, fieldUpdated, fieldSession}
 
 // plan is a validated, analysed Query.
 type plan struct {
@@ -178,7 +179,10 @@ func (ix *Index) analyse(p *plan, text string) error {
 	}
 	parts := strings.Split(text, `"`)
 	if len(parts)%2 == 0 {
-		return fmt.Errorf("%w: unbalanced double quote", ErrInvalidQuery)
+		// The last quote has no partner: what follows it is loose text.
+		last := len(parts) - 1
+		parts[last-1] += " " + parts[last]
+		parts = parts[:last]
 	}
 	var loose strings.Builder
 	for i, part := range parts {
@@ -316,7 +320,8 @@ func (p *plan) exactQuery() query.Query {
 	for _, t := range p.terms {
 		b.AddShould(
 			boosted(query.NewTermQuery(t), fieldTitle, boostTitle),
-			boosted(query.NewTermQuery(t), fieldContent, boostContent))
+			boosted(query.NewTermQuery(t), fieldContent, boostContent),
+			boosted(query.NewTermQuery(t), fieldWhen, boostWhen))
 	}
 	for _, ph := range p.phrases {
 		b.AddMust(query.NewDisjunctionQuery([]query.Query{
@@ -401,6 +406,7 @@ func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string)
 	for _, h := range sr.Hits {
 		e := explain(h.Score, p.rankInputs(h.ID, h.Fields), p.now, ix.halfLife, match)
 		hit := Hit{ID: h.ID, Score: e.Final}
+		hit.Session, _ = h.Fields[fieldSession].(string)
 		if p.explain {
 			hit.Explain = &e
 		}

@@ -27,6 +27,7 @@ const (
 	// Field boosts applied to BM25 per field.
 	boostTitle   = 2.0 // title and tags
 	boostContent = 1.0
+	boostWhen    = 1.0 // "June", "2023": the month and year a memory was learned
 
 	// Candidates fetched from bleve before reranking:
 	// max(minCandidates, candidateFactor*limit).

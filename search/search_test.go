@@ -192,6 +192,9 @@ func TestPhrases(t *testing.T) {
 		{`"cache in front of a database"`, []string{"stop"}, MatchPhrase}, // stop words are gaps
 		{`"Cache" "database"`, []string{"stop"}, MatchPhrase},
 		{`"cache" "exponential"`, nil, ""},
+		// A quote without a partner starts loose text.
+		{`"exponential backoff`, []string{"adjacent", "apart"}, MatchTerms},
+		{`"exponential backoff" "cache`, []string{"adjacent"}, MatchPhrase},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -596,8 +599,6 @@ func TestInvalidQueries(t *testing.T) {
 		name string
 		q    Query
 	}{
-		{"lone quote", Query{Text: `"postgres`}},
-		{"three quotes", Query{Text: `"a" "b`}},
 		{"negative limit", Query{Limit: -1}},
 		{"since after until", Query{Since: now, Until: now.Add(-time.Second)}},
 		{"unknown status", Query{Statuses: []crdt.Status{"gone"}}},
@@ -743,5 +744,40 @@ func TestIdentParts(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("identParts(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestMonthAndYearMatch(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	learned := func(y int, mo time.Month) func(*crdt.Memory) {
+		return func(m *crdt.Memory) { m.Provenance.CreatedAt = time.Date(y, mo, 10, 9, 0, 0, 0, time.UTC) }
+	}
+	apply(t, ix,
+		mem("june", "", "Rotated the signing keys of the staging cluster", learned(2025, time.June)),
+		mem("march", "", "Rotated the signing keys of the production cluster", learned(2026, time.March)),
+	)
+	for text, want := range map[string]string{"keys rotated in June": "june", "keys rotated in March 2026": "march", "2025 key rotation": "june"} {
+		if got := ids(search(t, ix, Query{Text: text})); len(got) != 2 || got[0] != want {
+			t.Errorf("%q: hits = %v, want %s first", text, got, want)
+		}
+	}
+}
+
+func TestDerivedTitleCountsOnce(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	// Both say "cache" once in their text; one has the start of its text
+	// as its title, as when no title is given.
+	apply(t, ix,
+		mem("derived", "Cache invalidation runs on every deploy", "Cache invalidation runs on every deploy"),
+		mem("titled", "Deploys", "Every deploy flushes the cache entirely"),
+	)
+	res := search(t, ix, Query{Text: "cache", Explain: true})
+	if len(res.Hits) != 2 {
+		t.Fatalf("hits = %v", ids(res))
+	}
+	if d, o := res.Hits[0].Explain.BM25, res.Hits[1].Explain.BM25; d > 1.5*o || o > 1.5*d {
+		t.Errorf("bm25 %v vs %v: a derived title must not double its words", d, o)
 	}
 }
