@@ -95,6 +95,7 @@ on a terminal and JSON when piped; choose with --format (or --json).`,
 		a.idCommand(), a.inviteCommand(), a.joinCommand(), a.devicesCommand(), a.revokeCommand(),
 		a.peersCommand(), a.meshStatusCommand(), a.nsCommand(),
 		a.linkCommand(), a.unlinkCommand(), a.invalidateCommand(), a.graphCommand(), a.impactCommand(), a.doctorCommand(), a.mapCommand(), a.contextCommand(), a.staleCommand(), a.lifecycleCommand(), a.compactCommand(), a.analyzeCommand(), a.reflectCommand(),
+		a.benchCommand(),
 	)
 	return root
 }
