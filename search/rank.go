@@ -32,7 +32,7 @@ const (
 	// Candidates fetched from bleve before reranking:
 	// max(minCandidates, candidateFactor*limit).
 	minCandidates   = 50
-	candidateFactor = 5
+	candidateFactor = 2
 )
 
 var tierWeights = map[crdt.Tier]float64{
