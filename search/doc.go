@@ -6,8 +6,13 @@
 // Each memory is one bleve document whose id is the memory id. Nothing
 // large is stored: callers read records from storage by id.
 //
-//	title        title and tags, English text with positions (phrases)
+//	title        title and tags, English text with positions (phrases); a
+//	             title that is the start of the content is left out, so
+//	             that its words do not count twice
 //	content      English text with positions
+//	when         month and year the memory was learned ("June 2025"),
+//	             English text, so that "what changed in June" finds it
+//	session      keyword, stored: the session that wrote the memory
 //	words        title, content and tags, unstemmed (typo-tolerant fallback)
 //	tags         keyword, for filters
 //	namespace    keyword
@@ -35,14 +40,17 @@
 //
 // Query text is never parsed as bleve query syntax; "foo:bar" and "+x" are
 // words. Double-quoted parts are phrases, which must all match; the other
-// words are terms, any of which may match. A query runs as:
+// words, and those after a quote that has no partner, are terms, any of
+// which may match. A query runs as:
 //
 //  1. Filters. Namespace, kind, tags (all of them), tiers and the updated
 //     window are required; unwanted statuses (by default archived and
 //     compacted) and expired memories (expires <= Now) are excluded.
-//  2. BM25. Each term is scored in title (boost 2) and content (boost 1)
-//     with bleve's BM25 model (IndexMapping.ScoringModel "bm25"); phrases
-//     add their own scores. The best max(50, 5*Limit) candidates are kept.
+//  2. BM25. Each term is scored in title (boost 2), content (boost 1) and
+//     when (boost 1) with bleve's BM25 model (IndexMapping.ScoringModel
+//     "bm25", b = 0.3: memories vary from a line to a few paragraphs, and
+//     bleve's default 0.75 favours the shortest ones); phrases add their
+//     own scores. The best max(50, 2*Limit) candidates are kept.
 //  3. Multipliers. Each candidate's BM25 score is multiplied by its
 //     confidence, trust tier, recency (half-life decay of updated) and
 //     status weights, and by what the caller derives (Query.Derived:

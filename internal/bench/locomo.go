@@ -27,6 +27,9 @@ type LocomoOptions struct {
 	// Dir is where the node keeps its data; "" means a temporary
 	// directory removed afterwards.
 	Dir string
+	// NoGraph searches by text alone, without links, threads and
+	// sessions.
+	NoGraph bool
 	// Log receives progress.
 	Log *slog.Logger
 }
@@ -203,7 +206,7 @@ func Locomo(ctx context.Context, opts LocomoOptions) (LocomoReport, error) {
 		log.Info("captured", "conversation", c.name, "memories", len(turnsOf), "questions", len(c.questions))
 		for _, q := range c.questions {
 			start := time.Now()
-			res, err := n.Search(ctx, node.SearchRequest{Query: q.Question, Namespace: c.name, Limit: 10})
+			res, err := n.Search(ctx, node.SearchRequest{Query: q.Question, Namespace: c.name, Limit: 10, NoGraph: opts.NoGraph})
 			lat = append(lat, time.Since(start))
 			if err != nil {
 				return LocomoReport{}, fmt.Errorf("bench: %s: %q: %w", c.name, q.Question, err)
