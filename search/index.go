@@ -64,6 +64,26 @@ var (
 	farFuture = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
+// whenLayout writes the when field: month and year.
+const whenLayout = "January 2006"
+
+// isWhen reports whether term can match the when field: a month or a
+// year. Other terms skip the field, which saves a clause per term.
+func (ix *Index) isWhen(term string) bool {
+	if ix.months[term] {
+		return true
+	}
+	if len(term) != 4 {
+		return false
+	}
+	for _, r := range term {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // closeFlushTimeout bounds how long Close waits for the background
 // persister. What is not flushed is rebuilt from storage, as after a crash.
 const closeFlushTimeout = 10 * time.Second
@@ -100,9 +120,11 @@ type Index struct {
 	log      *slog.Logger
 	halfLife time.Duration
 	text     analysis.Analyzer // analyzerText, for query text
+	months   map[string]bool   // month names through analyzerText
 	words    analysis.Analyzer // analyzerWords, for query text
 
 	closed atomic.Bool
+	cache  storedCache
 
 	mu sync.Mutex // serialises Apply and Close
 	// persisted is closed once the last applied batch is on disk.
@@ -133,6 +155,12 @@ func Open(dir string, opts Options) (*Index, error) {
 	if ix.text == nil || ix.words == nil {
 		_ = idx.Close()
 		return nil, fmt.Errorf("search: open %s: analyzers missing from mapping", dir)
+	}
+	ix.months = map[string]bool{}
+	for m := time.January; m <= time.December; m++ {
+		for _, t := range terms(ix.text, m.String()) {
+			ix.months[t] = true
+		}
 	}
 	return ix, nil
 }
@@ -289,7 +317,7 @@ func newDocument(m *crdt.Memory) document {
 	return document{
 		Title:      title,
 		Content:    m.Content,
-		When:       m.Provenance.CreatedAt.Format("January 2006"),
+		When:       m.Provenance.CreatedAt.Format(whenLayout),
 		Session:    m.Provenance.Session,
 		Tags:       m.Tags,
 		Namespace:  m.Namespace,
@@ -374,6 +402,7 @@ func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error 
 		return bleveError("apply", err)
 	}
 	ix.persisted = persisted
+	ix.cache.applied(put, del)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
+	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/memmesh/memmesh/crdt"
@@ -103,9 +104,10 @@ type plan struct {
 	exclude []query.Query
 
 	hasText bool
-	terms   []string // loose terms through analyzerText
-	words   []string // loose terms through analyzerWords
-	phrases []string // phrases with at least one indexed token
+	terms   []string        // loose terms through analyzerText
+	when    map[string]bool // those of terms that can match the when field
+	words   []string        // loose terms through analyzerWords
+	phrases []string        // phrases with at least one indexed token
 }
 
 // Search runs q. Query text is never parsed as bleve query syntax: only
@@ -121,12 +123,18 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if !p.hasText {
 		return ix.list(ctx, p)
 	}
-	if exact := p.exactQuery(); exact != nil {
-		match := MatchTerms
-		if len(p.phrases) > 0 {
-			match = MatchPhrase
+	match := MatchTerms
+	if len(p.phrases) > 0 {
+		match = MatchPhrase
+	}
+	if all := p.allTermsQuery(); all != nil {
+		res, full, err := ix.rank(ctx, p, all, match)
+		if err != nil || full {
+			return res, err
 		}
-		res, err := ix.rank(ctx, p, exact, match)
+	}
+	if exact := p.exactQuery(); exact != nil {
+		res, _, err := ix.rank(ctx, p, exact, match)
 		if err != nil || len(res.Hits) > 0 {
 			return res, err
 		}
@@ -135,7 +143,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if fuzzy == nil {
 		return Result{Hits: []Hit{}}, nil
 	}
-	res, err := ix.rank(ctx, p, fuzzy, MatchFuzzy)
+	res, _, err := ix.rank(ctx, p, fuzzy, MatchFuzzy)
 	res.Fuzzy = len(res.Hits) > 0
 	return res, err
 }
@@ -196,6 +204,10 @@ func (ix *Index) analyse(p *plan, text string) error {
 		}
 	}
 	p.terms = terms(ix.text, loose.String())
+	p.when = map[string]bool{}
+	for _, t := range p.terms {
+		p.when[t] = ix.isWhen(t)
+	}
 	p.words = terms(ix.words, loose.String())
 	return nil
 }
@@ -318,18 +330,47 @@ func (p *plan) exactQuery() query.Query {
 	}
 	b := query.NewBooleanQuery(nil, nil, nil)
 	for _, t := range p.terms {
-		b.AddShould(
-			boosted(query.NewTermQuery(t), fieldTitle, boostTitle),
-			boosted(query.NewTermQuery(t), fieldContent, boostContent),
-			boosted(query.NewTermQuery(t), fieldWhen, boostWhen))
+		b.AddShould(p.termFields(t)...)
 	}
+	p.addPhrases(b)
+	return p.constrained(b)
+}
+
+// allTermsQuery is exactQuery with every loose term required, or nil when
+// there are fewer than two terms (requiring the one term changes nothing).
+func (p *plan) allTermsQuery() query.Query {
+	if len(p.terms) < 2 {
+		return nil
+	}
+	b := query.NewBooleanQuery(nil, nil, nil)
+	for _, t := range p.terms {
+		b.AddMust(query.NewDisjunctionQuery(p.termFields(t)))
+	}
+	p.addPhrases(b)
+	return p.constrained(b)
+}
+
+// termFields are the scored clauses of a loose term, one per text field
+// it can match.
+func (p *plan) termFields(t string) []query.Query {
+	qs := []query.Query{
+		boosted(query.NewTermQuery(t), fieldTitle, boostTitle),
+		boosted(query.NewTermQuery(t), fieldContent, boostContent),
+	}
+	if p.when[t] {
+		qs = append(qs, boosted(query.NewTermQuery(t), fieldWhen, boostWhen))
+	}
+	return qs
+}
+
+// addPhrases requires every phrase of p in the title or the content.
+func (p *plan) addPhrases(b *query.BooleanQuery) {
 	for _, ph := range p.phrases {
 		b.AddMust(query.NewDisjunctionQuery([]query.Query{
 			phraseQuery(ph, fieldTitle, boostTitle),
 			phraseQuery(ph, fieldContent, boostContent),
 		}))
 	}
-	return p.constrained(b)
 }
 
 // fuzzyQuery matches any loose term within fuzziness edits of an unstemmed
@@ -394,19 +435,23 @@ func phraseQuery(phrase, field string, boost float64) query.Query {
 }
 
 // rank runs q for enough candidates, applies the multipliers and keeps
-// the best p.limit.
-func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string) (Result, error) {
-	req := bleve.NewSearchRequestOptions(q, max(minCandidates, candidateFactor*p.limit), 0, false)
-	req.Fields = rankFields
-	sr, err := ix.idx.SearchInContext(ctx, req)
+// the best p.limit. full reports that q matched at least as many memories
+// as were taken as candidates.
+func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string) (res Result, full bool, err error) {
+	size := max(minCandidates, candidateFactor*p.limit)
+	gen := ix.cache.generation()
+	sr, err := ix.idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, size, 0, false))
 	if err != nil {
-		return Result{}, bleveError("query", err)
+		return Result{}, false, bleveError("query", err)
+	}
+	fields, err := ix.storedFields(ctx, gen, sr.Hits)
+	if err != nil {
+		return Result{}, false, err
 	}
 	hits := make([]Hit, 0, len(sr.Hits))
-	for _, h := range sr.Hits {
-		e := explain(h.Score, p.rankInputs(h.ID, h.Fields), p.now, ix.halfLife, match)
-		hit := Hit{ID: h.ID, Score: e.Final}
-		hit.Session, _ = h.Fields[fieldSession].(string)
+	for i, h := range sr.Hits {
+		e := explain(h.Score, p.rankInputs(h.ID, fields[i]), p.now, ix.halfLife, match)
+		hit := Hit{ID: h.ID, Score: e.Final, Session: fields[i].session}
 		if p.explain {
 			hit.Explain = &e
 		}
@@ -414,7 +459,7 @@ func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string)
 	}
 	// Stable: equal scores keep bleve's order.
 	slices.SortStableFunc(hits, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
-	return Result{Hits: hits[:min(len(hits), p.limit)], Total: sr.Total}, nil
+	return Result{Hits: hits[:min(len(hits), p.limit)], Total: sr.Total}, sr.Total >= uint64(size), nil
 }
 
 // list returns the memories matching the filters, newest first.
@@ -433,7 +478,7 @@ func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 	for _, h := range sr.Hits {
 		hit := Hit{ID: h.ID}
 		if p.explain {
-			e := explain(0, p.rankInputs(h.ID, h.Fields), p.now, ix.halfLife, MatchFilter)
+			e := explain(0, p.rankInputs(h.ID, storedFrom(h.Fields)), p.now, ix.halfLife, MatchFilter)
 			hit.Explain = &e
 		}
 		hits = append(hits, hit)
@@ -441,10 +486,10 @@ func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 	return Result{Hits: hits, Total: sr.Total}, nil
 }
 
-// rankInputs reads a hit's stored ranking fields and what the caller
+// rankInputs joins a hit's stored ranking fields and what the caller
 // derives about it.
-func (p *plan) rankInputs(id string, fields map[string]any) rankInputs {
-	in := rankInputs{decay: 1, maturity: 1}
+func (p *plan) rankInputs(id string, st stored) rankInputs {
+	in := rankInputs{stored: st, decay: 1, maturity: 1}
 	if p.derived != nil {
 		d := p.derived(id)
 		in.derivedStale = d.Stale
@@ -455,17 +500,57 @@ func (p *plan) rankInputs(id string, fields map[string]any) rankInputs {
 			in.maturity = d.Maturity
 		}
 	}
+	return in
+}
+
+// storedFields returns the stored ranking fields of hits: from the cache,
+// and for the others from the index (one query for all of them), which
+// then fills the cache if no Apply ran since generation gen.
+func (ix *Index) storedFields(ctx context.Context, gen uint64, hits bsearch.DocumentMatchCollection) ([]stored, error) {
+	out := make([]stored, len(hits))
+	var missing []string
+	at := map[string]int{}
+	for i, h := range hits {
+		if st, ok := ix.cache.get(h.ID); ok {
+			out[i] = st
+			continue
+		}
+		missing = append(missing, h.ID)
+		at[h.ID] = i
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	req := bleve.NewSearchRequestOptions(query.NewDocIDQuery(missing), len(missing), 0, false)
+	req.Fields = rankFields
+	req.Score = "none"
+	sr, err := ix.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, bleveError("stored fields", err)
+	}
+	for _, h := range sr.Hits {
+		st := storedFrom(h.Fields)
+		out[at[h.ID]] = st
+		ix.cache.fill(gen, h.ID, st)
+	}
+	return out, nil
+}
+
+// storedFrom decodes the stored fields bleve returns.
+func storedFrom(fields map[string]any) stored {
+	var st stored
 	if s, ok := fields[fieldTier].(string); ok {
-		in.tier = crdt.Tier(s)
+		st.tier = crdt.Tier(s)
 	}
 	if s, ok := fields[fieldStatus].(string); ok {
-		in.status = crdt.Status(s)
+		st.status = crdt.Status(s)
 	}
 	if f, ok := fields[fieldConfidence].(float64); ok {
-		in.confidence = f
+		st.confidence = f
 	}
 	if s, ok := fields[fieldUpdated].(string); ok {
-		in.updated, _ = time.Parse(time.RFC3339, s)
+		st.updated, _ = time.Parse(time.RFC3339, s)
 	}
-	return in
+	st.session, _ = fields[fieldSession].(string)
+	return st
 }

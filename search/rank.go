@@ -48,12 +48,19 @@ var statusWeights = map[crdt.Status]float64{
 	crdt.StatusCompacted: 0.2,
 }
 
-// rankInputs are the stored fields of a hit that feed the multipliers.
-type rankInputs struct {
+// stored are a memory's stored ranking fields.
+type stored struct {
 	tier       crdt.Tier
 	status     crdt.Status
 	confidence float64
 	updated    time.Time
+	session    string
+}
+
+// rankInputs are what feeds a hit's multipliers: its stored fields and
+// what the caller derives about it.
+type rankInputs struct {
+	stored
 
 	// From Query.Derived.
 	derivedStale bool

@@ -781,3 +781,55 @@ func TestDerivedTitleCountsOnce(t *testing.T) {
 		t.Errorf("bm25 %v vs %v: a derived title must not double its words", d, o)
 	}
 }
+
+// The ranking fields kept in memory when a memory is indexed weigh exactly
+// as those read back from the index after a restart, and an update
+// replaces them at once.
+func TestStoredFieldsCachedAndRead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ix, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mem("a", "Retries", "Retry the request with backoff", withTier(crdt.TierHuman), func(m *crdt.Memory) {
+		m.Confidence = 0.65
+		m.Provenance.Session = "s-9"
+		m.Provenance.UpdatedAt = now.Add(-50*time.Hour - 1234567*time.Microsecond)
+	})
+	apply(t, ix, m, mem("b", "Other", "Retry budget per client"))
+	cached := search(t, ix, Query{Text: "retry backoff", Explain: true})
+
+	m.Status = crdt.StatusStale
+	apply(t, ix, m)
+	if h := search(t, ix, Query{Text: "retry backoff", Explain: true}).Hits[0]; h.Explain.Status != statusWeights[crdt.StatusStale] {
+		t.Errorf("after an update: %+v", h.Explain)
+	}
+	m.Status = crdt.StatusActive
+	apply(t, ix, m)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ix, err = Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	read := search(t, ix, Query{Text: "retry backoff", Explain: true})
+	if len(read.Hits) != 2 || read.Hits[0].ID != "a" || read.Hits[0].Session != "s-9" {
+		t.Fatalf("after reopening: %+v", read.Hits)
+	}
+	// BM25 moves with the index's statistics (the updates left deleted
+	// documents behind); the multipliers must not.
+	multipliers := func(e *Explanation) Explanation {
+		m := *e
+		m.BM25, m.Final = 0, 0
+		return m
+	}
+	for i := range read.Hits {
+		if c, r := multipliers(cached.Hits[i].Explain), multipliers(read.Hits[i].Explain); c != r {
+			t.Errorf("%s: cached %+v, read %+v", read.Hits[i].ID, c, r)
+		}
+	}
+}
