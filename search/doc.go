@@ -50,7 +50,11 @@
 //     when (boost 1) with bleve's BM25 model (IndexMapping.ScoringModel
 //     "bm25", b = 0.3: memories vary from a line to a few paragraphs, and
 //     bleve's default 0.75 favours the shortest ones); phrases add their
-//     own scores. The best max(50, 2*Limit) candidates are kept.
+//     own scores. The best max(50, 2*Limit) candidates are kept. When at
+//     least that many memories hold every term, only they are scored: a
+//     memory missing a word rarely outranks that many holding all of
+//     them, and requiring all terms spares scoring every memory that holds
+//     one common word. Result.Total then counts those memories.
 //  3. Multipliers. Each candidate's BM25 score is multiplied by its
 //     confidence, trust tier, recency (half-life decay of updated) and
 //     status weights, and by what the caller derives (Query.Derived:
