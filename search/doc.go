@@ -22,7 +22,7 @@
 //	confidence   number, stored only (ranking)
 //	updated      datetime, stored (ranking, since/until)
 //	updated_key  updated as a sortable keyword with doc values (listing)
-//	expires      datetime; a memory without TTL expires in 2200
+//	expires      datetime; absent for a memory without TTL
 //
 // Memories whose status is deleted are removed, never indexed.
 //

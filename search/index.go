@@ -58,7 +58,7 @@ var (
 const schemaVersion = "2"
 
 // Time bounds of indexed datetimes. Bleve stores datetimes as Unix
-// nanoseconds, which end in 2262; farFuture stands for "never expires".
+// nanoseconds, which end in 2262.
 var (
 	minTime   = time.Unix(0, 0).UTC()
 	farFuture = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -287,25 +287,26 @@ func keywordField(name string, store bool) *mapping.FieldMapping {
 // document is what bleve indexes for a memory; its json names are the
 // mapping's property names.
 type document struct {
-	Title      string    `json:"title"`
-	Content    string    `json:"content"`
-	When       string    `json:"when"`
-	Session    string    `json:"session"`
-	Tags       []string  `json:"tags"`
-	Namespace  string    `json:"namespace"`
-	Kind       string    `json:"kind"`
-	Status     string    `json:"status"`
-	Tier       string    `json:"tier"`
-	Confidence float64   `json:"confidence"`
-	Updated    time.Time `json:"updated"`
-	Expires    time.Time `json:"expires"`
-	UpdatedKey string    `json:"updated_key"` // Updated as 19 decimal digits of Unix nanoseconds
+	Title      string     `json:"title"`
+	Content    string     `json:"content"`
+	When       string     `json:"when"`
+	Session    string     `json:"session"`
+	Tags       []string   `json:"tags"`
+	Namespace  string     `json:"namespace"`
+	Kind       string     `json:"kind"`
+	Status     string     `json:"status"`
+	Tier       string     `json:"tier"`
+	Confidence float64    `json:"confidence"`
+	Updated    time.Time  `json:"updated"`
+	Expires    *time.Time `json:"expires,omitempty"` // nil: never expires
+	UpdatedKey string     `json:"updated_key"`       // Updated as 19 decimal digits of Unix nanoseconds
 }
 
 func newDocument(m *crdt.Memory) document {
-	expires := farFuture
+	var expires *time.Time
 	if !m.ExpiresAt.IsZero() {
-		expires = clampTime(m.ExpiresAt)
+		t := clampTime(m.ExpiresAt)
+		expires = &t
 	}
 	updated := clampTime(m.Provenance.UpdatedAt)
 	title := m.Title
