@@ -503,6 +503,26 @@ func (n *Node) Pull(ctx context.Context) error {
 	return <-errs
 }
 
+// LastPull returns the figures of the last pull from the peer device
+// that brought documents; the zero value when none did or the node runs
+// without the mesh.
+func (n *Node) LastPull(device string) transport.SyncStats {
+	m := n.mesh
+	if m == nil {
+		return transport.SyncStats{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.peers[device]; p != nil {
+		return p.lastStats
+	}
+	return transport.SyncStats{}
+}
+
+// Digest returns the node's anti-entropy digest: two nodes holding the
+// same documents with the same heads have equal digests.
+func (n *Node) Digest() ([256][32]byte, error) { return n.store.Digest() }
+
 // pushLoop sends every local change to every live peer as soon as it is
 // durable. Changes received from peers are not pushed on: each node
 // pushes its own, and anti-entropy covers the rest.
