@@ -1,21 +1,13 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/memmesh/memmesh/internal/corpus"
-	"github.com/memmesh/memmesh/node"
 )
 
 // Run with
@@ -54,51 +46,6 @@ func BenchmarkCLICapture(b *testing.B) {
 	reportPercentiles(b, "ms", ms)
 }
 
-// BenchmarkColdStart measures a daemon starting on a home of 100,000
-// memories: time until it answers a search, and its resident memory then.
-func BenchmarkColdStart(b *testing.B) {
-	const memories = 100_000
-	home := benchHome(b)
-	file := filepath.Join(home, "corpus.jsonl")
-	f, err := os.Create(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := corpus.New(6).WriteImport(f, memories); err != nil {
-		b.Fatal(err)
-	}
-	f.Close()
-	cmd, c := startServe(b, home)
-	start := time.Now()
-	res, err := c.Import(context.Background(), mustOpen(b, file))
-	if err != nil || res.Imported != memories {
-		b.Fatalf("import: %+v %v", res, err)
-	}
-	b.Logf("imported %d memories in %s (%.0f/s)", memories, time.Since(start).Round(time.Millisecond), memories/time.Since(start).Seconds())
-	if _, err := c.Search(context.Background(), node.SearchRequest{Query: "postgres"}); err != nil {
-		b.Fatal(err)
-	}
-	stopServe(b, cmd)
-
-	var readyMS, rssMB []float64
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		cmd, c := startServe(b, home)
-		if _, err := c.Search(context.Background(), node.SearchRequest{Query: "retry postgres"}); err != nil {
-			b.Fatal(err)
-		}
-		readyMS = append(readyMS, float64(time.Since(start).Microseconds())/1000)
-		rssMB = append(rssMB, rss(b, cmd.Process.Pid))
-		b.StopTimer()
-		stopServe(b, cmd)
-		b.StartTimer()
-	}
-	b.StopTimer()
-	reportPercentiles(b, "ready-ms", readyMS)
-	b.ReportMetric(slices.Max(rssMB), "max-rss-MB")
-}
-
 func benchHome(b *testing.B) string {
 	home, err := os.MkdirTemp("", "mmb")
 	if err != nil {
@@ -106,46 +53,4 @@ func benchHome(b *testing.B) string {
 	}
 	b.Cleanup(func() { os.RemoveAll(home) })
 	return home
-}
-
-func mustOpen(b *testing.B, path string) *os.File {
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.Close() })
-	return f
-}
-
-// stopServe stops a daemon with SIGTERM and waits for it.
-func stopServe(b *testing.B, cmd *exec.Cmd) {
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		b.Fatal("daemon did not stop on SIGTERM")
-	}
-}
-
-// rss returns a process's resident set size in MB.
-func rss(b *testing.B, pid int) float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return float64(kb) / 1024
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -21,15 +25,19 @@ removed afterwards. Each subcommand prints a table, or with --json one JSON
 object of its figures. The running daemon and its home are not touched.`,
 		Args: args(cobra.NoArgs),
 	}
-	cmd.AddCommand(a.benchLocomoCommand())
+	cmd.AddCommand(a.benchLocomoCommand(), a.benchCaptureCommand(), a.benchSearchCommand(),
+		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand())
 	return cmd
 }
 
 // runBench runs a benchmark with progress on standard error and prints
-// its report.
-func runBench[R bench.Report](a *app, cmd *cobra.Command, run func(log *slog.Logger) (R, error)) error {
+// its report. SIGINT and SIGTERM cancel the benchmark's context: it stops
+// what it started and removes its data before the command returns.
+func runBench[R bench.Report](a *app, cmd *cobra.Command, run func(ctx context.Context, log *slog.Logger) (R, error)) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	r, err := run(log.With("bench", cmd.Name()))
+	r, err := run(ctx, log.With("bench", cmd.Name()))
 	if err != nil {
 		return err
 	}
@@ -66,14 +74,169 @@ BM25) runs on the same files with python3 and its figures are shown beside.`,
 			if opts.Data == "" {
 				return usagef("--data is required: the folder holding the conv-*.json files")
 			}
-			return runBench(a, cmd, func(log *slog.Logger) (bench.LocomoReport, error) {
+			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.LocomoReport, error) {
 				opts.Log = log
-				return bench.Locomo(cmd.Context(), opts)
+				return bench.Locomo(ctx, opts)
 			})
 		},
 	}
 	cmd.Flags().StringVar(&opts.Data, "data", "", "folder of LoCoMo conversations (conv-*.json)")
 	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "reference script to run on the same files (python3)")
 	cmd.Flags().BoolVar(&opts.NoGraph, "no-graph", false, "search by text alone, as 'memmesh search --no-graph' does")
+	return cmd
+}
+
+// checkBench turns options a benchmark cannot run with into a usage error.
+func checkBench(cmd *cobra.Command, err error) error {
+	if err != nil {
+		return usagef("%w (see '%s --help')", err, cmd.CommandPath())
+	}
+	return nil
+}
+
+func (a *app) benchCaptureCommand() *cobra.Command {
+	opts := bench.CaptureOptions{Memories: 3000, Import: 10_000}
+	cmd := &cobra.Command{
+		Use:   "capture",
+		Short: "Durable capture latency and batch import throughput, in-process",
+		Long: `Capture corpus memories one by one through a fresh node (node.Remember:
+validation, scrub, dedup, Automerge, a synced Pebble batch; indexing runs
+beside it) and report the latency's p50 and p99. Then import a batch of
+corpus memories into another fresh node and report memories per second until
+the import is durable, and the time until all of it is searchable.`,
+		Example: `  memmesh bench capture
+  memmesh bench capture --memories 10000 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := checkBench(cmd, opts.Validate()); err != nil {
+				return err
+			}
+			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.CaptureReport, error) {
+				opts.Log = log
+				return bench.Capture(ctx, opts)
+			})
+		},
+	}
+	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories captured one by one")
+	cmd.Flags().IntVar(&opts.Import, "import", opts.Import, "memories in the batch import")
+	return cmd
+}
+
+func (a *app) benchSearchCommand() *cobra.Command {
+	opts := bench.SearchOptions{Memories: 100_000, Queries: 2000}
+	cmd := &cobra.Command{
+		Use:   "search",
+		Short: "Search latency on a node holding many memories",
+		Long: `Fill a node with corpus memories through the import path, open it again
+cold (as a restarted daemon would), warm its caches with the corpus queries
+once, then time top-10 searches of those queries and report p50 and p99.`,
+		Example: `  memmesh bench search
+  memmesh bench search --memories 10000 --queries 500 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := checkBench(cmd, opts.Validate()); err != nil {
+				return err
+			}
+			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.SearchReport, error) {
+				opts.Log = log
+				return bench.Search(ctx, opts)
+			})
+		},
+	}
+	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories the node holds")
+	cmd.Flags().IntVar(&opts.Queries, "queries", opts.Queries, "searches timed")
+	return cmd
+}
+
+func (a *app) benchSyncCommand() *cobra.Command {
+	opts := bench.SyncOptions{Nodes: 3, Memories: 100_000, Samples: 300}
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Propagation between nodes and the initial sync of a fresh node",
+		Long: `Run real nodes in this process, each with its own home and QUIC on its own
+loopback address (127.0.0.x), with the daemon's default mesh timings.
+
+First, on a mesh of --nodes empty nodes, capture on one node and search on
+the next until the memory is found (push, durable apply, indexing), and
+report p50 and p99. Then a fresh node joins a member holding --memories
+corpus memories: the time until it stores them all, until they are all
+searchable, and the bytes and round trips of its pull.`,
+		Example: `  memmesh bench sync
+  memmesh bench sync --nodes 3 --memories 10000 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := checkBench(cmd, opts.Validate()); err != nil {
+				return err
+			}
+			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.SyncReport, error) {
+				opts.Log = log
+				return bench.Sync(ctx, opts)
+			})
+		},
+	}
+	cmd.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "nodes of the propagation mesh (at least 2)")
+	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories on the member a fresh node joins")
+	cmd.Flags().IntVar(&opts.Samples, "samples", opts.Samples, "captures timed until searchable on a peer")
+	return cmd
+}
+
+func (a *app) benchResyncCommand() *cobra.Command {
+	opts := bench.ResyncOptions{Changes: 1000, Memories: 100_000}
+	cmd := &cobra.Command{
+		Use:   "resync",
+		Short: "Two nodes meeting again after a partition",
+		Long: `Start two nodes in this process (QUIC on 127.0.0.1 and 127.0.0.2) holding
+the same --memories corpus memories, partition them until each sees the
+other dead, change --changes memories on one side, heal the partition, and
+report the time until both are identical again and the time, bytes and
+round trips of the pull that brought the changes.`,
+		Example: `  memmesh bench resync
+  memmesh bench resync --changes 200 --memories 10000 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := checkBench(cmd, opts.Validate()); err != nil {
+				return err
+			}
+			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.ResyncReport, error) {
+				opts.Log = log
+				return bench.Resync(ctx, opts)
+			})
+		},
+	}
+	cmd.Flags().IntVar(&opts.Changes, "changes", opts.Changes, "memories changed during the partition")
+	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories on both nodes")
+	return cmd
+}
+
+func (a *app) benchStartupCommand() *cobra.Command {
+	opts := bench.StartupOptions{Memories: 100_000, Runs: 5}
+	cmd := &cobra.Command{
+		Use:   "startup",
+		Short: "Cold start of the daemon on a full home, and its memory",
+		Long: `Fill a new home with corpus memories through a daemon's import (memmesh
+serve, this executable), stop it, then start 'memmesh serve' on the home
+--runs times: the time until it answers a search (p50, p99) and its resident
+memory after that search. Each daemon runs without MCP over HTTP and with
+the mesh on an ephemeral loopback port, and is stopped with SIGTERM.`,
+		Example: `  memmesh bench startup
+  memmesh bench startup --memories 20000 --runs 3 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("bench startup: this executable: %w", err)
+			}
+			opts.Binary = exe
+			if err := checkBench(cmd, opts.Validate()); err != nil {
+				return err
+			}
+			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.StartupReport, error) {
+				opts.Log = log
+				return bench.Startup(ctx, opts)
+			})
+		},
+	}
+	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories in the home")
+	cmd.Flags().IntVar(&opts.Runs, "runs", opts.Runs, "daemon starts timed")
 	return cmd
 }

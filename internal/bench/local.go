@@ -1,0 +1,225 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/memmesh/memmesh/internal/corpus"
+	"github.com/memmesh/memmesh/node"
+)
+
+// CaptureOptions configures Capture.
+type CaptureOptions struct {
+	// Memories is how many corpus memories are captured one by one.
+	Memories int
+	// Import is how many corpus memories the batch import brings.
+	Import int
+	// Dir is where the nodes keep their data; "" means a temporary
+	// directory removed afterwards.
+	Dir string
+	// Log receives progress.
+	Log *slog.Logger
+}
+
+// Validate checks the options.
+func (o CaptureOptions) Validate() error {
+	return firstErr(atLeast("memories", o.Memories, 1), atLeast("import", o.Import, 1))
+}
+
+// CaptureReport holds the figures of local writes.
+type CaptureReport struct {
+	Captures int     `json:"captures"`
+	Capture  Summary `json:"capture"`
+	Imported int     `json:"imported"`
+	// ImportRate is memories per second until the import is durable.
+	ImportRate float64 `json:"import_per_s"`
+	// ImportSearchable is the seconds from the start of the import until
+	// all of it is searchable.
+	ImportSearchable float64 `json:"import_searchable_s"`
+}
+
+// Rows implements Report.
+func (r CaptureReport) Rows() []Row {
+	return []Row{
+		{"captures (node.Remember, durable)", fmt.Sprint(r.Captures)},
+		{"capture latency", r.Capture.String()},
+		{"batch import (node.Import, durable)", fmt.Sprintf("%d memories", r.Imported)},
+		{"import throughput", fmt.Sprintf("%s memories/s", num(r.ImportRate))},
+		{"import until all searchable", fmt.Sprintf("%s s", num(r.ImportSearchable))},
+	}
+}
+
+// Capture measures durable writes in-process on fresh nodes: the latency
+// of node.Remember for corpus memories captured one by one (indexing runs
+// beside them, as in the daemon), and the throughput of a batch import
+// with the time until all of it is searchable.
+func Capture(ctx context.Context, opts CaptureOptions) (CaptureReport, error) {
+	if err := opts.Validate(); err != nil {
+		return CaptureReport{}, err
+	}
+	log := logger(opts.Log)
+	dir, cleanup, err := workDir(opts.Dir)
+	if err != nil {
+		return CaptureReport{}, err
+	}
+	defer cleanup()
+
+	r := CaptureReport{Captures: opts.Memories, Imported: opts.Import}
+	lat, err := captures(ctx, filepath.Join(dir, "capture"), opts.Memories, log)
+	if err != nil {
+		return CaptureReport{}, err
+	}
+	r.Capture = lat.Summary()
+	log.Info("captured", "memories", opts.Memories, "latency", r.Capture.String())
+
+	durable, all, err := batchImport(ctx, filepath.Join(dir, "import"), opts.Import, log)
+	if err != nil {
+		return CaptureReport{}, err
+	}
+	r.ImportRate = float64(opts.Import) / durable.Seconds()
+	r.ImportSearchable = all.Seconds()
+	log.Info("imported", "memories", opts.Import, "per_s", num(r.ImportRate), "searchable_after", all.Round(time.Millisecond))
+	return r, nil
+}
+
+// captures times node.Remember for count corpus memories on a fresh node.
+func captures(ctx context.Context, home string, count int, log *slog.Logger) (Latencies, error) {
+	gen := corpus.New(seedCapture)
+	reqs := make([]node.RememberRequest, count)
+	for i := range reqs {
+		m := gen.Next()
+		reqs[i] = node.RememberRequest{Namespace: m.Namespace, Kind: m.Kind, Title: m.Title, Content: m.Content, Tags: m.Tags}
+	}
+	n, err := startNode(ctx, node.Config{Home: home, Logger: nodeLogger(log)})
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	log.Info("capturing", "memories", count)
+	lat := make(Latencies, 0, count)
+	for _, req := range reqs {
+		start := time.Now()
+		if _, err := n.Remember(ctx, req); err != nil {
+			return nil, fmt.Errorf("bench: capture: %w", err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	return lat, nil
+}
+
+// batchImport imports count corpus memories into a fresh node and returns
+// the time until the import is durable and until it is all searchable.
+func batchImport(ctx context.Context, home string, count int, log *slog.Logger) (durable, all time.Duration, err error) {
+	n, err := startNode(ctx, node.Config{Home: home, Logger: nodeLogger(log)})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer n.Close()
+	log.Info("importing", "memories", count)
+	start := time.Now()
+	if err := importCorpus(ctx, n, seedImport, count); err != nil {
+		return 0, 0, err
+	}
+	durable = time.Since(start)
+	if err := searchable(ctx, n); err != nil {
+		return 0, 0, err
+	}
+	return durable, time.Since(start), nil
+}
+
+// SearchOptions configures Search.
+type SearchOptions struct {
+	// Memories is how many corpus memories the node holds.
+	Memories int
+	// Queries is how many corpus queries are timed.
+	Queries int
+	// Dir is where the node keeps its data; "" means a temporary
+	// directory removed afterwards.
+	Dir string
+	// Log receives progress.
+	Log *slog.Logger
+}
+
+// Validate checks the options.
+func (o SearchOptions) Validate() error {
+	return firstErr(atLeast("memories", o.Memories, 1), atLeast("queries", o.Queries, 1))
+}
+
+// SearchReport holds search latency on a node of many memories.
+type SearchReport struct {
+	Memories int     `json:"memories"`
+	Queries  int     `json:"queries"`
+	Latency  Summary `json:"latency"`
+	// Empty counts the queries that found nothing.
+	Empty int `json:"empty"`
+}
+
+// Rows implements Report.
+func (r SearchReport) Rows() []Row {
+	return []Row{
+		{"memories", fmt.Sprint(r.Memories)},
+		{"queries (top 10)", fmt.Sprint(r.Queries)},
+		{"search latency", r.Latency.String()},
+		{"queries without results", fmt.Sprint(r.Empty)},
+	}
+}
+
+// distinctQueries is how many different corpus queries a search benchmark
+// cycles through; the first pass over them warms the index's caches, as a
+// running daemon's are.
+const distinctQueries = 256
+
+// Search fills a home with corpus memories through the import path,
+// opens it cold as a restarted daemon would, and times top-10 searches of
+// corpus queries.
+func Search(ctx context.Context, opts SearchOptions) (SearchReport, error) {
+	if err := opts.Validate(); err != nil {
+		return SearchReport{}, err
+	}
+	log := logger(opts.Log)
+	dir, cleanup, err := workDir(opts.Dir)
+	if err != nil {
+		return SearchReport{}, err
+	}
+	defer cleanup()
+	home := filepath.Join(dir, "search")
+	if err := populate(ctx, home, opts.Memories, log); err != nil {
+		return SearchReport{}, err
+	}
+	n, err := startNode(ctx, node.Config{Home: home, Logger: nodeLogger(log)})
+	if err != nil {
+		return SearchReport{}, err
+	}
+	defer n.Close()
+
+	gen := corpus.New(seedQueries)
+	queries := make([]string, distinctQueries)
+	for i := range queries {
+		queries[i] = gen.Query()
+	}
+	for _, q := range queries {
+		if _, err := n.Search(ctx, node.SearchRequest{Query: q, Limit: 10}); err != nil {
+			return SearchReport{}, fmt.Errorf("bench: search %q: %w", q, err)
+		}
+	}
+	log.Info("searching", "queries", opts.Queries)
+	r := SearchReport{Memories: opts.Memories, Queries: opts.Queries}
+	lat := make(Latencies, 0, opts.Queries)
+	for i := range opts.Queries {
+		q := queries[i%len(queries)]
+		start := time.Now()
+		res, err := n.Search(ctx, node.SearchRequest{Query: q, Limit: 10})
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			return SearchReport{}, fmt.Errorf("bench: search %q: %w", q, err)
+		}
+		if len(res.Results) == 0 {
+			r.Empty++
+		}
+	}
+	r.Latency = lat.Summary()
+	return r, nil
+}
