@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func TestGraphSearchFollowsTheSessionThread(t *testing.T) {
 		t.Errorf("results = %v, want the thread's matches first", got)
 	}
 	for _, h := range res.Results {
-		if h.ID == other.ID && (h.Fusion.Linked != 0 || h.Fusion.Session != sessionShare*h.Fusion.Text/sessionBest) {
+		if h.ID == other.ID && (h.Fusion.Linked != 0 || math.Abs(h.Fusion.Session-sessionShare*h.Fusion.Text/sessionBest) > 1e-12) {
 			t.Errorf("other session's memory borrowed: %+v", h.Fusion)
 		}
 	}
