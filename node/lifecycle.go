@@ -35,6 +35,12 @@ const (
 // DefaultLifecycleInterval is how often the daemon runs a lifecycle pass.
 const DefaultLifecycleInterval = time.Hour
 
+// lifecycleStartDelay is how long after start the first scheduled pass
+// waits (or the interval, if shorter): a pass reads every memory and edge,
+// seconds of CPU on a large store, which a daemon that just started
+// should spend answering instead.
+const lifecycleStartDelay = time.Minute
+
 // maturityWeights are the search ranking multipliers of each maturity.
 var maturityWeights = map[Maturity]float64{
 	MaturityCandidate:   1,
@@ -137,7 +143,7 @@ func confidenceDecay(m *crdt.Memory, now time.Time, halfLife time.Duration) floa
 // machine's read counts. The results feed search ranking until the next
 // pass. The pass writes nothing to memories: every node derives the same
 // state from the same documents, so nodes never fight over it. The daemon
-// runs a pass at start and every LifecycleInterval.
+// runs a pass a minute after start and every LifecycleInterval.
 func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
 	began := time.Now()
 	now := n.now()
@@ -274,19 +280,21 @@ func (n *Node) linkedMemories(ctx context.Context, now time.Time) (map[string]bo
 	return linked, nil
 }
 
-// runLifecycle runs a pass at start and then every interval until ctx ends.
+// runLifecycle runs a pass shortly after start and then every interval
+// until ctx ends.
 // A failed pass is logged and tried again at the next tick.
 func (n *Node) runLifecycle(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+	t := time.NewTimer(min(interval, lifecycleStartDelay))
 	defer t.Stop()
 	for {
-		if _, err := n.RunLifecycle(ctx); err != nil && ctx.Err() == nil {
-			n.log.Warn("lifecycle pass failed", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if _, err := n.RunLifecycle(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("lifecycle pass failed", "err", err)
+		}
+		t.Reset(interval)
 	}
 }

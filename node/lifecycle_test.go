@@ -116,7 +116,7 @@ func TestDecayAndMaturity(t *testing.T) {
 }
 
 func TestLifecycleRunsOnSchedule(t *testing.T) {
-	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), LifecycleInterval: time.Hour})
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), LifecycleInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +125,10 @@ func TestLifecycleRunsOnSchedule(t *testing.T) {
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the first pass at start", func() bool { return !n.LastLifecycle().At.IsZero() })
-	if r := n.LastLifecycle(); r.Live != 1 || r.Stale != 1 {
-		t.Errorf("first pass: %+v", r)
+	waitUntil(t, "the first scheduled pass", func() bool { return !n.LastLifecycle().At.IsZero() })
+	first := n.LastLifecycle()
+	if first.Live != 1 || first.Stale != 1 {
+		t.Errorf("first pass: %+v", first)
 	}
+	waitUntil(t, "a later pass", func() bool { return n.LastLifecycle().At.After(first.At) })
 }

@@ -31,8 +31,9 @@ type Config struct {
 	// ConfidenceHalfLife is how long a memory's confidence takes to halve
 	// without an update; 0 means 180 days. Evergreen memories do not decay.
 	ConfidenceHalfLife time.Duration
-	// LifecycleInterval, when positive, makes Start run a lifecycle pass
-	// (RunLifecycle) at once and then at this interval.
+	// LifecycleInterval, when positive, makes Start schedule lifecycle
+	// passes (RunLifecycle): the first a minute after start, or after
+	// the interval if shorter, then one per interval.
 	LifecycleInterval time.Duration
 	// Mesh, when set, makes Start join the mesh: QUIC endpoint,
 	// membership and sync. Without it the node is local only.
