@@ -109,13 +109,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		Merger:             digestMerger,
 		FormatMajorVersion: pebble.FormatNewest,
 		// Ids are random, so each flushed memtable overlaps every table
-		// of the base level, which a compaction then rewrites. Larger
-		// memtables and a larger base level mean fewer, larger
-		// rewrites: bulk writes (an import, a first sync) spent about a
-		// fifth of their CPU in compactions with Pebble's defaults (4 MiB
-		// memtables, 64 MiB base level).
-		MemTableSize:  memTableSize,
-		LBaseMaxBytes: 256 << 20,
+		// of the base level, which a compaction then rewrites: larger
+		// memtables mean fewer such rewrites. An import of 10,000
+		// memories runs about 20 % faster than with Pebble's default of
+		// 4 MiB. (A larger base level too cut compactions further but
+		// slowed the first reads after a start.)
+		MemTableSize: memTableSize,
 	}
 	// Ids are random, so every table of a level may hold any id: bloom
 	// filters spare a point read the tables that lack its key. Levels
@@ -184,7 +183,10 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.closeMu.Unlock()
 	s.ops.Wait()
-	if err := errors.Join(s.db.Close(), s.lock.Close()); err != nil {
+	// Flushing the memtable first spares the next Open replaying up to
+	// memTableSize of log; what a crash leaves unflushed is replayed.
+	flushErr := s.db.Flush()
+	if err := errors.Join(flushErr, s.db.Close(), s.lock.Close()); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}
 	s.log.Info("storage closed", "seq", s.durable.Load())
