@@ -9,7 +9,8 @@
 //	title        title and tags, English text with positions (phrases); a
 //	             title that is the start of the content is left out, so
 //	             that its words do not count twice
-//	content      English text with positions
+//	content      title, tags and content: English text with positions, so
+//	             that one term query finds a term wherever it is
 //	when         month and year the memory was learned ("June 2025"),
 //	             English text, so that "what changed in June" finds it
 //	session      keyword, stored: the session that wrote the memory
@@ -46,15 +47,18 @@
 //  1. Filters. Namespace, kind, tags (all of them), tiers and the updated
 //     window are required; unwanted statuses (by default archived and
 //     compacted) and expired memories (expires <= Now) are excluded.
-//  2. BM25. Each term is scored in title (boost 2), content (boost 1) and
-//     when (boost 1) with bleve's BM25 model (IndexMapping.ScoringModel
-//     "bm25", b = 0.3: memories vary from a line to a few paragraphs, and
-//     bleve's default 0.75 favours the shortest ones); phrases add their
-//     own scores. The best max(50, 2*Limit) candidates are kept. When at
-//     least that many memories hold every term, only they are scored: a
-//     memory missing a word rarely outranks that many holding all of
-//     them, and requiring all terms spares scoring every memory that holds
-//     one common word. Result.Total then counts those memories.
+//  2. BM25. Each term is scored in content, in title (again: a title's
+//     words weigh twice) and in when, with bleve's BM25 model
+//     (IndexMapping.ScoringModel "bm25", b = 0.3: memories vary from a
+//     line to a few paragraphs, and bleve's default 0.75 favours the
+//     shortest ones); phrases add their own scores. The best
+//     max(50, 2*Limit) candidates are kept. When at least that many
+//     memories hold every term, only they are scored: a memory missing a
+//     word rarely outranks that many holding all of them, and requiring
+//     all terms spares scoring every memory that holds one common word.
+//     That pass requires each term in content (or when, for a month or a
+//     year) and lets the title add its score; Result.Total then counts
+//     those memories.
 //  3. Multipliers. Each candidate's BM25 score is multiplied by its
 //     confidence, trust tier, recency (half-life decay of updated) and
 //     status weights, and by what the caller derives (Query.Derived:

@@ -55,7 +55,7 @@ var (
 // schemaVersion changes whenever the mapping or the analysis changes. An
 // index with another version is removed and recreated empty, so that its
 // watermark (0) makes the caller rebuild it from storage.
-const schemaVersion = "2"
+const schemaVersion = "3"
 
 // Time bounds of indexed datetimes. Bleve stores datetimes as Unix
 // nanoseconds, which end in 2262.
@@ -237,7 +237,8 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	dm := bleve.NewDocumentStaticMapping()
 	dm.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
 	dm.AddFieldMappingsAt("title", textField(fieldTitle), wordsField())
-	dm.AddFieldMappingsAt("content", textField(fieldContent), wordsField())
+	dm.AddFieldMappingsAt("content", wordsField())
+	dm.AddFieldMappingsAt("body", textField(fieldContent))
 	dm.AddFieldMappingsAt("tags", keywordField(fieldTags, false), textField(fieldTitle), wordsField())
 	dm.AddFieldMappingsAt("when", &mapping.FieldMapping{
 		Name: fieldWhen, Type: "text", Analyzer: analyzerText, Index: true,
@@ -289,6 +290,7 @@ func keywordField(name string, store bool) *mapping.FieldMapping {
 type document struct {
 	Title      string     `json:"title"`
 	Content    string     `json:"content"`
+	Body       string     `json:"body"` // title, tags and content
 	When       string     `json:"when"`
 	Session    string     `json:"session"`
 	Tags       []string   `json:"tags"`
@@ -318,6 +320,7 @@ func newDocument(m *crdt.Memory) document {
 	return document{
 		Title:      title,
 		Content:    m.Content,
+		Body:       strings.Join(append(append([]string{title}, m.Tags...), m.Content), "\n"),
 		When:       m.Provenance.CreatedAt.Format(whenLayout),
 		Session:    m.Provenance.Session,
 		Tags:       m.Tags,

@@ -344,7 +344,16 @@ func (p *plan) allTermsQuery() query.Query {
 	}
 	b := query.NewBooleanQuery(nil, nil, nil)
 	for _, t := range p.terms {
-		b.AddMust(query.NewDisjunctionQuery(p.termFields(t)))
+		// The content field holds the title and tags too: one term
+		// query per term drives the conjunction, and the title only
+		// adds its boost.
+		content := boosted(query.NewTermQuery(t), fieldContent, boostContent)
+		if p.when[t] {
+			b.AddMust(query.NewDisjunctionQuery([]query.Query{content, boosted(query.NewTermQuery(t), fieldWhen, boostWhen)}))
+		} else {
+			b.AddMust(content)
+		}
+		b.AddShould(boosted(query.NewTermQuery(t), fieldTitle, boostTitle))
 	}
 	p.addPhrases(b)
 	return p.constrained(b)

@@ -25,7 +25,7 @@ const (
 	defaultHalfLife = 30 * 24 * time.Hour
 
 	// Field boosts applied to BM25 per field.
-	boostTitle   = 2.0 // title and tags
+	boostTitle   = 1.0 // title and tags, on top of their place in content
 	boostContent = 1.0
 	boostWhen    = 1.0 // "June", "2023": the month and year a memory was learned
 

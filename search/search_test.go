@@ -833,3 +833,27 @@ func TestStoredFieldsCachedAndRead(t *testing.T) {
 		}
 	}
 }
+
+// When enough memories hold every query term, only they are ranked; a term
+// counts in the title or the tags as well as in the content.
+func TestAllTermsPass(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	var ms []crdt.Memory
+	for i := range minCandidates + 10 {
+		ms = append(ms, mem(fmt.Sprintf("both%02d", i), "", fmt.Sprintf("Alpha service calls the beta service, case %d", i)))
+	}
+	for i := range 5 {
+		ms = append(ms, mem(fmt.Sprintf("alpha%d", i), "", fmt.Sprintf("Alpha service alone, case %d", i)))
+	}
+	ms = append(ms, mem("titled", "Alpha rollout", "The rollout went fine", withTags("beta")))
+	apply(t, ix, ms...)
+
+	res := search(t, ix, Query{Text: "alpha beta"})
+	if res.Total != minCandidates+11 {
+		t.Errorf("Total = %d, want the %d memories holding both words, one of them by its title and tag", res.Total, minCandidates+11)
+	}
+	if got := search(t, ix, Query{Text: "alpha beta", IDs: []string{"titled", "alpha0"}}); len(got.Hits) != 2 {
+		t.Errorf("few matches: hits = %v, want both (any word may match)", ids(got))
+	}
+}
