@@ -67,7 +67,7 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, e
 	if err != nil {
 		return SearchResult{}, err
 	}
-	s := spread{fusion: map[string]*Fusion{}, session: map[string]string{}}
+	s := spread{fusion: map[string]*Fusion{}, session: map[string]string{}, best: map[string]float64{}}
 	for _, h := range res.Hits {
 		s.fusion[h.ID] = &Fusion{Text: h.Score}
 		s.session[h.ID] = h.Session
@@ -106,9 +106,9 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, e
 // they pull in.
 type spread struct {
 	fusion  map[string]*Fusion
-	session map[string]string // of matches and thread neighbours
-	best    map[string]float64
-	pulled  []string // ids that are not text matches, in the order reached
+	session map[string]string  // of matches and thread neighbours
+	best    map[string]float64 // the largest share each memory got
+	pulled  []string           // ids that are not text matches, in the order reached
 }
 
 // lend gives share of match's text score to id, reached by rel.
@@ -124,9 +124,6 @@ func (s *spread) lend(match search.Hit, id, rel string, share float64) {
 	}
 	give := share * match.Score
 	f.Linked += give
-	if s.best == nil {
-		s.best = map[string]float64{}
-	}
 	if give > s.best[id] {
 		s.best[id] = give
 		f.Via, f.Rel = DisplayID(match.ID), rel

@@ -16,13 +16,16 @@ import (
 const (
 	fieldThread = "thread"
 	threadSep   = "\x1f"
+	// maxThreadSession bounds the session id a thread is kept for, well
+	// inside a storage term.
+	maxThreadSession = 256
 )
 
 // threadTerm returns the thread term of m; none when m has no session or
 // is deleted.
 func threadTerm(m *crdt.Memory) (storage.Term, bool) {
 	s := m.Provenance.Session
-	if s == "" || m.Status == crdt.StatusDeleted || strings.ContainsAny(s, "\x00"+threadSep) || len(s) > 256 {
+	if s == "" || m.Status == crdt.StatusDeleted || strings.ContainsAny(s, "\x00"+threadSep) || len(s) > maxThreadSession {
 		return storage.Term{}, false
 	}
 	return storage.Term{Field: fieldThread, Value: fmt.Sprintf("%s%s%019d", s, threadSep, m.Provenance.CreatedAt.UnixNano())}, true

@@ -47,19 +47,16 @@ func (c *storedCache) fill(gen uint64, id string, st stored) {
 	}
 }
 
-// applied records an Apply: the fields of put, none for del.
-func (c *storedCache) applied(put []crdt.Memory, del []string) {
+// applied records an Apply: the stored fields of what it indexed, none
+// for what it removed.
+func (c *storedCache) applied(indexed map[string]stored, removed []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	for i := range put {
-		if put[i].Status == crdt.StatusDeleted {
-			delete(c.m, put[i].ID)
-			continue
-		}
-		c.put(put[i].ID, storedOf(&put[i]))
+	for id, st := range indexed {
+		c.put(id, st)
 	}
-	for _, id := range del {
+	for _, id := range removed {
 		delete(c.m, id)
 	}
 }
@@ -71,9 +68,9 @@ func (c *storedCache) put(id string, st stored) {
 	c.m[id] = st
 }
 
-// storedOf returns the stored ranking fields of m as the index stores them.
-func storedOf(m *crdt.Memory) stored {
-	d := newDocument(m)
+// storedOf returns the stored ranking fields of d as the index stores them
+// (datetimes to the second).
+func storedOf(d *document) stored {
 	return stored{
 		tier:       crdt.Tier(d.Tier),
 		status:     crdt.Status(d.Status),

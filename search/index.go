@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -380,20 +381,24 @@ func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error 
 		return ErrClosed
 	}
 	b := ix.idx.NewBatch()
+	indexed := make(map[string]stored, len(put))
+	removed := slices.Clone(del)
 	for i := range put {
 		m := &put[i]
 		if m.ID == "" {
 			return fmt.Errorf("search: apply: memory %d of %d has no id", i, len(put))
 		}
 		if m.Status == crdt.StatusDeleted {
-			b.Delete(m.ID)
+			removed = append(removed, m.ID)
 			continue
 		}
-		if err := b.Index(m.ID, newDocument(m)); err != nil {
+		d := newDocument(m)
+		if err := b.Index(m.ID, d); err != nil {
 			return fmt.Errorf("search: apply: index %s: %w", m.ID, err)
 		}
+		indexed[m.ID] = storedOf(&d)
 	}
-	for _, id := range del {
+	for _, id := range removed {
 		if id == "" {
 			return errors.New("search: apply: empty id to delete")
 		}
@@ -406,7 +411,7 @@ func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error 
 		return bleveError("apply", err)
 	}
 	ix.persisted = persisted
-	ix.cache.applied(put, del)
+	ix.cache.applied(indexed, removed)
 	return nil
 }
 

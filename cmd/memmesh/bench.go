@@ -30,18 +30,34 @@ object of its figures. The running daemon and its home are not touched.`,
 	return cmd
 }
 
-// runBench runs a benchmark with progress on standard error and prints
-// its report. SIGINT and SIGTERM cancel the benchmark's context: it stops
-// what it started and removes its data before the command returns.
-func runBench[R bench.Report](a *app, cmd *cobra.Command, run func(ctx context.Context, log *slog.Logger) (R, error)) error {
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	r, err := run(ctx, log.With("bench", cmd.Name()))
-	if err != nil {
-		return err
+// benchOptions are a benchmark's options, set by its command's flags.
+type benchOptions[O any] interface {
+	*O
+	Validate() error
+	SetLog(*slog.Logger)
+}
+
+// benchRunE returns the RunE of a bench subcommand: invalid options are a
+// usage error; otherwise run gets them with progress on standard error,
+// and its report is printed. SIGINT and SIGTERM cancel the benchmark's
+// context: it stops what it started and removes its data before the
+// command returns.
+func benchRunE[O any, P benchOptions[O], R bench.Report](a *app, opts P, run func(context.Context, O) (R, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := opts.Validate(); err != nil {
+			return usagef("%w (see '%s --help')", err, cmd.CommandPath())
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		opts.SetLog(log.With("bench", cmd.Name()))
+		r, err := run(ctx, *opts)
+		if err != nil {
+			return err
+		}
+		table := func(w io.Writer) { printRows(w, r.Rows()) }
+		return a.emit(r, table, table)
 	}
-	return a.emit(r, func(w io.Writer) { printRows(w, r.Rows()) }, func(w io.Writer) { printRows(w, r.Rows()) })
 }
 
 func printRows(w io.Writer, rows []bench.Row) {
@@ -70,28 +86,12 @@ BM25) runs on the same files with python3 and its figures are shown beside.`,
 		Example: `  memmesh bench locomo --data ../bench/locomo --baseline ../bench/locomo_fts5_baseline.py
   memmesh bench locomo --data ./locomo --json`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if opts.Data == "" {
-				return usagef("--data is required: the folder holding the conv-*.json files")
-			}
-			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.LocomoReport, error) {
-				opts.Log = log
-				return bench.Locomo(ctx, opts)
-			})
-		},
+		RunE: benchRunE(a, &opts, bench.Locomo),
 	}
 	cmd.Flags().StringVar(&opts.Data, "data", "", "folder of LoCoMo conversations (conv-*.json)")
 	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "reference script to run on the same files (python3)")
 	cmd.Flags().BoolVar(&opts.NoGraph, "no-graph", false, "search by text alone, as 'memmesh search --no-graph' does")
 	return cmd
-}
-
-// checkBench turns options a benchmark cannot run with into a usage error.
-func checkBench(cmd *cobra.Command, err error) error {
-	if err != nil {
-		return usagef("%w (see '%s --help')", err, cmd.CommandPath())
-	}
-	return nil
 }
 
 func (a *app) benchCaptureCommand() *cobra.Command {
@@ -107,15 +107,7 @@ the import is durable, and the time until all of it is searchable.`,
 		Example: `  memmesh bench capture
   memmesh bench capture --memories 10000 --json`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := checkBench(cmd, opts.Validate()); err != nil {
-				return err
-			}
-			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.CaptureReport, error) {
-				opts.Log = log
-				return bench.Capture(ctx, opts)
-			})
-		},
+		RunE: benchRunE(a, &opts, bench.Capture),
 	}
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories captured one by one")
 	cmd.Flags().IntVar(&opts.Import, "import", opts.Import, "memories in the batch import")
@@ -133,15 +125,7 @@ once, then time top-10 searches of those queries and report p50 and p99.`,
 		Example: `  memmesh bench search
   memmesh bench search --memories 10000 --queries 500 --json`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := checkBench(cmd, opts.Validate()); err != nil {
-				return err
-			}
-			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.SearchReport, error) {
-				opts.Log = log
-				return bench.Search(ctx, opts)
-			})
-		},
+		RunE: benchRunE(a, &opts, bench.Search),
 	}
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories the node holds")
 	cmd.Flags().IntVar(&opts.Queries, "queries", opts.Queries, "searches timed")
@@ -164,15 +148,7 @@ searchable, and the bytes and round trips of its pull.`,
 		Example: `  memmesh bench sync
   memmesh bench sync --nodes 3 --memories 10000 --json`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := checkBench(cmd, opts.Validate()); err != nil {
-				return err
-			}
-			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.SyncReport, error) {
-				opts.Log = log
-				return bench.Sync(ctx, opts)
-			})
-		},
+		RunE: benchRunE(a, &opts, bench.Sync),
 	}
 	cmd.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "nodes of the propagation mesh (at least 2)")
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories on the member a fresh node joins")
@@ -193,15 +169,7 @@ round trips of the pull that brought the changes.`,
 		Example: `  memmesh bench resync
   memmesh bench resync --changes 200 --memories 10000 --json`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := checkBench(cmd, opts.Validate()); err != nil {
-				return err
-			}
-			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.ResyncReport, error) {
-				opts.Log = log
-				return bench.Resync(ctx, opts)
-			})
-		},
+		RunE: benchRunE(a, &opts, bench.Resync),
 	}
 	cmd.Flags().IntVar(&opts.Changes, "changes", opts.Changes, "memories changed during the partition")
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories on both nodes")
@@ -221,20 +189,7 @@ the mesh on an ephemeral loopback port, and is stopped with SIGTERM.`,
 		Example: `  memmesh bench startup
   memmesh bench startup --memories 20000 --runs 3 --json`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("bench startup: this executable: %w", err)
-			}
-			opts.Binary = exe
-			if err := checkBench(cmd, opts.Validate()); err != nil {
-				return err
-			}
-			return runBench(a, cmd, func(ctx context.Context, log *slog.Logger) (bench.StartupReport, error) {
-				opts.Log = log
-				return bench.Startup(ctx, opts)
-			})
-		},
+		RunE: benchRunE(a, &opts, bench.Startup),
 	}
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories in the home")
 	cmd.Flags().IntVar(&opts.Runs, "runs", opts.Runs, "daemon starts timed")

@@ -26,6 +26,18 @@ type Report interface {
 	Rows() []Row
 }
 
+// Common holds the options every benchmark has.
+type Common struct {
+	// Dir is where the benchmark keeps its data; "" means a temporary
+	// directory removed afterwards.
+	Dir string
+	// Log receives progress.
+	Log *slog.Logger
+}
+
+// SetLog sends progress to log.
+func (c *Common) SetLog(log *slog.Logger) { c.Log = log }
+
 // Latencies collects durations and summarises them.
 type Latencies []time.Duration
 

@@ -17,11 +17,7 @@ type CaptureOptions struct {
 	Memories int
 	// Import is how many corpus memories the batch import brings.
 	Import int
-	// Dir is where the nodes keep their data; "" means a temporary
-	// directory removed afterwards.
-	Dir string
-	// Log receives progress.
-	Log *slog.Logger
+	Common
 }
 
 // Validate checks the options.
@@ -136,11 +132,7 @@ type SearchOptions struct {
 	Memories int
 	// Queries is how many corpus queries are timed.
 	Queries int
-	// Dir is where the node keeps its data; "" means a temporary
-	// directory removed afterwards.
-	Dir string
-	// Log receives progress.
-	Log *slog.Logger
+	Common
 }
 
 // Validate checks the options.

@@ -7,7 +7,7 @@ import (
 )
 
 func TestCapture(t *testing.T) {
-	r, err := Capture(context.Background(), CaptureOptions{Memories: 30, Import: 200, Dir: t.TempDir()})
+	r, err := Capture(context.Background(), CaptureOptions{Memories: 30, Import: 200, Common: Common{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestCapture(t *testing.T) {
 }
 
 func TestSearch(t *testing.T) {
-	r, err := Search(context.Background(), SearchOptions{Memories: 300, Queries: 50, Dir: t.TempDir()})
+	r, err := Search(context.Background(), SearchOptions{Memories: 300, Queries: 50, Common: Common{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,14 +23,18 @@ type LocomoOptions struct {
 	// Baseline, when set, is the reference script run on the same files
 	// (locomo_fts5_baseline.py); its figures are reported beside ours.
 	Baseline string
-	// Dir is where the node keeps its data; "" means a temporary
-	// directory removed afterwards.
-	Dir string
 	// NoGraph searches by text alone, without links, threads and
 	// sessions.
 	NoGraph bool
-	// Log receives progress.
-	Log *slog.Logger
+	Common
+}
+
+// Validate checks the options.
+func (o LocomoOptions) Validate() error {
+	if o.Data == "" {
+		return errors.New("--data is required: the folder holding the conv-*.json files")
+	}
+	return nil
 }
 
 // LocomoReport holds the retrieval figures of the LoCoMo protocol.
@@ -167,6 +170,9 @@ func readConversation(path string) (conversation, error) {
 // turn is captured as a memory of its conversation's namespace at its
 // session's time, and every question is searched in that namespace.
 func Locomo(ctx context.Context, opts LocomoOptions) (LocomoReport, error) {
+	if err := opts.Validate(); err != nil {
+		return LocomoReport{}, err
+	}
 	log := logger(opts.Log)
 	paths, err := filepath.Glob(filepath.Join(opts.Data, "conv-*.json"))
 	if err != nil || len(paths) == 0 {

@@ -53,7 +53,7 @@ func tinyConversation() map[string]any {
 func TestLocomoTinyCorpus(t *testing.T) {
 	dir := t.TempDir()
 	writeConversation(t, dir, "conv-1.json", tinyConversation())
-	r, err := Locomo(context.Background(), LocomoOptions{Data: dir, Dir: t.TempDir()})
+	r, err := Locomo(context.Background(), LocomoOptions{Data: dir, Common: Common{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,11 +130,7 @@ type SyncOptions struct {
 	// Samples is how many captures are timed until searchable on another
 	// node.
 	Samples int
-	// Dir is where the nodes keep their data; "" means a temporary
-	// directory removed afterwards.
-	Dir string
-	// Log receives progress.
-	Log *slog.Logger
+	Common
 }
 
 // Validate checks the options.
@@ -329,11 +325,7 @@ type ResyncOptions struct {
 	Changes int
 	// Memories is how many corpus memories both nodes hold.
 	Memories int
-	// Dir is where the nodes keep their data; "" means a temporary
-	// directory removed afterwards.
-	Dir string
-	// Log receives progress.
-	Log *slog.Logger
+	Common
 }
 
 // Validate checks the options.

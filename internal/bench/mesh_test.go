@@ -6,7 +6,7 @@ import (
 )
 
 func TestSync(t *testing.T) {
-	r, err := Sync(context.Background(), SyncOptions{Nodes: 2, Memories: 20, Samples: 5, Dir: t.TempDir()})
+	r, err := Sync(context.Background(), SyncOptions{Nodes: 2, Memories: 20, Samples: 5, Common: Common{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestSync(t *testing.T) {
 }
 
 func TestResync(t *testing.T) {
-	r, err := Resync(context.Background(), ResyncOptions{Changes: 3, Memories: 10, Dir: t.TempDir()})
+	r, err := Resync(context.Background(), ResyncOptions{Changes: 3, Memories: 10, Common: Common{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

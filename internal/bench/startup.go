@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,27 +26,19 @@ const (
 
 // StartupOptions configures Startup.
 type StartupOptions struct {
-	// Binary is the memmesh executable run as `memmesh serve`.
+	// Binary is the memmesh executable run as `memmesh serve`; "" means
+	// this process's own executable (the memmesh command).
 	Binary string
 	// Memories is how many corpus memories the home holds.
 	Memories int
 	// Runs is how many times the daemon is started.
 	Runs int
-	// Dir is where the home is kept; "" means a temporary directory
-	// removed afterwards. Its path must leave room for the daemon's unix
-	// socket (about 100 bytes in all).
-	Dir string
-	// Log receives progress.
-	Log *slog.Logger
+	Common
 }
 
 // Validate checks the options.
 func (o StartupOptions) Validate() error {
-	var err error
-	if o.Binary == "" {
-		err = errors.New("no memmesh executable to start")
-	}
-	return firstErr(err, atLeast("memories", o.Memories, 1), atLeast("runs", o.Runs, 1))
+	return firstErr(atLeast("memories", o.Memories, 1), atLeast("runs", o.Runs, 1))
 }
 
 // StartupReport holds the figures of a daemon starting on a full home.
@@ -83,6 +73,13 @@ func (r StartupReport) Rows() []Row {
 func Startup(ctx context.Context, opts StartupOptions) (StartupReport, error) {
 	if err := opts.Validate(); err != nil {
 		return StartupReport{}, err
+	}
+	if opts.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return StartupReport{}, fmt.Errorf("bench: this executable: %w", err)
+		}
+		opts.Binary = exe
 	}
 	log := logger(opts.Log)
 	dir, cleanup, err := workDir(opts.Dir)

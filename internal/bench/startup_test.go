@@ -31,7 +31,7 @@ func TestStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	r, err := Startup(context.Background(), StartupOptions{Binary: bin, Memories: 50, Runs: 2, Dir: dir})
+	r, err := Startup(context.Background(), StartupOptions{Binary: bin, Memories: 50, Runs: 2, Common: Common{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
