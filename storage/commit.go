@@ -12,7 +12,8 @@ import (
 // they share, which it also sets in each recs[i].Seq. For each record the
 // batch holds the document (a nil Doc keeps the stored one), the record,
 // its index terms and change-log entry (replacing the previous version's)
-// and its digest update. Commit returns once the batch is durable;
+// and its digest update; a record with Erase set removes all of these
+// instead (see Expunge). Commit returns once the batch is durable;
 // concurrent Commits share fsyncs. Invalid records fail with ErrInvalid
 // and change nothing.
 //
@@ -44,13 +45,24 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 	defer b.Close()
 	envs := make([][]byte, len(recs))
 	changes := make([][]byte, len(recs))
+	var erased [][]byte
 	for i := range recs {
 		r := &recs[i]
-		if err := s.stage(b, r); err != nil {
+		keys, err := s.stage(b, r)
+		if err != nil {
 			return 0, err
+		}
+		if r.Erase {
+			erased = append(erased, keys...)
+			continue
 		}
 		envs[i] = appendEnvelope(nil, 0, r)
 		changes[i] = changeKey(0, r.Kind, r.ID)
+	}
+	if len(erased) > 0 {
+		// Durable with the erasure: a crash before Expunge has run makes
+		// the next Open expunge everything.
+		b.Set(metaKey(metaErasePending), nil, nil)
 	}
 
 	// Under commitMu, take the next seq and hand the batch to Pebble's
@@ -64,6 +76,9 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 	seq := s.nextSeq
 	s.nextSeq++
 	for i := range recs {
+		if recs[i].Erase {
+			continue
+		}
 		binary.BigEndian.PutUint64(envs[i], seq)
 		binary.BigEndian.PutUint64(changes[i][1:], seq)
 		b.Set(recordKey(recs[i].Kind, recs[i].ID), envs[i], nil)
@@ -77,6 +92,7 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 	if err := b.SyncWait(); err != nil {
 		return 0, fmt.Errorf("storage: commit: sync: %w", err)
 	}
+	s.erased(erased)
 
 	// Concurrent Commits finish in any order: DurableSeq only moves up.
 	for {
@@ -93,11 +109,27 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 
 // stage adds to b the parts of r that do not depend on its sequence
 // number: the document, the index terms that changed, the removal of the
-// previous change-log entry and the digest update.
-func (s *Store) stage(b *pebble.Batch, r *Record) error {
+// previous change-log entry and the digest update. For an erasure it
+// removes every key of the stored version and returns those keys.
+func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
 	old, found, err := s.envelope(r.Kind, r.ID)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if r.Erase {
+		if !found {
+			return nil, nil
+		}
+		erased = [][]byte{docKey(r.Kind, r.ID), recordKey(r.Kind, r.ID), changeKey(old.seq, r.Kind, r.ID)}
+		for _, t := range old.terms {
+			erased = append(erased, termKey(r.Kind, t, r.ID))
+		}
+		for _, k := range erased {
+			b.Delete(k, nil)
+		}
+		prev := docHash(r.Kind, r.ID, old.heads)
+		b.Merge(digestKey(Bucket(r.Kind, r.ID)), prev[:], nil)
+		return erased, nil
 	}
 	if r.Doc != nil {
 		b.Set(docKey(r.Kind, r.ID), r.Doc, nil)
@@ -127,7 +159,7 @@ func (s *Store) stage(b *pebble.Batch, r *Record) error {
 	if delta != ([len(delta)]byte{}) {
 		b.Merge(digestKey(Bucket(r.Kind, r.ID)), delta[:], nil)
 	}
-	return nil
+	return nil, nil
 }
 
 // envelope reads the stored envelope of a document, without its value.

@@ -25,10 +25,10 @@
 // # Keyspace
 //
 // Every key starts with one byte naming its keyspace. kind is one byte
-// ('m' memory, 'e' edge, 'x' mesh record); id, field and value are raw bytes
+// ('m' memory, 'e' edge, 'x' mesh record, 'p' tombstone); id, field and value are raw bytes
 // that never contain 0x00; seq is a big-endian uint64.
 //
-//	meta    'M' name                             -> value ("schema": uint32 BE)
+//	meta    'M' name                             -> value ("schema": uint32 BE; "erase-pending": empty)
 //	doc     'D' kind id                          -> Automerge document bytes
 //	record  'R' kind id                          -> envelope (below)
 //	term    'T' kind field 0x00 value 0x00 id    -> empty
@@ -60,6 +60,15 @@
 //	| seq      | uv heads | per head:        | uv terms | per term:                     | value |
 //	| 8 B, BE  |          | uv len, bytes    |          | uv len, field, uv len, value  | (rest)|
 //	+----------+----------+------------------+----------+-------------------------------+-------+
+//
+// # Erasure
+//
+// A Record with Erase set removes a document from the keyspace: its bytes,
+// record, terms, change-log entry and digest share. The old values stay in
+// older tables, the write-ahead log and (for keys that bounded a table)
+// the manifest until compactions and a new manifest drop them, which is
+// what [Store.Expunge] waits for; Pebble's log recycling is off, so that
+// a retired log is deleted instead of reused.
 //
 // # Digest
 //

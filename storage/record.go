@@ -15,10 +15,11 @@ const (
 	KindMemory Kind = 'm'
 	KindEdge   Kind = 'e'
 	KindMesh   Kind = 'x'
+	KindPurge  Kind = 'p' // the tombstone of an erased memory, under the memory's id
 )
 
 func (k Kind) valid() bool {
-	return k == KindMemory || k == KindEdge || k == KindMesh
+	return k == KindMemory || k == KindEdge || k == KindMesh || k == KindPurge
 }
 
 func (k Kind) String() string {
@@ -29,6 +30,8 @@ func (k Kind) String() string {
 		return "edge"
 	case KindMesh:
 		return "mesh"
+	case KindPurge:
+		return "purge"
 	}
 	return fmt.Sprintf("kind(%#x)", byte(k))
 }
@@ -53,6 +56,11 @@ type Record struct {
 	Value []byte   // materialised record, in the caller's encoding
 	Terms []Term   // secondary index terms of this version
 	Seq   uint64   // set by Commit: the change sequence number of this version
+	// Erase makes Commit remove the document instead of storing a
+	// version: its bytes, record, terms, change-log entry and digest
+	// share. Only Kind and ID are read. Expunge then removes what the
+	// files still hold of it.
+	Erase bool
 }
 
 // validate checks everything Commit needs before it writes.

@@ -61,10 +61,23 @@ type Store struct {
 	log    *slog.Logger
 	schema int
 
+	// Where and how db was opened: Expunge reopens it.
+	dir   string
+	fs    vfs.FS
+	popts *pebble.Options
+
 	// commitMu orders sequence numbers with batches in the WAL.
 	commitMu sync.Mutex
 	nextSeq  uint64 // guarded by commitMu
 	durable  atomic.Uint64
+
+	// eraseMu guards what erasing Commits left for Expunge: their keys, or
+	// everything when an erasure was pending at Open. expungeMu serialises
+	// Expunge.
+	eraseMu   sync.Mutex
+	eraseKeys [][]byte
+	eraseAll  bool
+	expungeMu sync.Mutex
 
 	// closeMu guards closed; ops counts the calls in progress so that Close
 	// waits for them before closing Pebble.
@@ -115,6 +128,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		// 4 MiB. (A larger base level too cut compactions further but
 		// slowed the first reads after a start.)
 		MemTableSize: memTableSize,
+		Cleaner:      expungeCleaner{},
 	}
 	// Ids are random, so every table of a level may hold any id: bloom
 	// filters spare a point read the tables that lack its key. Levels
@@ -124,7 +138,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("storage: open %s: %w", dir, err), lock.Close())
 	}
-	s := &Store{db: db, lock: lock, log: log}
+	s := &Store{db: db, lock: lock, log: log, dir: dir, fs: fs, popts: popts}
 	if err := s.init(dir); err != nil {
 		return nil, errors.Join(err, db.Close(), lock.Close())
 	}
@@ -148,6 +162,11 @@ func (s *Store) init(dir string) error {
 		return fmt.Errorf("storage: open %s: corrupt schema version %x", dir, v)
 	}
 	s.schema = int(binary.BigEndian.Uint32(v))
+	if _, err := s.getValue(metaKey(metaErasePending)); err == nil {
+		s.eraseAll = true // erased before a crash, not expunged yet
+	} else if !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("storage: open %s: %w", dir, err)
+	}
 	if s.schema > schemaVersion {
 		return fmt.Errorf("%w: %s has version %d, this build knows %d", ErrSchemaTooNew, dir, s.schema, schemaVersion)
 	}

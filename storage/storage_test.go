@@ -263,7 +263,7 @@ func TestChanges(t *testing.T) {
 func digestFromScratch(tb testing.TB, s *Store) [256][32]byte {
 	tb.Helper()
 	var out [256][32]byte
-	for _, kind := range []Kind{KindMemory, KindEdge, KindMesh} {
+	for _, kind := range []Kind{KindMemory, KindEdge, KindMesh, KindPurge} {
 		err := s.All(kind, func(r Record) error {
 			bucket := sha256.Sum256(append([]byte{byte(kind)}, r.ID...))[0]
 			b := append([]byte{byte(kind)}, r.ID...)

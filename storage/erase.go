@@ -1,0 +1,245 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// metaErasePending is set, in the batch of a Commit that erases, until
+// Expunge has removed what the files still held of the erased documents.
+const metaErasePending = "erase-pending"
+
+// expungeWait bounds how long Expunge waits for Pebble to delete the files
+// that compactions made obsolete (an open iterator keeps them a moment).
+const expungeWait = 30 * time.Second
+
+// erased remembers the keys an erasing Commit deleted, for Expunge.
+func (s *Store) erased(keys [][]byte) {
+	if len(keys) == 0 {
+		return
+	}
+	s.eraseMu.Lock()
+	s.eraseKeys = append(s.eraseKeys, keys...)
+	s.eraseMu.Unlock()
+}
+
+// ErasePending reports whether an erasing Commit has not been expunged
+// yet (in this process, or by a process that stopped before it could).
+func (s *Store) ErasePending() bool {
+	s.eraseMu.Lock()
+	defer s.eraseMu.Unlock()
+	return len(s.eraseKeys) > 0 || s.eraseAll
+}
+
+// Expunge removes from the store's files what they still hold of the
+// documents erased by Commit: a deletion in an LSM tree only shadows the
+// old value, which stays in older tables and in the write-ahead log until
+// compactions drop it. Expunge flushes the memtable (retiring its log),
+// compacts every erased key's range down to the last level, and waits
+// until Pebble has deleted the obsolete tables and logs. Write-ahead logs
+// are never recycled (see expungeCleaner), so a retired log is deleted,
+// not reused with old records in it. After a crash between the Commit and
+// Expunge, the store does not know the erased keys any more, and the
+// next Expunge compacts the whole keyspace.
+//
+// Expunge costs compactions: call it after erasures, not on every write.
+// Concurrent calls are serialised.
+func (s *Store) Expunge(ctx context.Context) error {
+	s.expungeMu.Lock()
+	defer s.expungeMu.Unlock()
+
+	s.eraseMu.Lock()
+	keys, all := s.eraseKeys, s.eraseAll
+	s.eraseKeys, s.eraseAll = nil, false
+	s.eraseMu.Unlock()
+	if len(keys) == 0 && !all {
+		return nil
+	}
+	err := s.expunge(ctx, keys, all)
+	if err == nil {
+		err = s.retireManifests(ctx)
+	}
+	s.eraseMu.Lock()
+	if err != nil {
+		// Try again next time, with whatever erasures came meanwhile.
+		s.eraseKeys = append(s.eraseKeys, keys...)
+		s.eraseAll = s.eraseAll || all
+	}
+	done := len(s.eraseKeys) == 0 && !s.eraseAll
+	s.eraseMu.Unlock()
+	if err != nil {
+		return err
+	}
+	if done {
+		return s.clearErasePending()
+	}
+	return nil
+}
+
+func (s *Store) clearErasePending() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	if err := s.db.Delete(metaKey(metaErasePending), pebble.Sync); err != nil {
+		return fmt.Errorf("storage: expunge: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) expunge(ctx context.Context, keys [][]byte, all bool) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	ranges := keyRanges(keys)
+	if all {
+		ranges = [][2][]byte{{{0}, {0xff, 0xff}}}
+	}
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("storage: expunge: flush: %w", err)
+	}
+	for _, r := range ranges {
+		if err := s.db.Compact(ctx, r[0], r[1], true); err != nil {
+			return fmt.Errorf("storage: expunge: compact: %w", err)
+		}
+	}
+	return s.awaitObsoleteDeleted(ctx)
+}
+
+// keyRanges returns the sorted keys as ranges [key, key+0x00), each
+// holding exactly one key, merged where they touch.
+func keyRanges(keys [][]byte) [][2][]byte {
+	keys = slices.Clone(keys)
+	slices.SortFunc(keys, bytes.Compare)
+	keys = slices.CompactFunc(keys, bytes.Equal)
+	out := make([][2][]byte, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, [2][]byte{k, append(slices.Clip(k), 0)})
+	}
+	return out
+}
+
+// awaitObsoleteDeleted waits until no obsolete or zombie table or log is
+// left on disk: Pebble deletes them in the background, and an iterator
+// open while a compaction finished keeps its tables until it closes.
+func (s *Store) awaitObsoleteDeleted(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, expungeWait)
+	defer cancel()
+	for {
+		m := s.db.Metrics()
+		if m.Table.ObsoleteCount == 0 && m.Table.ZombieCount == 0 && m.WAL.ObsoleteFiles == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storage: expunge: old files still in use: %w", errors.Join(ctx.Err(), errExpungeWait))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+var errExpungeWait = errors.New("obsolete tables, logs or manifests not deleted yet")
+
+// retireManifests makes Pebble write its manifest anew, twice, and waits
+// until every manifest from before is deleted. A manifest records the
+// first and last key of every table ever written since it was started, so
+// an erased key (a tag, say) that bounded a table stays in it after the
+// table is gone. Pebble starts a new manifest at the first change after
+// it opens the database and keeps one previous manifest: two reopens,
+// each followed by a flush, leave only manifests written after the
+// compactions.
+func (s *Store) retireManifests(ctx context.Context) error {
+	old, err := s.manifests()
+	if err != nil {
+		return err
+	}
+	for range 2 {
+		if err := s.reopen(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, expungeWait)
+	defer cancel()
+	for {
+		now, err := s.manifests()
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(now, func(m string) bool { return slices.Contains(old, m) }) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storage: expunge: %w", errors.Join(ctx.Err(), errExpungeWait))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// manifests lists the names of the manifest files in the store's directory.
+func (s *Store) manifests() ([]string, error) {
+	names, err := s.fs.List(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: expunge: list %s: %w", s.dir, err)
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, "MANIFEST-") }), nil
+}
+
+// reopen closes and reopens Pebble while no call is in progress, then
+// makes one change and flushes it, which starts a new manifest. If the
+// reopen fails, the store is closed: every later call fails with
+// ErrClosed, and what was committed is in the files.
+func (s *Store) reopen() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.ops.Wait()
+	err := s.db.Close()
+	var db *pebble.DB
+	if err == nil {
+		db, err = pebble.Open(s.dir, s.popts)
+	}
+	if err != nil {
+		s.closed = true
+		s.lock.Close()
+		s.log.Error("storage: reopening the database to retire its manifest failed; the store is closed", "err", err)
+		return fmt.Errorf("storage: expunge: reopen: %w", err)
+	}
+	s.db = db
+	if err := s.db.Set(metaKey(metaManifestTurn), nil, pebble.Sync); err != nil {
+		return fmt.Errorf("storage: expunge: %w", err)
+	}
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("storage: expunge: flush: %w", err)
+	}
+	return nil
+}
+
+// metaManifestTurn is written after a reopen so that a flush has
+// something to write, which makes Pebble start a new manifest.
+const metaManifestTurn = "manifest-turn"
+
+// expungeCleaner deletes obsolete files, as Pebble's default cleaner does,
+// and claims to need their contents, which is what turns Pebble's
+// recycling of write-ahead logs off: a recycled log keeps its old records
+// until new ones overwrite them, so an erased value could outlive Expunge
+// in it. (The claim comes from ArchiveCleaner, one level down, so that
+// DeleteCleaner's Clean is the one used.)
+type expungeCleaner struct {
+	pebble.DeleteCleaner
+	noRecycling
+}
+
+type noRecycling struct{ pebble.ArchiveCleaner }
+
+func (expungeCleaner) String() string { return "delete (no log recycling)" }

@@ -1,0 +1,185 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// filesHolding returns the files under dir whose bytes contain canary.
+func filesHolding(tb testing.TB, dir, canary string) []string {
+	tb.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while we walked
+		}
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, []byte(canary)) {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return found
+}
+
+// storeWithCanary opens a store in dir on disk and commits many records,
+// with flushes and several versions of the canary's record in between, so
+// that the canary's values sit in the log, the memtable and tables of
+// several levels. It returns the store and the canary's record.
+func storeWithCanary(t *testing.T, dir, canary string) (*Store, Record) {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := memory("secretid", "old "+canary, Term{"tag", canary + "-tag"}, Term{"ns", "proj"})
+	for round := range 4 {
+		var batch []Record
+		for i := range 200 {
+			batch = append(batch, memory(fmt.Sprintf("r%d-%03d", round, i), strings.Repeat("filler ", 20), Term{"ns", "proj"}))
+		}
+		commit(t, s, batch...)
+		if round == 1 {
+			commit(t, s, secret)
+		}
+		if round == 2 {
+			secret = memory("secretid", "new "+canary, Term{"tag", canary + "-tag2"}, Term{"ns", "proj"})
+			commit(t, s, secret)
+		}
+		if err := s.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if round == 2 {
+			if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// And once more in the live log and memtable.
+	commit(t, s, memory("secretid", "newest "+canary, Term{"tag", canary + "-tag3"}, Term{"ns", "proj"}))
+	if got := filesHolding(t, dir, canary); len(got) == 0 {
+		t.Fatalf("the canary is in no file before the erasure: the test proves nothing")
+	}
+	return s, secret
+}
+
+func TestEraseThenExpungeLeavesNothingInFiles(t *testing.T) {
+	dir := t.TempDir()
+	const canary = "c4nary-9f3k2"
+	s, _ := storeWithCanary(t, dir, canary)
+	defer s.Close()
+	before := digest(t, s)
+
+	seq := commit(t, s, Record{Kind: KindMemory, ID: "secretid", Erase: true},
+		Record{Kind: KindPurge, ID: "secretid", Heads: []string{"h"}, Value: []byte("tombstone"), Doc: []byte("tombstone")})
+	if !s.ErasePending() {
+		t.Fatal("ErasePending is false after an erasure")
+	}
+	if _, err := s.Get(KindMemory, "secretid"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of an erased record: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetDoc(KindMemory, "secretid"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetDoc of an erased document: %v, want ErrNotFound", err)
+	}
+	if ids := scanIDs(t, s, KindMemory, Term{"ns", "proj"}); len(ids) != 800 {
+		t.Fatalf("%d memories in ns proj after the erasure, want the 800 others", len(ids))
+	}
+	recs, _ := changes(t, s, 0, 0)
+	for _, r := range recs {
+		if r.Kind == KindMemory && r.ID == "secretid" {
+			t.Fatal("the change log still lists the erased record")
+		}
+	}
+	if recs[len(recs)-1].Seq != seq || recs[len(recs)-1].Kind != KindPurge {
+		t.Fatalf("the last change is %v %s, want the tombstone", recs[len(recs)-1].Kind, recs[len(recs)-1].ID)
+	}
+	// The digest is what the store holds: the erased share is gone.
+	if got, want := digest(t, s), digestFromScratch(t, s); got != want {
+		t.Fatal("digest after the erasure differs from the digest of what is stored")
+	}
+	if digest(t, s) == before {
+		t.Fatal("digest did not change")
+	}
+
+	if err := s.Expunge(context.Background()); err != nil {
+		t.Fatalf("Expunge: %v", err)
+	}
+	if s.ErasePending() {
+		t.Fatal("ErasePending after Expunge")
+	}
+	if got := filesHolding(t, dir, canary); len(got) > 0 {
+		t.Fatalf("after Expunge these files still hold the canary: %v", got)
+	}
+	// The rest is intact.
+	if got, err := s.Get(KindMemory, "r3-199"); err != nil || !strings.HasPrefix(string(got.Value), "filler") {
+		t.Fatalf("another record after Expunge: %v %q", err, got.Value)
+	}
+	if got, err := s.Get(KindPurge, "secretid"); err != nil || string(got.Value) != "tombstone" {
+		t.Fatalf("the tombstone after Expunge: %v %q", err, got.Value)
+	}
+}
+
+func TestExpungeAfterCrashCompactsEverything(t *testing.T) {
+	dir := t.TempDir()
+	const canary = "c4nary-7h1x0"
+	s, _ := storeWithCanary(t, dir, canary)
+	commit(t, s, Record{Kind: KindMemory, ID: "secretid", Erase: true})
+	// Closing without Expunge stands for a crash after the erasure: the
+	// keys to compact were known only to the process that is gone.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.ErasePending() {
+		t.Fatal("ErasePending is false after reopening a store whose erasure was not expunged")
+	}
+	if err := s.Expunge(context.Background()); err != nil {
+		t.Fatalf("Expunge: %v", err)
+	}
+	if got := filesHolding(t, dir, canary); len(got) > 0 {
+		t.Fatalf("after Expunge these files still hold the canary: %v", got)
+	}
+	if s.ErasePending() {
+		t.Fatal("ErasePending after Expunge")
+	}
+}
+
+func TestEraseMissingAndTwice(t *testing.T) {
+	s := openAt(t, vfs.NewMem(), "db")
+	commit(t, s, memory("a", "x"))
+	before := digest(t, s)
+	// Erasing what is not stored changes nothing and leaves nothing to do.
+	commit(t, s, Record{Kind: KindMemory, ID: "nope", Erase: true}, memory("b", "y"))
+	if s.ErasePending() {
+		t.Fatal("ErasePending after erasing a missing record")
+	}
+	commit(t, s, Record{Kind: KindMemory, ID: "b", Erase: true})
+	if digest(t, s) != before {
+		t.Fatal("digest after adding and erasing b differs from before")
+	}
+	if _, err := s.Commit(Record{Kind: KindMemory, ID: "a", Erase: true}, memory("a", "z")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("erasing and writing one record in one commit: %v, want ErrInvalid", err)
+	}
+}
