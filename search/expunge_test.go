@@ -1,0 +1,91 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+// dictionaryHolds reports whether the term dictionary of any field of the
+// index in dir holds term. The index is opened anew, so it reads what its
+// segment files hold: a removed memory's terms stay in its segment's
+// dictionary until a merge rewrites it. (The dictionary is a compressed
+// automaton: its files cannot simply be searched for the word.)
+func dictionaryHolds(tb testing.TB, dir, term string) bool {
+	tb.Helper()
+	idx, err := bleve.OpenUsing(dir, runtimeConfig)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer idx.Close()
+	for _, field := range []string{fieldTitle, fieldContent, fieldWords} {
+		d, err := idx.FieldDictPrefix(field, []byte(term))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e, err := d.Next()
+		d.Close()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if e != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// TestExpungeRemovesDeletedMemoriesFromFiles removes a memory from an
+// index of one segment, the case that bleve's own merges leave alone.
+func TestExpungeRemovesDeletedMemoriesFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	ix, err := Open(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { ix.Close() }()
+	const canary = "zqcanaryword"
+	batch := []crdt.Memory{mem("secret", "", "the "+canary+" is here")}
+	for i := range 50 {
+		batch = append(batch, mem(fmt.Sprintf("m%02d", i), "", fmt.Sprintf("filler note %d about builds", i)))
+	}
+	apply(t, ix, batch...)
+	if err := ix.Apply(nil, []string{"secret"}, 99); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitPersisted(context.Background(), ix.persisted); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !dictionaryHolds(t, dir, canary) {
+		t.Fatal("the removed memory's word is in no dictionary before Expunge: the test proves nothing")
+	}
+
+	if ix, err = Open(dir, testOptions(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Expunge(context.Background()); err != nil {
+		t.Fatalf("Expunge: %v", err)
+	}
+	if res := search(t, ix, Query{Text: "filler builds", Limit: 1000}); len(res.Hits) != 50 {
+		t.Fatalf("%d hits for the other memories after Expunge, want 50", len(res.Hits))
+	}
+	if n, err := ix.Count(); err != nil || n != 50 {
+		t.Fatalf("Count after Expunge = %d, %v; want 50", n, err)
+	}
+	if wm, err := ix.Watermark(); err != nil || wm != 99 {
+		t.Fatalf("watermark after Expunge = %d, %v; want 99", wm, err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dictionaryHolds(t, dir, canary) {
+		t.Fatal("after Expunge the index files still hold the removed memory's word")
+	}
+}
