@@ -147,39 +147,6 @@ func TestSecretsAreScrubbed(t *testing.T) {
 	}
 }
 
-func TestExportImportRoundTrip(t *testing.T) {
-	src := newHome(t)
-	var a, b, c captureOut
-	okJSON(t, src, &a, "capture", "--ns", "web", "--tag", "css", "Prefer CSS grid over flexbox for page layout")
-	okJSON(t, src, &b, "capture", "--ns", "web", "--kind", "bug", "--tier", "agent", "Safari needs -webkit-backdrop-filter")
-	okJSON(t, src, &c, "capture", "--ns", "api", "--evergreen", "Every endpoint returns RFC 7807 problem details")
-	ok(t, src, "update", a.ID, "--content", "Prefer CSS grid for page layout, flexbox inside components")
-	ok(t, src, "forget", b.ID)
-	ok(t, src, "delete", c.ID)
-	first := filepath.Join(src, "first.jsonl")
-	ok(t, src, "export", "--out", first)
-
-	dst := newHome(t)
-	ok(t, dst, "import", first)
-	second := filepath.Join(dst, "second.jsonl")
-	ok(t, dst, "export", "--out", second)
-
-	want, _ := os.ReadFile(first)
-	got, _ := os.ReadFile(second)
-	if lines := strings.Count(string(want), "\n"); lines != 3 {
-		t.Fatalf("export has %d lines, want 3:\n%s", lines, want)
-	}
-	if string(got) != string(want) {
-		t.Fatalf("export after import differs:\nfirst:  %s\nsecond: %s", want, got)
-	}
-	// Importing again skips what is there.
-	var res struct{ Imported, Skipped int }
-	okJSON(t, dst, &res, "import", first)
-	if res.Imported != 0 || res.Skipped != 3 {
-		t.Fatalf("second import: %+v", res)
-	}
-}
-
 func TestSearchAndListFilters(t *testing.T) {
 	home := newHome(t)
 	var human, agent captureOut

@@ -14,7 +14,7 @@
 //	recall     search (query; namespace or "*", tags, kind, statuses, tiers, since, until, limit, explain)
 //	get        one memory by full or short id
 //	update     change a memory's content, title, namespace, kind, tags, confidence, ttl, evergreen or status
-//	forget     archive a memory; with hard, delete it
+//	forget     archive a memory; with hard, purge it (erase it everywhere, for good)
 //	context    the brief of a namespace within a token budget
 //	link       relate two memories, or a memory and a file:, code: or url: artefact
 //	unlink     remove a relation

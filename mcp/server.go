@@ -33,6 +33,7 @@ type Service interface {
 	Forget(ctx context.Context, ref string) (node.Memory, error)
 	Restore(ctx context.Context, ref string) (node.Memory, error)
 	Delete(ctx context.Context, ref string) (node.Memory, error)
+	Purge(ctx context.Context, ref string) (node.Purged, error)
 	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
 	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
@@ -169,6 +170,8 @@ func (h *handler) failure(tool string, err error, notFound string) *mcpgo.CallTo
 		msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
 	}
 	switch {
+	case errors.Is(err, node.ErrPurged):
+		return mcpgo.NewToolResultErrorf("%s. Nothing was changed.", msg)
 	case errors.Is(err, node.ErrNotFound) && notFound != "":
 		return mcpgo.NewToolResultErrorf("%s. %s Nothing was changed.", msg, notFound)
 	case errors.Is(err, node.ErrNotFound), errors.Is(err, node.ErrAmbiguous):

@@ -239,9 +239,9 @@ Give the id and only the fields to change. Returns the updated memory.`),
 func (h *handler) forgetTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	tool := mcpgo.NewTool("forget",
 		hints("Forget a memory", false, true, true),
-		mcpgo.WithDescription(`Retire a memory that is wrong, obsolete or a duplicate. By default it is archived: it leaves recall and context but is kept, and update with status active brings it back. With hard it is deleted on every machine, for good: only for content that must not be kept (e.g. a secret or something the user asked to erase).`),
+		mcpgo.WithDescription(`Retire a memory that is wrong, obsolete or a duplicate. By default it is archived: it leaves recall and context but is kept, and restore brings it back. With hard it is purged: erased with its history and links on every machine, for good; only for content that must not be kept (e.g. a secret or something the user asked to erase).`),
 		mcpgo.WithString("id", mcpgo.Required(), mcpgo.Description(idDescription)),
-		mcpgo.WithBoolean("hard", mcpgo.Description("True to delete instead of archive. Cannot be undone.")),
+		mcpgo.WithBoolean("hard", mcpgo.Description("True to erase instead of archive. Cannot be undone.")),
 		mcpgo.WithOutputSchema[forgetData](),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
@@ -250,15 +250,20 @@ func (h *handler) forgetTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if bad := a.problem(); bad != nil {
 			return bad, nil
 		}
-		forget := h.svc.Forget
+		var out forgetData
 		if hard {
-			forget = h.svc.Delete
+			p, err := h.svc.Purge(ctx, id)
+			if err != nil {
+				return h.failure(tool.Name, err, "Use recall to find the memory's id."), nil
+			}
+			out = forgetData{ID: p.ID, ShortID: p.ID, Status: "purged"}
+		} else {
+			m, err := h.svc.Forget(ctx, id)
+			if err != nil {
+				return h.failure(tool.Name, err, "Use recall to find the memory's id."), nil
+			}
+			out = forgetData{ID: m.ID, ShortID: m.ShortID, Title: m.Title, Status: string(m.Status)}
 		}
-		m, err := forget(ctx, id)
-		if err != nil {
-			return h.failure(tool.Name, err, "Use recall to find the memory's id."), nil
-		}
-		out := forgetData{ID: m.ID, ShortID: m.ShortID, Title: m.Title, Status: string(m.Status)}
 		return mcpgo.NewToolResultStructured(out, out.text()), nil
 	}
 }
@@ -266,7 +271,7 @@ func (h *handler) forgetTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 func (h *handler) restoreTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	tool := mcpgo.NewTool("restore",
 		hints("Restore a memory", false, false, true),
-		mcpgo.WithDescription(`Bring an archived, stale or compacted memory back to active, so that it shows in recall and context again. traverse and impact show archived memories as traces; a deleted memory cannot be restored.`),
+		mcpgo.WithDescription(`Bring an archived, stale, compacted or deleted memory back to active, so that it shows in recall and context again. traverse and impact show archived memories as traces; a purged memory is gone for good.`),
 		mcpgo.WithString("id", mcpgo.Required(), mcpgo.Description(idDescription)),
 		mcpgo.WithOutputSchema[memoryResult](),
 	)
@@ -1085,13 +1090,13 @@ func (r *recallData) text() string {
 type forgetData struct {
 	ID      string `json:"id"`
 	ShortID string `json:"short_id"`
-	Title   string `json:"title"`
-	Status  string `json:"status" jsonschema:"archived, or deleted"`
+	Title   string `json:"title,omitempty"`
+	Status  string `json:"status" jsonschema:"archived, or purged"`
 }
 
 func (f *forgetData) text() string {
-	if f.Status == string(crdt.StatusDeleted) {
-		return fmt.Sprintf("Deleted %s %q on every machine.\n", f.ShortID, quote(f.Title))
+	if f.Status == "purged" {
+		return fmt.Sprintf("Purged %s: erased with its history and links, on every machine, for good.\n", f.ShortID)
 	}
 	return fmt.Sprintf("Archived %s %q: it no longer shows in recall or context; update with status active brings it back.\n", f.ShortID, quote(f.Title))
 }

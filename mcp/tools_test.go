@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -259,14 +260,21 @@ func TestTools(t *testing.T) {
 		if restored.Status != "active" || !strings.Contains(text, "Restored") {
 			t.Errorf("restore = %+v, text %q", restored.memoryData, text)
 		}
-		call(t, c, "forget", map[string]any{"id": goose.ID, "hard": true}, &out)
-		if out.Status != "deleted" {
-			t.Errorf("forget hard = %+v", out)
+		text = call(t, c, "forget", map[string]any{"id": goose.ID, "hard": true}, &out)
+		if out.Status != "purged" || !strings.Contains(text, "erased") {
+			t.Errorf("forget hard = %+v, %q", out, text)
 		}
 		var found recallData
 		call(t, c, "recall", map[string]any{"query": "goose", "namespace": "*"}, &found)
 		if len(found.Results) != 0 {
 			t.Errorf("forgotten memory still recalled: %+v", found.Results)
+		}
+		if _, err := n.Get(context.Background(), goose.ID); !errors.Is(err, node.ErrPurged) {
+			t.Errorf("get after forget hard: %v, want purged", err)
+		}
+		res := callTool(t, c, "get", map[string]any{"id": goose.ID})
+		if !res.IsError || !strings.Contains(resultText(res), "was purged on") {
+			t.Errorf("get of a purged memory says %q, want an error that it was purged", resultText(res))
 		}
 	})
 }

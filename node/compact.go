@@ -141,7 +141,7 @@ func (n *Node) CompactApply(ctx context.Context, req CompactApplyRequest) (Compa
 	}
 	first, err := n.load(ids[0])
 	if err != nil {
-		return CompactResult{}, n.notFound(req.Members[0], err)
+		return CompactResult{}, n.notFound(ids[0], req.Members[0], err)
 	}
 	sum, _, err := n.newMemory(RememberRequest{
 		Namespace: first.Namespace, Title: req.Title, Content: req.Summary, Kind: "summary",
@@ -238,7 +238,7 @@ func (n *Node) compactMembers(refs []string) ([]string, error) {
 func (n *Node) compactMember(id, ns, summary string) (storage.Record, error) {
 	m, err := n.load(id)
 	if err != nil {
-		return storage.Record{}, n.notFound(DisplayID(id), err)
+		return storage.Record{}, n.notFound(id, DisplayID(id), err)
 	}
 	if !live(&m, n.now()) {
 		return storage.Record{}, invalidf("memory %s is %s: only active and stale memories can be compacted", n.shortID(id), m.Status)

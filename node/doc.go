@@ -22,6 +22,8 @@
 //	m, err := n.Get(ctx, "m-k3j5x2ab") // full or short id
 //	m, err = n.Update(ctx, m.ID, node.UpdateRequest{AddTags: []string{"decided"}})
 //	m, err = n.Forget(ctx, m.ID) // archive: out of searches, kept
+//	m, err = n.Delete(ctx, m.ID) // out of view on every node; Restore undoes it
+//	p, err := n.Purge(ctx, m.ID) // erased on every node, for good
 //
 // # Rules
 //
@@ -34,8 +36,8 @@
 // (ExtractTouches). Trust tiers set defaults: human memories do not expire,
 // agent ones after 90 days, auto ones after 30; evergreen ones never. Expired,
 // archived, compacted and deleted memories are out of searches and lists.
-// Every error wraps one of ErrInvalid, ErrNotFound, ErrAmbiguous or ErrClosed,
-// and a rejected request changes nothing.
+// Every error wraps one of ErrInvalid, ErrNotFound (ErrPurged for a purged
+// memory), ErrAmbiguous or ErrClosed, and a rejected request changes nothing.
 //
 // # Data path
 //

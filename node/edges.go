@@ -188,7 +188,10 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 	now := n.now().UTC()
 	id := crdt.EdgeID(from, rel, to)
 
-	unlock := n.lock(id)
+	unlock, err := n.lockEdge(id, from, to)
+	if err != nil {
+		return Edge{}, err
+	}
 	defer unlock()
 	if slices.Contains(AcyclicRelations, rel) {
 		// One check-and-insert at a time, so that two local links cannot
@@ -261,7 +264,10 @@ func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDo
 		return Edge{}, err
 	}
 	id := crdt.EdgeID(from, rel, to)
-	unlock := n.lock(id)
+	unlock, err := n.lockEdge(id, from, to)
+	if err != nil {
+		return Edge{}, err
+	}
 	defer unlock()
 	e, err := n.loadEdge(id)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -287,6 +293,27 @@ func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDo
 		return Edge{}, err
 	}
 	return n.commitEdge(doc)
+}
+
+// lockEdge takes the locks of an edge and of its memory endpoints, so
+// that no edge is written at a memory being purged (Purge erases the
+// memory's edges under its lock), and checks that neither endpoint was
+// purged meanwhile.
+func (n *Node) lockEdge(id, from, to string) (unlock func(), err error) {
+	locks := []string{id}
+	for _, end := range []string{from, to} {
+		if mid, ok := strings.CutPrefix(end, IDPrefix); ok {
+			locks = append(locks, mid)
+		}
+	}
+	unlock = n.lockAll(locks)
+	for _, mid := range locks[1:] {
+		if err := n.purgedMemory(mid); err != nil {
+			unlock()
+			return nil, err
+		}
+	}
+	return unlock, nil
 }
 
 // commitEdge stores an edge document with its adjacency terms.

@@ -272,8 +272,8 @@ func TestRestore(t *testing.T) {
 	if _, err := n.Delete(ctx, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Restore(ctx, m.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("restoring a deleted memory: %v, want ErrNotFound", err)
+	if got, err := n.Restore(ctx, m.ID); err != nil || got.Status != crdt.StatusActive {
+		t.Fatalf("restoring a deleted memory: %v %v, want it active", got.Status, err)
 	}
 }
 

@@ -1,6 +1,9 @@
 package node
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by the service API. Callers test them with errors.Is; the
 // wrapped message says what was wrong and what to do instead.
@@ -9,6 +12,10 @@ var (
 	ErrInvalid = errors.New("invalid input")
 	// ErrNotFound reports a reference that matches no memory.
 	ErrNotFound = errors.New("not found")
+	// ErrPurged reports a memory that was purged: erased on every machine.
+	// Errors that match it match ErrNotFound too, and say when the memory
+	// was purged and by which device.
+	ErrPurged = fmt.Errorf("purged: %w", ErrNotFound)
 	// ErrAmbiguous reports a short id that matches several memories.
 	ErrAmbiguous = errors.New("ambiguous id")
 	// ErrClosed reports a call on a node that has been closed.

@@ -11,63 +11,221 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/storage"
 )
 
-// ExportLine is one line of an export file (JSON Lines): a whole memory,
-// every field and revision, as JSON. Type says what the line holds.
+// An export file (JSON Lines) holds everything a home knows that matters
+// to restore it: a header, then the namespace settings, the tombstones of
+// purged memories, every memory (deleted ones included) with every field
+// and revision, and every edge with its notes, strength, origin, validity
+// and deletion. Each line is a JSON object whose "type" says what it
+// holds. Files of version 1 (memories only, no header) import too.
+const (
+	ExportFormat  = "memmesh-export"
+	ExportVersion = 2
+)
+
+// Line types of an export file.
+const (
+	lineHeader    = "header"
+	lineNamespace = "namespace"
+	linePurged    = "purged"
+	lineMemory    = "memory"
+	lineEdge      = "edge"
+)
+
+// ExportHeader is the first line of an export file: what wrote it, and how
+// many records of each type follow (as counted when the export started).
+type ExportHeader struct {
+	Type       string    `json:"type"` // "header"
+	Format     string    `json:"format"`
+	Version    int       `json:"version"`
+	Device     string    `json:"device"`
+	ExportedAt time.Time `json:"exported_at"`
+	Namespaces int       `json:"namespaces"`
+	Purged     int       `json:"purged"`
+	Memories   int       `json:"memories"`
+	Edges      int       `json:"edges"`
+}
+
+// Records is how many records the header announces.
+func (h ExportHeader) Records() int { return h.Namespaces + h.Purged + h.Memories + h.Edges }
+
+// ExportLine is a memory line of an export file: a whole memory, every
+// field and revision.
 type ExportLine struct {
 	Type string `json:"type"` // "memory"
 	crdt.Memory
+}
+
+// exportEdge is an edge line.
+type exportEdge struct {
+	Type string `json:"type"` // "edge"
+	crdt.Edge
+}
+
+// exportNamespace is a line of namespace settings.
+type exportNamespace struct {
+	Type           string `json:"type"` // "namespace"
+	Namespace      string `json:"namespace"`
+	Sync           string `json:"sync"`
+	StaleAfterDays int64  `json:"stale_after_days,omitempty"`
+}
+
+// exportPurged is the line of a purged memory's tombstone.
+type exportPurged struct {
+	Type string    `json:"type"` // "purged"
+	ID   string    `json:"id"`
+	At   time.Time `json:"at"`
+	By   string    `json:"by"`
 }
 
 // maxImportLine caps one line of an import file: a memory of the largest
 // content with its revisions.
 const maxImportLine = 64 << 20
 
-// importBatch is how many memories one import batch commits.
+// importBatch is how many memories or edges one import batch commits.
 const importBatch = 256
 
-// Export writes every memory, deleted ones included, as JSON Lines. It
-// returns how many memories it wrote.
-func (n *Node) Export(ctx context.Context, w io.Writer) (int, error) {
+// Export writes the home's export file (see ExportFormat) and returns its
+// header.
+func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
+	h, err := n.exportHeader()
+	if err != nil {
+		return h, fmt.Errorf("export: %w", err)
+	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	count := 0
-	err := n.store.All(storage.KindMemory, func(rec storage.Record) error {
+	if err := enc.Encode(h); err != nil {
+		return h, err
+	}
+	line := func(v any) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var m crdt.Memory
-		if err := json.Unmarshal(rec.Value, &m); err != nil {
-			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
-		}
-		m.ID = DisplayID(m.ID)
-		m.Heads = nil
-		count++
-		return enc.Encode(ExportLine{Type: "memory", Memory: m})
-	})
-	if err != nil {
-		return count, fmt.Errorf("export: %w", err)
+		return enc.Encode(v)
 	}
-	return count, bw.Flush()
+	err = n.store.All(storage.KindMesh, func(rec storage.Record) error {
+		var r crdt.MeshRecord
+		if err := json.Unmarshal(rec.Value, &r); err != nil {
+			return fmt.Errorf("decode mesh record %s: %w", rec.ID, err)
+		}
+		if r.What != crdt.MeshNamespace {
+			return nil
+		}
+		return line(exportNamespace{Type: lineNamespace, Namespace: r.Key, Sync: r.Sync, StaleAfterDays: r.StaleDays})
+	})
+	if err == nil {
+		err = n.store.All(storage.KindPurge, func(rec storage.Record) error {
+			ts, err := crdt.DecodeTombstone(rec.Value)
+			if err != nil {
+				return fmt.Errorf("tombstone %s: %w", rec.ID, err)
+			}
+			return line(exportPurged{Type: linePurged, ID: DisplayID(ts.ID), At: ts.At, By: ts.By})
+		})
+	}
+	if err == nil {
+		err = n.store.All(storage.KindMemory, func(rec storage.Record) error {
+			var m crdt.Memory
+			if err := json.Unmarshal(rec.Value, &m); err != nil {
+				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
+			}
+			m.ID = DisplayID(m.ID)
+			m.Heads = nil
+			return line(ExportLine{Type: lineMemory, Memory: m})
+		})
+	}
+	if err == nil {
+		err = n.store.All(storage.KindEdge, func(rec storage.Record) error {
+			var e crdt.Edge
+			if err := json.Unmarshal(rec.Value, &e); err != nil {
+				return fmt.Errorf("decode edge %s: %w", rec.ID, err)
+			}
+			e.Heads = nil
+			return line(exportEdge{Type: lineEdge, Edge: e})
+		})
+	}
+	if err != nil {
+		return h, fmt.Errorf("export: %w", err)
+	}
+	return h, bw.Flush()
+}
+
+// exportHeader counts what Export is about to write.
+func (n *Node) exportHeader() (ExportHeader, error) {
+	h := ExportHeader{Type: lineHeader, Format: ExportFormat, Version: ExportVersion, Device: n.id.DeviceID, ExportedAt: n.now().UTC()}
+	var err error
+	for _, c := range []struct {
+		kind storage.Kind
+		n    *int
+	}{{storage.KindPurge, &h.Purged}, {storage.KindMemory, &h.Memories}, {storage.KindEdge, &h.Edges}} {
+		if *c.n, err = n.store.Count(c.kind); err != nil {
+			return h, err
+		}
+	}
+	err = n.store.All(storage.KindMesh, func(rec storage.Record) error {
+		var r crdt.MeshRecord
+		if json.Unmarshal(rec.Value, &r) == nil && r.What == crdt.MeshNamespace {
+			h.Namespaces++
+		}
+		return nil
+	})
+	return h, err
 }
 
 // ImportResult reports what Import did.
 type ImportResult struct {
-	Imported int `json:"imported"`
-	Skipped  int `json:"skipped"` // already present (same id)
+	Lines          int `json:"lines"`           // lines read
+	Imported       int `json:"imported"`        // memories stored
+	Skipped        int `json:"skipped"`         // memories already here (same id)
+	Erased         int `json:"erased"`          // memories not stored: they were purged
+	Edges          int `json:"edges"`           // edges stored
+	EdgesSkipped   int `json:"edges_skipped"`   // edges already here, or at a memory that is not
+	Namespaces     int `json:"namespaces"`      // namespace settings stored
+	Purged         int `json:"purged"`          // tombstones stored (their memories erased)
+	NamespacesKept int `json:"namespaces_kept"` // namespace settings already here, kept as they are
 }
 
-// Import reads an export file and stores every memory it does not already
-// have, with its ids, times and revisions. The whole file is checked first:
-// a bad line is reported with its number and nothing is imported.
-func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
-	var memories []crdt.Memory
-	seen := map[string]int{}
+// importItem is one parsed line of an import file.
+type importItem struct {
+	header    *ExportHeader
+	namespace *exportNamespace
+	tombstone *crdt.Tombstone
+	memory    *crdt.Memory
+	edge      *crdt.Edge
+}
+
+// ImportCheck is what CheckImport found in an import file.
+type ImportCheck struct {
+	Header  *ExportHeader `json:"header,omitempty"` // nil for a file of version 1
+	Lines   int           `json:"lines"`
+	Records int           `json:"records"` // lines that Import stores or skips
+}
+
+// CheckImport reads a whole import file and checks every line with the
+// rules Import applies, without a node: a file it accepts changes
+// nothing when Import refuses it. It reports the first bad line.
+func CheckImport(r io.Reader) (ImportCheck, error) {
+	var c ImportCheck
+	err := scanImport(r, func(line int, it importItem) error {
+		c.Lines = line
+		if it.header != nil {
+			c.Header = it.header
+		} else {
+			c.Records++
+		}
+		return nil
+	})
+	return c, err
+}
+
+// scanImport calls fn with each parsed line of an import file and its
+// number. A bad line stops it with an error naming the line.
+func scanImport(r io.Reader, fn func(line int, it importItem) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), maxImportLine)
 	line := 0
@@ -77,58 +235,206 @@ func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
 		if len(text) == 0 {
 			continue
 		}
-		m, err := parseImportLine(text)
+		it, err := parseImportLine(text, line)
 		if err != nil {
-			return ImportResult{}, fmt.Errorf("%w: line %d: %v", ErrInvalid, line, err)
+			return fmt.Errorf("%w: line %d: %v", ErrInvalid, line, err)
 		}
-		if prev, dup := seen[m.ID]; dup {
-			return ImportResult{}, invalidf("line %d: memory %s already appears on line %d", line, DisplayID(m.ID), prev)
+		if err := fn(line, it); err != nil {
+			return err
 		}
-		seen[m.ID] = line
-		memories = append(memories, m)
 	}
 	if err := sc.Err(); err != nil {
-		return ImportResult{}, fmt.Errorf("%w: line %d: %v", ErrInvalid, line+1, err)
+		return fmt.Errorf("%w: line %d: %v", ErrInvalid, line+1, err)
 	}
+	return nil
+}
 
+// Import reads an export file as it arrives and stores what the home does
+// not have yet: namespace settings, tombstones (erasing what they cover),
+// memories with their ids, times and revisions, and edges. What is here
+// already is skipped, and a memory that was purged is never brought back,
+// so importing a file again, or the rest of a file after an interrupted
+// import, completes the job. Import stops at the first bad line: what came
+// before it is stored, nothing after it (CheckImport checks a whole file
+// first). It commits in batches, so the memory it holds is bounded.
+func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
 	n.importMu.Lock()
 	defer n.importMu.Unlock()
 	release := n.indexer.hold()
 	defer release()
 
-	var res ImportResult
-	for start := 0; start < len(memories); start += importBatch {
-		if err := ctx.Err(); err != nil {
-			return res, err
+	imp := importer{n: n, ctx: ctx}
+	err := scanImport(r, imp.add)
+	if ferr := imp.flush(); err == nil {
+		err = ferr
+	}
+	if imp.erased {
+		signal(n.expungeWake)
+	}
+	if err != nil {
+		return imp.res, fmt.Errorf("import stopped after %d lines (%d memories and %d edges stored; importing the file again skips them): %w",
+			imp.res.Lines, imp.res.Imported, imp.res.Edges, err)
+	}
+	return imp.res, nil
+}
+
+// importer is the state of one Import.
+type importer struct {
+	n        *Node
+	ctx      context.Context
+	res      ImportResult
+	memories []crdt.Memory
+	edges    []crdt.Edge
+	erased   bool
+}
+
+func (imp *importer) add(line int, it importItem) error {
+	if err := imp.ctx.Err(); err != nil {
+		return err
+	}
+	switch {
+	case it.memory != nil:
+		if len(imp.edges) > 0 {
+			if err := imp.flushEdges(); err != nil {
+				return err
+			}
 		}
-		batch := memories[start:min(start+importBatch, len(memories))]
-		recs, err := n.importRecords(batch)
+		imp.memories = append(imp.memories, *it.memory)
+		if len(imp.memories) == importBatch {
+			if err := imp.flushMemories(); err != nil {
+				return err
+			}
+		}
+	case it.edge != nil:
+		// An edge's memories must be stored before it.
+		if err := imp.flushMemories(); err != nil {
+			return err
+		}
+		imp.edges = append(imp.edges, *it.edge)
+		if len(imp.edges) == importBatch {
+			if err := imp.flushEdges(); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := imp.flush(); err != nil {
+			return err
+		}
+		if err := imp.single(line, it); err != nil {
+			return err
+		}
+	}
+	imp.res.Lines = line
+	return nil
+}
+
+// single imports a header, namespace or tombstone line.
+func (imp *importer) single(line int, it importItem) error {
+	n := imp.n
+	switch {
+	case it.namespace != nil:
+		ns := it.namespace
+		if _, err := n.store.Get(storage.KindMesh, crdt.MeshID(crdt.MeshNamespace, ns.Namespace)); err == nil {
+			imp.res.NamespacesKept++
+			return nil
+		} else if !storageNotFound(err) {
+			return err
+		}
+		stale := "default"
+		if ns.StaleAfterDays > 0 {
+			stale = fmt.Sprintf("%dd", ns.StaleAfterDays)
+		}
+		if _, err := n.SetNamespace(imp.ctx, ns.Namespace, NamespaceChange{Sync: &ns.Sync, StaleAfter: &stale}); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		imp.res.Namespaces++
+	case it.tombstone != nil:
+		if n.purged(it.tombstone.ID) {
+			// Merging could only move the time earlier; what matters is
+			// that the memory stays erased.
+			return nil
+		}
+		if _, err := n.commitTombstone(*it.tombstone); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		imp.res.Purged++
+		imp.erased = true
+	}
+	return nil
+}
+
+func (imp *importer) flush() error {
+	if err := imp.flushMemories(); err != nil {
+		return err
+	}
+	return imp.flushEdges()
+}
+
+// flushMemories stores the pending memories that the home lacks.
+func (imp *importer) flushMemories() error {
+	batch := imp.memories
+	imp.memories = imp.memories[:0]
+	if len(batch) == 0 {
+		return nil
+	}
+	recs, err := imp.n.importRecords(batch, &imp.res)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	if _, err := imp.n.store.Commit(recs...); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	imp.res.Imported += len(recs)
+	imp.n.changed()
+	return nil
+}
+
+// flushEdges stores the pending edges that the home lacks and whose
+// memories it has.
+func (imp *importer) flushEdges() error {
+	batch := imp.edges
+	imp.edges = imp.edges[:0]
+	var recs []storage.Record
+	for i := range batch {
+		rec, ok, err := imp.n.importEdge(&batch[i])
 		if err != nil {
-			return res, err
+			return err
 		}
-		res.Skipped += len(batch) - len(recs)
-		if len(recs) == 0 {
+		if !ok {
+			imp.res.EdgesSkipped++
 			continue
 		}
-		if _, err := n.store.Commit(recs...); err != nil {
-			return res, fmt.Errorf("import: %w", err)
-		}
-		res.Imported += len(recs)
-		n.changed()
+		recs = append(recs, rec)
 	}
-	return res, nil
+	if len(recs) == 0 {
+		return nil
+	}
+	if _, err := imp.n.store.Commit(recs...); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	imp.res.Edges += len(recs)
+	imp.n.changed()
+	return nil
 }
 
 // importRecords builds, on every core, the records of the memories of batch
-// that are not stored yet.
-func (n *Node) importRecords(batch []crdt.Memory) ([]storage.Record, error) {
+// that are not stored yet, nor purged; it counts the others in res.
+func (n *Node) importRecords(batch []crdt.Memory, res *ImportResult) ([]storage.Record, error) {
 	var todo []*crdt.Memory
+	seen := make(map[string]bool, len(batch))
 	for i := range batch {
-		if _, err := n.store.Get(storage.KindMemory, batch[i].ID); err == nil {
+		id := batch[i].ID
+		if n.purged(id) {
+			res.Erased++
+			continue
+		}
+		if _, err := n.store.Get(storage.KindMemory, id); err == nil || seen[id] {
+			res.Skipped++
 			continue
 		} else if !storageNotFound(err) {
 			return nil, err
 		}
+		seen[id] = true
 		todo = append(todo, &batch[i])
 	}
 	recs := make([]storage.Record, len(todo))
@@ -167,15 +473,145 @@ func (n *Node) importRecord(m *crdt.Memory) (storage.Record, error) {
 	return rec, nil
 }
 
-// parseImportLine decodes and checks one export line, applying the same
-// rules as Remember (secrets are scrubbed here too).
-func parseImportLine(text []byte) (crdt.Memory, error) {
+// importEdge returns the record of an imported edge, or ok=false when the
+// edge is here already, or one of its memories is not (never imported,
+// or purged).
+func (n *Node) importEdge(e *crdt.Edge) (rec storage.Record, ok bool, err error) {
+	from, ferr := n.endpoint(e.From)
+	to, terr := n.endpoint(e.To)
+	if errors.Is(ferr, ErrNotFound) || errors.Is(terr, ErrNotFound) {
+		return storage.Record{}, false, nil
+	}
+	if err := errors.Join(ferr, terr); err != nil {
+		return storage.Record{}, false, fmt.Errorf("edge %s %s %s: %w", e.From, e.Rel, e.To, err)
+	}
+	e.From, e.To = from, to
+	e.ID = crdt.EdgeID(from, e.Rel, to)
+	if _, err := n.store.Get(storage.KindEdge, e.ID); err == nil {
+		return storage.Record{}, false, nil
+	} else if !storageNotFound(err) {
+		return storage.Record{}, false, err
+	}
+	rec, _, err = newEdgeRecord(n.actor, e)
+	if err != nil {
+		return storage.Record{}, false, fmt.Errorf("edge %s %s %s: %w", e.From, e.Rel, e.To, err)
+	}
+	return rec, true, nil
+}
+
+// parseImportLine decodes and checks one line of an import file, applying
+// the same rules as Remember and Link (secrets are scrubbed here too).
+func parseImportLine(text []byte, line int) (importItem, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(text, &head); err != nil {
+		return importItem{}, fmt.Errorf("not a JSON object: %v", err)
+	}
+	switch head.Type {
+	case lineHeader:
+		if line != 1 {
+			return importItem{}, errors.New("a header belongs on the first line")
+		}
+		var h ExportHeader
+		if err := json.Unmarshal(text, &h); err != nil {
+			return importItem{}, err
+		}
+		if h.Format != ExportFormat || h.Version < 1 {
+			return importItem{}, fmt.Errorf("not a memmesh export (format %q, version %d)", h.Format, h.Version)
+		}
+		if h.Version > ExportVersion {
+			return importItem{}, fmt.Errorf("written by a newer memmesh (format version %d; this one reads up to %d): upgrade memmesh to import it", h.Version, ExportVersion)
+		}
+		return importItem{header: &h}, nil
+	case lineNamespace:
+		return parseNamespaceLine(text)
+	case linePurged:
+		return parsePurgedLine(text)
+	case lineMemory:
+		m, err := parseMemoryLine(text)
+		return importItem{memory: &m}, err
+	case lineEdge:
+		return parseEdgeLine(text)
+	}
+	return importItem{}, fmt.Errorf("type %q: expected header, namespace, purged, memory or edge", head.Type)
+}
+
+func parseNamespaceLine(text []byte) (importItem, error) {
+	var l exportNamespace
+	if err := json.Unmarshal(text, &l); err != nil {
+		return importItem{}, err
+	}
+	ns, err := NormalizeNamespace(l.Namespace)
+	if err != nil {
+		return importItem{}, err
+	}
+	if l.Sync == "" {
+		l.Sync = crdt.SyncAll
+	}
+	if l.Sync != crdt.SyncAll && l.Sync != crdt.SyncLocal {
+		return importItem{}, fmt.Errorf("sync %q: want %q or %q", l.Sync, crdt.SyncAll, crdt.SyncLocal)
+	}
+	if l.StaleAfterDays < 0 || l.StaleAfterDays > crdt.MaxStaleDays {
+		return importItem{}, fmt.Errorf("stale_after_days %d: want 0 (the default) to %d", l.StaleAfterDays, crdt.MaxStaleDays)
+	}
+	l.Namespace = ns
+	return importItem{namespace: &l}, nil
+}
+
+func parsePurgedLine(text []byte) (importItem, error) {
+	var l exportPurged
+	if err := json.Unmarshal(text, &l); err != nil {
+		return importItem{}, err
+	}
+	ts := crdt.Tombstone{ID: strings.TrimPrefix(l.ID, IDPrefix), At: l.At, By: l.By}
+	if err := ts.Check(); err != nil {
+		return importItem{}, err
+	}
+	return importItem{tombstone: &ts}, nil
+}
+
+func parseEdgeLine(text []byte) (importItem, error) {
+	var l exportEdge
+	if err := json.Unmarshal(text, &l); err != nil {
+		return importItem{}, err
+	}
+	e := l.Edge
+	var err error
+	if e.Rel, err = checkRel(e.Rel); err != nil {
+		return importItem{}, err
+	}
+	for _, end := range []*string{&e.From, &e.To} {
+		*end = strings.TrimSpace(*end)
+		if *end == "" || len(*end) > maxEndpointLen {
+			return importItem{}, fmt.Errorf("edge endpoint %q: give a memory id or an artefact of at most %d bytes", *end, maxEndpointLen)
+		}
+	}
+	if !(e.Strength >= 0 && e.Strength <= 1) {
+		return importItem{}, fmt.Errorf("strength %v: use a number from 0 to 1", e.Strength)
+	}
+	if !e.ValidFrom.IsZero() && !e.ValidTo.IsZero() && e.ValidTo.Before(e.ValidFrom) {
+		return importItem{}, errors.New("valid_to is before valid_from")
+	}
+	if e.CreatedAt.IsZero() {
+		return importItem{}, errors.New("created_at is missing")
+	}
+	if e.UpdatedAt.IsZero() {
+		e.UpdatedAt = e.CreatedAt
+	}
+	if e.Origin = strings.TrimSpace(e.Origin); e.Origin == "" {
+		e.Origin = "manual"
+	}
+	e.Notes, _ = Scrub(strings.TrimSpace(e.Notes))
+	e.Heads = nil
+	return importItem{edge: &e}, nil
+}
+
+// parseMemoryLine decodes and checks a memory line.
+func parseMemoryLine(text []byte) (crdt.Memory, error) {
 	var l ExportLine
 	if err := json.Unmarshal(text, &l); err != nil {
 		return crdt.Memory{}, fmt.Errorf("not a JSON object: %v", err)
-	}
-	if l.Type != "memory" {
-		return crdt.Memory{}, fmt.Errorf("type %q: expected \"memory\"", l.Type)
 	}
 	m := l.Memory
 	m.ID = strings.TrimPrefix(m.ID, IDPrefix)

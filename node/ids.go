@@ -25,12 +25,17 @@ func DisplayID(id string) string { return IDPrefix + id }
 func (n *Node) resolve(ref string) (string, error) {
 	raw := strings.ToLower(strings.TrimSpace(ref))
 	raw = strings.TrimPrefix(raw, IDPrefix)
-	if len(raw) < minRefLen || len(raw) > 26 || strings.Trim(raw, "abcdefghijklmnopqrstuvwxyz234567") != "" {
-		return "", invalidf("%q is not a memory id: ids look like m-k3j5x2ab (at least %d characters after m-)", ref, minRefLen)
+	switch {
+	case raw == "":
+		return "", invalidf("no memory id given: ids look like m-k3j5x2ab")
+	case strings.Trim(raw, "abcdefghijklmnopqrstuvwxyz234567") != "":
+		return "", invalidf("%q is not a memory id: ids use the letters a-z and the digits 2-7 after m-, e.g. m-k3j5x2ab", ref)
+	case len(raw) < minRefLen || len(raw) > 26:
+		return "", invalidf("%q is not a memory id: give %d to 26 characters after m-, e.g. m-k3j5x2ab", ref, minRefLen)
 	}
 	if crdt.ValidID(raw) {
 		if _, err := n.store.Get(storage.KindMemory, raw); err != nil {
-			return "", n.notFound(ref, err)
+			return "", n.notFound(raw, ref, err)
 		}
 		return raw, nil
 	}
@@ -40,6 +45,14 @@ func (n *Node) resolve(ref string) (string, error) {
 	}
 	switch len(ids) {
 	case 0:
+		// A purged memory answers so, not "not found".
+		purged, err := n.store.IDsWithPrefix(storage.KindPurge, raw, 2)
+		if err != nil {
+			return "", fmt.Errorf("resolve %s: %w", ref, err)
+		}
+		if len(purged) == 1 {
+			return "", n.notFound(purged[0], ref, storage.ErrNotFound)
+		}
 		return "", fmt.Errorf("%w: no memory has id %s", ErrNotFound, ref)
 	case 1:
 		return ids[0], nil
@@ -48,11 +61,16 @@ func (n *Node) resolve(ref string) (string, error) {
 	}
 }
 
-func (n *Node) notFound(ref string, err error) error {
-	if storageNotFound(err) {
-		return fmt.Errorf("%w: no memory has id %s", ErrNotFound, ref)
+// notFound explains why the memory id (which ref named) could not be
+// read: purged, not found, or err.
+func (n *Node) notFound(id, ref string, err error) error {
+	if !storageNotFound(err) {
+		return fmt.Errorf("read %s: %w", ref, err)
 	}
-	return fmt.Errorf("read %s: %w", ref, err)
+	if perr := n.purgedMemory(id); perr != nil {
+		return perr
+	}
+	return fmt.Errorf("%w: no memory has id %s", ErrNotFound, ref)
 }
 
 // shortID returns the shortest prefix of id, at least minShortID long, that

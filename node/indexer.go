@@ -150,7 +150,12 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 			return nil
 		}
 		var put []crdt.Memory
+		var del []string
 		last, err := ix.store.Changes(from, indexBatch, func(rec storage.Record) error {
+			if rec.Kind == storage.KindPurge {
+				del = append(del, rec.ID) // the memory is erased
+				return nil
+			}
 			if rec.Kind != storage.KindMemory {
 				return nil
 			}
@@ -172,7 +177,7 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 			// later, not yet durable ones: nothing to index up to target.
 			last = target
 		}
-		if err := ix.index.Apply(put, nil, last); err != nil {
+		if err := ix.index.Apply(put, del, last); err != nil {
 			return err
 		}
 		ix.setDone(last, nil)

@@ -72,6 +72,9 @@ type Node struct {
 	importMu  sync.Mutex      // imports check for existing ids, then write them
 	acyclicMu sync.Mutex      // links of acyclic relations check for cycles, then write
 
+	expungeMu   sync.Mutex    // one expunge at a time (see expunge)
+	expungeWake chan struct{} // erasures to expunge in the background
+
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -114,13 +117,14 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: open search index: %w", err)
 	}
 	n := &Node{
-		cfg:   cfg,
-		log:   log.With("component", "node"),
-		now:   now,
-		id:    id,
-		actor: crdt.ActorID(id.DeviceID),
-		store: store,
-		index: index,
+		cfg:         cfg,
+		log:         log.With("component", "node"),
+		now:         now,
+		id:          id,
+		actor:       crdt.ActorID(id.DeviceID),
+		store:       store,
+		index:       index,
+		expungeWake: make(chan struct{}, 1),
 	}
 	if n.life.reads, err = n.loadReads(); err != nil {
 		index.Close()
@@ -157,6 +161,11 @@ func (n *Node) Start(ctx context.Context) error {
 		defer n.wg.Done()
 		n.indexer.run(ctx)
 	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.runExpunger(ctx)
+	}()
 	if n.cfg.LifecycleInterval > 0 {
 		n.wg.Add(1)
 		go func() {
@@ -181,6 +190,7 @@ func (n *Node) Close() error {
 		if n.mesh != nil {
 			err = n.mesh.stop()
 		}
+		n.expungeBeforeClose()
 		if n.cancel != nil {
 			n.cancel()
 		}

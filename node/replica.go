@@ -23,8 +23,8 @@ type replica struct{ m *mesh }
 var _ transport.Replica = replica{}
 
 // syncKinds are the document kinds that replicate, in the order they are
-// offered.
-var syncKinds = []storage.Kind{storage.KindMesh, storage.KindMemory, storage.KindEdge}
+// offered: tombstones before the memories they erase.
+var syncKinds = []storage.Kind{storage.KindMesh, storage.KindPurge, storage.KindMemory, storage.KindEdge}
 
 func (r replica) Digest() ([256][32]byte, error)        { return r.m.n.store.Digest() }
 func (r replica) Position() (transport.Position, error) { return r.m.position() }
@@ -85,6 +85,9 @@ func (r replica) Lacks(e transport.Entry) (bool, error) {
 	if err != nil || !crdt.ValidID(e.ID) {
 		return false, nil // never ask for what we could not store
 	}
+	if kind == storage.KindMemory && r.m.n.purged(e.ID) {
+		return false, nil // erased here for good: never ask for it again
+	}
 	rec, err := r.m.n.store.Get(kind, e.ID)
 	if storageNotFound(err) {
 		return true, nil
@@ -125,10 +128,13 @@ func (r replica) Docs(peer string, want []transport.Entry) ([]transport.Entry, e
 
 // Apply merges a peer's documents into the local ones and commits the
 // results in one durable batch (a document sent twice in one batch is
-// taken once; anti-entropy brings the other version). A document that fails validation or the
-// replication policy is rejected and logged; the others are applied.
+// taken once; anti-entropy brings the other version). A document that
+// fails validation or the replication policy is rejected and logged; the
+// others are applied. Tombstones are applied first, in a batch of their
+// own, so that the memories and edges they erase are not stored again
+// from the same batch.
 func (r replica) Apply(peer string, docs []transport.Entry) error {
-	m, n := r.m, r.m.n
+	n := r.m.n
 	ids := make([]string, len(docs))
 	for i, d := range docs {
 		ids[i] = d.ID
@@ -136,17 +142,42 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 	unlock := n.lockAll(ids)
 	defer unlock()
 
-	var recs []storage.Record
-	var meshRecs []crdt.MeshRecord
-	seen := make(map[string]bool)
+	isTombstone := func(e transport.Entry) bool { return storage.Kind(e.Kind) == storage.KindPurge }
+	rejected := 0
+	for _, part := range [][]transport.Entry{
+		slices.DeleteFunc(slices.Clone(docs), func(e transport.Entry) bool { return !isTombstone(e) }),
+		slices.DeleteFunc(slices.Clone(docs), isTombstone),
+	} {
+		k, err := r.applyLocked(peer, part)
+		if err != nil {
+			return err
+		}
+		rejected += k
+	}
+	if rejected > 0 {
+		return fmt.Errorf("%w: %d of %d documents from %s rejected (see the log)", ErrInvalid, rejected, len(docs), peer)
+	}
+	return nil
+}
+
+// applyLocked is Apply for documents whose locks the caller holds. It
+// returns how many it rejected.
+func (r replica) applyLocked(peer string, docs []transport.Entry) (rejected int, err error) {
+	m, n := r.m, r.m.n
 	// Merging is CPU work in Automerge, independent per document: it runs
 	// on every core, then one batch commits the results.
 	merged := make([]mergeResult, len(docs))
 	parallel(len(docs), func(i int) {
 		r := &merged[i]
+		if storage.Kind(docs[i].Kind) == storage.KindPurge {
+			r.rec, r.erase, r.err = m.mergeTombstone(docs[i])
+			return
+		}
 		r.rec, r.mesh, r.err = m.merge(docs[i])
 	})
-	rejected := 0
+	var recs []storage.Record
+	var meshRecs []crdt.MeshRecord
+	seen := make(map[string]bool)
 	for i, d := range docs {
 		r := merged[i]
 		if r.err != nil {
@@ -154,10 +185,17 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 			m.log.Warn("rejected a document from a peer", "peer", peer, "kind", fmt.Sprintf("%q", d.Kind), "id", d.ID, "err", r.err)
 			continue
 		}
+		// Two tombstones of one batch may erase the same edge.
+		for _, e := range r.erase {
+			if key := string(e.Kind) + e.ID; !seen[key] {
+				seen[key] = true
+				recs = append(recs, e)
+			}
+		}
+		key := string(d.Kind) + d.ID
 		if r.rec.Kind == 0 {
 			continue // nothing new
 		}
-		key := string(d.Kind) + d.ID
 		if seen[key] {
 			// The same document twice in one batch: the second merge did
 			// not see the first; leave it to the next anti-entropy pass.
@@ -169,30 +207,32 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 			meshRecs = append(meshRecs, *r.mesh)
 		}
 	}
-	if len(recs) > 0 {
-		seq, err := n.store.Commit(recs...)
-		if err != nil {
-			return fmt.Errorf("store documents from %s: %w", peer, err)
-		}
-		m.mu.Lock()
-		m.remote[seq] = true
-		for _, mr := range meshRecs {
-			m.noteRecordLocked(mr)
-		}
-		m.mu.Unlock()
-		m.applied(meshRecs)
-		n.changed()
+	if len(recs) == 0 {
+		return rejected, nil
 	}
-	if rejected > 0 {
-		return fmt.Errorf("%w: %d of %d documents from %s rejected (see the log)", ErrInvalid, rejected, len(docs), peer)
+	seq, err := n.store.Commit(recs...)
+	if err != nil {
+		return rejected, fmt.Errorf("store documents from %s: %w", peer, err)
 	}
-	return nil
+	m.mu.Lock()
+	m.remote[seq] = true
+	for _, mr := range meshRecs {
+		m.noteRecordLocked(mr)
+	}
+	m.mu.Unlock()
+	m.applied(meshRecs)
+	n.changed()
+	if n.store.ErasePending() {
+		signal(n.expungeWake)
+	}
+	return rejected, nil
 }
 
 type mergeResult struct {
-	rec  storage.Record
-	mesh *crdt.MeshRecord
-	err  error
+	rec   storage.Record
+	mesh  *crdt.MeshRecord
+	erase []storage.Record // what a tombstone erases
+	err   error
 }
 
 // parallel calls fn(0..n-1) on as many goroutines as there are CPUs.
@@ -259,6 +299,9 @@ func (m *mesh) merge(e transport.Entry) (storage.Record, *crdt.MeshRecord, error
 	if len(e.Doc) == 0 {
 		return storage.Record{}, nil, errors.New("no document")
 	}
+	if kind == storage.KindMemory && n.purged(e.ID) {
+		return storage.Record{}, nil, nil // erased here for good
+	}
 	old, err := n.store.Get(kind, e.ID)
 	found := err == nil
 	if err != nil && !storageNotFound(err) {
@@ -273,6 +316,8 @@ func (m *mesh) merge(e transport.Entry) (storage.Record, *crdt.MeshRecord, error
 	var rec storage.Record
 	var mr *crdt.MeshRecord
 	switch kind {
+	case storage.KindPurge:
+		return storage.Record{}, nil, errors.New("a tombstone merges through mergeTombstone")
 	case storage.KindMemory:
 		rec, err = m.mergeMemory(e.ID, local, e.Doc)
 	case storage.KindEdge:
@@ -333,12 +378,36 @@ func (m *mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error
 	if e.ID != id {
 		return storage.Record{}, fmt.Errorf("document of edge %s sent as %s", e.ID, id)
 	}
+	if m.n.purgedEndpoint(e.From) || m.n.purgedEndpoint(e.To) {
+		return storage.Record{}, nil // erased with its memory, for good
+	}
 	for _, end := range []string{e.From, e.To} {
 		if ns := m.endpointNS(end); m.isLocalNS(ns) {
 			return storage.Record{}, fmt.Errorf("edge endpoint %s is in local-only namespace %q", end, ns)
 		}
 	}
 	return edgeRecord(&e, savedOr(local, remote, doc.Save))
+}
+
+// mergeTombstone checks a peer's tombstone and returns the records that
+// store it, merged with ours, and erase its memory and edges here. A
+// zero record and no erasures mean nothing is new.
+func (m *mesh) mergeTombstone(e transport.Entry) (storage.Record, []storage.Record, error) {
+	ts, err := crdt.DecodeTombstone(e.Doc)
+	if err != nil {
+		return storage.Record{}, nil, err
+	}
+	if ts.ID != e.ID {
+		return storage.Record{}, nil, fmt.Errorf("tombstone of %s sent as %s", ts.ID, e.ID)
+	}
+	recs, _, err := m.n.tombstoneRecords(ts)
+	if err != nil || len(recs) == 0 {
+		return storage.Record{}, nil, err
+	}
+	if recs[0].Kind != storage.KindPurge {
+		return storage.Record{}, recs, nil // ours already, with something left to erase
+	}
+	return recs[0], recs[1:], nil
 }
 
 func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (storage.Record, *crdt.MeshRecord, error) {

@@ -355,7 +355,7 @@ func (n *Node) Get(ctx context.Context, ref string) (Memory, error) {
 	}
 	m, err := n.load(id)
 	if err != nil {
-		return Memory{}, n.notFound(ref, err)
+		return Memory{}, n.notFound(id, ref, err)
 	}
 	n.recordAccess(id)
 	return n.view(m), nil
@@ -396,21 +396,21 @@ func (n *Node) Forget(ctx context.Context, ref string) (Memory, error) {
 	return n.setStatus(ref, crdt.StatusArchived)
 }
 
-// Restore brings an archived, stale or compacted memory back to active
-// (a compacted one loses its compacted_into). A deleted memory stays
-// deleted.
+// Restore brings an archived, stale, compacted or deleted memory back to
+// active (a compacted one loses its compacted_into).
 func (n *Node) Restore(ctx context.Context, ref string) (Memory, error) {
 	return n.setStatus(ref, crdt.StatusActive)
 }
 
-// Delete marks a memory deleted. The tombstone replicates like any change,
-// so the memory stays deleted on every machine.
+// Delete marks a memory deleted: it leaves lists, searches and the brief
+// on every machine, since the change replicates, but it is kept, and
+// Restore undoes it. Purge erases a memory instead.
 func (n *Node) Delete(ctx context.Context, ref string) (Memory, error) {
 	return n.setStatus(ref, crdt.StatusDeleted)
 }
 
 func (n *Node) setStatus(ref string, s crdt.Status) (Memory, error) {
-	return n.edit(ref, func(doc *crdt.MemoryDoc, m *crdt.Memory) error {
+	return n.editMemory(ref, true, func(doc *crdt.MemoryDoc, m *crdt.Memory) error {
 		if m.Status == s {
 			return errUnchanged
 		}
@@ -422,8 +422,14 @@ func (n *Node) setStatus(ref string, s crdt.Status) (Memory, error) {
 var errUnchanged = errors.New("unchanged")
 
 // edit loads a memory's document under its lock, lets change modify it,
-// and commits the result as one durable change.
+// and commits the result as one durable change. A deleted memory must be
+// restored first.
 func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *crdt.Memory) error) (Memory, error) {
+	return n.editMemory(ref, false, change)
+}
+
+// editMemory is edit, and changes deleted memories too when deleted is set.
+func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc, *crdt.Memory) error) (Memory, error) {
 	id, err := n.resolve(ref)
 	if err != nil {
 		return Memory{}, err
@@ -432,10 +438,10 @@ func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *crdt.Memory) error
 	defer unlock()
 	m, err := n.load(id)
 	if err != nil {
-		return Memory{}, n.notFound(ref, err)
+		return Memory{}, n.notFound(id, ref, err)
 	}
-	if m.Status == crdt.StatusDeleted {
-		return Memory{}, fmt.Errorf("%w: memory %s is deleted", ErrNotFound, DisplayID(id))
+	if m.Status == crdt.StatusDeleted && !deleted {
+		return Memory{}, fmt.Errorf("%w: memory %s is deleted: restore it first (or purge it to erase it)", ErrNotFound, DisplayID(id))
 	}
 	data, err := n.store.GetDoc(storage.KindMemory, id)
 	if err != nil {

@@ -24,10 +24,11 @@ type Service interface {
 	Forget(ctx context.Context, ref string) (node.Memory, error)
 	Restore(ctx context.Context, ref string) (node.Memory, error)
 	Delete(ctx context.Context, ref string) (node.Memory, error)
+	Purge(ctx context.Context, ref string) (node.Purged, error)
 	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
 	Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error)
 	Stats(ctx context.Context) (node.Stats, error)
-	Export(ctx context.Context, w io.Writer) (int, error)
+	Export(ctx context.Context, w io.Writer) (node.ExportHeader, error)
 	Import(ctx context.Context, r io.Reader) (node.ImportResult, error)
 	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
@@ -128,9 +129,10 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("GET /v1/memories", a.list)
 	a.mux.HandleFunc("GET /v1/memories/{ref}", a.get)
 	a.mux.HandleFunc("PATCH /v1/memories/{ref}", a.update)
-	a.mux.HandleFunc("POST /v1/memories/{ref}/forget", a.byRef(svc.Forget))
-	a.mux.HandleFunc("POST /v1/memories/{ref}/restore", a.byRef(svc.Restore))
-	a.mux.HandleFunc("DELETE /v1/memories/{ref}", a.byRef(svc.Delete))
+	a.mux.HandleFunc("POST /v1/memories/{ref}/forget", byRef(a, svc.Forget))
+	a.mux.HandleFunc("POST /v1/memories/{ref}/restore", byRef(a, svc.Restore))
+	a.mux.HandleFunc("DELETE /v1/memories/{ref}", byRef(a, svc.Delete))
+	a.mux.HandleFunc("POST /v1/memories/{ref}/purge", byRef(a, svc.Purge))
 	a.mux.HandleFunc("POST /v1/search", jsonCall(a, http.StatusOK, svc.Search))
 	a.mux.HandleFunc("GET /v1/stats", noBodyCall(a, svc.Stats))
 	a.mux.HandleFunc("GET /v1/doctor", noBodyCall(a, svc.Doctor))
@@ -222,8 +224,8 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 }
 
 // byRef serves a change of the memory named in the path (forget, restore,
-// delete).
-func (a *API) byRef(op func(context.Context, string) (node.Memory, error)) http.HandlerFunc {
+// delete, purge).
+func byRef[Res any](a *API, op func(context.Context, string) (Res, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		res, err := op(r.Context(), r.PathValue("ref"))
 		a.reply(w, http.StatusOK, res, err)
@@ -326,6 +328,7 @@ var errorCodes = []struct {
 	status int
 }{
 	{node.ErrInvalid, "invalid", http.StatusBadRequest},
+	{node.ErrPurged, "purged", http.StatusGone}, // before not_found, which it matches too
 	{node.ErrNotFound, "not_found", http.StatusNotFound},
 	{node.ErrAmbiguous, "ambiguous", http.StatusConflict},
 	{node.ErrClosed, "unavailable", http.StatusServiceUnavailable},

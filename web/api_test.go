@@ -131,8 +131,8 @@ func TestClientRoundTrip(t *testing.T) {
 		t.Fatalf("search: %+v %v", hits, err)
 	}
 	var export bytes.Buffer
-	if count, err := c.Export(ctx, &export); err != nil || count != 1 {
-		t.Fatalf("export: %d %v", count, err)
+	if h, err := c.Export(ctx, &export); err != nil || h.Memories != 1 || h.Format != node.ExportFormat {
+		t.Fatalf("export: %+v %v", h, err)
 	}
 	other, _, _ := testAPI(t)
 	if imp, err := other.Import(ctx, &export); err != nil || imp.Imported != 1 {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
@@ -50,11 +51,12 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
-// Is matches the node error that the code stands for.
+// Is matches the node error that the code stands for, and the errors
+// that one matches (a purged memory is also not found).
 func (e *Error) Is(target error) bool {
 	for _, c := range errorCodes {
 		if c.code == e.Code {
-			return target == c.err
+			return errors.Is(c.err, target)
 		}
 	}
 	return false
@@ -134,12 +136,20 @@ func (c *Client) Remember(ctx context.Context, req node.RememberRequest) (node.R
 
 func (c *Client) Get(ctx context.Context, ref string) (node.Memory, error) {
 	var m node.Memory
-	return m, c.do(ctx, http.MethodGet, "/v1/memories/"+url.PathEscape(ref), nil, &m)
+	path, err := memoryPath(ref, "")
+	if err != nil {
+		return m, err
+	}
+	return m, c.do(ctx, http.MethodGet, path, nil, &m)
 }
 
 func (c *Client) Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error) {
 	var m node.Memory
-	return m, c.send(ctx, http.MethodPatch, "/v1/memories/"+url.PathEscape(ref), req, &m)
+	path, err := memoryPath(ref, "")
+	if err != nil {
+		return m, err
+	}
+	return m, c.send(ctx, http.MethodPatch, path, req, &m)
 }
 
 func (c *Client) Forget(ctx context.Context, ref string) (node.Memory, error) {
@@ -154,10 +164,34 @@ func (c *Client) Delete(ctx context.Context, ref string) (node.Memory, error) {
 	return c.byRef(ctx, http.MethodDelete, ref, "")
 }
 
+// Purge erases a memory on every machine, for good.
+func (c *Client) Purge(ctx context.Context, ref string) (node.Purged, error) {
+	var p node.Purged
+	path, err := memoryPath(ref, "/purge")
+	if err != nil {
+		return p, err
+	}
+	return p, c.do(ctx, http.MethodPost, path, nil, &p)
+}
+
 // byRef calls method on the memory ref, or on its sub-resource suffix.
 func (c *Client) byRef(ctx context.Context, method, ref, suffix string) (node.Memory, error) {
 	var m node.Memory
-	return m, c.do(ctx, method, "/v1/memories/"+url.PathEscape(ref)+suffix, nil, &m)
+	path, err := memoryPath(ref, suffix)
+	if err != nil {
+		return m, err
+	}
+	return m, c.do(ctx, method, path, nil, &m)
+}
+
+// memoryPath is the API path of the memory ref (and its sub-resource
+// suffix). An empty ref would name another route, so it is refused here
+// with the node's message.
+func memoryPath(ref, suffix string) (string, error) {
+	if strings.TrimSpace(ref) == "" {
+		return "", fmt.Errorf("%w: no memory id given: ids look like m-k3j5x2ab", node.ErrInvalid)
+	}
+	return "/v1/memories/" + url.PathEscape(ref) + suffix, nil
 }
 
 func (c *Client) List(ctx context.Context, req node.ListRequest) ([]node.Memory, error) {
@@ -198,41 +232,45 @@ func (c *Client) Stats(ctx context.Context) (node.Stats, error) {
 	return s, c.do(ctx, http.MethodGet, "/v1/stats", nil, &s)
 }
 
-// Export copies the daemon's export to w and returns the number of memories.
-func (c *Client) Export(ctx context.Context, w io.Writer) (int, error) {
+// Export copies the daemon's export to w and returns its header.
+func (c *Client) Export(ctx context.Context, w io.Writer) (node.ExportHeader, error) {
+	var h node.ExportHeader
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://memmesh/v1/export", nil)
 	if err != nil {
-		return 0, err
+		return h, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if isNoDaemon(err) {
-			return 0, fmt.Errorf("%w (%v)", ErrNoDaemon, err)
+			return h, fmt.Errorf("%w (%v)", ErrNoDaemon, err)
 		}
-		return 0, fmt.Errorf("talk to daemon: %w", err)
+		return h, fmt.Errorf("talk to daemon: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		return 0, decodeError(resp)
+		return h, decodeError(resp)
 	}
-	count := 0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for sc.Scan() {
+	for first := true; sc.Scan(); first = false {
 		line := sc.Bytes()
 		var e apiError
 		if json.Unmarshal(line, &e) == nil && e.Code != "" && e.Error != "" {
-			return count, &Error{Status: http.StatusInternalServerError, Code: e.Code, Message: e.Error}
+			return h, &Error{Status: http.StatusInternalServerError, Code: e.Code, Message: e.Error}
+		}
+		if first {
+			if err := json.Unmarshal(line, &h); err != nil {
+				return h, fmt.Errorf("read export: the first line is no header: %w", err)
+			}
 		}
 		if _, err := w.Write(append(line, '\n')); err != nil {
-			return count, err
+			return h, err
 		}
-		count++
 	}
 	if err := sc.Err(); err != nil {
-		return count, fmt.Errorf("read export: %w", err)
+		return h, fmt.Errorf("read export: %w", err)
 	}
-	return count, nil
+	return h, nil
 }
 
 func (c *Client) Import(ctx context.Context, r io.Reader) (node.ImportResult, error) {

@@ -1,11 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memmesh/memmesh/crdt"
-	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -450,17 +450,98 @@ kept, and an update resolves a sync conflict.`,
 
 func (a *app) forgetCommand() *cobra.Command {
 	return a.statusCommand("forget ID", "Archive a memory (kept, but out of searches and lists)",
-		"Forgot %[1]s (archived; 'memmesh update %[1]s --status active' brings it back)\n", (*web.Client).Forget)
+		"Forgot %[1]s (archived; 'memmesh restore %[1]s' brings it back)\n", (*web.Client).Forget)
 }
 
 func (a *app) restoreCommand() *cobra.Command {
-	return a.statusCommand("restore ID", "Bring an archived, stale or compacted memory back to active",
+	return a.statusCommand("restore ID", "Bring an archived, stale, compacted or deleted memory back to active",
 		"Restored %s (active again)\n", (*web.Client).Restore)
 }
 
 func (a *app) deleteCommand() *cobra.Command {
-	return a.statusCommand("delete ID", "Delete a memory (a tombstone that replicates to every machine)",
-		"Deleted %s\n", (*web.Client).Delete)
+	cmd := a.statusCommand("delete ID", "Delete a memory on every machine ('memmesh restore' undoes it)",
+		"Deleted %[1]s on every machine; 'memmesh restore %[1]s' undoes it, 'memmesh purge %[1]s' erases it for good\n", (*web.Client).Delete)
+	cmd.Long = `Delete a memory: it leaves lists, searches and the brief on every machine,
+but it is kept (with its history), and 'memmesh restore ID' brings it back.
+To erase a memory for good, for example one that holds a secret, use
+'memmesh purge ID'.`
+	return cmd
+}
+
+func (a *app) purgeCommand() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "purge ID...",
+		Short: "Erase memories for good, on every machine",
+		Long: `Erase memories for good: their content, title, tags, every revision and
+every link, from this machine's files (the database and the search index are
+rewritten where they held them) and, through a tombstone that replicates, from
+every machine of the mesh. A copy that arrives later (from a machine that was
+offline, or an import of an older backup) does not bring them back. A purged
+id answers that it was purged, when, and by which device.
+
+This cannot be undone. On a terminal, purge asks before it erases; elsewhere
+(scripts, agents) it needs --yes. 'memmesh delete' removes a memory from view
+in a way that 'memmesh restore' can undo.`,
+		Example: `  memmesh purge m-k3j5x2ab
+  memmesh purge --yes m-k3j5x2ab m-4fq2aa7b`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if !yes {
+				if err := a.confirmPurge(cmd.Context(), c, argv); err != nil {
+					return err
+				}
+			}
+			var out []node.Purged
+			for _, ref := range argv {
+				p, err := c.Purge(cmd.Context(), ref)
+				if err != nil {
+					return err
+				}
+				out = append(out, p)
+			}
+			return emitList(a, "purged", out, func(w io.Writer) {
+				for _, p := range out {
+					if p.Already {
+						fmt.Fprintf(w, "%s was already purged (%s by device %s).\n", p.ID, stamp(p.At), shortDevice(p.By))
+						continue
+					}
+					fmt.Fprintf(w, "Purged %s and %d links: erased here, and on every other machine as the tombstone reaches it.\n", p.ID, p.Edges)
+				}
+			}, func(p node.Purged) string { return p.ID })
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask (required when standard input is not a terminal)")
+	return cmd
+}
+
+// confirmPurge shows what purge would erase and asks on the terminal; off
+// a terminal it refuses, since nobody can answer.
+func (a *app) confirmPurge(ctx context.Context, c *web.Client, refs []string) error {
+	f, ok := a.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return usagef("purge erases for good and cannot be undone: add --yes to confirm")
+	}
+	for _, ref := range refs {
+		m, err := c.Get(ctx, ref)
+		if errors.Is(err, node.ErrPurged) {
+			continue // purge says so
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "  %s  %s\n", m.ShortID, snippet(m.Title, 70))
+	}
+	fmt.Fprintf(a.stderr, "Erase these memories on every machine, for good? [y/N] ")
+	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return errors.New("nothing was purged")
+	}
+	return nil
 }
 
 // statusCommand builds forget and delete: one id in, one status change out.
@@ -524,105 +605,6 @@ func formatCounts(m map[string]int) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func (a *app) exportCommand() *cobra.Command {
-	var out string
-	cmd := &cobra.Command{
-		Use:   "export",
-		Short: "Write every memory, with all fields and revisions, as JSON Lines",
-		Example: `  memmesh export --out backup.jsonl
-  memmesh export | gzip > backup.jsonl.gz`,
-		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if out == "" || out == "-" {
-				_, err := c.Export(cmd.Context(), a.stdout)
-				return err
-			}
-			// Write beside the target and rename, so a failed export never
-			// leaves a truncated file under the requested name.
-			tmp, err := os.CreateTemp(filepath.Dir(out), ".memmesh-export-*")
-			if err != nil {
-				return err
-			}
-			defer os.Remove(tmp.Name())
-			count, err := c.Export(cmd.Context(), tmp)
-			if err == nil {
-				err = tmp.Sync()
-			}
-			if cerr := tmp.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-			if err := os.Rename(tmp.Name(), out); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stderr, "Exported %d memories to %s\n", count, out)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
-	return cmd
-}
-
-func (a *app) importCommand() *cobra.Command {
-	var from, ns string
-	cmd := &cobra.Command{
-		Use:   "import FILE",
-		Short: "Import memories from an export file (JSON Lines; '-' for standard input)",
-		Long: `Import memories from a file written by 'memmesh export', keeping their ids,
-times and revisions. The whole file is checked first: if any line is bad,
-nothing is imported. Memories that already exist are skipped.
-
-With --from server-memory, FILE is the memory.jsonl of the official MCP memory
-server (@modelcontextprotocol/server-memory): its entities and relations are
-stored in namespace --ns as 'memmesh mcp --profile server-memory' serves them.
-Importing the file again adds only what is new.`,
-		Example: `  memmesh export --out backup.jsonl && memmesh import backup.jsonl
-  memmesh import --from server-memory "$MEMORY_FILE_PATH"
-  memmesh import --from server-memory --ns team-graph memory.jsonl`,
-		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			switch {
-			case from != "" && from != "server-memory":
-				return usagef("--from %q: use server-memory, or leave it out for a memmesh export", from)
-			case from == "" && cmd.Flags().Changed("ns"):
-				return usagef("--ns goes with --from server-memory (an export keeps its namespaces)")
-			}
-			var r io.Reader = a.stdin
-			if argv[0] != "-" {
-				f, err := os.Open(argv[0])
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				r = f
-			}
-			if from == "server-memory" {
-				return a.importServerMemory(cmd.Context(), r, ns)
-			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			res, err := c.Import(cmd.Context(), r)
-			if err != nil {
-				return err
-			}
-			return a.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "Imported %d memories (%d already present).\n", res.Imported, res.Skipped)
-			}, func(w io.Writer) { fmt.Fprintln(w, res.Imported) })
-		},
-	}
-	cmd.Flags().StringVar(&from, "from", "", "format of FILE: server-memory for the official MCP memory server's memory.jsonl (default: a memmesh export)")
-	cmd.Flags().StringVar(&ns, "ns", mcp.ServerMemoryNamespace, "with --from server-memory: the namespace that receives the graph")
-	return cmd
 }
 
 func (a *app) versionCommand() *cobra.Command {

@@ -30,9 +30,9 @@ machines is one edge). ` + endpointHelp + `
 REL is a known relation (` + strings.Join(node.KnownRelations, ", ") + `)
 or your own in kebab-case or snake_case. ` + strings.Join(node.AcyclicRelations, ", ") + `
 never form a cycle: a link that would close one is refused.`,
-		Example: `  memmesh link m-k3j5x2ab supersedes m-7fq2aa01 --note "pgx replaces lib/pq"
+		Example: `  memmesh link m-k3j5x2ab supersedes m-7fq2aa4c --note "pgx replaces lib/pq"
   memmesh link m-k3j5x2ab touches file:internal/db/pool.go:10-40
-  memmesh link m-k3j5x2ab depends_on m-9zz1bb02 --valid-from 2026-01-01`,
+  memmesh link m-k3j5x2ab depends_on m-6zz4bb2c --valid-from 2026-01-01`,
 		Args: args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			req := node.LinkRequest{From: argv[0], Rel: argv[1], To: argv[2], Notes: notes}
@@ -386,7 +386,7 @@ func (a *app) compactApplyCommand() *cobra.Command {
 		Long: `Store your summary of two or more memories of one namespace (kind summary),
 move the links that pointed at them to it and mark them compacted into it.
 They are kept; 'memmesh restore ID' brings one back.`,
-		Example: `  memmesh compact apply m-3fq2 m-k7dd m-x1c9 --title "Upload retries" --summary "Uploads retry 3 times with backoff, on 5xx only."`,
+		Example: `  memmesh compact apply m-3fq2 m-k7dd m-x4c6 --title "Upload retries" --summary "Uploads retry 3 times with backoff, on 5xx only."`,
 		Args:    args(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			req.Members = argv

@@ -89,7 +89,7 @@ on a terminal and JSON when piped; choose with --format (or --json).`,
 	root.AddCommand(
 		a.serveCommand(), a.stopCommand(),
 		a.captureCommand(), a.searchCommand(), a.showCommand(), a.listCommand(),
-		a.updateCommand(), a.forgetCommand(), a.restoreCommand(), a.deleteCommand(),
+		a.updateCommand(), a.forgetCommand(), a.restoreCommand(), a.deleteCommand(), a.purgeCommand(),
 		a.statsCommand(), a.exportCommand(), a.importCommand(), a.versionCommand(),
 		a.mcpCommand(),
 		a.idCommand(), a.inviteCommand(), a.joinCommand(), a.devicesCommand(), a.revokeCommand(),

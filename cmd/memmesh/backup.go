@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/memmesh/memmesh/mcp"
+	"github.com/memmesh/memmesh/node"
+)
+
+func (a *app) exportCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Back up everything: memories, revisions, edges, namespace settings, purges",
+		Long: `Write this home's whole knowledge as JSON Lines: a header, the namespace
+settings, the tombstones of purged memories, every memory (deleted ones too)
+with every field and revision, and every edge with its notes, strength,
+origin and validity. 'memmesh import' restores it, in this home or a new one.`,
+		Example: `  memmesh export --out backup.jsonl
+  memmesh export | gzip > backup.jsonl.gz`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				_, err := c.Export(cmd.Context(), a.stdout)
+				return err
+			}
+			// Write beside the target and rename, so a failed export never
+			// leaves a truncated file under the requested name.
+			tmp, err := os.CreateTemp(filepath.Dir(out), ".memmesh-export-*")
+			if err != nil {
+				return err
+			}
+			defer os.Remove(tmp.Name())
+			h, err := c.Export(cmd.Context(), tmp)
+			if err == nil {
+				err = tmp.Sync()
+			}
+			if cerr := tmp.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			if err := os.Rename(tmp.Name(), out); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "Exported %d memories, %d edges, %d namespace settings and %d purged ids to %s\n",
+				h.Memories, h.Edges, h.Namespaces, h.Purged, out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
+	return cmd
+}
+
+func (a *app) importCommand() *cobra.Command {
+	var from, ns string
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Restore a backup made by 'memmesh export' (JSON Lines; '-' for standard input)",
+		Long: `Restore what 'memmesh export' wrote: namespace settings, purges, memories with
+their ids, times and revisions, and edges. What this home has already is
+skipped, and a memory purged here is never brought back, so importing a file
+twice changes nothing the second time.
+
+A file is checked whole first: if any line is bad, nothing is imported. On a
+terminal the import shows its progress. Interrupted (Ctrl-C), it stops at the
+next line, says how far it got, and keeps what it stored: the same command
+then completes the job. (Standard input cannot be checked first: an import
+from it stops at the first bad line, keeping what came before.)
+
+With --from server-memory, FILE is the memory.jsonl of the official MCP memory
+server (@modelcontextprotocol/server-memory): its entities and relations are
+stored in namespace --ns as 'memmesh mcp --profile server-memory' serves them.
+Importing the file again adds only what is new.`,
+		Example: `  memmesh export --out backup.jsonl && memmesh import backup.jsonl
+  gunzip -c backup.jsonl.gz | memmesh import -
+  memmesh import --from server-memory "$MEMORY_FILE_PATH"
+  memmesh import --from server-memory --ns team-graph memory.jsonl`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			switch {
+			case from != "" && from != "server-memory":
+				return usagef("--from %q: use server-memory, or leave it out for a memmesh export", from)
+			case from == "" && cmd.Flags().Changed("ns"):
+				return usagef("--ns goes with --from server-memory (an export keeps its namespaces)")
+			}
+			var r io.Reader = a.stdin
+			var file *os.File
+			if argv[0] != "-" {
+				f, err := os.Open(argv[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r, file = f, f
+			}
+			if from == "server-memory" {
+				return a.importServerMemory(cmd.Context(), r, ns)
+			}
+			return a.importExport(cmd.Context(), argv[0], r, file)
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "format of FILE: server-memory for the official MCP memory server's memory.jsonl (default: a memmesh export)")
+	cmd.Flags().StringVar(&ns, "ns", mcp.ServerMemoryNamespace, "with --from server-memory: the namespace that receives the graph")
+	return cmd
+}
+
+// importExport imports an export file: checked whole first when it is a
+// file, then sent line by line, with progress on a terminal. The first
+// Ctrl-C stops sending at the end of a line, so that the daemon stores
+// what it received and says so; a second one aborts.
+func (a *app) importExport(ctx context.Context, name string, r io.Reader, file *os.File) error {
+	total := 0
+	if file != nil && isRegular(file) {
+		check, err := node.CheckImport(bufio.NewReader(file))
+		if err != nil {
+			return fmt.Errorf("%s: %w; nothing was imported", name, err)
+		}
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		total = check.Lines
+	}
+	c, err := a.client(ctx)
+	if err != nil {
+		return err
+	}
+	lines := &lineReader{r: bufio.NewReaderSize(r, 1<<20)}
+	abort, cancel := context.WithCancel(ctx)
+	defer cancel()
+	interrupts := make(chan os.Signal, 2)
+	signal.Notify(interrupts, os.Interrupt)
+	defer signal.Stop(interrupts)
+	go func() {
+		for range interrupts {
+			if lines.stop.Swap(true) {
+				cancel() // the second Ctrl-C
+			}
+		}
+	}()
+	stopProgress := a.progress(name, lines, total)
+	res, err := c.Import(abort, lines)
+	stopProgress()
+	sent := lines.count.Load()
+	switch {
+	case err != nil:
+		return fmt.Errorf("the import of %s stopped after line %d%s: %w; run the same command again to finish (what was imported is skipped)", name, sent, ofTotal(total), err)
+	case lines.stop.Load():
+		a.printImport(res)
+		return fmt.Errorf("interrupted after line %d%s, with what came before it imported; run the same command again to finish", sent, ofTotal(total))
+	}
+	return a.emit(res, func(w io.Writer) { a.printImport(res) }, func(w io.Writer) { fmt.Fprintln(w, res.Imported) })
+}
+
+func (a *app) printImport(res node.ImportResult) {
+	fmt.Fprintf(a.stdout, "Imported %d memories (%d already here), %d edges (%d already here or at a memory that is not), %d namespace settings (%d kept as they were) and %d purges.\n",
+		res.Imported, res.Skipped, res.Edges, res.EdgesSkipped, res.Namespaces, res.NamespacesKept, res.Purged)
+	if res.Erased > 0 {
+		fmt.Fprintf(a.stdout, "Left out %d memories that were purged here: a purge is for good.\n", res.Erased)
+	}
+}
+
+func ofTotal(total int) string {
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of %d", total)
+}
+
+func isRegular(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode().IsRegular()
+}
+
+// lineReader passes its input through whole lines at a time, counts them,
+// and ends (io.EOF) at a line boundary once stop is set.
+type lineReader struct {
+	r     *bufio.Reader
+	buf   []byte
+	stop  atomic.Bool
+	count atomic.Int64
+}
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	if len(l.buf) == 0 {
+		if l.stop.Load() {
+			return 0, io.EOF
+		}
+		line, err := l.r.ReadBytes('\n')
+		if len(line) == 0 {
+			return 0, err
+		}
+		l.buf = line
+		l.count.Add(1)
+	}
+	n := copy(p, l.buf)
+	l.buf = l.buf[n:]
+	return n, nil
+}
+
+// progress shows, on a terminal, how many lines of total have gone to the
+// daemon, until the returned function is called.
+func (a *app) progress(name string, lines *lineReader, total int) (stop func()) {
+	f, ok := a.stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			sent := lines.count.Load()
+			if total > 0 {
+				fmt.Fprintf(f, "\rImporting %s: line %d of %d (%d%%)", name, sent, total, 100*sent/int64(total))
+			} else {
+				fmt.Fprintf(f, "\rImporting %s: line %d", name, sent)
+			}
+			select {
+			case <-done:
+				fmt.Fprintln(f)
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
