@@ -35,6 +35,8 @@ func TestBadInput(t *testing.T) {
 		{"oversized content", "", []string{"capture", "--file", huge}, 1, "1 MiB"},
 		{"unknown id", "", []string{"show", "m-zzzzzzzz"}, 1, "no memory has id"},
 		{"not an id", "", []string{"show", "hello!"}, 1, "not a memory id"},
+		{"id with digits ids never hold", "", []string{"show", "m-7fq2aa01"}, 1, "digits 2-7"},
+		{"empty id", "", []string{"show", ""}, 1, "no memory id given"},
 		{"unknown id update", "", []string{"update", "m-zzzzzzzz", "--title", "x"}, 1, "no memory has id"},
 		{"unknown id forget", "", []string{"forget", "m-zzzzzzzz"}, 1, "no memory has id"},
 		{"unknown id delete", "", []string{"delete", "m-zzzzzzzz"}, 1, "no memory has id"},
@@ -42,8 +44,14 @@ func TestBadInput(t *testing.T) {
 		{"invalid tag", "", []string{"capture", "--tag", "no spaces allowed", "text"}, 1, "tag"},
 		{"invalid kind", "", []string{"capture", "--kind", "9lives", "text"}, 1, "kind"},
 		{"invalid tier", "", []string{"capture", "--tier", "god", "text"}, 1, "tier"},
-		{"invalid ttl", "", []string{"capture", "--ttl", "soon", "text"}, 1, "ttl"},
-		{"invalid confidence", "", []string{"update", c.ID, "--confidence", "7"}, 1, "confidence"},
+		{"invalid ttl", "", []string{"capture", "--ttl", "soon", "text"}, 2, "ttl"},
+		{"zero ttl", "", []string{"capture", "--ttl", "0", "text"}, 2, "ttl"},
+		{"invalid confidence", "", []string{"update", c.ID, "--confidence", "7"}, 2, "confidence"},
+		{"NaN confidence", "", []string{"capture", "--confidence", "NaN", "text"}, 2, "confidence"},
+		{"NaN strength", "", []string{"link", c.ID, "related_to", "file:a.go", "--strength", "NaN"}, 2, "strength"},
+		{"zero budget", "", []string{"context", "--budget", "0"}, 2, "budget"},
+		{"zero limit", "", []string{"list", "--limit", "0"}, 2, "limit"},
+		{"word limit", "", []string{"search", "x", "--limit", "abc"}, 2, "limit"},
 		{"invalid status", "", []string{"update", c.ID, "--status", "deleted"}, 1, "status"},
 		{"empty update", "", []string{"update", c.ID}, 1, "nothing to update"},
 		{"malformed import line", "", []string{"import", badImport}, 1, "line 3"},
@@ -53,7 +61,8 @@ func TestBadInput(t *testing.T) {
 		{"missing argument", "", []string{"show"}, 2, "accepts 1 arg"},
 		{"unknown command", "", []string{"remember-this"}, 2, "unknown command"},
 		{"bad format", "", []string{"stats", "--format", "xml"}, 2, "--format"},
-		{"bad limit", "", []string{"search", "x", "--limit", "-3"}, 1, "limit"},
+		{"bad limit", "", []string{"search", "x", "--limit", "-3"}, 2, "limit"},
+		{"bad depth", "", []string{"graph", c.ID, "--depth", "9"}, 2, "depth"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,4 +124,20 @@ func TestSecondServeRefused(t *testing.T) {
 	}
 	var s statsOut
 	okJSON(t, home, &s, "stats") // the first daemon still answers
+}
+
+// TestEmptyNamespaceSaysSo: commands that look at the default namespace
+// say, when it holds nothing, which namespaces do.
+func TestEmptyNamespaceSaysSo(t *testing.T) {
+	home := newHome(t)
+	ok(t, home, "capture", "--ns", "backend", "Use pgx for Postgres")
+	for _, args := range [][]string{{"stale"}, {"analyze"}, {"reflect"}, {"compact", "--dry-run"}, {"list"}, {"search", "pgx"}, {"context"}} {
+		out := ok(t, home, append(args, "--format", "human")...)
+		if !strings.Contains(out, "Namespace default holds no memories; these do: backend (1)") {
+			t.Errorf("%v on the empty default namespace says:\n%s", args, out)
+		}
+		if out := ok(t, home, append(args, "--format", "human", "--ns", "backend")...); strings.Contains(out, "holds no memories") {
+			t.Errorf("%v --ns backend says the namespace is empty:\n%s", args, out)
+		}
+	}
 }

@@ -51,6 +51,11 @@ type Brief struct {
 	StaleAlerts []BriefItem `json:"stale_alerts"`
 }
 
+// Empty reports whether the brief lists nothing.
+func (b *Brief) Empty() bool {
+	return len(b.Conflicts)+len(b.Cycles)+len(b.FromPeers)+len(b.Decisions)+len(b.Tasks)+len(b.Active)+len(b.StaleAlerts) == 0
+}
+
 const (
 	defaultBudget     = 2000
 	maxBudget         = 100_000

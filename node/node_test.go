@@ -307,3 +307,61 @@ func TestIndexRepairedAfterLoss(t *testing.T) {
 		t.Fatalf("after losing the index, search finds %d of %d", len(hits.Results), len(ids))
 	}
 }
+
+// TestUpdateFollowsContentAndTier: new content brings its own derived
+// title and touches (a given title stays), and a new trust tier brings its
+// expiry and, when the memory had the old tier's default, its confidence.
+func TestUpdateFollowsContentAndTier(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	id := remember(t, n, RememberRequest{Content: "Retry uploads in internal/upload/retry.go\nwith backoff"}).ID
+	content := "Uploads retry in internal/transfer/backoff.go\nthree times"
+	m, err := n.Update(ctx, id, UpdateRequest{Content: &content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Title != "Uploads retry in internal/transfer/backoff.go" {
+		t.Errorf("title after new content = %q, want the new first line", m.Title)
+	}
+	if slices.Contains(m.Touches, "file:internal/upload/retry.go") || !slices.Contains(m.Touches, "file:internal/transfer/backoff.go") {
+		t.Errorf("touches after new content = %v, want the new file only", m.Touches)
+	}
+
+	given := remember(t, n, RememberRequest{Title: "Upload policy", Content: "Uploads are capped at 10 MB"}).ID
+	content = "Uploads are capped at 20 MB"
+	if m, err = n.Update(ctx, given, UpdateRequest{Content: &content}); err != nil || m.Title != "Upload policy" {
+		t.Errorf("a given title after new content = %q (%v), want it kept", m.Title, err)
+	}
+
+	human := crdt.TierHuman
+	m, err = n.Update(ctx, id, UpdateRequest{Tier: &human})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.ExpiresAt.IsZero() || m.Confidence != 0.9 {
+		t.Errorf("agent memory made human: expires %v, confidence %v; want no expiry and 0.9", m.ExpiresAt, m.Confidence)
+	}
+	auto := crdt.TierAuto
+	before := time.Now()
+	conf := 0.8
+	m, err = n.Update(ctx, id, UpdateRequest{Tier: &auto, Confidence: &conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := m.ExpiresAt.Sub(before); d < 29*24*time.Hour || d > 31*24*time.Hour || m.Confidence != 0.8 {
+		t.Errorf("human memory made auto: expires in %v, confidence %v; want 30 days and the given 0.8", d, m.Confidence)
+	}
+	ttl := "none"
+	if m, err = n.Update(ctx, id, UpdateRequest{Tier: &human, TTL: &ttl}); err != nil || !m.ExpiresAt.IsZero() {
+		t.Errorf("tier with a ttl in the same update: expires %v (%v)", m.ExpiresAt, err)
+	}
+}
+
+func TestZeroTTLIsRefused(t *testing.T) {
+	n := testNode(t, "")
+	for _, ttl := range []string{"0", "0d", "0s", "nand", "-1d"} {
+		if _, err := n.Remember(context.Background(), RememberRequest{Content: "x " + ttl, TTL: ttl}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ttl %q: %v, want ErrInvalid", ttl, err)
+		}
+	}
+}

@@ -137,8 +137,8 @@ func checkTitle(title string) (string, error) {
 	return title, nil
 }
 
-// deriveTitle makes a title from the first non-empty line of content.
-func deriveTitle(content string) string {
+// deriveTitleFrom makes a title from the first non-empty line of content.
+func deriveTitleFrom(content string) string {
 	line, _, _ := strings.Cut(content, "\n")
 	line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#>*- "))
 	if utf8.RuneCountInString(line) <= titleFromContent {
@@ -152,20 +152,30 @@ func deriveTitle(content string) string {
 	return strings.TrimSpace(string(r[:titleFromContent])[:cut]) + "…"
 }
 
-// ParseTTL parses a time to live: "none" or "0" (never expires), a number of
-// days ("90d"), weeks ("2w") or a Go duration ("36h").
+// ParseTTL parses a time to live: "none" (never expires), a number of days
+// ("90d"), weeks ("2w") or a Go duration ("36h"). A zero duration is
+// refused rather than read as "none" or "at once".
 func ParseTTL(s string) (time.Duration, error) {
 	s = strings.TrimSpace(strings.ToLower(s))
 	switch s {
-	case "none", "never", "0":
+	case "none", "never":
 		return 0, nil
 	case "":
 		return 0, invalidf("empty ttl: use e.g. 30d, 2w, 36h or none")
 	}
+	d, err := parseDuration(s)
+	if err == nil && d == 0 {
+		return 0, invalidf("ttl %q: a time to live of zero means nothing; use none for no expiry, or e.g. 30d", s)
+	}
+	return d, err
+}
+
+// parseDuration parses days, weeks or a Go duration, not negative.
+func parseDuration(s string) (time.Duration, error) {
 	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
 		if n, ok := strings.CutSuffix(s, suffix); ok {
 			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 || v > 100*365 {
+			if err != nil || !(v >= 0 && v <= 100*365) { // NaN too
 				return 0, invalidf("ttl %q: use e.g. 30d, 2w, 36h or none", s)
 			}
 			return time.Duration(v * float64(unit)), nil

@@ -152,7 +152,7 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 	title, titleRedacted := Scrub(title)
 	redacted = mergeKinds(redacted, titleRedacted)
 	if title == "" {
-		title = deriveTitle(content)
+		title = deriveTitleFrom(content)
 	}
 	m := crdt.Memory{
 		ID:         crdt.NewID(),
@@ -496,7 +496,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 				if _, err := doc.AppendRevision(content, n.id.DeviceID, n.now().UTC()); err != nil {
 					return err
 				}
-				return doc.AddTouches(ExtractTouches(content)...)
+				return n.followContent(doc, m, content, req.Title == nil)
 			})
 		}
 	}
@@ -537,6 +537,9 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 			return err
 		}
 		ops = append(ops, func() error { return doc.SetTier(tier) })
+		if tier != m.Tier {
+			ops = append(ops, n.tierDefaults(doc, m, tier, req)...)
+		}
 	}
 	if req.Confidence != nil {
 		c := *req.Confidence
@@ -576,6 +579,50 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 		}
 	}
 	return nil
+}
+
+// followContent makes what is derived from a memory's content follow new
+// content: the touches become those of the new text, and a title that was
+// derived from the old text (rather than given) is derived anew, unless
+// the same update sets one.
+func (n *Node) followContent(doc *crdt.MemoryDoc, m *crdt.Memory, content string, deriveTitle bool) error {
+	touches := ExtractTouches(content)
+	var gone []string
+	for _, t := range m.Touches {
+		if !slices.Contains(touches, t) {
+			gone = append(gone, t)
+		}
+	}
+	if err := doc.RemoveTouches(gone...); err != nil {
+		return err
+	}
+	if err := doc.AddTouches(touches...); err != nil {
+		return err
+	}
+	if deriveTitle && m.Title == deriveTitleFrom(m.Content) {
+		return doc.SetTitle(deriveTitleFrom(content))
+	}
+	return nil
+}
+
+// tierDefaults returns the changes that come with a new trust tier when the
+// update does not set them itself: the new tier's time to live, counted
+// from now (a human memory does not expire), and its confidence, when the
+// memory still has the old tier's default. Evergreen memories never expire.
+func (n *Node) tierDefaults(doc *crdt.MemoryDoc, m *crdt.Memory, tier crdt.Tier, req UpdateRequest) []func() error {
+	var ops []func() error
+	if req.TTL == nil && !m.Evergreen && (req.Evergreen == nil || !*req.Evergreen) {
+		var at time.Time
+		if ttl := tierDefaults[tier].ttl; ttl > 0 {
+			at = n.now().UTC().Add(ttl)
+		}
+		ops = append(ops, func() error { return doc.SetExpiresAt(at) })
+	}
+	if req.Confidence == nil && m.Confidence == tierDefaults[m.Tier].confidence {
+		c := tierDefaults[tier].confidence
+		ops = append(ops, func() error { return doc.SetConfidence(c) })
+	}
+	return ops
 }
 
 // accessPrefix starts the local keys of read counts.

@@ -136,8 +136,8 @@ returns the existing memory; close matches are reported as similar.`,
 	f.StringArrayVar(&req.Tags, "tag", nil, "tag (repeatable)")
 	f.StringVar(&req.Kind, "kind", "", "kind: note, decision, convention, bug, fact, task, preference, ... (default note)")
 	f.StringVar(&tier, "tier", string(crdt.TierHuman), "trust tier: human, agent or auto")
-	f.Float64Var(&confidence, "confidence", 0, "confidence from 0 to 1 (default by tier)")
-	f.StringVar(&req.TTL, "ttl", "", "time to live, e.g. 30d, 2w, 36h or none (default by tier: human none, agent 90d, auto 30d)")
+	unitVar(f, &confidence, "confidence", 0, "confidence from 0 to 1 (default by tier)")
+	ttlVar(f, &req.TTL, "ttl", "time to live, e.g. 30d, 2w, 36h or none (default by tier: human none, agent 90d, auto 30d)")
 	f.BoolVar(&req.Evergreen, "evergreen", false, "never expires and never goes stale")
 	f.StringVar(&file, "file", "", "read the text from this file ('-' for standard input)")
 	return cmd
@@ -197,7 +197,7 @@ func (f *filterFlags) register(cmd *cobra.Command, verb string, limit int) {
 	fs.StringArrayVar(&f.tiers, "tier", nil, "only memories of this trust tier: human, agent or auto (repeatable)")
 	fs.StringVar(&f.since, "since", "", "only memories updated since this date (2026-01-31, RFC 3339) or this long ago (7d, 36h)")
 	fs.StringVar(&f.until, "until", "", "only memories updated before this date or this long ago")
-	fs.IntVar(&f.limit, "limit", limit, "most results (1-1000)")
+	intRangeVar(fs, &f.limit, "limit", limit, 1, 1000, "most results (1-1000)")
 }
 
 // filter is what the flags select.
@@ -282,6 +282,9 @@ are fused by reciprocal rank (--explain shows how; --no-graph turns it off).`,
 			if err != nil {
 				return err
 			}
+			if req.Namespace != "" {
+				defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(res.Results) == 0)
+			}
 			return a.emit(res, func(w io.Writer) {
 				if len(res.Results) == 0 {
 					fmt.Fprintf(w, "No memories match %q in namespace %s.\n", req.Query, orAll(req.Namespace))
@@ -316,6 +319,14 @@ are fused by reciprocal rank (--explain shows how; --no-graph turns it off).`,
 func orAll(ns string) string {
 	if ns == "" {
 		return "(all)"
+	}
+	return ns
+}
+
+// orDefault names the namespace a command looked at: ns, or the default.
+func orDefault(ns string) string {
+	if ns == "" {
+		return node.DefaultNamespace
 	}
 	return ns
 }
@@ -365,6 +376,9 @@ func (a *app) listCommand() *cobra.Command {
 			}
 			if ms == nil {
 				ms = []node.Memory{}
+			}
+			if req.Namespace != "" {
+				defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(ms) == 0)
 			}
 			return a.emit(map[string]any{"memories": ms}, func(w io.Writer) { printList(w, ms) }, func(w io.Writer) { printBriefList(w, ms) })
 		},
@@ -441,10 +455,10 @@ kept, and an update resolves a sync conflict.`,
 	f.StringArrayVar(&req.AddTags, "tag-add", nil, "add a tag (repeatable)")
 	f.StringArrayVar(&req.RemoveTags, "tag-remove", nil, "remove a tag (repeatable)")
 	f.StringVar(&tier, "tier", "", "new trust tier: human, agent or auto")
-	f.Float64Var(&confidence, "confidence", 0, "new confidence from 0 to 1")
+	unitVar(f, &confidence, "confidence", 0, "new confidence from 0 to 1")
 	f.BoolVar(&evergreen, "evergreen", false, "never expires nor goes stale (--evergreen=false to undo)")
 	f.StringVar(&status, "status", "", "new status: active, stale or archived")
-	f.StringVar(&ttl, "ttl", "", "expire this long from now (e.g. 30d), or none")
+	ttlVar(f, &ttl, "ttl", "expire this long from now (e.g. 30d), or none")
 	return cmd
 }
 

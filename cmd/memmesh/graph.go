@@ -55,7 +55,7 @@ never form a cycle: a link that would close one is refused.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&notes, "note", "", "why the edge holds")
-	f.Float64Var(&strength, "strength", 1, "how strongly, from 0 to 1")
+	unitVar(f, &strength, "strength", 1, "how strongly, from 0 to 1")
 	f.StringVar(&validFrom, "valid-from", "", "holds from this date (2026-01-31 or RFC 3339)")
 	f.StringVar(&validTo, "valid-to", "", "holds until this date")
 	return cmd
@@ -136,7 +136,7 @@ now). ` + endpointHelp,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&req.Depth, "depth", 1, "hops from ID (1 to 5)")
+	intRangeVar(f, &req.Depth, "depth", 1, 1, 5, "hops from ID (1 to 5)")
 	f.StringVar(&direction, "direction", "both", "follow edges out, in or both")
 	f.StringSliceVar(&req.Rels, "rel", nil, "only these relations (repeat or comma-separate)")
 	f.StringVar(&asOf, "as-of", "", "only edges valid at this date (default now)")
@@ -202,7 +202,7 @@ Archived and stale memories are listed with their status.`,
 			})
 		},
 	}
-	cmd.Flags().IntVar(&depth, "depth", 2, "hops back from the memories that touch PATH (1 to 5)")
+	intRangeVar(cmd.Flags(), &depth, "depth", 2, 1, 5, "hops back from the memories that touch PATH (1 to 5)")
 	return cmd
 }
 
@@ -268,9 +268,11 @@ ID' retires it; 'memmesh compact' folds related ones into a summary.`,
 			if err != nil {
 				return err
 			}
-			return emitList(a, "stale", list, func(w io.Writer) {
-				printTable(w, list, "Nothing stale in "+ns+".", staleHeader, staleRow)
+			err = emitList(a, "stale", list, func(w io.Writer) {
+				printTable(w, list, "Nothing stale in "+orDefault(ns)+".", staleHeader, staleRow)
 			}, func(s node.StaleMemory) string { return s.Memory.ShortID })
+			a.hintIfEmpty(cmd.Context(), ns, len(list) == 0)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&ns, "ns", "", "namespace (default: the working directory's)")
@@ -340,6 +342,7 @@ and store their summary with compact_apply.`,
 			if err != nil {
 				return err
 			}
+			defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(plan.Clusters) == 0)
 			if dryRun {
 				return a.emit(plan, func(w io.Writer) { printClusters(w, plan) }, func(w io.Writer) {
 					for _, c := range plan.Clusters {
@@ -466,15 +469,17 @@ edge; link them with 'memmesh link').`,
 			if err != nil {
 				return err
 			}
-			return a.emit(res, func(w io.Writer) { printAnalysis(w, res) }, func(w io.Writer) {
+			err = a.emit(res, func(w io.Writer) { printAnalysis(w, res) }, func(w io.Writer) {
 				for _, g := range res.Gaps {
 					fmt.Fprintln(w, g.ID)
 				}
 			})
+			a.hintIfEmpty(cmd.Context(), req.Namespace, res.Memories == 0)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&req.Namespace, "ns", "", "namespace (default: the working directory's)")
-	cmd.Flags().IntVar(&req.Limit, "limit", 10, "entries per list (1 to 100)")
+	intRangeVar(cmd.Flags(), &req.Limit, "limit", 10, 1, 100, "entries per list (1 to 100)")
 	return cmd
 }
 
@@ -511,9 +516,10 @@ it with the MCP reflect tool).`,
 			if err != nil {
 				return err
 			}
+			defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(res) == 0)
 			return emitList(a, "memories", res, func(w io.Writer) {
 				if len(res) == 0 {
-					fmt.Fprintln(w, "Every memory is linked to something.")
+					fmt.Fprintf(w, "Every memory of %s is linked to something.\n", orDefault(req.Namespace))
 				}
 				for _, r := range res {
 					fmt.Fprintf(w, "%s  %s\n", r.Memory.ID, snippet(r.Memory.Title, 70))
@@ -525,6 +531,6 @@ it with the MCP reflect tool).`,
 		},
 	}
 	cmd.Flags().StringVar(&req.Namespace, "ns", "", "namespace (default: the working directory's)")
-	cmd.Flags().IntVar(&req.Limit, "limit", 10, "memories to list (1 to 50)")
+	intRangeVar(cmd.Flags(), &req.Limit, "limit", 10, 1, 50, "memories to list (1 to 50)")
 	return cmd
 }
