@@ -228,3 +228,28 @@ func BenchmarkLifecycle(b *testing.B) {
 	b.ReportMetric(float64(r.Live), "live")
 	b.ReportMetric(float64(r.Stale), "stale")
 }
+
+// BenchmarkPurge erases one memory of the graph home per operation: the
+// commit, the rewrite of the search index, and the compactions and
+// manifest rewrites of the store, until the files no longer hold it.
+// (Each purge removes a memory and its edges from the shared home; a few
+// of 100,000 change nothing the other benchmarks measure.)
+func BenchmarkPurge(b *testing.B) {
+	n, starts, _ := graphNode(b)
+	ctx := context.Background()
+	lat := make(latencies, 0, b.N)
+	edges := 0
+	b.ResetTimer()
+	for i := range b.N {
+		begin := time.Now()
+		p, err := n.Purge(ctx, starts[(i*37)%len(starts)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(begin))
+		edges += p.Edges
+	}
+	b.StopTimer()
+	lat.report(b)
+	b.ReportMetric(float64(edges)/float64(b.N), "edges/op")
+}

@@ -103,7 +103,8 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	store, err := storage.Open(filepath.Join(cfg.Home, "data"), storage.Options{
-		Logger: log.With("component", "storage"),
+		Logger:    log.With("component", "storage"),
+		TextTerms: textTerms,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: open storage: %w", err)

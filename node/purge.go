@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,10 +67,12 @@ func (n *Node) Purge(ctx context.Context, ref string) (Purged, error) {
 		return Purged{}, err
 	}
 	ts := crdt.Tombstone{ID: id, At: n.now().UTC(), By: n.id.DeviceID}
+	start := time.Now()
 	edges, err := n.commitTombstone(ts)
 	if err != nil {
 		return Purged{}, err
 	}
+	n.log.Info("memory purged", "id", DisplayID(id), "edges", edges, "took", time.Since(start).Round(time.Millisecond))
 	if err := n.expunge(ctx); err != nil {
 		return Purged{}, fmt.Errorf("memory %s is purged, but this node's files may still hold it until its next start: %w", DisplayID(id), err)
 	}
@@ -156,13 +159,22 @@ func tombstoneRecord(ts crdt.Tombstone) (storage.Record, error) {
 	return storage.Record{Kind: storage.KindPurge, ID: ts.ID, Heads: heads, Value: data, Doc: data}, nil
 }
 
+// textTerms are the storage term fields whose values hold what a user or
+// agent wrote (tags, the files and URLs a text mentions, session ids, edge
+// endpoints): an expunge compacts their keys. The others hold hashes,
+// enumerations and namespace names.
+var textTerms = []string{"tag", "touch", fieldThread, "from", "to"}
+
 // erasures returns the erasures of every stored edge with the memory id
 // at one end, deleted ones included (which keep no adjacency terms, hence
-// the scan of every edge).
+// the scan of every edge; only records that hold the id are decoded).
 func (n *Node) erasures(id string) ([]storage.Record, error) {
 	endpoint := DisplayID(id)
 	var out []storage.Record
 	err := n.store.All(storage.KindEdge, func(rec storage.Record) error {
+		if !bytes.Contains(rec.Value, []byte(endpoint)) {
+			return nil
+		}
 		var e struct{ From, To string }
 		if err := json.Unmarshal(rec.Value, &e); err != nil {
 			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
@@ -233,13 +245,19 @@ func (n *Node) expunge(ctx context.Context) error {
 	if !n.store.ErasePending() {
 		return nil
 	}
+	start := time.Now()
 	if err := n.indexer.waitFor(ctx, n.store.DurableSeq()); err != nil {
 		return err
 	}
 	if err := n.index.Expunge(ctx); err != nil {
 		return err
 	}
-	return n.store.Expunge(ctx)
+	indexed := time.Now()
+	if err := n.store.Expunge(ctx); err != nil {
+		return err
+	}
+	n.log.Info("erased memories removed from the files", "index", indexed.Sub(start).Round(time.Millisecond), "storage", time.Since(indexed).Round(time.Millisecond))
+	return nil
 }
 
 // closeExpungeTimeout bounds how long Close spends on a pending expunge;

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -120,12 +121,17 @@ func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
 		if !found {
 			return nil, nil
 		}
-		erased = [][]byte{docKey(r.Kind, r.ID), recordKey(r.Kind, r.ID), changeKey(old.seq, r.Kind, r.ID)}
+		// Every key goes; Expunge compacts those that held text.
+		erased = [][]byte{docKey(r.Kind, r.ID), recordKey(r.Kind, r.ID)}
+		b.Delete(erased[0], nil)
+		b.Delete(erased[1], nil)
+		b.Delete(changeKey(old.seq, r.Kind, r.ID), nil)
 		for _, t := range old.terms {
-			erased = append(erased, termKey(r.Kind, t, r.ID))
-		}
-		for _, k := range erased {
+			k := termKey(r.Kind, t, r.ID)
 			b.Delete(k, nil)
+			if s.textTerms == nil || slices.Contains(s.textTerms, t.Field) {
+				erased = append(erased, k)
+			}
 		}
 		prev := docHash(r.Kind, r.ID, old.heads)
 		b.Merge(digestKey(Bucket(r.Kind, r.ID)), prev[:], nil)

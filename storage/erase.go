@@ -42,7 +42,9 @@ func (s *Store) ErasePending() bool {
 // documents erased by Commit: a deletion in an LSM tree only shadows the
 // old value, which stays in older tables and in the write-ahead log until
 // compactions drop it. Expunge flushes the memtable (retiring its log),
-// compacts every erased key's range down to the last level, and waits
+// compacts the range of every erased key that held text (the document,
+// its record and its terms in Options.TextTerms) down to the last level,
+// and waits
 // until Pebble has deleted the obsolete tables and logs. Write-ahead logs
 // are never recycled (see expungeCleaner), so a retired log is deleted,
 // not reused with old records in it. After a crash between the Commit and

@@ -50,6 +50,11 @@ type Options struct {
 	Logger *slog.Logger
 	// CacheSize is Pebble's block cache in bytes; 0 means 64 MiB.
 	CacheSize int64
+	// TextTerms names the term fields whose values hold text a user wrote
+	// (tags, say), as opposed to hashes and enumerations. Expunge compacts
+	// the keys of an erased document's terms in these fields only; nil
+	// means every field.
+	TextTerms []string
 }
 
 // Store is one node's database. Its methods are safe for concurrent use.
@@ -65,6 +70,8 @@ type Store struct {
 	dir   string
 	fs    vfs.FS
 	popts *pebble.Options
+	// textTerms is Options.TextTerms.
+	textTerms []string
 
 	// commitMu orders sequence numbers with batches in the WAL.
 	commitMu sync.Mutex
@@ -138,7 +145,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("storage: open %s: %w", dir, err), lock.Close())
 	}
-	s := &Store{db: db, lock: lock, log: log, dir: dir, fs: fs, popts: popts}
+	s := &Store{db: db, lock: lock, log: log, dir: dir, fs: fs, popts: popts, textTerms: opts.TextTerms}
 	if err := s.init(dir); err != nil {
 		return nil, errors.Join(err, db.Close(), lock.Close())
 	}
