@@ -33,6 +33,9 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 		}
 		seen[k] = true
 	}
+	if err := s.recover(); err != nil {
+		return 0, err
+	}
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
@@ -44,6 +47,7 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 	defer b.Close()
 	envs := make([][]byte, len(recs))
 	changes := make([][]byte, len(recs))
+	extra := 0 // the records and change-log entries, added under commitMu
 	for i := range recs {
 		r := &recs[i]
 		if err := s.stage(b, r); err != nil {
@@ -51,6 +55,7 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 		}
 		envs[i] = appendEnvelope(nil, 0, r)
 		changes[i] = changeKey(0, r.Kind, r.ID)
+		extra += len(envs[i]) + 2*len(changes[i])
 	}
 
 	// Under commitMu, take the next seq and hand the batch to Pebble's
@@ -60,22 +65,19 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 	// covers seq covers every smaller one. The sync is awaited outside the
 	// mutex (SyncWait), where Pebble's WAL flusher serves all the requests
 	// queued meanwhile with one fsync.
-	s.commitMu.Lock()
-	seq := s.nextSeq
-	s.nextSeq++
-	for i := range recs {
-		binary.BigEndian.PutUint64(envs[i], seq)
-		binary.BigEndian.PutUint64(changes[i][1:], seq)
-		b.Set(recordKey(recs[i].Kind, recs[i].ID), envs[i], nil)
-		b.Set(changes[i], nil, nil)
-	}
-	err := s.db.ApplyNoSyncWait(b, pebble.Sync)
-	s.commitMu.Unlock()
+	var seq uint64
+	err := s.apply(b, int64(b.Len()+extra), true, func() {
+		seq = s.nextSeq
+		s.nextSeq++
+		for i := range recs {
+			binary.BigEndian.PutUint64(envs[i], seq)
+			binary.BigEndian.PutUint64(changes[i][1:], seq)
+			b.Set(recordKey(recs[i].Kind, recs[i].ID), envs[i], nil)
+			b.Set(changes[i], nil, nil)
+		}
+	})
 	if err != nil {
-		return 0, fmt.Errorf("storage: commit: %w", err)
-	}
-	if err := b.SyncWait(); err != nil {
-		return 0, fmt.Errorf("storage: commit: sync: %w", err)
+		return 0, err
 	}
 
 	// Concurrent Commits finish in any order: DurableSeq only moves up.
@@ -89,6 +91,40 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 		recs[i].Seq = seq
 	}
 	return seq, nil
+}
+
+// apply hands b, of about need bytes once fill has run, to Pebble's
+// commit pipeline, and with sync returns once it is durable. fill, when
+// set, runs under commitMu just before: it adds what depends on the order
+// of batches. Callers are between enter and leave. A write that would
+// leave less free space than the reserve, or that follows a failed log
+// write, is refused and changes nothing.
+func (s *Store) apply(b *pebble.Batch, need int64, sync bool, fill func()) error {
+	if err := s.space.admit(need); err != nil {
+		return err
+	}
+	s.commitMu.Lock()
+	if err := s.blocked(); err != nil {
+		s.commitMu.Unlock()
+		return err
+	}
+	if fill != nil {
+		fill()
+	}
+	var err error
+	if sync {
+		err = s.db.ApplyNoSyncWait(b, pebble.Sync)
+	} else {
+		err = s.db.Apply(b, pebble.NoSync)
+	}
+	s.commitMu.Unlock()
+	if err == nil && sync {
+		err = b.SyncWait()
+	}
+	if err != nil {
+		return s.failedWrite(err)
+	}
+	return nil
 }
 
 // stage adds to b the parts of r that do not depend on its sequence
