@@ -62,7 +62,7 @@ func TestKillDuringCaptures(t *testing.T) {
 	for round := range rounds {
 		cmd, c := startServe(t, home)
 		// What was acknowledged before the last kill must have survived it.
-		checkAcked(t, c, last, round)
+		checkAcked(t, c, "durability", last, round)
 		last = map[string]string{}
 
 		var mu sync.Mutex
@@ -94,20 +94,23 @@ func TestKillDuringCaptures(t *testing.T) {
 		wg.Wait()
 	}
 	_, c := startServe(t, home)
-	checkAcked(t, c, all, rounds)
+	checkAcked(t, c, "durability", all, rounds)
 	if len(all) < rounds {
 		t.Fatalf("only %d captures were acknowledged in %d rounds: the test did not exercise the daemon", len(all), rounds)
 	}
 }
 
-func checkAcked(t *testing.T, c *web.Client, acked map[string]string, round int) {
+// checkAcked fails the test unless every acknowledged memory (id -> a word
+// unique to it) of namespace ns can be read and is found first by a search
+// for its word.
+func checkAcked(t *testing.T, c *web.Client, ns string, acked map[string]string, round int) {
 	t.Helper()
 	ctx := context.Background()
 	for id, word := range acked {
 		if _, err := c.Get(ctx, id); err != nil {
 			t.Fatalf("round %d: acknowledged capture %s lost: %v", round, id, err)
 		}
-		res, err := c.Search(ctx, node.SearchRequest{Query: word, Namespace: "durability"})
+		res, err := c.Search(ctx, node.SearchRequest{Query: word, Namespace: ns})
 		if err != nil {
 			t.Fatalf("round %d: search %s: %v", round, word, err)
 		}

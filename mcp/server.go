@@ -178,6 +178,8 @@ func (h *handler) failure(tool string, err error, notFound string) *mcpgo.CallTo
 		return mcpgo.NewToolResultErrorf("%s. Nothing was changed.", msg)
 	case errors.Is(err, node.ErrInvalid):
 		return mcpgo.NewToolResultErrorf("%s. Nothing was changed: correct the arguments and call %s again.", msg, tool)
+	case errors.Is(err, node.ErrDiskFull):
+		return mcpgo.NewToolResultErrorf("%s. Nothing was stored; reading (search, recall, context) still works. Tell the user: memmesh stores again once space is freed.", msg)
 	}
 	h.log.Error("tool failed", "tool", tool, "err", err)
 	return mcpgo.NewToolResultErrorf("memmesh could not complete %s: %s. Try again; if it keeps failing, tell the user (memmesh.log in the memmesh home has details).", tool, msg)

@@ -473,3 +473,28 @@ func TestHTTPRoundTrip(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 }
+
+// TestDiskFull serves a node on a disk with less free space than its
+// reserve: a write tool fails with a result that says the disk is full,
+// that nothing was stored and that reading still works; reading tools
+// answer.
+func TestDiskFull(t *testing.T) {
+	home := t.TempDir()
+	n := startNode(t, node.Config{Home: home, Logger: testLogger(t)})
+	var kept node.RememberResult
+	c := connect(t, n)
+	call(t, c, "remember", map[string]any{"content": "written while the disk had space"}, &kept)
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = connect(t, startNode(t, node.Config{Home: home, Logger: testLogger(t), MinFreeSpace: 1 << 60}))
+
+	res := callTool(t, c, "remember", map[string]any{"content": "refused on a full disk"})
+	text := resultText(res)
+	if !res.IsError || !strings.HasPrefix(text, "disk full: ") || !strings.Contains(text, "Nothing was stored") || !strings.Contains(text, "still works") {
+		t.Fatalf("remember on a full disk: error %v, %q", res.IsError, text)
+	}
+	if text := call(t, c, "recall", map[string]any{"query": "written disk"}, nil); !strings.Contains(text, kept.ShortID) {
+		t.Fatalf("recall on a full disk does not find %s: %q", kept.ShortID, text)
+	}
+}

@@ -327,7 +327,7 @@ func (n *Node) commitEdge(doc *crdt.EdgeDoc) (Edge, error) {
 		return Edge{}, err
 	}
 	if _, err := n.store.Commit(rec); err != nil {
-		return Edge{}, fmt.Errorf("store edge: %w", err)
+		return Edge{}, writeFailed("store edge", err)
 	}
 	n.changed()
 	return Edge{e}, nil

@@ -3,6 +3,8 @@ package node
 import (
 	"errors"
 	"fmt"
+
+	"github.com/memmesh/memmesh/storage"
 )
 
 // Errors returned by the service API. Callers test them with errors.Is; the
@@ -23,4 +25,19 @@ var (
 	// ErrNoMesh reports a mesh operation on a node that runs without the
 	// mesh.
 	ErrNoMesh = errors.New("the mesh is not running on this node (the daemon runs with --no-mesh, or its UDP port was taken: see its log)")
+	// ErrDiskFull reports a write refused because the disk of the home has
+	// less free space than the node keeps in reserve (Config.MinFreeSpace);
+	// nothing was changed, reads still work, and writes succeed again once
+	// space is freed. The error says how much is free and needed.
+	ErrDiskFull = storage.ErrDiskFull
 )
+
+// writeFailed wraps the error of a failed write with what was being
+// written, except a full disk's: its message already says all the user
+// needs (how much space, where, what to do).
+func writeFailed(what string, err error) error {
+	if errors.Is(err, ErrDiskFull) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

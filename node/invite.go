@@ -143,7 +143,7 @@ func (n *Node) Invite(ctx context.Context, ttl time.Duration) (Invitation, error
 		return Invitation{}, err
 	}
 	if err := n.store.PutLocalDurable(localInvite+hex.EncodeToString(t.ID[:]), data); err != nil {
-		return Invitation{}, fmt.Errorf("save invite: %w", err)
+		return Invitation{}, writeFailed("save invite", err)
 	}
 	return Invitation{Token: t.String(), Expires: t.Expires, Addrs: t.Addrs}, nil
 }
@@ -201,7 +201,7 @@ func (n *Node) commitMesh(doc *crdt.MeshDoc) (crdt.MeshRecord, error) {
 		return r, err
 	}
 	if _, err := n.store.Commit(rec); err != nil {
-		return r, fmt.Errorf("store mesh record: %w", err)
+		return r, writeFailed("store mesh record", err)
 	}
 	if n.mesh != nil {
 		n.mesh.noteRecord(r)

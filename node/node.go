@@ -38,14 +38,19 @@ type Config struct {
 	// Mesh, when set, makes Start join the mesh: QUIC endpoint,
 	// membership and sync. Without it the node is local only.
 	Mesh *MeshConfig
+	// MinFreeSpace is the free space, in bytes, kept on the disk of the
+	// home: writes that would leave less fail with ErrDiskFull (reads go
+	// on), and a quarter of it is held in a ballast file released when
+	// the disk fills anyway. 0 means storage.DefaultMinFree (256 MiB).
+	MinFreeSpace int64
 }
 
 func (c *Config) validate() error {
 	if c.Home == "" {
 		return errors.New("node: config: Home is required")
 	}
-	if c.RecencyHalfLife < 0 || c.ConfidenceHalfLife < 0 || c.LifecycleInterval < 0 {
-		return errors.New("node: config: half-lives and the lifecycle interval must not be negative")
+	if c.RecencyHalfLife < 0 || c.ConfidenceHalfLife < 0 || c.LifecycleInterval < 0 || c.MinFreeSpace < 0 {
+		return errors.New("node: config: half-lives, the lifecycle interval and the free space must not be negative")
 	}
 	return nil
 }
@@ -104,6 +109,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	store, err := storage.Open(filepath.Join(cfg.Home, "data"), storage.Options{
 		Logger:    log.With("component", "storage"),
+		MinFree:   cfg.MinFreeSpace,
 		TextTerms: textTerms,
 	})
 	if err != nil {

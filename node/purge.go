@@ -246,6 +246,10 @@ func (n *Node) expunge(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
+	// Both rewrites need room: on a full disk they wait for space.
+	if err := n.store.CheckSpace(); err != nil {
+		return err
+	}
 	if err := n.indexer.waitFor(ctx, n.store.DurableSeq()); err != nil {
 		return err
 	}

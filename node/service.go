@@ -283,7 +283,7 @@ func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}, extra ...s
 	}
 	rec.Doc = doc.Save()
 	if _, err := n.store.Commit(append([]storage.Record{rec}, extra...)...); err != nil {
-		return fmt.Errorf("store memory %s: %w", DisplayID(m.ID), err)
+		return writeFailed("store memory "+DisplayID(m.ID), err)
 	}
 	n.changed()
 	return nil

@@ -101,9 +101,13 @@ const closeFlushTimeout = 10 * time.Second
 // in memory and written once, as bleve advises for unsafe_batch; it cuts
 // the CPU cost of bulk indexing by about a third. Close waits for the
 // nap to end.
+//
+// asyncErrorCallbackName makes scorch call writeFailed when its persister
+// or merger cannot write (persist.go).
 var runtimeConfig = map[string]any{
 	"unsafe_batch":           true,
 	"scorchPersisterOptions": map[string]any{"PersisterNapTimeMSec": persisterNap.Milliseconds()},
+	"asyncErrorCallbackName": writeFailedCallback,
 }
 
 const persisterNap = time.Second
@@ -130,6 +134,10 @@ type Index struct {
 	mu sync.Mutex // serialises Apply and Close
 	// persisted is closed once the last applied batch is on disk.
 	persisted chan struct{}
+	// writeFailing is set while scorch fails to write (writeFailed).
+	writeFailing atomic.Bool
+	closing      chan struct{} // closed by Close
+	dir          string
 }
 
 // Open opens the index in dir, creating it if dir holds none.
@@ -150,7 +158,7 @@ func Open(dir string, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: open %s: %w", dir, err)
 	}
-	ix := &Index{idx: idx, log: log, halfLife: opts.HalfLife}
+	ix := &Index{idx: idx, log: log, halfLife: opts.HalfLife, closing: make(chan struct{}), dir: dir}
 	ix.text = idx.Mapping().AnalyzerNamed(analyzerText)
 	ix.words = idx.Mapping().AnalyzerNamed(analyzerWords)
 	if ix.text == nil || ix.words == nil {
@@ -163,6 +171,7 @@ func Open(dir string, opts Options) (*Index, error) {
 			ix.months[t] = true
 		}
 	}
+	openIndexes.Store(scorchPath(dir), ix)
 	return ix, nil
 }
 
@@ -348,14 +357,18 @@ func clampTime(t time.Time) time.Time {
 }
 
 // Close waits up to closeFlushTimeout for applied batches to reach the
-// disk, then closes the index.
+// disk, unless writing them is failing, then closes the index.
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.closed.Swap(true) {
 		return nil
 	}
-	if ix.persisted != nil {
+	close(ix.closing)
+	defer openIndexes.Delete(scorchPath(ix.dir))
+	if ix.writeFailing.Load() {
+		ix.log.Warn("search index closed before its last changes reached the disk; storage will catch it up")
+	} else if ix.persisted != nil {
 		select {
 		case <-ix.persisted:
 		case <-time.After(closeFlushTimeout):
@@ -406,7 +419,10 @@ func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error 
 	}
 	b.SetInternal(watermarkKey, binary.BigEndian.AppendUint64(nil, watermark))
 	persisted := make(chan struct{})
-	b.SetPersistedCallback(func(error) { close(persisted) })
+	b.SetPersistedCallback(func(error) {
+		ix.writeFailing.Store(false)
+		close(persisted)
+	})
 	if err := ix.idx.Batch(b); err != nil {
 		return bleveError("apply", err)
 	}

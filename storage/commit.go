@@ -35,6 +35,9 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 		}
 		seen[k] = true
 	}
+	if err := s.recover(); err != nil {
+		return 0, err
+	}
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
@@ -47,6 +50,7 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 	envs := make([][]byte, len(recs))
 	changes := make([][]byte, len(recs))
 	var erased [][]byte
+	extra := 0 // the records and change-log entries, added under commitMu
 	for i := range recs {
 		r := &recs[i]
 		keys, err := s.stage(b, r)
@@ -59,6 +63,7 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 		}
 		envs[i] = appendEnvelope(nil, 0, r)
 		changes[i] = changeKey(0, r.Kind, r.ID)
+		extra += len(envs[i]) + 2*len(changes[i])
 	}
 	if len(erased) > 0 {
 		// Durable with the erasure: a crash before Expunge has run makes
@@ -73,25 +78,22 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 	// covers seq covers every smaller one. The sync is awaited outside the
 	// mutex (SyncWait), where Pebble's WAL flusher serves all the requests
 	// queued meanwhile with one fsync.
-	s.commitMu.Lock()
-	seq := s.nextSeq
-	s.nextSeq++
-	for i := range recs {
-		if recs[i].Erase {
-			continue
+	var seq uint64
+	err := s.apply(b, int64(b.Len()+extra), true, func() {
+		seq = s.nextSeq
+		s.nextSeq++
+		for i := range recs {
+			if recs[i].Erase {
+				continue
+			}
+			binary.BigEndian.PutUint64(envs[i], seq)
+			binary.BigEndian.PutUint64(changes[i][1:], seq)
+			b.Set(recordKey(recs[i].Kind, recs[i].ID), envs[i], nil)
+			b.Set(changes[i], nil, nil)
 		}
-		binary.BigEndian.PutUint64(envs[i], seq)
-		binary.BigEndian.PutUint64(changes[i][1:], seq)
-		b.Set(recordKey(recs[i].Kind, recs[i].ID), envs[i], nil)
-		b.Set(changes[i], nil, nil)
-	}
-	err := s.db.ApplyNoSyncWait(b, pebble.Sync)
-	s.commitMu.Unlock()
+	})
 	if err != nil {
-		return 0, fmt.Errorf("storage: commit: %w", err)
-	}
-	if err := b.SyncWait(); err != nil {
-		return 0, fmt.Errorf("storage: commit: sync: %w", err)
+		return 0, err
 	}
 	s.erased(erased)
 
@@ -106,6 +108,40 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 		recs[i].Seq = seq
 	}
 	return seq, nil
+}
+
+// apply hands b, of about need bytes once fill has run, to Pebble's
+// commit pipeline, and with sync returns once it is durable. fill, when
+// set, runs under commitMu just before: it adds what depends on the order
+// of batches. Callers are between enter and leave. A write that would
+// leave less free space than the reserve, or that follows a failed log
+// write, is refused and changes nothing.
+func (s *Store) apply(b *pebble.Batch, need int64, sync bool, fill func()) error {
+	if err := s.space.admit(need); err != nil {
+		return err
+	}
+	s.commitMu.Lock()
+	if err := s.blocked(); err != nil {
+		s.commitMu.Unlock()
+		return err
+	}
+	if fill != nil {
+		fill()
+	}
+	var err error
+	if sync {
+		err = s.db.ApplyNoSyncWait(b, pebble.Sync)
+	} else {
+		err = s.db.Apply(b, pebble.NoSync)
+	}
+	s.commitMu.Unlock()
+	if err == nil && sync {
+		err = b.SyncWait()
+	}
+	if err != nil {
+		return s.failedWrite(err)
+	}
+	return nil
 }
 
 // stage adds to b the parts of r that do not depend on its sequence
@@ -129,7 +165,7 @@ func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
 		for _, t := range old.terms {
 			k := termKey(r.Kind, t, r.ID)
 			b.Delete(k, nil)
-			if s.textTerms == nil || slices.Contains(s.textTerms, t.Field) {
+			if s.opts.TextTerms == nil || slices.Contains(s.opts.TextTerms, t.Field) {
 				erased = append(erased, k)
 			}
 		}

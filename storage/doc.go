@@ -22,6 +22,16 @@
 // Reads may observe a committed batch a moment before its fsync completes
 // (as in Pebble itself); [Store.Changes] never does: it stops at DurableSeq.
 //
+// # A full disk
+//
+// Writes never take the filesystem below Options.MinFree: they fail with a
+// [*DiskFullError] instead (space.go). A quarter of the reserve is a
+// ballast file that Pebble's writes delete when they meet ENOSPC anyway.
+// A failed write to the write-ahead log (which Pebble cannot recover from)
+// stops every later batch from reaching Pebble (walguard.go) until a write
+// finds space again and reopens the database; Open on a full disk opens it
+// read-only until then.
+//
 // # Keyspace
 //
 // Every key starts with one byte naming its keyspace. kind is one byte

@@ -30,6 +30,16 @@ func (s *Store) erased(keys [][]byte) {
 	s.eraseMu.Unlock()
 }
 
+// CheckSpace returns a *DiskFullError when the store's filesystem has less
+// free space than its reserve, or nil: work beside the store that writes
+// much (merging the search index, say) can wait for space as writes do.
+func (s *Store) CheckSpace() error {
+	if !s.space.enough() {
+		return s.space.full()
+	}
+	return nil
+}
+
 // ErasePending reports whether an erasing Commit has not been expunged
 // yet (in this process, or by a process that stopped before it could).
 func (s *Store) ErasePending() bool {
@@ -90,10 +100,10 @@ func (s *Store) clearErasePending() error {
 		return err
 	}
 	defer s.leave()
-	if err := s.db.Delete(metaKey(metaErasePending), pebble.Sync); err != nil {
-		return fmt.Errorf("storage: expunge: %w", err)
-	}
-	return nil
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Delete(metaKey(metaErasePending), nil)
+	return s.apply(b, int64(b.Len()), true, nil)
 }
 
 func (s *Store) expunge(ctx context.Context, keys [][]byte, all bool) error {
@@ -101,6 +111,14 @@ func (s *Store) expunge(ctx context.Context, keys [][]byte, all bool) error {
 		return err
 	}
 	defer s.leave()
+	// Flushes and compactions write, and Pebble does not survive failing
+	// to start a new log: on a full disk the expunge waits for space.
+	if err := s.blocked(); err != nil {
+		return err
+	}
+	if !s.space.enough() {
+		return s.space.full()
+	}
 	ranges := keyRanges(keys)
 	if all {
 		ranges = [][2][]byte{{{0}, {0xff, 0xff}}}
@@ -188,38 +206,48 @@ func (s *Store) retireManifests(ctx context.Context) error {
 
 // manifests lists the names of the manifest files in the store's directory.
 func (s *Store) manifests() ([]string, error) {
-	names, err := s.fs.List(s.dir)
+	names, err := s.wal.List(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("storage: expunge: list %s: %w", s.dir, err)
 	}
 	return slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, "MANIFEST-") }), nil
 }
 
+// errExpungeBusy reports an expunge that could not reopen the database
+// because other calls kept using it; it is tried again later.
+var errExpungeBusy = errors.New("storage: expunge: the database stayed busy; trying again later")
+
 // reopen closes and reopens Pebble while no call is in progress, then
-// makes one change and flushes it, which starts a new manifest. If the
-// reopen fails, the store is closed: every later call fails with
-// ErrClosed, and what was committed is in the files.
+// makes one change and flushes it, which starts a new manifest. Like the
+// reopen after a full disk, it only tries the lock, so that a call nested
+// in another's callback never waits behind it.
 func (s *Store) reopen() error {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.closed {
+	deadline := time.Now().Add(reopenWait)
+	for !s.dbMu.TryLock() {
+		if time.Now().After(deadline) {
+			return errExpungeBusy
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	defer s.dbMu.Unlock()
+	if s.shut {
 		return ErrClosed
 	}
-	s.ops.Wait()
-	err := s.db.Close()
-	var db *pebble.DB
-	if err == nil {
-		db, err = pebble.Open(s.dir, s.popts)
+	if err := s.blocked(); err != nil {
+		return err
 	}
-	if err != nil {
-		s.closed = true
-		s.lock.Close()
-		s.log.Error("storage: reopening the database to retire its manifest failed; the store is closed", "err", err)
+	if err := s.closeDB(); err != nil {
+		s.log.Warn("close storage to reopen it", "err", err)
+	}
+	if err := s.open(); err != nil {
+		s.log.Error("reopen storage to retire its manifest", "err", err)
 		return fmt.Errorf("storage: expunge: reopen: %w", err)
 	}
-	s.db = db
-	if err := s.db.Set(metaKey(metaManifestTurn), nil, pebble.Sync); err != nil {
-		return fmt.Errorf("storage: expunge: %w", err)
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(metaKey(metaManifestTurn), nil, nil)
+	if err := s.apply(b, int64(b.Len()), true, nil); err != nil {
+		return err
 	}
 	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("storage: expunge: flush: %w", err)

@@ -56,31 +56,34 @@ func (s *Store) GetDoc(kind Kind, id string) ([]byte, error) {
 // key. It is never replicated, in no digest, and written without fsync: a
 // crash may lose the latest local writes.
 func (s *Store) PutLocal(key string, value []byte) error {
-	return s.putLocal(key, value, pebble.NoSync)
+	return s.putLocal(key, value, false)
 }
 
 // PutLocalDurable is PutLocal for data that must survive a crash (an
 // invite marked used, a sync position): it returns once the write is
 // synced.
 func (s *Store) PutLocalDurable(key string, value []byte) error {
-	return s.putLocal(key, value, pebble.Sync)
+	return s.putLocal(key, value, true)
 }
 
-func (s *Store) putLocal(key string, value []byte, opts *pebble.WriteOptions) error {
+func (s *Store) putLocal(key string, value []byte, sync bool) error {
 	if key == "" || len(key) > MaxIDLen {
 		return fmt.Errorf("%w: local key of %d bytes, want 1 to %d", ErrInvalid, len(key), MaxIDLen)
 	}
 	if len(value) > MaxValueSize {
 		return fmt.Errorf("%w: local value of %d bytes exceeds %d", ErrInvalid, len(value), MaxValueSize)
 	}
+	if err := s.recover(); err != nil {
+		return err
+	}
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.leave()
-	if err := s.db.Set(localKey(key), value, opts); err != nil {
-		return fmt.Errorf("storage: put local %q: %w", key, err)
-	}
-	return nil
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Set(localKey(key), value, nil)
+	return s.apply(b, int64(b.Len()), sync, nil)
 }
 
 // GetLocal returns what PutLocal stored under key, or ErrNotFound.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -50,6 +51,11 @@ type Options struct {
 	Logger *slog.Logger
 	// CacheSize is Pebble's block cache in bytes; 0 means 64 MiB.
 	CacheSize int64
+	// MinFree is the free space, in bytes, that the store keeps on its
+	// filesystem: writes that would leave less fail with a
+	// *DiskFullError, and a quarter of it is held in a ballast file that
+	// is released when the disk fills anyway. 0 means DefaultMinFree.
+	MinFree int64
 	// TextTerms names the term fields whose values hold text a user wrote
 	// (tags, say), as opposed to hashes and enumerations. Expunge compacts
 	// the keys of an erased document's terms in these fields only; nil
@@ -60,23 +66,29 @@ type Options struct {
 // Store is one node's database. Its methods are safe for concurrent use.
 // Callers must serialise Commits of the same document; Commits of
 // different documents run concurrently and share fsyncs.
+//
+// On a full disk, writes fail with a *DiskFullError (ErrDiskFull) and
+// change nothing, reads go on, and writes succeed again once space is
+// freed. When a write to the write-ahead log fails all the same, or Open
+// found the disk full and opened the database read-only, the next write
+// that finds enough free space reopens the database.
 type Store struct {
-	db     *pebble.DB
-	lock   *pebble.Lock
-	log    *slog.Logger
-	schema int
-
-	// Where and how db was opened: Expunge reopens it.
 	dir   string
-	fs    vfs.FS
-	popts *pebble.Options
-	// textTerms is Options.TextTerms.
-	textTerms []string
+	opts  Options
+	lock  *pebble.Lock
+	log   *slog.Logger
+	space *space
+	wal   *walGuard // the filesystem Pebble writes through
 
-	// commitMu orders sequence numbers with batches in the WAL.
-	commitMu sync.Mutex
-	nextSeq  uint64 // guarded by commitMu
-	durable  atomic.Uint64
+	// dbMu guards db and shut. Every call holds it for reading while it
+	// uses db (enter, leave); reopening and closing the database hold it
+	// for writing. Reopening only tries the lock (dbMu.TryLock), so that a
+	// call nested in another's callback never waits behind it.
+	dbMu     sync.RWMutex
+	db       *pebble.DB // nil when reopening failed
+	shut     bool       // Close has closed db
+	readOnly atomic.Bool
+	schema   int
 
 	// eraseMu guards what erasing Commits left for Expunge: their keys, or
 	// everything when an erasure was pending at Open. expungeMu serialises
@@ -85,6 +97,13 @@ type Store struct {
 	eraseKeys [][]byte
 	eraseAll  bool
 	expungeMu sync.Mutex
+
+	// commitMu orders what is handed to Pebble's commit pipeline: sequence
+	// numbers with batches in the WAL, and the check that the WAL has not
+	// failed with every batch handed over.
+	commitMu sync.Mutex
+	nextSeq  uint64 // guarded by commitMu
+	durable  atomic.Uint64
 
 	// closeMu guards closed; ops counts the calls in progress so that Close
 	// waits for them before closing Pebble.
@@ -96,7 +115,10 @@ type Store struct {
 // Open opens the store in dir, creating it if needed. It fails with
 // ErrLocked if the directory is in use and with ErrSchemaTooNew if the
 // store was written by a newer version. Open reads no documents: the
-// change log's last key gives the sequence number to continue from.
+// change log's last key gives the sequence number to continue from. On a
+// disk with less free space than the reserve (Options.MinFree), it opens
+// the database read-only; a new store then cannot be created and Open
+// fails with a *DiskFullError.
 func Open(dir string, opts Options) (*Store, error) {
 	fs := opts.FS
 	if fs == nil {
@@ -106,9 +128,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cacheSize := opts.CacheSize
-	if cacheSize == 0 {
-		cacheSize = defaultCacheSize
+	if opts.CacheSize == 0 {
+		opts.CacheSize = defaultCacheSize
+	}
+	if opts.MinFree < 0 {
+		return nil, fmt.Errorf("%w: negative MinFree %d", ErrInvalid, opts.MinFree)
 	}
 
 	if err := fs.MkdirAll(dir, 0o700); err != nil {
@@ -121,13 +145,59 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("storage: lock %s: %w", dir, err)
 	}
+	s := &Store{dir: dir, opts: opts, lock: lock, log: log, space: newSpace(fs, dir, opts.MinFree, log)}
+	s.wal = &walGuard{FS: vfs.OnDiskFull(fs, s.space.release)}
+	if err := s.open(); err != nil {
+		return nil, errors.Join(err, lock.Close())
+	}
+	if _, err := s.getValue(metaKey(metaErasePending)); err == nil {
+		s.eraseAll = true // erased before a crash, not expunged yet
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, errors.Join(fmt.Errorf("storage: open %s: %w", dir, err), s.closeDB(), lock.Close())
+	}
+	log.Info("storage opened", "dir", dir, "schema", s.schema, "seq", s.durable.Load(), "read_only", s.readOnly.Load())
+	return s, nil
+}
+
+// open opens the database and reads where the change log ends: read-only
+// when the disk has less free space than the reserve, since Pebble writes
+// at once (a new log file, the manifest) and cannot take a failed write
+// back. Callers hold dbMu or own the store alone.
+func (s *Store) open() error {
+	readOnly := !s.space.enough()
+	db, err := pebble.Open(s.dir, s.pebbleOptions(readOnly))
+	if err != nil {
+		if readOnly && errors.Is(err, pebble.ErrDBDoesNotExist) {
+			return fmt.Errorf("storage: create %s: %w", s.dir, s.space.full())
+		}
+		if readOnly {
+			return fmt.Errorf("storage: open %s read-only (%w): %w", s.dir, s.space.full(), err)
+		}
+		return fmt.Errorf("storage: open %s: %w", s.dir, err)
+	}
+	s.db = db
+	if err := s.init(readOnly); err != nil {
+		s.db = nil
+		return errors.Join(err, db.Close())
+	}
+	s.wal.reset()
+	s.readOnly.Store(readOnly)
+	if readOnly {
+		s.log.Warn("the disk is full: storage is open for reading only until space is freed", "error", s.space.full())
+	}
+	return nil
+}
+
+func (s *Store) pebbleOptions(readOnly bool) *pebble.Options {
 	popts := &pebble.Options{
-		FS:                 fs,
-		Lock:               lock,
-		Logger:             pebbleLogger{log},
-		CacheSize:          cacheSize,
+		FS:                 s.wal,
+		Lock:               s.lock,
+		Logger:             pebbleLogger{s.log},
+		EventListener:      &pebble.EventListener{BackgroundError: s.backgroundError},
+		CacheSize:          s.opts.CacheSize,
 		Merger:             digestMerger,
 		FormatMajorVersion: pebble.FormatNewest,
+		ReadOnly:           readOnly,
 		// Ids are random, so each flushed memtable overlaps every table
 		// of the base level, which a compaction then rewrites: larger
 		// memtables mean fewer such rewrites. An import of 10,000
@@ -141,23 +211,17 @@ func Open(dir string, opts Options) (*Store, error) {
 	// filters spare a point read the tables that lack its key. Levels
 	// below L0 inherit L0's policy.
 	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
-	db, err := pebble.Open(dir, popts)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("storage: open %s: %w", dir, err), lock.Close())
-	}
-	s := &Store{db: db, lock: lock, log: log, dir: dir, fs: fs, popts: popts, textTerms: opts.TextTerms}
-	if err := s.init(dir); err != nil {
-		return nil, errors.Join(err, db.Close(), lock.Close())
-	}
-	log.Info("storage opened", "dir", dir, "schema", s.schema, "seq", s.durable.Load())
-	return s, nil
+	return popts
 }
 
 // init checks (or, on a fresh store, writes) the schema version and finds
 // the last sequence number.
-func (s *Store) init(dir string) error {
+func (s *Store) init(readOnly bool) error {
+	dir := s.dir
 	v, err := s.getValue(metaKey(metaSchema))
 	switch {
+	case errors.Is(err, ErrNotFound) && readOnly:
+		return fmt.Errorf("storage: create %s: %w", dir, s.space.full())
 	case errors.Is(err, ErrNotFound):
 		v = binary.BigEndian.AppendUint32(nil, schemaVersion)
 		if err := s.db.Set(metaKey(metaSchema), v, pebble.Sync); err != nil {
@@ -169,11 +233,6 @@ func (s *Store) init(dir string) error {
 		return fmt.Errorf("storage: open %s: corrupt schema version %x", dir, v)
 	}
 	s.schema = int(binary.BigEndian.Uint32(v))
-	if _, err := s.getValue(metaKey(metaErasePending)); err == nil {
-		s.eraseAll = true // erased before a crash, not expunged yet
-	} else if !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("storage: open %s: %w", dir, err)
-	}
 	if s.schema > schemaVersion {
 		return fmt.Errorf("%w: %s has version %d, this build knows %d", ErrSchemaTooNew, dir, s.schema, schemaVersion)
 	}
@@ -209,29 +268,82 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.closeMu.Unlock()
 	s.ops.Wait()
-	// Flushing the memtable first spares the next Open replaying up to
-	// memTableSize of log; what a crash leaves unflushed is replayed.
-	flushErr := s.db.Flush()
-	if err := errors.Join(flushErr, s.db.Close(), s.lock.Close()); err != nil {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	s.shut = true
+	var err error
+	if s.db != nil {
+		err = errors.Join(s.flushForClose(), s.closeDB())
+	}
+	if err = errors.Join(err, s.lock.Close()); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}
 	s.log.Info("storage closed", "seq", s.durable.Load())
 	return nil
 }
 
-// enter registers a call in progress; it fails once Close has begun.
-// Every successful enter is paired with a leave.
+// closeFlushWait bounds how long Close waits for the memtable to be
+// flushed.
+const closeFlushWait = 10 * time.Second
+
+// flushForClose flushes the memtable, which spares the next Open replaying
+// up to memTableSize of log; what stays unflushed is replayed. It does not
+// when writes are blocked or the disk is short of space: flushing rotates
+// the log, which Pebble cannot survive failing, and a flush that fails is
+// retried until the database closes. Callers hold dbMu.
+func (s *Store) flushForClose() error {
+	if s.blocked() != nil || !s.space.enough() {
+		s.log.Warn("closing storage without flushing: the disk is full; the next start replays the log")
+		return nil
+	}
+	flushed, err := s.db.AsyncFlush()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-flushed:
+	case <-time.After(closeFlushWait):
+		s.log.Warn("memtable not flushed before close; the next start replays the log", "waited", closeFlushWait)
+	}
+	return nil
+}
+
+// closeDB closes the database. After a failed log write, Pebble's Close
+// reports that failure again: it was reported to the write, and everything
+// acknowledged before it is in the log, so it is logged, not returned.
+// Callers hold dbMu.
+func (s *Store) closeDB() error {
+	err := s.db.Close()
+	s.db = nil
+	if err != nil && s.wal.err() != nil {
+		s.log.Warn("closed storage after a failed log write", "err", err)
+		return nil
+	}
+	return err
+}
+
+// enter registers a call in progress; it fails once Close has begun, or
+// when the database could not be reopened. Every successful enter is
+// paired with a leave.
 func (s *Store) enter() error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
+	s.dbMu.RLock()
+	if s.db == nil {
+		s.dbMu.RUnlock()
+		return fmt.Errorf("storage: the database could not be reopened after a full disk: %w", s.space.full())
+	}
 	s.ops.Add(1)
 	return nil
 }
 
-func (s *Store) leave() { s.ops.Done() }
+func (s *Store) leave() {
+	s.dbMu.RUnlock()
+	s.ops.Done()
+}
 
 // SchemaVersion is the keyspace version of the open store.
 func (s *Store) SchemaVersion() int { return s.schema }
@@ -250,6 +362,21 @@ func lockHeld(err error) bool {
 	}
 	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
 		err.Error() == "lock held by current process"
+}
+
+// backgroundRetryDelay spaces out Pebble's retries of a flush or
+// compaction that failed for want of space.
+const backgroundRetryDelay = time.Second
+
+// backgroundError logs a failed flush or compaction, which Pebble retries.
+// Pebble retries a failed flush at once, and calls this from the failed job
+// with its mutex held (which reads do not take): on a full disk, waiting
+// here keeps the retries from spinning.
+func (s *Store) backgroundError(err error) {
+	s.log.Warn("storage background work failed; it is retried", "err", err)
+	if errors.Is(err, syscall.ENOSPC) {
+		time.Sleep(backgroundRetryDelay)
+	}
 }
 
 // pebbleLogger routes Pebble's logs to slog.

@@ -333,6 +333,7 @@ var errorCodes = []struct {
 	{node.ErrAmbiguous, "ambiguous", http.StatusConflict},
 	{node.ErrClosed, "unavailable", http.StatusServiceUnavailable},
 	{node.ErrNoMesh, "no_mesh", http.StatusConflict},
+	{node.ErrDiskFull, "disk_full", http.StatusInsufficientStorage},
 }
 
 func (a *API) fail(w http.ResponseWriter, err error) {

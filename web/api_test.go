@@ -119,6 +119,32 @@ func TestClientErrorsMatchNodeErrors(t *testing.T) {
 	}
 }
 
+// TestDiskFull serves a node on a disk with less free space than its
+// reserve: writes answer 507 with code disk_full, which the client matches
+// to node.ErrDiskFull, and reads go on.
+func TestDiskFull(t *testing.T) {
+	home := t.TempDir()
+	n, err := node.New(node.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, _, sock := serveNode(t, node.Config{Home: home, MinFreeSpace: 1 << 60})
+	status, body := raw(t, sock, http.MethodPost, "/v1/memories", `{"content":"refused on a full disk"}`)
+	if status != http.StatusInsufficientStorage || !strings.Contains(body, `"code":"disk_full"`) || !strings.Contains(body, "free some space") {
+		t.Fatalf("capture on a full disk: %d %s, want 507 with code disk_full", status, body)
+	}
+	ctx := context.Background()
+	if _, err := c.Remember(ctx, node.RememberRequest{Content: "refused on a full disk"}); !errors.Is(err, node.ErrDiskFull) {
+		t.Fatalf("client capture on a full disk: %v, want ErrDiskFull", err)
+	}
+	if _, err := c.List(ctx, node.ListRequest{}); err != nil {
+		t.Fatalf("list on a full disk: %v", err)
+	}
+}
+
 func TestClientRoundTrip(t *testing.T) {
 	c, _, _ := testAPI(t)
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +34,12 @@ type Config struct {
 	// Listen).
 	Advertise string `toml:"advertise"`
 	// Name is this device's name in the mesh ("" means the hostname).
-	Name   string       `toml:"name"`
-	Search SearchConfig `toml:"search"`
+	Name string `toml:"name"`
+	// MinFreeSpace is the free disk space the daemon keeps on the home's
+	// disk, e.g. "512MiB" or "1GB" ("" means 256 MiB): writes that would
+	// leave less are refused with a disk-full error.
+	MinFreeSpace string       `toml:"min_free_space"`
+	Search       SearchConfig `toml:"search"`
 }
 
 // SearchConfig tunes ranking.
@@ -121,7 +126,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, search.recency_half_life)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -133,6 +138,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("config: log_level %q: use debug, info, warn or error", c.LogLevel)
 	}
 	if _, err := c.halfLife(); err != nil {
+		return err
+	}
+	if _, err := c.minFree(); err != nil {
 		return err
 	}
 	for key, addr := range map[string]string{"listen": c.Listen, "advertise": c.Advertise} {
@@ -161,6 +169,26 @@ func (c Config) halfLife() (time.Duration, error) {
 		return 0, fmt.Errorf("config: search.recency_half_life %q: use a duration such as 30d or 720h", c.Search.RecencyHalfLife)
 	}
 	return d, nil
+}
+
+// sizeUnits are the units of min_free_space.
+var sizeUnits = map[string]int64{
+	"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30,
+}
+
+// minFree returns min_free_space in bytes; 0 means the node's default.
+func (c Config) minFree() (int64, error) {
+	if c.MinFreeSpace == "" {
+		return 0, nil
+	}
+	s := strings.ToUpper(strings.ReplaceAll(c.MinFreeSpace, " ", ""))
+	num := strings.TrimRight(s, "BIKMG")
+	n, err := strconv.ParseInt(num, 10, 64)
+	unit, ok := sizeUnits[s[len(num):]]
+	if err != nil || !ok || n <= 0 || n > (1<<50)/unit {
+		return 0, fmt.Errorf("config: min_free_space %q: use a size such as 512MiB or 1GB", c.MinFreeSpace)
+	}
+	return n * unit, nil
 }
 
 // findUp returns the path of name in dir or its nearest ancestor, or "".

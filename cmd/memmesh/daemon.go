@@ -119,7 +119,8 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	defer stop()
 
 	halfLife, _ := cfg.halfLife()
-	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval}
+	minFree, _ := cfg.minFree()
+	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree}
 	if !mc.off {
 		ncfg.Mesh = &mc.MeshConfig
 	}

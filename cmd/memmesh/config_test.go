@@ -1,0 +1,38 @@
+package main
+
+import "testing"
+
+func TestMinFreeSpace(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{in: "", want: 0},
+		{in: "512MiB", want: 512 << 20},
+		{in: "1 GiB", want: 1 << 30},
+		{in: "2gb", want: 2e9},
+		{in: "300MB", want: 300e6},
+		{in: "64KiB", want: 64 << 10},
+		{in: "1000000", want: 1e6},
+		{in: "0MiB", wantErr: true},
+		{in: "-5MiB", wantErr: true},
+		{in: "12 parsecs", wantErr: true},
+		{in: "MiB", wantErr: true},
+		{in: "1.5GiB", wantErr: true},
+		{in: "99999999999GiB", wantErr: true},
+	} {
+		cfg := defaultConfig()
+		cfg.MinFreeSpace = tc.in
+		got, err := cfg.minFree()
+		if tc.wantErr {
+			if err == nil || cfg.validate() == nil {
+				t.Errorf("min_free_space %q: got %d, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("min_free_space %q: got %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
