@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // redactedPrefix starts every marker Scrub writes: "[REDACTED:<kind>]".
@@ -70,9 +71,10 @@ var secretRules = []secretRule{
 	// Google API keys: AIza + 35.
 	{kind: "google-api-key", word: true, hints: []string{"AIza"},
 		re: regexp.MustCompile(`\bAIza[A-Za-z0-9_-]{35,}`)},
-	// Stripe secret and restricted keys, live and test.
-	{kind: "stripe-key", word: true, hints: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"},
-		re: regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`)},
+	// Stripe secret and restricted keys, live and test, and webhook
+	// signing secrets.
+	{kind: "stripe-key", word: true, hints: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"},
+		re: regexp.MustCompile(`\b(?:[rs]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})`)},
 	// SendGrid: SG.<22>.<43>.
 	{kind: "sendgrid-key", word: true, hints: []string{"SG."},
 		re: regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`)},
@@ -91,9 +93,17 @@ var secretRules = []secretRule{
 	// GitHub: ghp_ gho_ ghu_ ghs_ ghr_ + 36, and fine-grained github_pat_....
 	{kind: "github-token", word: true, hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
 		re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`)},
-	// GitLab personal access tokens: glpat- + 20 or more.
-	{kind: "gitlab-token", word: true, hints: []string{"glpat-"},
-		re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
+	// GitLab personal, deploy, runner, pipeline trigger, feed and CI/CD
+	// job tokens: a prefix + 20 or more.
+	{kind: "gitlab-token", word: true, hints: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-"},
+		re: regexp.MustCompile(`\bgl(?:pat|dt|rt|ptt|ft|cbt)-[A-Za-z0-9_-]{20,}`)},
+	// DigitalOcean personal access, OAuth and refresh tokens.
+	{kind: "digitalocean-token", hints: []string{"_v1_"},
+		re: regexp.MustCompile(`\bdo[opr]_v1_[a-f0-9]{64}\b`)},
+	// Azure storage account keys and Service Bus / Event Hubs shared access
+	// keys in connection strings.
+	{kind: "azure-key", fold: true, hints: []string{"tkey=", "skey="},
+		re: regexp.MustCompile(`(?:accountkey|sharedaccesskey)=([a-z0-9+/]{20,}={0,2})`)},
 	// Slack incoming webhooks: the path after /services/ is the secret.
 	{kind: "slack-webhook", hints: []string{"https://hooks.slack.com/"},
 		re: regexp.MustCompile(`https://hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{16,})`)},
@@ -126,12 +136,74 @@ var secretRules = []secretRule{
 	// Passwords in URLs: scheme://user:password@host.
 	{kind: "url-password", hints: []string{"://"},
 		re: regexp.MustCompile(`://[^\s:@/?#\[]*:([^\s/?]+)@`), valid: notPlaceholder},
+	// Passwords in Go MySQL DSNs: user:password@tcp(host:3306)/db.
+	{kind: "url-password", hints: []string{"@tcp(", "@unix("},
+		re: regexp.MustCompile(`[A-Za-z0-9_.-]+:([^\s:@/"'\x60\[\]]+)@(?:tcp|unix)\(`), valid: notPlaceholder},
 	// Values assigned to secret-looking names (see assignment).
 	assignment("password", "password", "passwd", "_pwd", "-pwd", ".pwd"),
 	assignment("token", "token"),
 	assignment("api-key", "api_key", "api-key", "apikey"),
 	assignment("secret", "secret", "secret_key", "secret-key", "secretkey",
 		"access_key", "access-key", "accesskey", "private_key", "private-key", "privatekey"),
+	// The rules below come after the assignments: where their matches
+	// overlap an assignment's (an echo of API_TOKEN's value in curl -u), the
+	// assignment names the kind.
+	//
+	// Passwords in ADO.NET and ODBC connection strings, whatever their
+	// shape: ...;Password=...; and ...;PWD=...;.
+	{kind: "password", fold: true, assigned: true, hints: []string{"password", ";pwd"},
+		re: regexp.MustCompile(`;[ \t]*(?:password|pwd)[ \t]*=[ \t]*([^;\n"'\x60]*[^;\n"'\x60 \t])|` +
+			`\bpassword[ \t]*=[ \t]*([^;\n"'\x60 \t][^;\n"'\x60]*);`),
+		locate: cliValue},
+	// Passwords on command lines. mysql and mariadb take one glued to -p
+	// (a bare -p prompts, and the word after it is the database).
+	commandPassword(`\b(?:mysql|mariadb)[a-z_-]*`, `-p`, " -p", "\t-p"),
+	// docker, podman and nerdctl login take -p VALUE or --password VALUE
+	// (not --password-stdin).
+	commandPassword(`\b(?:docker|podman|nerdctl)[ \t]+login\b`, `(?:-p|--password)(?:[ \t]+|=)`, " -p", "\t-p", " --password", "\t--password"),
+	// sshpass -p VALUE (not -f FILE or -e).
+	commandPassword(`\bsshpass\b`, `-p[ \t]*`, " -p", "\t-p"),
+	// curl -u USER:PASSWORD (USER alone, or USER: makes curl prompt).
+	commandPassword(`\bcurl\b`, `(?:-u[ \t]*|--user(?:[ \t]+|=))['"]?[^\s:'"]*:`, " -u", "\t-u", " --user", "\t--user"),
+	// Passwords in prose: "the password is X", "the password for the wifi
+	// was X", "Admin password: X" (see proseValue).
+	{kind: "password", fold: true, word: true, hints: []string{"password", "passphrase", "passwd"},
+		re: regexp.MustCompile(`pass(?:word|phrase|wd)\b` +
+			`(?:[ \t]+(?:for|of|on|to)(?:[ \t]+[^\s.,;:!?="'\x60]+){1,4}?)?` +
+			`(?:[ \t]+(?:is|was|will be|has been set to|was set to|became)[ \t]*:?[ \t]+(?:(?:now|still|also|currently)[ \t]+)?|([ \t]*:[ \t]*))` +
+			`(?:"([^"\n]+)"|'([^'\n]+)'|\x60([^\x60\n]+)\x60|([^\s"'\x60]+))`),
+		locate: proseValue},
+}
+
+// commandPassword returns the rule for a password given on the command
+// line of a program: after the command's words (command, a regular
+// expression), on the same line and before a |, ; or &, the option (flag,
+// a regular expression that ends where the value starts) and the value,
+// quoted or bare. Its hints are the option with the blank before it: " -p"
+// is rarer in text than a command's name.
+func commandPassword(command, flag string, hints ...string) secretRule {
+	return secretRule{
+		kind:  "password",
+		hints: hints,
+		re: regexp.MustCompile(command + `[^\n|;&]*?[ \t]` + flag +
+			`(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"\x60-][^\s'"\x60]*))`),
+		locate: cliValue,
+	}
+}
+
+// cliValue locates the value of a command-line or connection-string
+// password: the first submatch that took part, without the punctuation
+// that ends a sentence or a bracket; it must hold a letter or a digit and
+// be no placeholder.
+func cliValue(text string, m []int) (start, end int, ok bool) {
+	for g := 1; 2*g < len(m); g++ {
+		if start, end = m[2*g], m[2*g+1]; start >= 0 {
+			v := strings.TrimRight(text[start:end], ".,;:)]}>")
+			end = start + len(v)
+			return start, end, notPlaceholder(v) && strings.ContainsFunc(v, isAlnum)
+		}
+	}
+	return 0, 0, false
 }
 
 // assignment returns the rule for values assigned to names ending in one of
@@ -185,6 +257,92 @@ func assignedValue(text string, m []int) (start, end int, ok bool) {
 	default:
 		return start, end, lettersAndDigits(v) || len(v) >= 12 && charClasses(v) >= 3
 	}
+}
+
+// proseValue locates the password that prose names. Submatches: 1 the
+// colon of "password: X", 2 to 4 a quoted value, 5 a bare one. A quoted
+// value is a password unless it is a placeholder. A bare one is not when
+// it describes the password instead ("is required", "was reset", "is
+// stored hashed", "is the same"), is a small number ("is 12 characters")
+// or code, or, after a colon, is not the last word of its clause
+// ("Password: min 12 chars").
+func proseValue(text string, m []int) (start, end int, ok bool) {
+	if m[0] > 0 && isWordByte(text[m[0]-1]) {
+		return 0, 0, false // the pattern leaves out \b to start with a literal, which Go's regexp finds fast
+	}
+	for g := 2; g <= 4; g++ {
+		if start, end = m[2*g], m[2*g+1]; start >= 0 {
+			return start, end, notPlaceholder(text[start:end])
+		}
+	}
+	start = m[10]
+	v := strings.TrimRight(text[start:m[11]], ".,;:)]}>")
+	end = start + len(v)
+	switch {
+	case !notPlaceholder(v), isSmallNumber(v), isCodeRef(v), describesPassword(v):
+		return 0, 0, false
+	case m[2] >= 0 && !clauseEnds(text[end:]):
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+// passwordWords are the words that, after "the password is" or
+// "password:", say something about the password rather than give it.
+var passwordWords = map[string]bool{
+	"a": true, "an": true, "the": true, "this": true, "that": true, "it": true, "its": true,
+	"not": true, "no": true, "never": true, "too": true, "very": true, "so": true, "then": true,
+	"in": true, "on": true, "at": true, "of": true, "for": true, "from": true, "by": true,
+	"with": true, "without": true, "to": true, "into": true, "as": true, "like": true,
+	"what": true, "which": true, "who": true, "where": true, "how": true, "my": true,
+	"our": true, "their": true, "his": true, "her": true, "same": true, "different": true,
+	"empty": true, "blank": true, "set": true, "unset": true, "reset": true, "required": true,
+	"optional": true, "mandatory": true, "correct": true, "incorrect": true, "wrong": true,
+	"right": true, "invalid": true, "valid": true, "missing": true, "unknown": true,
+	"weak": true, "strong": true, "long": true, "short": true, "secure": true,
+	"insecure": true, "safe": true, "unsafe": true, "ok": true, "okay": true, "fine": true,
+	"sent": true, "kept": true, "lost": true, "shown": true, "hidden": true, "given": true,
+	"written": true, "chosen": true, "taken": true, "known": true, "new": true, "old": true,
+	"default": true, "random": true, "case": true, "min": true, "max": true, "minimum": true,
+	"maximum": true, "at-least": true, "plaintext": true, "cleartext": true, "here": true,
+	"there": true, "see": true, "ask": true, "use": true, "check": true, "enter": true,
+	// type names: def login(password: str) -> bool
+	"str": true, "string": true, "bytes": true, "text": true, "char": true, "varchar": true,
+	"any": true, "secretstr": true,
+}
+
+// describesPassword reports whether v is a word that says something about
+// a password (one of passwordWords, or an -ed, -ing, -ly, -able, -ible
+// or -ive word: hashed, expiring, usually, guessable, visible, sensitive).
+func describesPassword(v string) bool {
+	w := strings.ToLower(v)
+	if strings.Trim(w, "abcdefghijklmnopqrstuvwxyz-") != "" {
+		return false
+	}
+	if passwordWords[w] {
+		return true
+	}
+	for _, suffix := range []string{"ed", "ing", "ly", "able", "ible", "ive"} {
+		if strings.HasSuffix(w, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// clauseEnds reports whether rest, what follows a value, starts with the
+// end of a line or of a clause.
+func clauseEnds(rest string) bool {
+	rest = strings.TrimLeft(rest, " \t")
+	if rest == "" || rest[0] == '\n' || rest[0] == '\r' {
+		return true
+	}
+	return strings.IndexByte(".,;)!?", rest[0]) >= 0 && (len(rest) == 1 || strings.IndexByte(" \t\r\n", rest[1]) >= 0)
+}
+
+// isAlnum reports whether r is a letter or a digit.
+func isAlnum(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // queryParamPattern finds the next parameter of a URL query, which ends a
@@ -274,8 +432,11 @@ func charClasses(s string) int {
 //
 // Scrub finds API keys and tokens by their shape (OpenAI, Anthropic, Google,
 // Stripe, SendGrid, Twilio, Hugging Face, npm, PyPI, GitHub, GitLab, Slack,
-// AWS), JWTs, bearer and basic credentials, private key blocks, passwords in
-// URLs, values assigned to secret-looking names (keeping the name, as in
+// AWS, DigitalOcean), Azure account and shared access keys, JWTs, bearer and
+// basic credentials, private key blocks, passwords in URLs, DSNs and
+// connection strings, on command lines (mysql -p, docker login, sshpass,
+// curl -u) and in prose ("the password is ..."), values assigned to
+// secret-looking names (keeping the name, as in
 // DB_PASSWORD=[REDACTED:password]) and <private>...</private> spans. A
 // secret of minEchoLen bytes or more is also redacted wherever else it
 // occurs in the text. Scrub is idempotent and linear in the length of text.
