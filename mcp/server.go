@@ -121,8 +121,9 @@ func NewServer(svc Service, opts Options) *server.MCPServer {
 // maxAgentLen caps the client name and version recorded as a memory's agent.
 const maxAgentLen = 100
 
-// caller returns the agent (client name/version from clientInfo) and the
-// session id that a write through ctx records as its provenance. A client
+// caller returns the agent (client name/version from clientInfo, without
+// its secrets) and the session id that a write through ctx records as its
+// provenance. A client
 // of protocol 2026-07-28 or later names itself on every request; an older
 // one did so once, in initialize, and its session remembers it.
 func (h *handler) caller(ctx context.Context) (agent, session string) {
@@ -138,6 +139,8 @@ func (h *handler) caller(ctx context.Context) (agent, session string) {
 	if v := printable(info.Version); agent != "" && v != "" {
 		agent += "/" + v
 	}
+	// Secrets go before the cut: a secret cut short is no longer found.
+	agent, _ = node.Scrub(agent)
 	if len(agent) > maxAgentLen {
 		agent = strings.ToValidUTF8(agent[:maxAgentLen], "")
 	}
