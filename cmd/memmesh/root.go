@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -139,11 +140,12 @@ func (a *app) client(ctx context.Context) (*web.Client, error) {
 	return connect(ctx, a.home)
 }
 
-// logger returns the daemon's logger at the configured level.
+// logger returns the daemon's logger at the configured level. Its records
+// lose their secrets (requests it refuses quote what they sent).
 func (a *app) logger() *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(a.cfg.LogLevel))
-	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(node.ScrubLogs(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
 }
 
 // args returns a cobra argument check whose failures are usage errors.
