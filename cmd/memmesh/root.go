@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "memmesh: %s\n", oneLine(err))
+	fmt.Fprintf(stderr, "memmesh: %s\n", inert.Text(oneLine(err)))
 	var uerr usageError
 	if errors.As(err, &uerr) || strings.HasPrefix(err.Error(), "unknown command") {
 		return exitUsage
@@ -74,7 +75,9 @@ bug fixes, pitfalls) and gives it back when it matters.
 
 A node runs on every machine ('memmesh serve'); every other command talks to it
 and starts it in the background when it is not running. Output is readable text
-on a terminal and JSON when piped; choose with --format (or --json).`,
+on a terminal and JSON when piped; choose with --format (or --json). Control
+and bidi characters that memories hold are shown visibly (ESC as ␛), never
+sent to the terminal; JSON escapes them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
