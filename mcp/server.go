@@ -99,7 +99,7 @@ func NewServer(svc Service, opts Options) *server.MCPServer {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	s := server.NewMCPServer("memmesh", h.version,
+	s := server.NewMCPServer("memmesh", h.version, append([]server.ServerOption{
 		server.WithTitle("memmesh"),
 		server.WithDescription("Shared, peer-synced memory for AI coding agents"),
 		server.WithInstructions(instructions),
@@ -110,7 +110,7 @@ func NewServer(svc Service, opts Options) *server.MCPServer {
 		server.WithOutputSchemaValidation(),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
-	)
+	}, inertOptions()...)...)
 	s.AddTools(h.tools()...)
 	s.AddResources(h.resources()...)
 	s.AddResourceTemplates(h.resourceTemplates()...)
