@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf8"
+
+	"github.com/memmesh/memmesh/internal/inert"
 )
 
 // Sequences a memory may hold to take over the terminal that shows it.
@@ -22,18 +23,10 @@ const (
 const hostile = clearScreen + setTitle + csi8 + "\x00" + " safe\roverwritten " + override + "gpj.exe" + isolate + "\x7f"
 
 // activeIn describes the first character of out that could act on a
-// terminal or reorder text (anything but \n and \t below space, DEL, C1
-// controls, bidi embeddings, overrides and isolates, invalid UTF-8), or
-// returns "".
+// terminal or reorder text (see package inert), or returns "".
 func activeIn(out string) string {
-	if !utf8.ValidString(out) {
-		return "invalid UTF-8"
-	}
-	for i, r := range out {
-		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || 0x80 <= r && r <= 0x9f ||
-			0x202a <= r && r <= 0x202e || 0x2066 <= r && r <= 0x2069 {
-			return fmt.Sprintf("%U at byte %d of %q", r, i, out[max(0, i-40):min(len(out), i+40)])
-		}
+	if i := inert.Index(out); i >= 0 {
+		return fmt.Sprintf("an active character at byte %d of %q", i, out[max(0, i-40):min(len(out), i+40)])
 	}
 	return ""
 }

@@ -3,14 +3,13 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -18,21 +17,6 @@ import (
 // clear, an OSC retitle, the 8-bit CSI, NUL, a carriage return, DEL and a
 // right-to-left override.
 const hostileText = "\x1b[2J\x1b]0;pwned\x07\u009b2J\x00 safe\roverwritten \u202egpj.exe\x7f"
-
-// activeChar describes the first character of s that could act on a
-// terminal or reorder text, or returns "".
-func activeChar(s string) string {
-	if !utf8.ValidString(s) {
-		return "invalid UTF-8"
-	}
-	for i, r := range s {
-		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || 0x80 <= r && r <= 0x9f ||
-			0x202a <= r && r <= 0x202e || 0x2066 <= r && r <= 0x2069 {
-			return fmt.Sprintf("%U at byte %d", r, i)
-		}
-	}
-	return ""
-}
 
 // TestTextIsInert stores memories and an edge holding hostileText, then
 // reads them through every tool, resource and prompt: no text an agent
@@ -61,8 +45,8 @@ func TestTextIsInert(t *testing.T) {
 	c := connect(t, n)
 	check := func(what, text string) {
 		t.Helper()
-		if msg := activeChar(text); msg != "" {
-			t.Errorf("%s: %s in %q", what, msg, text)
+		if i := inert.Index(text); i >= 0 {
+			t.Errorf("%s: an active character at byte %d of %q", what, i, text)
 		}
 	}
 	for _, tc := range []struct {

@@ -32,8 +32,8 @@ import (
 // reorder displayed text replaced by a visible stand-in (see the package
 // documentation). Text that needs no change is returned as it is.
 func Text(s string) string {
-	i := firstActive(s)
-	if i == len(s) {
+	i := Index(s)
+	if i < 0 {
 		return s
 	}
 	var b strings.Builder
@@ -65,8 +65,8 @@ func Text(s string) string {
 // controls and writes invalid UTF-8 as U+FFFD but leaves these raw; they
 // can only stand inside strings, where the escape is the same value.
 func JSON(data []byte) []byte {
-	i := firstActive(string(data))
-	if i == len(data) {
+	i := Index(string(data))
+	if i < 0 {
 		return data
 	}
 	out := make([]byte, 0, len(data)+32)
@@ -83,9 +83,9 @@ func JSON(data []byte) []byte {
 	return out
 }
 
-// firstActive returns the offset of the first byte of s that Text would
-// change, or len(s).
-func firstActive(s string) int {
+// Index returns the offset of the first byte of s that Text would change,
+// or -1 when s is inert.
+func Index(s string) int {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -101,7 +101,7 @@ func firstActive(s string) int {
 		}
 		i += size
 	}
-	return len(s)
+	return -1
 }
 
 // isC1 reports whether r is a C1 control character.

@@ -92,15 +92,21 @@ func TestJSON(t *testing.T) {
 }
 
 // active describes the first character of s that could act on a terminal
-// or reorder text, or returns "".
+// or reorder text, or returns "". It checks Text's output, and Index with it.
 func active(s string) string {
 	if !utf8.ValidString(s) {
 		return "invalid UTF-8"
 	}
 	for i, r := range s {
 		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || isC1(r) || isBidi(r) {
+			if Index(s) != i {
+				return fmt.Sprintf("Index = %d, but %U is at byte %d", Index(s), r, i)
+			}
 			return fmt.Sprintf("active character %U at byte %d", r, i)
 		}
+	}
+	if Index(s) >= 0 {
+		return fmt.Sprintf("Index = %d in inert text", Index(s))
 	}
 	return ""
 }
@@ -114,7 +120,7 @@ func FuzzText(f *testing.F) {
 		if msg := active(got); msg != "" {
 			t.Fatalf("Text(%q) = %q: %s", s, got, msg)
 		}
-		if firstActive(s) == len(s) && got != s {
+		if Index(s) < 0 && got != s {
 			t.Fatalf("Text(%q) changed clean text to %q", s, got)
 		}
 		data, _ := json.Marshal(s)
