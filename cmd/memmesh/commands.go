@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memmesh/memmesh/crdt"
-	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
@@ -564,7 +563,7 @@ func (a *app) exportCommand() *cobra.Command {
 			if err := os.Rename(tmp.Name(), out); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "Exported %d memories to %s\n", count, inert.Text(out))
+			fmt.Fprintf(a.stderr, "Exported %d memories to %s\n", count, out)
 			return nil
 		},
 	}
