@@ -34,10 +34,10 @@ type secretRule struct {
 	// word counts a hint only at the start of a word; the pattern starts
 	// with \b.
 	word bool
-	// assigned counts a hint only when an optional closing quote, blanks
-	// and '=' or ':' follow it.
-	assigned bool
-	re       *regexp.Regexp
+	// follows, when set, counts a hint only when it accepts the text after
+	// it (assignmentFollows: an '=' or ':' follows).
+	follows func(rest string) bool
+	re      *regexp.Regexp
 	// locate returns the bounds of the secret in a match (m holds the
 	// submatch indices), or ok=false to reject the match. nil means the
 	// first submatch if the pattern has one, else the whole match, kept
@@ -116,18 +116,18 @@ var secretRules = []secretRule{
 	// AWS secret access keys, recognisable only by the name they are
 	// assigned to: aws_secret_access_key = <40 base64 characters>, or
 	// "SecretAccessKey": "..." in the JSON the AWS CLI prints.
-	{kind: "aws-secret-key", fold: true, assigned: true, hints: []string{"secret_access_key", "secretaccesskey"},
+	{kind: "aws-secret-key", fold: true, follows: assignmentFollows, hints: []string{"secret_access_key", "secretaccesskey"},
 		re: regexp.MustCompile(`secret(?:_access_|access)key["']?[ \t]*(?::=|=>|[:=])[ \t]*["']?([a-z0-9/+=]{40,})`)},
 	// JSON web tokens: three base64url segments, the header starting eyJ
 	// ({"); the signature is empty for unsigned tokens.
 	{kind: "jwt", word: true, hints: []string{"eyJ"},
 		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`)},
 	// Authorization headers carrying a bearer token (any length).
-	{kind: "bearer-token", fold: true, assigned: true, hints: []string{"authorization"},
+	{kind: "bearer-token", fold: true, follows: assignmentFollows, hints: []string{"authorization"},
 		re:    regexp.MustCompile(`authorization["']?[ \t]*[:=][ \t]*["']?(?:bearer|token)[ \t]+([a-z0-9._~+/-]{8,}=*)`),
 		valid: notPlaceholder},
 	// Authorization headers carrying basic credentials.
-	{kind: "basic-auth", fold: true, assigned: true, hints: []string{"authorization"},
+	{kind: "basic-auth", fold: true, follows: assignmentFollows, hints: []string{"authorization"},
 		re:    regexp.MustCompile(`authorization["']?[ \t]*[:=][ \t]*["']?basic[ \t]+([a-z0-9+/]{8,}=*)`),
 		valid: notPlaceholder},
 	// "Bearer <token>" anywhere else, for long tokens of letters and digits.
@@ -151,7 +151,7 @@ var secretRules = []secretRule{
 	//
 	// Passwords in ADO.NET and ODBC connection strings, whatever their
 	// shape: ...;Password=...; and ...;PWD=...;.
-	{kind: "password", fold: true, assigned: true, hints: []string{"password", ";pwd"},
+	{kind: "password", fold: true, follows: assignmentFollows, hints: []string{"password", ";pwd"},
 		re: regexp.MustCompile(`;[ \t]*(?:password|pwd)[ \t]*=[ \t]*([^;\n"'\x60]*[^;\n"'\x60 \t])|` +
 			`\bpassword[ \t]*=[ \t]*([^;\n"'\x60 \t][^;\n"'\x60]*);`),
 		locate: cliValue},
@@ -167,10 +167,13 @@ var secretRules = []secretRule{
 	commandPassword(`\bcurl\b`, `(?:-u[ \t]*|--user(?:[ \t]+|=))['"]?[^\s:'"]*:`, " -u", "\t-u", " --user", "\t--user"),
 	// Passwords in prose: "the password is X", "the password for the wifi
 	// was X", "Admin password: X" (see proseValue).
-	{kind: "password", fold: true, word: true, hints: []string{"password", "passphrase", "passwd"},
-		re: regexp.MustCompile(`pass(?:word|phrase|wd)\b` +
-			`(?:[ \t]+(?:for|of|on|to)(?:[ \t]+[^\s.,;:!?="'\x60]+){1,4}?)?` +
-			`(?:[ \t]+(?:is|was|will be|has been set to|was set to|became)[ \t]*:?[ \t]+(?:(?:now|still|also|currently)[ \t]+)?|([ \t]*:[ \t]*))` +
+	// The pattern starts at "ass", a literal that Go's regexp finds fast and
+	// that needs no lower-cased copy of the text; proseValue checks the p
+	// or P before it.
+	{kind: "password", hints: []string{"sword", "phrase", "sswd"}, follows: proseFollows,
+		re: regexp.MustCompile(`ass(?:word|phrase|wd)\b` +
+			`(?:[ \t]+(?:for|of|on|to)[ \t][^\n.,;:!?="'\x60]*?)?` +
+			`(?:[ \t]+(?:is|was|will be)[ \t]*:?[ \t]+(?:(?:now|still|also|currently|set to)[ \t]+)?|([ \t]*:[ \t]*))` +
 			`(?:"([^"\n]+)"|'([^'\n]+)'|\x60([^\x60\n]+)\x60|([^\s"'\x60]+))`),
 		locate: proseValue},
 }
@@ -218,10 +221,10 @@ func assignment(kind string, keys ...string) secretRule {
 		alts[i] = regexp.QuoteMeta(k)
 	}
 	return secretRule{
-		kind:     kind,
-		fold:     true,
-		assigned: true,
-		hints:    keys,
+		kind:    kind,
+		fold:    true,
+		follows: assignmentFollows,
+		hints:   keys,
 		re: regexp.MustCompile(`(` + strings.Join(alts, "|") + `)["']?([ \t]*(?::=|=>|[:=])[ \t]*)` +
 			`(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'\x60;,]+))`),
 		locate: assignedValue,
@@ -267,8 +270,8 @@ func assignedValue(text string, m []int) (start, end int, ok bool) {
 // or code, or, after a colon, is not the last word of its clause
 // ("Password: min 12 chars").
 func proseValue(text string, m []int) (start, end int, ok bool) {
-	if m[0] > 0 && isWordByte(text[m[0]-1]) {
-		return 0, 0, false // the pattern leaves out \b to start with a literal, which Go's regexp finds fast
+	if p := m[0] - 1; p < 0 || text[p] != 'p' && text[p] != 'P' || p > 0 && isWordByte(text[p-1]) {
+		return 0, 0, false
 	}
 	for g := 2; g <= 4; g++ {
 		if start, end = m[2*g], m[2*g+1]; start >= 0 {
@@ -551,9 +554,10 @@ func mergeSpans(spans []secretSpan) []secretSpan {
 
 // secretHint is a hint of secretRules[rule], with the rule's conditions on it.
 type secretHint struct {
-	text                 string
-	rule                 int
-	fold, word, assigned bool
+	text       string
+	rule       int
+	fold, word bool
+	follows    func(string) bool
 }
 
 // secretHintTable indexes the hints of secretRules by their first two bytes,
@@ -576,7 +580,7 @@ func indexSecretHints() *secretHintTable {
 			if len(text) < 2 {
 				panic("node: secret hint " + text + " is shorter than two bytes")
 			}
-			h := secretHint{text, i, r.fold, r.word, r.assigned}
+			h := secretHint{text, i, r.fold, r.word, r.follows}
 			for _, a := range caseVariants(text[0], r.fold) {
 				t.starting[a] = append(t.starting[a], h)
 				for _, b := range caseVariants(text[1], r.fold) {
@@ -610,7 +614,7 @@ func hintedRules(text string) (set uint64) {
 			switch {
 			case h.fold && !hasPrefixFold(rest, h.text), !h.fold && !strings.HasPrefix(rest, h.text),
 				h.word && i > 0 && isWordByte(text[i-1]),
-				h.assigned && !assignmentFollows(rest[len(h.text):]):
+				h.follows != nil && !h.follows(rest[len(h.text):]):
 				continue
 			}
 			set |= 1 << h.rule
@@ -645,6 +649,26 @@ func assignmentFollows(s string) bool {
 	}
 	s = strings.TrimLeft(s, " \t")
 	return s != "" && (s[0] == '=' || s[0] == ':')
+}
+
+// proseFollows reports whether s, the text after "password" (or
+// "passphrase", "passwd"), may lead to its value as the prose rule reads
+// it: after blanks, a colon, or one of the words that start a verb (is,
+// was, will) or name what the password is for (for, of, on, to).
+func proseFollows(s string) bool {
+	rest := strings.TrimLeft(s, " \t")
+	if rest != "" && rest[0] == ':' {
+		return true
+	}
+	if len(rest) == len(s) {
+		return false
+	}
+	for _, w := range []string{"is", "was", "will", "for", "of", "on", "to"} {
+		if strings.HasPrefix(rest, w) && (len(rest) == len(w) || !isWordByte(rest[len(w)])) {
+			return true
+		}
+	}
+	return false
 }
 
 // asciiLower returns s with ASCII letters in lower case. Unlike
