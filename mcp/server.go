@@ -100,7 +100,7 @@ func NewServer(svc Service, opts Options) *server.MCPServer {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	s := server.NewMCPServer("memmesh", h.version,
+	s := server.NewMCPServer("memmesh", h.version, append([]server.ServerOption{
 		server.WithTitle("memmesh"),
 		server.WithDescription("Shared, peer-synced memory for AI coding agents"),
 		server.WithInstructions(instructions),
@@ -111,7 +111,7 @@ func NewServer(svc Service, opts Options) *server.MCPServer {
 		server.WithOutputSchemaValidation(),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
-	)
+	}, inertOptions()...)...)
 	s.AddTools(h.tools()...)
 	s.AddResources(h.resources()...)
 	s.AddResourceTemplates(h.resourceTemplates()...)
@@ -122,8 +122,9 @@ func NewServer(svc Service, opts Options) *server.MCPServer {
 // maxAgentLen caps the client name and version recorded as a memory's agent.
 const maxAgentLen = 100
 
-// caller returns the agent (client name/version from clientInfo) and the
-// session id that a write through ctx records as its provenance. A client
+// caller returns the agent (client name/version from clientInfo, without
+// its secrets) and the session id that a write through ctx records as its
+// provenance. A client
 // of protocol 2026-07-28 or later names itself on every request; an older
 // one did so once, in initialize, and its session remembers it.
 func (h *handler) caller(ctx context.Context) (agent, session string) {
@@ -139,6 +140,8 @@ func (h *handler) caller(ctx context.Context) (agent, session string) {
 	if v := printable(info.Version); agent != "" && v != "" {
 		agent += "/" + v
 	}
+	// Secrets go before the cut: a secret cut short is no longer found.
+	agent, _ = node.Scrub(agent)
 	if len(agent) > maxAgentLen {
 		agent = strings.ToValidUTF8(agent[:maxAgentLen], "")
 	}

@@ -112,6 +112,12 @@ func serveStdio(tb testing.TB, s *server.MCPServer) (io.Reader, io.WriteCloser) 
 // initialized client. Options choose, e.g., the protocol era.
 func connect(t *testing.T, n *node.Node, opts ...client.ClientOption) *client.Client {
 	t.Helper()
+	return connectAs(t, n, testClient, opts...)
+}
+
+// connectAs is connect for a client that introduces itself as info.
+func connectAs(t *testing.T, n *node.Node, info mcpgo.Implementation, opts ...client.ClientOption) *client.Client {
+	t.Helper()
 	r, w := serveStdio(t, testServer(t, n))
 	c := client.NewClient(transport.NewIO(r, w, nil), opts...)
 	ctx := context.Background()
@@ -120,7 +126,7 @@ func connect(t *testing.T, n *node.Node, opts ...client.ClientOption) *client.Cl
 	}
 	t.Cleanup(func() { c.Close() })
 	var init mcpgo.InitializeRequest
-	init.Params.ClientInfo = testClient
+	init.Params.ClientInfo = info
 	res, err := c.Initialize(ctx, init)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
@@ -274,6 +280,36 @@ func TestProvenance(t *testing.T) {
 				t.Errorf("status shows agent %q session %q; the memory has %q %q", st.Agent, st.Session, p.Agent, p.Session)
 			}
 		})
+	}
+}
+
+// TestProvenanceHoldsNoClientSecret connects a client whose name and
+// version hold tokens, the name long enough that the agent recorded is cut:
+// neither the memories it writes nor status show any part of the tokens.
+func TestProvenanceHoldsNoClientSecret(t *testing.T) {
+	const (
+		ghToken = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
+		npm     = "npm_NUhJduRHHJEYXg4JdpmrcXgGCJbW56eCuNGM"
+	)
+	n := testNode(t)
+	c := connectAs(t, n, mcpgo.Implementation{Name: "agent with a long name that pastes its token " + ghToken, Version: npm})
+	var out rememberData
+	call(t, c, "remember", map[string]any{"content": "Tokens live in the keychain."}, &out)
+	m, err := n.Get(context.Background(), out.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st statusData
+	text := call(t, c, "status", nil, &st)
+	for _, s := range []string{m.Provenance.Agent, st.Agent, text} {
+		for _, token := range []string{ghToken, npm} {
+			if part := token[:12]; strings.Contains(s, part) {
+				t.Errorf("%q holds %q of a token", s, part)
+			}
+		}
+	}
+	if !strings.HasPrefix(m.Provenance.Agent, "agent with a long name") {
+		t.Errorf("agent %q, want the client's name without its token", m.Provenance.Agent)
 	}
 }
 

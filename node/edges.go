@@ -68,8 +68,9 @@ type TraverseResult struct {
 
 // Limits on edges and traversals.
 const (
-	maxRelLen      = 64
+	maxRelLen      = 64 // bytes of a relation or an origin
 	maxEndpointLen = 1024
+	maxNotesLen    = 64 << 10 // bytes of an edge's notes
 	maxDepth       = 5
 	maxTraversed   = 1000 // nodes a traversal returns at most
 )
@@ -127,14 +128,36 @@ var artefactPrefixes = []string{"file:", "code:", "url:"}
 
 func checkRel(rel string) (string, error) {
 	rel = strings.TrimSpace(rel)
-	if len(rel) > maxRelLen || !relRE.MatchString(rel) {
+	if err := checkName("relation", rel, maxRelLen); err != nil {
+		return "", err
+	}
+	if !relRE.MatchString(rel) {
 		return "", invalidf("relation %q: use kebab-case or snake_case, lower-case letters and digits (e.g. related_to, depends_on, supersedes)", rel)
 	}
 	return rel, nil
 }
 
+// checkOrigin checks how an edge was made, a name of the same syntax as a
+// relation; "" is manual.
+func checkOrigin(origin string) (string, error) {
+	origin = strings.TrimSpace(origin)
+	if origin == "" {
+		return "manual", nil
+	}
+	if err := checkName("origin", origin, maxRelLen); err != nil {
+		return "", err
+	}
+	if !relRE.MatchString(origin) {
+		return "", invalidf("origin %q: use kebab-case or snake_case, lower-case letters and digits (e.g. manual, import)", origin)
+	}
+	return origin, nil
+}
+
 // endpoint checks an edge endpoint and returns it in canonical form: a
-// memory reference becomes "m-" + its full id (the memory must exist).
+// memory reference becomes "m-" + its full id (the memory must exist), an
+// artefact loses its secrets. Scrub gives the same text the same result
+// on every machine, so the same edge made on two of them has the same id
+// (a hash of its endpoints), and a lookup by the artefact as given finds it.
 func (n *Node) endpoint(ref string) (string, error) {
 	ref = strings.TrimSpace(ref)
 	for _, p := range artefactPrefixes {
@@ -142,12 +165,13 @@ func (n *Node) endpoint(ref string) (string, error) {
 			if len(ref) == len(p) || len(ref) > maxEndpointLen || strings.ContainsAny(ref, "\x00\n") {
 				return "", invalidf("artefact %q: give a path, symbol or URL after %s (at most %d bytes, one line)", ref, p, maxEndpointLen)
 			}
+			ref, _ = Scrub(ref)
 			return ref, nil
 		}
 	}
 	id, err := n.resolve(ref)
 	if err != nil {
-		return "", fmt.Errorf("endpoint %q: %w (endpoints are memory ids or file:, code:, url: artefacts)", ref, err)
+		return "", fmt.Errorf("endpoint: %w (endpoints are memory ids or file:, code:, url: artefacts)", err)
 	}
 	return DisplayID(id), nil
 }
@@ -180,10 +204,13 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 	if !req.ValidFrom.IsZero() && !req.ValidTo.IsZero() && !req.ValidTo.After(req.ValidFrom) {
 		return Edge{}, invalidf("valid_to must be after valid_from")
 	}
+	if len(req.Notes) > maxNotesLen {
+		return Edge{}, invalidf("notes of %d bytes: at most %d are allowed", len(req.Notes), maxNotesLen)
+	}
 	notes, _ := Scrub(strings.TrimSpace(req.Notes))
-	origin := strings.TrimSpace(req.Origin)
-	if origin == "" {
-		origin = "manual"
+	origin, err := checkOrigin(req.Origin)
+	if err != nil {
+		return Edge{}, err
 	}
 	now := n.now().UTC()
 	id := crdt.EdgeID(from, rel, to)

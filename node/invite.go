@@ -247,10 +247,7 @@ func (m *mesh) serveJoin(s *transport.Stream) error {
 	if err := m.useInvite(req, s.Peer); err != nil {
 		return refuse(err)
 	}
-	name := req.Name
-	if name == "" {
-		name = s.Peer[:8]
-	}
+	name := peerDeviceName(req.Name, s.Peer[:8])
 	if _, err := m.addDevice(s.Peer, name, m.n.id.DeviceID); err != nil {
 		return refuse(err)
 	}
@@ -381,7 +378,7 @@ func (n *Node) Join(ctx context.Context, tok string) (JoinResult, error) {
 	}
 	switch typ {
 	case transport.FrameError:
-		return res, fmt.Errorf("%w: the inviting member refused the join: %s", ErrInvalid, p)
+		return res, invalidf("the inviting member refused the join: %s", string(p))
 	case transport.FrameJoined:
 	default:
 		return res, fmt.Errorf("join: %w: frame type %d", transport.ErrMalformed, typ)
@@ -497,9 +494,9 @@ func (n *Node) Revoke(ctx context.Context, ref string) (Device, error) {
 	}
 	switch {
 	case ref == "" || len(match) == 0:
-		return Device{}, fmt.Errorf("%w: no device %q in the registry (see `memmesh devices`)", ErrNotFound, ref)
+		return Device{}, inputError(ErrNotFound, "no device %q in the registry (see `memmesh devices`)", ref)
 	case len(match) > 1:
-		return Device{}, fmt.Errorf("%w: %q matches %d devices; give more of the id", ErrAmbiguous, ref, len(match))
+		return Device{}, inputError(ErrAmbiguous, "%q matches %d devices; give more of the id", ref, len(match))
 	case match[0].Self:
 		return Device{}, invalidf("device %s is this machine: revoke it from another member", match[0].Key)
 	}

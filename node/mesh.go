@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/memberlist"
 
@@ -131,7 +133,16 @@ type peerState struct {
 
 // startMesh opens the endpoint and memberlist and starts the mesh loops.
 func (n *Node) startMesh(ctx context.Context, cfg MeshConfig) error {
+	given := cfg.Name
 	cfg = cfg.withDefaults()
+	name, err := checkDeviceName(cfg.Name)
+	switch {
+	case err != nil && given != "":
+		return err
+	case err != nil:
+		name = n.id.DeviceID[:8] // a host name that makes no device name
+	}
+	cfg.Name = name
 	m := &mesh{
 		n:        n,
 		cfg:      cfg,
@@ -769,7 +780,36 @@ func (m *mesh) note(node *memberlist.Node, state string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.peer(node.Name)
-	p.addr, p.state, p.version, p.name = node.Address(), state, meta.Version, meta.Name
+	p.addr, p.state, p.version, p.name = node.Address(), state, meta.Version, peerDeviceName(meta.Name, "")
+}
+
+// maxDeviceName caps the characters of a device's name.
+const maxDeviceName = 64
+
+// checkDeviceName checks a device's name: 1 to maxDeviceName printable
+// characters (no control or bidi formatting character: every member shows
+// it) and no secret. A name holding a secret is refused, as other names of
+// a strict syntax are: it is shown to every member, and its owner chooses
+// another.
+func checkDeviceName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxDeviceName ||
+		strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return "", invalidf("device name: use 1 to %d printable characters", maxDeviceName)
+	}
+	if err := refuseSecret("device name", name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// peerDeviceName returns the device name a peer sent when it is a good
+// one, else fallback: a peer cannot be asked to choose another.
+func peerDeviceName(name, fallback string) string {
+	if name, err := checkDeviceName(name); err == nil {
+		return name
+	}
+	return fallback
 }
 
 // Peer is one other device of the mesh as this node sees it.

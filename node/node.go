@@ -21,7 +21,8 @@ import (
 type Config struct {
 	// Home holds the node's identity, data and index.
 	Home string
-	// Logger receives the node's logs; nil discards them.
+	// Logger receives the node's logs, with their secrets redacted (see
+	// ScrubLogs); nil discards them.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. Tests inject a fake.
 	Now func() time.Time
@@ -96,6 +97,7 @@ func New(cfg Config) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	log = slog.New(ScrubLogs(log.Handler()))
 	now := cfg.Now
 	if now == nil {
 		now = time.Now

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,8 +18,11 @@ const (
 	MaxContentBytes  = 1 << 20 // 1 MiB of content
 	MaxTitleRunes    = 200
 	MaxTags          = 32
-	maxNameLen       = 64
-	titleFromContent = 80 // runes of the first line used when no title is given
+	maxNameLen       = 64  // bytes of a tag
+	maxNamespaceLen  = 128 // bytes of a namespace
+	maxKindLen       = 32  // bytes of a kind
+	maxLabelLen      = 256 // bytes of the agent or session of a write
+	titleFromContent = 80  // runes of the first line used when no title is given
 )
 
 // DefaultNamespace holds memories captured without a namespace.
@@ -44,18 +48,60 @@ var tierDefaults = map[crdt.Tier]struct {
 	crdt.TierAuto:  {confidence: 0.5, ttl: 30 * 24 * time.Hour},
 }
 
+// invalidf returns an ErrInvalid error; see inputError.
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	return inputError(ErrInvalid, format, args...)
+}
+
+// inputError wraps sentinel with a message about what a person, agent or
+// peer gave. The secrets of its string arguments, which quote that input,
+// are redacted: error messages reach terminals, agents and logs.
+func inputError(sentinel error, format string, args ...any) error {
+	args = slices.Clone(args)
+	for i, a := range args {
+		if v := reflect.ValueOf(a); v.Kind() == reflect.String {
+			s, _ := Scrub(v.String())
+			args[i] = s
+		}
+	}
+	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
+}
+
+// refuseSecret fails when a name with a strict syntax (a namespace, tag,
+// kind, relation, origin or device name) holds a secret. Such names are
+// refused rather than redacted: a marker does not fit their syntax, they
+// are keys that filters, links and settings must match exactly, and
+// different secrets would all become the same name. The error names the
+// kind of secret, never the name.
+func refuseSecret(what, name string) error {
+	if _, kinds := Scrub(name); kinds != nil {
+		return invalidf("the %s holds a secret (%s): choose one without it", what, strings.Join(kinds, ", "))
+	}
+	return nil
+}
+
+// checkName bounds a name of a strict syntax and refuses one that holds a
+// secret, before the syntax is checked on its lower-case form: a secret
+// is found in the name as given.
+func checkName(what, name string, maxLen int) error {
+	if len(name) > maxLen {
+		return invalidf("the %s is %d bytes long: at most %d are allowed", what, len(name), maxLen)
+	}
+	return refuseSecret(what, name)
 }
 
 // NormalizeNamespace lower-cases ns and checks it; "" becomes DefaultNamespace.
 func NormalizeNamespace(ns string) (string, error) {
-	ns = strings.ToLower(strings.TrimSpace(ns))
+	ns = strings.TrimSpace(ns)
 	if ns == "" {
 		return DefaultNamespace, nil
 	}
-	if len(ns) > 128 || !namespaceRE.MatchString(ns) || strings.Contains(ns, "//") {
-		return "", invalidf("namespace %q: use up to 128 lower-case letters, digits and . _ - /, starting with a letter or digit", ns)
+	if err := checkName("namespace", ns, maxNamespaceLen); err != nil {
+		return "", err
+	}
+	ns = strings.ToLower(ns)
+	if !namespaceRE.MatchString(ns) || strings.Contains(ns, "//") {
+		return "", invalidf("namespace %q: use up to %d lower-case letters, digits and . _ - /, starting with a letter or digit", ns, maxNamespaceLen)
 	}
 	return ns, nil
 }
@@ -64,11 +110,15 @@ func NormalizeNamespace(ns string) (string, error) {
 func normalizeTags(tags []string) ([]string, error) {
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
-		t = strings.ToLower(strings.TrimSpace(t))
+		t = strings.TrimSpace(t)
 		if t == "" {
 			continue
 		}
-		if len(t) > maxNameLen || !tagRE.MatchString(t) {
+		if err := checkName("tag", t, maxNameLen); err != nil {
+			return nil, err
+		}
+		t = strings.ToLower(t)
+		if !tagRE.MatchString(t) {
 			return nil, invalidf("tag %q: use up to %d lower-case letters, digits and . _ : -, starting with a letter or digit", t, maxNameLen)
 		}
 		out = append(out, t)
@@ -83,12 +133,16 @@ func normalizeTags(tags []string) ([]string, error) {
 
 // normalizeKind lower-cases and checks a kind; "" becomes DefaultKind.
 func normalizeKind(kind string) (string, error) {
-	kind = strings.ToLower(strings.TrimSpace(kind))
+	kind = strings.TrimSpace(kind)
 	if kind == "" {
 		return DefaultKind, nil
 	}
-	if len(kind) > 32 || !kindRE.MatchString(kind) {
-		return "", invalidf("kind %q: use up to 32 lower-case letters, digits, _ and -, starting with a letter (e.g. note, decision, convention, bug, fact, task, preference)", kind)
+	if err := checkName("kind", kind, maxKindLen); err != nil {
+		return "", err
+	}
+	kind = strings.ToLower(kind)
+	if !kindRE.MatchString(kind) {
+		return "", invalidf("kind %q: use up to %d lower-case letters, digits, _ and -, starting with a letter (e.g. note, decision, convention, bug, fact, task, preference)", kind, maxKindLen)
 	}
 	return kind, nil
 }
@@ -124,6 +178,19 @@ func checkContent(content string) (string, error) {
 		return "", invalidf("content is empty: a memory needs some text")
 	}
 	return content, nil
+}
+
+// checkLabel checks the agent or session a write records (one line of at
+// most maxLabelLen bytes) and redacts its secrets, returning their kinds.
+// Unlike a name, a label is only shown, never matched: a marker in it
+// harms nothing.
+func checkLabel(what, label string) (string, []string, error) {
+	label = strings.TrimSpace(label)
+	if len(label) > maxLabelLen || !utf8.ValidString(label) || strings.ContainsAny(label, "\n\r") {
+		return "", nil, invalidf("the %s must be one line of at most %d bytes of UTF-8 text", what, maxLabelLen)
+	}
+	label, kinds := Scrub(label)
+	return label, kinds, nil
 }
 
 func checkTitle(title string) (string, error) {

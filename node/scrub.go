@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // redactedPrefix starts every marker Scrub writes: "[REDACTED:<kind>]".
@@ -33,10 +34,10 @@ type secretRule struct {
 	// word counts a hint only at the start of a word; the pattern starts
 	// with \b.
 	word bool
-	// assigned counts a hint only when an optional closing quote, blanks
-	// and '=' or ':' follow it.
-	assigned bool
-	re       *regexp.Regexp
+	// follows, when set, counts a hint only when it accepts the text after
+	// it (assignmentFollows: an '=' or ':' follows).
+	follows func(rest string) bool
+	re      *regexp.Regexp
 	// locate returns the bounds of the secret in a match (m holds the
 	// submatch indices), or ok=false to reject the match. nil means the
 	// first submatch if the pattern has one, else the whole match, kept
@@ -70,9 +71,10 @@ var secretRules = []secretRule{
 	// Google API keys: AIza + 35.
 	{kind: "google-api-key", word: true, hints: []string{"AIza"},
 		re: regexp.MustCompile(`\bAIza[A-Za-z0-9_-]{35,}`)},
-	// Stripe secret and restricted keys, live and test.
-	{kind: "stripe-key", word: true, hints: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"},
-		re: regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`)},
+	// Stripe secret and restricted keys, live and test, and webhook
+	// signing secrets.
+	{kind: "stripe-key", word: true, hints: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"},
+		re: regexp.MustCompile(`\b(?:[rs]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})`)},
 	// SendGrid: SG.<22>.<43>.
 	{kind: "sendgrid-key", word: true, hints: []string{"SG."},
 		re: regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`)},
@@ -91,9 +93,17 @@ var secretRules = []secretRule{
 	// GitHub: ghp_ gho_ ghu_ ghs_ ghr_ + 36, and fine-grained github_pat_....
 	{kind: "github-token", word: true, hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
 		re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`)},
-	// GitLab personal access tokens: glpat- + 20 or more.
-	{kind: "gitlab-token", word: true, hints: []string{"glpat-"},
-		re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
+	// GitLab personal, deploy, runner, pipeline trigger, feed and CI/CD
+	// job tokens: a prefix + 20 or more.
+	{kind: "gitlab-token", word: true, hints: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-"},
+		re: regexp.MustCompile(`\bgl(?:pat|dt|rt|ptt|ft|cbt)-[A-Za-z0-9_-]{20,}`)},
+	// DigitalOcean personal access, OAuth and refresh tokens.
+	{kind: "digitalocean-token", hints: []string{"_v1_"},
+		re: regexp.MustCompile(`\bdo[opr]_v1_[a-f0-9]{64}\b`)},
+	// Azure storage account keys and Service Bus / Event Hubs shared access
+	// keys in connection strings.
+	{kind: "azure-key", fold: true, hints: []string{"tkey=", "skey="},
+		re: regexp.MustCompile(`(?:accountkey|sharedaccesskey)=([a-z0-9+/]{20,}={0,2})`)},
 	// Slack incoming webhooks: the path after /services/ is the secret.
 	{kind: "slack-webhook", hints: []string{"https://hooks.slack.com/"},
 		re: regexp.MustCompile(`https://hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{16,})`)},
@@ -106,18 +116,18 @@ var secretRules = []secretRule{
 	// AWS secret access keys, recognisable only by the name they are
 	// assigned to: aws_secret_access_key = <40 base64 characters>, or
 	// "SecretAccessKey": "..." in the JSON the AWS CLI prints.
-	{kind: "aws-secret-key", fold: true, assigned: true, hints: []string{"secret_access_key", "secretaccesskey"},
+	{kind: "aws-secret-key", fold: true, follows: assignmentFollows, hints: []string{"secret_access_key", "secretaccesskey"},
 		re: regexp.MustCompile(`secret(?:_access_|access)key["']?[ \t]*(?::=|=>|[:=])[ \t]*["']?([a-z0-9/+=]{40,})`)},
 	// JSON web tokens: three base64url segments, the header starting eyJ
 	// ({"); the signature is empty for unsigned tokens.
 	{kind: "jwt", word: true, hints: []string{"eyJ"},
 		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`)},
 	// Authorization headers carrying a bearer token (any length).
-	{kind: "bearer-token", fold: true, assigned: true, hints: []string{"authorization"},
+	{kind: "bearer-token", fold: true, follows: assignmentFollows, hints: []string{"authorization"},
 		re:    regexp.MustCompile(`authorization["']?[ \t]*[:=][ \t]*["']?(?:bearer|token)[ \t]+([a-z0-9._~+/-]{8,}=*)`),
 		valid: notPlaceholder},
 	// Authorization headers carrying basic credentials.
-	{kind: "basic-auth", fold: true, assigned: true, hints: []string{"authorization"},
+	{kind: "basic-auth", fold: true, follows: assignmentFollows, hints: []string{"authorization"},
 		re:    regexp.MustCompile(`authorization["']?[ \t]*[:=][ \t]*["']?basic[ \t]+([a-z0-9+/]{8,}=*)`),
 		valid: notPlaceholder},
 	// "Bearer <token>" anywhere else, for long tokens of letters and digits.
@@ -126,12 +136,77 @@ var secretRules = []secretRule{
 	// Passwords in URLs: scheme://user:password@host.
 	{kind: "url-password", hints: []string{"://"},
 		re: regexp.MustCompile(`://[^\s:@/?#\[]*:([^\s/?]+)@`), valid: notPlaceholder},
+	// Passwords in Go MySQL DSNs: user:password@tcp(host:3306)/db.
+	{kind: "url-password", hints: []string{"@tcp(", "@unix("},
+		re: regexp.MustCompile(`[A-Za-z0-9_.-]+:([^\s:@/"'\x60\[\]]+)@(?:tcp|unix)\(`), valid: notPlaceholder},
 	// Values assigned to secret-looking names (see assignment).
 	assignment("password", "password", "passwd", "_pwd", "-pwd", ".pwd"),
 	assignment("token", "token"),
 	assignment("api-key", "api_key", "api-key", "apikey"),
 	assignment("secret", "secret", "secret_key", "secret-key", "secretkey",
 		"access_key", "access-key", "accesskey", "private_key", "private-key", "privatekey"),
+	// The rules below come after the assignments: where their matches
+	// overlap an assignment's (an echo of API_TOKEN's value in curl -u), the
+	// assignment names the kind.
+	//
+	// Passwords in ADO.NET and ODBC connection strings, whatever their
+	// shape: ...;Password=...; and ...;PWD=...;.
+	{kind: "password", fold: true, follows: assignmentFollows, hints: []string{"password", ";pwd"},
+		re: regexp.MustCompile(`;[ \t]*(?:password|pwd)[ \t]*=[ \t]*([^;\n"'\x60]*[^;\n"'\x60 \t])|` +
+			`\bpassword[ \t]*=[ \t]*([^;\n"'\x60 \t][^;\n"'\x60]*);`),
+		locate: cliValue},
+	// Passwords on command lines. mysql and mariadb take one glued to -p
+	// (a bare -p prompts, and the word after it is the database).
+	commandPassword(`\b(?:mysql|mariadb)[a-z_-]*`, `-p`, " -p", "\t-p"),
+	// docker, podman and nerdctl login take -p VALUE or --password VALUE
+	// (not --password-stdin).
+	commandPassword(`\b(?:docker|podman|nerdctl)[ \t]+login\b`, `(?:-p|--password)(?:[ \t]+|=)`, " -p", "\t-p", " --password", "\t--password"),
+	// sshpass -p VALUE (not -f FILE or -e).
+	commandPassword(`\bsshpass\b`, `-p[ \t]*`, " -p", "\t-p"),
+	// curl -u USER:PASSWORD (USER alone, or USER: makes curl prompt).
+	commandPassword(`\bcurl\b`, `(?:-u[ \t]*|--user(?:[ \t]+|=))['"]?[^\s:'"]*:`, " -u", "\t-u", " --user", "\t--user"),
+	// Passwords in prose: "the password is X", "the password for the wifi
+	// was X", "Admin password: X" (see proseValue).
+	// The pattern starts at "ass", a literal that Go's regexp finds fast and
+	// that needs no lower-cased copy of the text; proseValue checks the p
+	// or P before it.
+	{kind: "password", hints: []string{"sword", "phrase", "sswd"}, follows: proseFollows,
+		re: regexp.MustCompile(`ass(?:word|phrase|wd)\b` +
+			`(?:[ \t]+(?:for|of|on|to)[ \t][^\n.,;:!?="'\x60]*?)?` +
+			`(?:[ \t]+(?:is|was|will be)[ \t]*:?[ \t]+(?:(?:now|still|also|currently|set to)[ \t]+)?|([ \t]*:[ \t]*))` +
+			`(?:"([^"\n]+)"|'([^'\n]+)'|\x60([^\x60\n]+)\x60|([^\s"'\x60]+))`),
+		locate: proseValue},
+}
+
+// commandPassword returns the rule for a password given on the command
+// line of a program: after the command's words (command, a regular
+// expression), on the same line and before a |, ; or &, the option (flag,
+// a regular expression that ends where the value starts) and the value,
+// quoted or bare. Its hints are the option with the blank before it: " -p"
+// is rarer in text than a command's name.
+func commandPassword(command, flag string, hints ...string) secretRule {
+	return secretRule{
+		kind:  "password",
+		hints: hints,
+		re: regexp.MustCompile(command + `[^\n|;&]*?[ \t]` + flag +
+			`(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"\x60-][^\s'"\x60]*))`),
+		locate: cliValue,
+	}
+}
+
+// cliValue locates the value of a command-line or connection-string
+// password: the first submatch that took part, without the punctuation
+// that ends a sentence or a bracket; it must hold a letter or a digit and
+// be no placeholder.
+func cliValue(text string, m []int) (start, end int, ok bool) {
+	for g := 1; 2*g < len(m); g++ {
+		if start, end = m[2*g], m[2*g+1]; start >= 0 {
+			v := strings.TrimRight(text[start:end], ".,;:)]}>")
+			end = start + len(v)
+			return start, end, notPlaceholder(v) && strings.ContainsFunc(v, isAlnum)
+		}
+	}
+	return 0, 0, false
 }
 
 // assignment returns the rule for values assigned to names ending in one of
@@ -146,10 +221,10 @@ func assignment(kind string, keys ...string) secretRule {
 		alts[i] = regexp.QuoteMeta(k)
 	}
 	return secretRule{
-		kind:     kind,
-		fold:     true,
-		assigned: true,
-		hints:    keys,
+		kind:    kind,
+		fold:    true,
+		follows: assignmentFollows,
+		hints:   keys,
 		re: regexp.MustCompile(`(` + strings.Join(alts, "|") + `)["']?([ \t]*(?::=|=>|[:=])[ \t]*)` +
 			`(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'\x60;,]+))`),
 		locate: assignedValue,
@@ -185,6 +260,92 @@ func assignedValue(text string, m []int) (start, end int, ok bool) {
 	default:
 		return start, end, lettersAndDigits(v) || len(v) >= 12 && charClasses(v) >= 3
 	}
+}
+
+// proseValue locates the password that prose names. Submatches: 1 the
+// colon of "password: X", 2 to 4 a quoted value, 5 a bare one. A quoted
+// value is a password unless it is a placeholder. A bare one is not when
+// it describes the password instead ("is required", "was reset", "is
+// stored hashed", "is the same"), is a small number ("is 12 characters")
+// or code, or, after a colon, is not the last word of its clause
+// ("Password: min 12 chars").
+func proseValue(text string, m []int) (start, end int, ok bool) {
+	if p := m[0] - 1; p < 0 || text[p] != 'p' && text[p] != 'P' || p > 0 && isWordByte(text[p-1]) {
+		return 0, 0, false
+	}
+	for g := 2; g <= 4; g++ {
+		if start, end = m[2*g], m[2*g+1]; start >= 0 {
+			return start, end, notPlaceholder(text[start:end])
+		}
+	}
+	start = m[10]
+	v := strings.TrimRight(text[start:m[11]], ".,;:)]}>")
+	end = start + len(v)
+	switch {
+	case !notPlaceholder(v), isSmallNumber(v), isCodeRef(v), describesPassword(v):
+		return 0, 0, false
+	case m[2] >= 0 && !clauseEnds(text[end:]):
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+// passwordWords are the words that, after "the password is" or
+// "password:", say something about the password rather than give it.
+var passwordWords = map[string]bool{
+	"a": true, "an": true, "the": true, "this": true, "that": true, "it": true, "its": true,
+	"not": true, "no": true, "never": true, "too": true, "very": true, "so": true, "then": true,
+	"in": true, "on": true, "at": true, "of": true, "for": true, "from": true, "by": true,
+	"with": true, "without": true, "to": true, "into": true, "as": true, "like": true,
+	"what": true, "which": true, "who": true, "where": true, "how": true, "my": true,
+	"our": true, "their": true, "his": true, "her": true, "same": true, "different": true,
+	"empty": true, "blank": true, "set": true, "unset": true, "reset": true, "required": true,
+	"optional": true, "mandatory": true, "correct": true, "incorrect": true, "wrong": true,
+	"right": true, "invalid": true, "valid": true, "missing": true, "unknown": true,
+	"weak": true, "strong": true, "long": true, "short": true, "secure": true,
+	"insecure": true, "safe": true, "unsafe": true, "ok": true, "okay": true, "fine": true,
+	"sent": true, "kept": true, "lost": true, "shown": true, "hidden": true, "given": true,
+	"written": true, "chosen": true, "taken": true, "known": true, "new": true, "old": true,
+	"default": true, "random": true, "case": true, "min": true, "max": true, "minimum": true,
+	"maximum": true, "at-least": true, "plaintext": true, "cleartext": true, "here": true,
+	"there": true, "see": true, "ask": true, "use": true, "check": true, "enter": true,
+	// type names: def login(password: str) -> bool
+	"str": true, "string": true, "bytes": true, "text": true, "char": true, "varchar": true,
+	"any": true, "secretstr": true,
+}
+
+// describesPassword reports whether v is a word that says something about
+// a password (one of passwordWords, or an -ed, -ing, -ly, -able, -ible
+// or -ive word: hashed, expiring, usually, guessable, visible, sensitive).
+func describesPassword(v string) bool {
+	w := strings.ToLower(v)
+	if strings.Trim(w, "abcdefghijklmnopqrstuvwxyz-") != "" {
+		return false
+	}
+	if passwordWords[w] {
+		return true
+	}
+	for _, suffix := range []string{"ed", "ing", "ly", "able", "ible", "ive"} {
+		if strings.HasSuffix(w, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// clauseEnds reports whether rest, what follows a value, starts with the
+// end of a line or of a clause.
+func clauseEnds(rest string) bool {
+	rest = strings.TrimLeft(rest, " \t")
+	if rest == "" || rest[0] == '\n' || rest[0] == '\r' {
+		return true
+	}
+	return strings.IndexByte(".,;)!?", rest[0]) >= 0 && (len(rest) == 1 || strings.IndexByte(" \t\r\n", rest[1]) >= 0)
+}
+
+// isAlnum reports whether r is a letter or a digit.
+func isAlnum(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // queryParamPattern finds the next parameter of a URL query, which ends a
@@ -274,8 +435,11 @@ func charClasses(s string) int {
 //
 // Scrub finds API keys and tokens by their shape (OpenAI, Anthropic, Google,
 // Stripe, SendGrid, Twilio, Hugging Face, npm, PyPI, GitHub, GitLab, Slack,
-// AWS), JWTs, bearer and basic credentials, private key blocks, passwords in
-// URLs, values assigned to secret-looking names (keeping the name, as in
+// AWS, DigitalOcean), Azure account and shared access keys, JWTs, bearer and
+// basic credentials, private key blocks, passwords in URLs, DSNs and
+// connection strings, on command lines (mysql -p, docker login, sshpass,
+// curl -u) and in prose ("the password is ..."), values assigned to
+// secret-looking names (keeping the name, as in
 // DB_PASSWORD=[REDACTED:password]) and <private>...</private> spans. A
 // secret of minEchoLen bytes or more is also redacted wherever else it
 // occurs in the text. Scrub is idempotent and linear in the length of text.
@@ -390,9 +554,10 @@ func mergeSpans(spans []secretSpan) []secretSpan {
 
 // secretHint is a hint of secretRules[rule], with the rule's conditions on it.
 type secretHint struct {
-	text                 string
-	rule                 int
-	fold, word, assigned bool
+	text       string
+	rule       int
+	fold, word bool
+	follows    func(string) bool
 }
 
 // secretHintTable indexes the hints of secretRules by their first two bytes,
@@ -415,7 +580,7 @@ func indexSecretHints() *secretHintTable {
 			if len(text) < 2 {
 				panic("node: secret hint " + text + " is shorter than two bytes")
 			}
-			h := secretHint{text, i, r.fold, r.word, r.assigned}
+			h := secretHint{text, i, r.fold, r.word, r.follows}
 			for _, a := range caseVariants(text[0], r.fold) {
 				t.starting[a] = append(t.starting[a], h)
 				for _, b := range caseVariants(text[1], r.fold) {
@@ -449,7 +614,7 @@ func hintedRules(text string) (set uint64) {
 			switch {
 			case h.fold && !hasPrefixFold(rest, h.text), !h.fold && !strings.HasPrefix(rest, h.text),
 				h.word && i > 0 && isWordByte(text[i-1]),
-				h.assigned && !assignmentFollows(rest[len(h.text):]):
+				h.follows != nil && !h.follows(rest[len(h.text):]):
 				continue
 			}
 			set |= 1 << h.rule
@@ -484,6 +649,26 @@ func assignmentFollows(s string) bool {
 	}
 	s = strings.TrimLeft(s, " \t")
 	return s != "" && (s[0] == '=' || s[0] == ':')
+}
+
+// proseFollows reports whether s, the text after "password" (or
+// "passphrase", "passwd"), may lead to its value as the prose rule reads
+// it: after blanks, a colon, or one of the words that start a verb (is,
+// was, will) or name what the password is for (for, of, on, to).
+func proseFollows(s string) bool {
+	rest := strings.TrimLeft(s, " \t")
+	if rest != "" && rest[0] == ':' {
+		return true
+	}
+	if len(rest) == len(s) {
+		return false
+	}
+	for _, w := range []string{"is", "was", "will", "for", "of", "on", "to"} {
+		if strings.HasPrefix(rest, w) && (len(rest) == len(w) || !isWordByte(rest[len(w)])) {
+			return true
+		}
+	}
+	return false
 }
 
 // asciiLower returns s with ASCII letters in lower case. Unlike

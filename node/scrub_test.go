@@ -305,6 +305,9 @@ func TestScrubLargeInputs(t *testing.T) {
 		"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n",
 		"<private>", "eyJhbGciOiJIUzI1NiJ9.", "xsk-", "sk-", "://a:b", "Authorization: Bearer ",
 		"password=", "PASSWORD=abc123x ", "token=a1&b", "secret_access_key=",
+		"mysql -p", "mysql -pX ", "docker login -p ", "sshpass ", "curl -u a:", "curl -u a:b ",
+		"the password is ", "password for the ", "password: x ", ";pwd=", ";Password=a;", "a:b@tcp(",
+		"AccountKey=", "glrt-",
 	} {
 		text := strings.Repeat(piece, size/len(piece))
 		out, _ := Scrub(text)

@@ -148,9 +148,17 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 	}
 	at = at.UTC().Truncate(time.Millisecond)
 
+	agent, agentRedacted, err := checkLabel("agent", req.Agent)
+	if err != nil {
+		return crdt.Memory{}, nil, err
+	}
+	session, sessionRedacted, err := checkLabel("session", req.Session)
+	if err != nil {
+		return crdt.Memory{}, nil, err
+	}
 	content, redacted := Scrub(content)
 	title, titleRedacted := Scrub(title)
-	redacted = mergeKinds(redacted, titleRedacted)
+	redacted = mergeKinds(mergeKinds(mergeKinds(redacted, titleRedacted), agentRedacted), sessionRedacted)
 	if title == "" {
 		title = deriveTitleFrom(content)
 	}
@@ -168,8 +176,8 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 		Status:     crdt.StatusActive,
 		Provenance: crdt.Provenance{
 			Device:    n.id.DeviceID,
-			Agent:     strings.TrimSpace(req.Agent),
-			Session:   strings.TrimSpace(req.Session),
+			Agent:     agent,
+			Session:   session,
 			CreatedAt: at,
 			UpdatedAt: at,
 		},

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -64,17 +64,16 @@ func (a *app) brief(cmd *cobra.Command, req node.ContextRequest) (node.Brief, er
 // hookOutput prints the brief as a SessionStart hook's additional context.
 // A hook that fails can block an agent's session, so an error is reported
 // on standard error and the hook still succeeds, with no context.
+// The Markdown is inert once decoded, as it is on a terminal.
 func (a *app) hookOutput(b node.Brief, err error) error {
 	var md strings.Builder
 	if err != nil {
-		fmt.Fprintf(a.stderr, "memmesh: no brief for this session: %v\n", err)
+		fmt.Fprintf(a.stderr, "memmesh: no brief for this session: %s\n", inert.Text(err.Error()))
 	} else {
 		printBrief(&md, b)
 	}
-	out := map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "SessionStart", "additionalContext": md.String()}}
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	out := map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "SessionStart", "additionalContext": inert.Text(md.String())}}
+	return writeJSON(a.stdout, out, "")
 }
 
 // printBrief renders a brief as Markdown. Memories are quoted data, not

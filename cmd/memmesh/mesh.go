@@ -30,7 +30,7 @@ func (f *meshFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.listen, "listen", "", `UDP address of the mesh (env MEMMESH_LISTEN, config listen; default ":7420")`)
 	fs.StringVar(&f.advertise, "advertise", "", "host:port the other machines dial (config advertise; default: from --listen, or this machine's private address)")
-	fs.StringVar(&f.name, "name", "", "this device's name in the mesh (env MEMMESH_NAME, config name; default: the hostname)")
+	fs.StringVar(&f.name, "name", "", "this device's name in the mesh: 1 to 64 printable characters, no secret (env MEMMESH_NAME, config name; default: the hostname)")
 	fs.StringArrayVar(&f.join, "join", nil, "host:port of a member to contact at start (repeatable)")
 	fs.BoolVar(&f.off, "no-mesh", false, "run without the mesh: memories stay on this machine")
 }

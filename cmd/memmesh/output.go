@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,24 +10,39 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/node"
 )
 
 // emit writes v in the chosen format: JSON as is, or through the human and
-// brief printers.
+// brief printers. What it writes is inert, whatever memories hold: the
+// printers' text shows control and bidi characters visibly (inert.Text),
+// and JSON escapes them, keeping every value exact (inert.JSON).
 func (a *app) emit(v any, human, brief func(w io.Writer)) error {
-	switch a.format {
-	case "json":
-		enc := json.NewEncoder(a.stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case "brief":
-		brief(a.stdout)
-	default:
-		human(a.stdout)
+	if a.format == "json" {
+		return writeJSON(a.stdout, v, "  ")
 	}
-	return nil
+	var b strings.Builder
+	if a.format == "brief" {
+		brief(&b)
+	} else {
+		human(&b)
+	}
+	_, err := io.WriteString(a.stdout, inert.Text(b.String()))
+	return err
+}
+
+// writeJSON writes v as inert JSON, indented by indent ("" for one line).
+func writeJSON(w io.Writer, v any, indent string) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(inert.JSON(b.Bytes()))
+	return err
 }
 
 // emitList writes a list as {key: [...]} in JSON, through human for

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/memmesh/memmesh/internal/inert"
+	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -51,7 +53,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "memmesh: %s\n", oneLine(err))
+	fmt.Fprintf(stderr, "memmesh: %s\n", inert.Text(oneLine(err)))
 	var uerr usageError
 	if errors.As(err, &uerr) || strings.HasPrefix(err.Error(), "unknown command") {
 		return exitUsage
@@ -73,7 +75,9 @@ bug fixes, pitfalls) and gives it back when it matters.
 
 A node runs on every machine ('memmesh serve'); every other command talks to it
 and starts it in the background when it is not running. Output is readable text
-on a terminal and JSON when piped; choose with --format (or --json).`,
+on a terminal and JSON when piped; choose with --format (or --json). Control
+and bidi characters that memories hold are shown visibly (ESC as ␛), never
+sent to the terminal; JSON escapes them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -139,11 +143,12 @@ func (a *app) client(ctx context.Context) (*web.Client, error) {
 	return connect(ctx, a.home)
 }
 
-// logger returns the daemon's logger at the configured level.
+// logger returns the daemon's logger at the configured level. Its records
+// lose their secrets (requests it refuses quote what they sent).
 func (a *app) logger() *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(a.cfg.LogLevel))
-	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(node.ScrubLogs(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
 }
 
 // args returns a cobra argument check whose failures are usage errors.

@@ -1,0 +1,91 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/memmesh/memmesh/transport"
+)
+
+// logBuffer collects the logs of a node, whose goroutines write at once.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+const logToken = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
+
+func TestScrubLogs(t *testing.T) {
+	var out logBuffer
+	log := slog.New(ScrubLogs(slog.NewTextHandler(&out, nil)))
+	log = slog.New(ScrubLogs(log.Handler())) // wrapping twice scrubs once
+	log = log.With("remote", "https://x-access-token:"+logToken+"@github.com").WithGroup("req")
+	log.Warn("pushing with "+logToken+" failed",
+		"err", errors.New("refused "+logToken),
+		"args", []string{"--token", logToken},
+		"count", 3,
+		slog.Group("inner", "value", "token="+logToken))
+	got := out.String()
+	if strings.Contains(got, logToken) {
+		t.Fatalf("the log carries the token:\n%s", got)
+	}
+	for _, want := range []string{"pushing with [REDACTED:github-token] failed", "req.count=3", `req.inner.value="token=[REDACTED:github-token]"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "[REDACTED:github-token]") != 5 {
+		t.Errorf("want 5 markers:\n%s", got)
+	}
+}
+
+// TestRefusedPeerDocumentLogsNoSecret sends a node documents whose id
+// holds a token: they are refused, and the log line that says so does not
+// carry the token.
+func TestRefusedPeerDocumentLogsNoSecret(t *testing.T) {
+	var out logBuffer
+	n, err := New(Config{Home: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&out, nil)),
+		Mesh: &MeshConfig{Listen: "127.0.0.1:0", Name: "canary"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	for _, e := range []transport.Entry{
+		{Kind: 'm', ID: logToken, Doc: []byte("x")},
+		{Kind: 'e', ID: "token=" + logToken, Doc: []byte("x")},
+	} {
+		if err := (replica{n.mesh}).Apply("PEER", []transport.Entry{e}); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%q: %v, want ErrInvalid", e.ID, err)
+		} else if strings.Contains(err.Error(), logToken) {
+			t.Fatalf("the error carries the token: %v", err)
+		}
+	}
+	got := out.String()
+	if !strings.Contains(got, "rejected a document from a peer") {
+		t.Fatalf("no rejection logged:\n%s", got)
+	}
+	if strings.Contains(got, logToken) {
+		t.Fatalf("the log carries the token:\n%s", got)
+	}
+}

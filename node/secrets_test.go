@@ -1,0 +1,326 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/memmesh/memmesh/crdt"
+)
+
+// canaryCase is a sample of the secret corpus made fit for every field: line
+// is one line holding the case's first secret, and secrets are the case's
+// secrets as they stand in the input and in line.
+type canaryCase struct {
+	secretCase
+	line    string
+	secrets []string
+}
+
+// canaryCases returns every sample of the secret corpus with the line
+// that the one-line fields (title, tags, names, endpoints) receive: the
+// input's line that holds the first secret, or the whole input on one
+// line when the secret spans lines.
+func canaryCases(tb testing.TB) []canaryCase {
+	tb.Helper()
+	var out []canaryCase
+	for _, c := range loadSecretCases(tb) {
+		cc := canaryCase{secretCase: c, secrets: c.secrets}
+		if strings.Contains(c.secrets[0], "\n") {
+			cc.line = strings.Join(strings.Fields(c.input), " ")
+			for _, s := range c.secrets {
+				cc.secrets = append(cc.secrets, strings.Join(strings.Fields(s), " "))
+			}
+		} else {
+			for _, l := range strings.Split(c.input, "\n") {
+				if strings.Contains(l, c.secrets[0]) {
+					cc.line = strings.TrimSpace(l)
+					break
+				}
+			}
+		}
+		out = append(out, cc)
+	}
+	return out
+}
+
+// leaked returns the first of secrets that occurs in s, or "".
+func leaked(s string, secrets []string) string {
+	for _, secret := range secrets {
+		if strings.Contains(s, secret) {
+			return secret
+		}
+	}
+	return ""
+}
+
+// stringsIn returns every string that v holds, however deep.
+func stringsIn(v any) []string {
+	var out []string
+	var walk func(reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			out = append(out, v.String())
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i))
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Key())
+				walk(it.Value())
+			}
+		}
+	}
+	walk(reflect.ValueOf(v))
+	return out
+}
+
+// canary checks the outcome of one call that was given secrets: either it
+// was refused with ErrInvalid (or ErrNotFound) in an error that names none
+// of them, or it succeeded and what it returned holds none of them. It
+// reports whether the call succeeded.
+func canary(t *testing.T, c canaryCase, what string, v any, err error) bool {
+	t.Helper()
+	if err != nil {
+		if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: %s: %v, want a refusal (ErrInvalid)", c.name, what, err)
+		}
+		if s := leaked(err.Error(), c.secrets); s != "" {
+			t.Errorf("%s: %s: the error carries the secret %q: %v", c.name, what, s, err)
+		}
+		return false
+	}
+	for _, got := range stringsIn(v) {
+		if s := leaked(got, c.secrets); s != "" {
+			t.Errorf("%s: %s: the result carries the secret %q in %q", c.name, what, s, got)
+		}
+	}
+	return true
+}
+
+// TestSecretCanary gives every sample of the secret corpus to every field
+// a person or agent fills through the real node (content, title, tags,
+// namespace, kind, agent, session, update, edge endpoints, notes, relation
+// and origin, namespace settings, compaction summary, references), checks
+// that nothing returned holds a secret, then closes the node and looks for
+// every secret's bytes in every file of the home: Pebble's WAL and tables,
+// the search index and the log.
+func TestSecretCanary(t *testing.T) {
+	cases := canaryCases(t)
+	if len(cases) < 40 {
+		t.Fatalf("%d secret forms, want at least 40", len(cases))
+	}
+	home := t.TempDir()
+	logFile, err := os.Create(filepath.Join(home, "memmesh.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	n, err := New(Config{Home: home, Logger: slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all := crdt.SyncAll
+	for _, c := range cases {
+		line := c.line
+		// The fields that keep text keep it without its secrets.
+		res, err := n.Remember(ctx, RememberRequest{Namespace: "canary", Content: c.input})
+		if !canary(t, c, "capture content", res, err) {
+			t.Fatalf("%s: the content was refused", c.name)
+		}
+		m, err := n.Get(ctx, res.ID)
+		canary(t, c, "stored memory", m, err)
+		short := utf8.RuneCountInString(line) <= MaxTitleRunes
+		r, err := n.Remember(ctx, RememberRequest{Namespace: "canary", Content: "provenance of " + c.name, Title: line, Agent: line, Session: line})
+		if !canary(t, c, "capture title, agent and session", r, err) && short {
+			t.Errorf("%s: a one-line title of %d characters was refused: %v", c.name, len(line), err)
+		}
+		updated := "Updated: " + c.input
+		u, err := n.Update(ctx, res.ID, UpdateRequest{Content: &updated})
+		if !canary(t, c, "update content", u, err) {
+			t.Errorf("%s: the update was refused", c.name)
+		}
+		if short {
+			u, err = n.Update(ctx, res.ID, UpdateRequest{Title: &line})
+			canary(t, c, "update title", u, err)
+		}
+		e, err := n.Link(ctx, LinkRequest{From: res.ID, Rel: "touches", To: "url:" + line, Notes: c.input})
+		if !canary(t, c, "link to a url with notes", e, err) {
+			t.Errorf("%s: the link was refused", c.name)
+		}
+		e, err = n.Link(ctx, LinkRequest{From: "file:" + line, Rel: "related_to", To: res.ID})
+		canary(t, c, "link from a file", e, err)
+		g, err := n.Traverse(ctx, TraverseRequest{Start: "url:" + line})
+		canary(t, c, "traverse from the url", g, err)
+		a := remember(t, n, RememberRequest{Namespace: "canary", Content: "first member of " + c.name})
+		b := remember(t, n, RememberRequest{Namespace: "canary", Content: "second member of " + c.name})
+		label := line
+		if len(label) > maxLabelLen {
+			label = "" // refused, as the capture above was
+		}
+		sum, err := n.CompactApply(ctx, CompactApplyRequest{Members: []string{a.ID, b.ID}, Summary: c.input, Agent: label, Session: label})
+		if !canary(t, c, "compaction summary", sum, err) {
+			t.Errorf("%s: the compaction was refused", c.name)
+		}
+		if short {
+			a = remember(t, n, RememberRequest{Namespace: "canary", Content: "third member of " + c.name})
+			b = remember(t, n, RememberRequest{Namespace: "canary", Content: "fourth member of " + c.name})
+			sum, err = n.CompactApply(ctx, CompactApplyRequest{Members: []string{a.ID, b.ID}, Title: line, Summary: "summary of " + c.name})
+			canary(t, c, "compaction title", sum, err)
+		}
+		// Names with a strict syntax are refused, without echoing the secret.
+		for what, call := range map[string]func() (any, error){
+			"tag": func() (any, error) {
+				return n.Remember(ctx, RememberRequest{Content: "tagged " + c.name, Tags: []string{line}})
+			},
+			"added tag": func() (any, error) { return n.Update(ctx, res.ID, UpdateRequest{AddTags: []string{line}}) },
+			"namespace": func() (any, error) { return n.Remember(ctx, RememberRequest{Namespace: line, Content: "in " + c.name}) },
+			"kind":      func() (any, error) { return n.Remember(ctx, RememberRequest{Kind: line, Content: "kind " + c.name}) },
+			"relation":  func() (any, error) { return n.Link(ctx, LinkRequest{From: res.ID, Rel: line, To: "file:rel.go"}) },
+			"origin": func() (any, error) {
+				return n.Link(ctx, LinkRequest{From: res.ID, Rel: "related_to", To: "file:origin.go", Origin: line})
+			},
+			"ns settings":  func() (any, error) { return n.SetNamespace(ctx, line, NamespaceChange{Sync: &all}) },
+			"reference":    func() (any, error) { return n.Get(ctx, line) },
+			"endpoint ref": func() (any, error) { return n.Link(ctx, LinkRequest{From: line, Rel: "related_to", To: res.ID}) },
+			"search tag":   func() (any, error) { return n.Search(ctx, SearchRequest{Query: "member", Tags: []string{line}}) },
+		} {
+			v, err := call()
+			if canary(t, c, what, v, err) {
+				t.Errorf("%s: the %s %q was accepted", c.name, what, line)
+			}
+		}
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logFile.Close()
+	checkHomeHoldsNoSecret(t, home, cases)
+}
+
+// secretNeedles returns what a file holding secret holds: the secret, in
+// lower case (the index's terms) and, for a long secret, its last 12 bytes
+// when they are random (letters and digits): a compressed block may keep
+// only the end of a secret whose start it had already seen literally.
+func secretNeedles(secret string) []string {
+	out := []string{secret, strings.ToLower(secret)}
+	if tail := secret[max(0, len(secret)-12):]; len(secret) >= 24 && lettersAndDigits(tail) {
+		out = append(out, tail)
+	}
+	return out
+}
+
+// checkHomeHoldsNoSecret reads every file under home and fails for each
+// secret found there (see secretNeedles).
+func checkHomeHoldsNoSecret(t *testing.T, home string, cases []canaryCase) {
+	t.Helper()
+	files := 0
+	err := filepath.WalkDir(home, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, c := range cases {
+			for _, s := range c.secrets {
+				for _, needle := range secretNeedles(s) {
+					if bytes.Contains(data, []byte(needle)) {
+						t.Errorf("%s: %s holds %q of the secret %q", c.name, strings.TrimPrefix(path, home), needle, s)
+						break
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("looked for %d secrets in %d files", len(cases), files)
+}
+
+// TestDeviceNameHoldsNoSecret starts a node with the mesh under device
+// names that hold each secret form (--name, MEMMESH_NAME, name in
+// config.toml): every one is refused before anything listens, in an error
+// that does not echo it. A name a peer sends is replaced instead.
+func TestDeviceNameHoldsNoSecret(t *testing.T) {
+	for _, c := range canaryCases(t) {
+		n, err := New(Config{Home: t.TempDir(), Mesh: &MeshConfig{Listen: "127.0.0.1:0", Name: c.line}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = n.Start(context.Background())
+		n.Close()
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: device name %q: %v, want ErrInvalid", c.name, c.line, err)
+		} else if s := leaked(err.Error(), c.secrets); s != "" {
+			t.Errorf("%s: the error carries the secret %q: %v", c.name, s, err)
+		}
+		if got := peerDeviceName(c.line, "ABCDEFGH"); got != "ABCDEFGH" {
+			t.Errorf("%s: a peer's device name %q was kept as %q", c.name, c.line, got)
+		}
+	}
+	for name, want := range map[string]string{"laptop": "laptop", " Anna's desktop ": "Anna's desktop", "": "ABCDEFGH",
+		"evil\x1b]0;x\x07": "ABCDEFGH", "rtl\u202egpj.exe": "ABCDEFGH", strings.Repeat("x", 65): "ABCDEFGH"} {
+		if got := peerDeviceName(name, "ABCDEFGH"); got != want {
+			t.Errorf("peerDeviceName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestEndpointSecretsScrubbedBeforeEdgeID links to an artefact whose URL
+// holds a token on two machines: each stores the endpoint without the
+// token, both edges have the same id (so they merge into one), and the
+// endpoint as given still finds the edge.
+func TestEndpointSecretsScrubbedBeforeEdgeID(t *testing.T) {
+	ctx := context.Background()
+	raw := "url:https://git.example.com/acme/api?token=" + logToken
+	want := "url:https://git.example.com/acme/api?token=[REDACTED:github-token]"
+	var ids []string
+	for range 2 {
+		n := testNode(t, "")
+		e, err := n.Link(ctx, LinkRequest{From: "file:internal/api/client.go", Rel: "touches", To: raw, Notes: "mirror " + logToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.To != want || strings.Contains(e.Notes, logToken) {
+			t.Fatalf("stored edge %+v, want the endpoint %q and notes without the token", e.Edge, want)
+		}
+		if e.ID != crdt.EdgeID("file:internal/api/client.go", "touches", want) {
+			t.Fatalf("edge id %s is not the hash of the scrubbed endpoints", e.ID)
+		}
+		found, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{raw}})
+		if err != nil || len(found) != 1 || found[0].ID != e.ID {
+			t.Fatalf("edges at the endpoint as given: %v, %v", found, err)
+		}
+		ids = append(ids, e.ID)
+	}
+	if ids[0] != ids[1] {
+		t.Fatalf("the same edge has ids %s and %s on two machines", ids[0], ids[1])
+	}
+}
