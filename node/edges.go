@@ -139,6 +139,15 @@ func checkRel(rel string) (string, error) {
 
 // checkOrigin checks how an edge was made, a name of the same syntax as a
 // relation; "" is manual.
+// checkNotes bounds an edge's notes and scrubs secrets from them.
+func checkNotes(notes string) (string, error) {
+	if len(notes) > maxNotesLen {
+		return "", invalidf("notes of %d bytes: at most %d are allowed", len(notes), maxNotesLen)
+	}
+	notes, _ = Scrub(strings.TrimSpace(notes))
+	return notes, nil
+}
+
 func checkOrigin(origin string) (string, error) {
 	origin = strings.TrimSpace(origin)
 	if origin == "" {
@@ -204,10 +213,10 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 	if !req.ValidFrom.IsZero() && !req.ValidTo.IsZero() && !req.ValidTo.After(req.ValidFrom) {
 		return Edge{}, invalidf("valid_to must be after valid_from")
 	}
-	if len(req.Notes) > maxNotesLen {
-		return Edge{}, invalidf("notes of %d bytes: at most %d are allowed", len(req.Notes), maxNotesLen)
+	notes, err := checkNotes(req.Notes)
+	if err != nil {
+		return Edge{}, err
 	}
-	notes, _ := Scrub(strings.TrimSpace(req.Notes))
 	origin, err := checkOrigin(req.Origin)
 	if err != nil {
 		return Edge{}, err

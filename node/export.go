@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -98,16 +99,24 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 		return h, fmt.Errorf("export: %w", err)
 	}
 	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(h); err != nil {
-		return h, err
-	}
+	// Each line is exact JSON, with what could act on a terminal (C1
+	// controls, bidi overrides) escaped too: an export may be printed.
 	line := func(v any) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return enc.Encode(v)
+		buf.Reset()
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := bw.Write(inert.JSON(buf.Bytes()))
+		return err
+	}
+	if err := line(h); err != nil {
+		return h, err
 	}
 	err = n.store.All(storage.KindMesh, func(rec storage.Record) error {
 		var r crdt.MeshRecord
@@ -237,7 +246,9 @@ func scanImport(r io.Reader, fn func(line int, it importItem) error) error {
 		}
 		it, err := parseImportLine(text, line)
 		if err != nil {
-			return fmt.Errorf("%w: line %d: %v", ErrInvalid, line, err)
+			// The message may quote the line: it must not carry a secret.
+			msg, _ := Scrub(err.Error())
+			return fmt.Errorf("%w: line %d: %s", ErrInvalid, line, msg)
 		}
 		if err := fn(line, it); err != nil {
 			return err
@@ -599,10 +610,12 @@ func parseEdgeLine(text []byte) (importItem, error) {
 	if e.UpdatedAt.IsZero() {
 		e.UpdatedAt = e.CreatedAt
 	}
-	if e.Origin = strings.TrimSpace(e.Origin); e.Origin == "" {
-		e.Origin = "manual"
+	if e.Origin, err = checkOrigin(e.Origin); err != nil {
+		return importItem{}, err
 	}
-	e.Notes, _ = Scrub(strings.TrimSpace(e.Notes))
+	if e.Notes, err = checkNotes(e.Notes); err != nil {
+		return importItem{}, err
+	}
 	e.Heads = nil
 	return importItem{edge: &e}, nil
 }
@@ -641,6 +654,15 @@ func parseMemoryLine(text []byte) (crdt.Memory, error) {
 		return m, err
 	}
 	m.Title, _ = Scrub(m.Title)
+	p := &m.Provenance
+	for _, l := range []struct {
+		what  string
+		value *string
+	}{{"device", &p.Device}, {"agent", &p.Agent}, {"session", &p.Session}} {
+		if *l.value, _, err = checkLabel(l.what, *l.value); err != nil {
+			return m, err
+		}
+	}
 	if m.Provenance.CreatedAt.IsZero() {
 		return m, fmt.Errorf("provenance.created_at is missing")
 	}
@@ -666,6 +688,9 @@ func parseMemoryLine(text []byte) (crdt.Memory, error) {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}
 		r.Text, _ = Scrub(text)
+		if r.Device, _, err = checkLabel("device", r.Device); err != nil {
+			return m, fmt.Errorf("revision %s: %w", r.ID, err)
+		}
 	}
 	m.Touches = nil
 	for _, r := range m.Revisions {

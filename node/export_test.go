@@ -336,3 +336,27 @@ func TestCheckImportFindsTheFirstBadLine(t *testing.T) {
 		t.Fatalf("CheckImport of a newer format: %v", err)
 	}
 }
+
+// TestImportKeepsSecretsOut: an import file is input like any other: the
+// secrets in its text, labels and edge notes are scrubbed, and an error
+// about a line does not quote them.
+func TestImportKeepsSecretsOut(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	const token = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+	id, other := crdt.NewID(), crdt.NewID()
+	file := fmt.Sprintf(`{"type":"memory","id":"m-%s","namespace":"x","title":"t %[3]s","kind":"note","tier":"human","confidence":1,"status":"active","provenance":{"device":"D %[3]s","agent":"a %[3]s","session":"s %[3]s","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"},"revisions":[{"id":"%[4]s","text":"text %[3]s","device":"D %[3]s","at":"2026-01-01T00:00:00Z"}]}
+{"type":"memory","id":"m-%[2]s","namespace":"x","content":"other","kind":"note","tier":"human","confidence":1,"status":"active","provenance":{"device":"D","created_at":"2026-01-01T00:00:00Z"}}
+{"type":"edge","from":"m-%[1]s","rel":"related_to","to":"url:https://h/x?token=%[3]s","notes":"n %[3]s","strength":1,"created_at":"2026-01-01T00:00:00Z"}
+`, id, other, token, crdt.NewID())
+	if _, err := n.Import(ctx, strings.NewReader(file)); err != nil {
+		t.Fatal(err)
+	}
+	if out := exportOf(t, n); bytes.Contains(out, []byte(token)) {
+		t.Fatalf("the token reached the store:\n%s", out)
+	}
+	_, err := n.Import(ctx, strings.NewReader(`{"type":"edge","from":"m-x","rel":"Bad `+token+`","to":"file:a","created_at":"2026-01-01T00:00:00Z"}`+"\n"))
+	if err == nil || strings.Contains(err.Error(), token) {
+		t.Fatalf("a bad line's error: %v; want one that does not quote the token", err)
+	}
+}

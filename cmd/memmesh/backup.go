@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/node"
 )
@@ -60,7 +61,7 @@ origin and validity. 'memmesh import' restores it, in this home or a new one.`,
 				return err
 			}
 			fmt.Fprintf(a.stderr, "Exported %d memories, %d edges, %d namespace settings and %d purged ids to %s\n",
-				h.Memories, h.Edges, h.Namespaces, h.Purged, out)
+				h.Memories, h.Edges, h.Namespaces, h.Purged, inert.Text(out))
 			return nil
 		},
 	}
@@ -154,7 +155,7 @@ func (a *app) importExport(ctx context.Context, name string, r io.Reader, file *
 			}
 		}
 	}()
-	stopProgress := a.progress(name, lines, total)
+	stopProgress := a.progress(inert.Text(name), lines, total)
 	res, err := c.Import(abort, lines)
 	stopProgress()
 	sent := lines.count.Load()
@@ -162,17 +163,17 @@ func (a *app) importExport(ctx context.Context, name string, r io.Reader, file *
 	case err != nil:
 		return fmt.Errorf("the import of %s stopped after line %d%s: %w; run the same command again to finish (what was imported is skipped)", name, sent, ofTotal(total), err)
 	case lines.stop.Load():
-		a.printImport(res)
+		printImport(a.stdout, res)
 		return fmt.Errorf("interrupted after line %d%s, with what came before it imported; run the same command again to finish", sent, ofTotal(total))
 	}
-	return a.emit(res, func(w io.Writer) { a.printImport(res) }, func(w io.Writer) { fmt.Fprintln(w, res.Imported) })
+	return a.emit(res, func(w io.Writer) { printImport(w, res) }, func(w io.Writer) { fmt.Fprintln(w, res.Imported) })
 }
 
-func (a *app) printImport(res node.ImportResult) {
-	fmt.Fprintf(a.stdout, "Imported %d memories (%d already here), %d edges (%d already here or at a memory that is not), %d namespace settings (%d kept as they were) and %d purges.\n",
+func printImport(w io.Writer, res node.ImportResult) {
+	fmt.Fprintf(w, "Imported %d memories (%d already here), %d edges (%d already here or at a memory that is not), %d namespace settings (%d kept as they were) and %d purges.\n",
 		res.Imported, res.Skipped, res.Edges, res.EdgesSkipped, res.Namespaces, res.NamespacesKept, res.Purged)
 	if res.Erased > 0 {
-		fmt.Fprintf(a.stdout, "Left out %d memories that were purged here: a purge is for good.\n", res.Erased)
+		fmt.Fprintf(w, "Left out %d memories that were purged here: a purge is for good.\n", res.Erased)
 	}
 }
 

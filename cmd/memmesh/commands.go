@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -548,7 +549,7 @@ func (a *app) confirmPurge(ctx context.Context, c *web.Client, refs []string) er
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stderr, "  %s  %s\n", m.ShortID, snippet(m.Title, 70))
+		fmt.Fprintf(a.stderr, "  %s  %s\n", m.ShortID, inert.Text(snippet(m.Title, 70)))
 	}
 	fmt.Fprintf(a.stderr, "Erase these memories on every machine, for good? [y/N] ")
 	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
