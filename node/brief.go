@@ -84,9 +84,11 @@ func (n *Node) lastAsked(ns string, now time.Time) time.Time {
 	return t
 }
 
-// markAsked records that this machine was given ns's brief at now.
+// markAsked records that this machine was given ns's brief at now, to the
+// millisecond: memories keep their times to the millisecond, and one
+// written in the same millisecond after the ask must still count as new.
 func (n *Node) markAsked(ns string, now time.Time) {
-	if err := n.store.PutLocal("brief/asked/"+ns, []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+	if err := n.store.PutLocal("brief/asked/"+ns, []byte(now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano))); err != nil {
 		n.log.Warn("cannot record when the brief was read", "namespace", ns, "err", err)
 	}
 }
@@ -196,7 +198,7 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 			alerts = append(alerts, StaleMemory{Memory: *m, Reasons: reasonTexts(reasons)})
 		case len(m.Conflict) > 0 || contradicted[m.Memory.ID]:
 			// listed with the conflicts
-		case m.Provenance.Device != n.id.DeviceID && m.Provenance.UpdatedAt.After(since):
+		case m.Provenance.Device != n.id.DeviceID && !m.Provenance.UpdatedAt.Before(since):
 			fromPeers = append(fromPeers, m)
 		case m.Kind == "decision" && now.Sub(m.Provenance.UpdatedAt) <= recentDecisions:
 			decisions = append(decisions, m)

@@ -360,3 +360,35 @@ func TestImportKeepsSecretsOut(t *testing.T) {
 		t.Fatalf("a bad line's error: %v; want one that does not quote the token", err)
 	}
 }
+
+// TestBriefFromPeersInTheSameMillisecond: a memory from another machine
+// that arrives in the millisecond the brief was last read is new to the
+// next brief (memories keep their times to the millisecond).
+func TestBriefFromPeersInTheSameMillisecond(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 5, 1, 12, 0, 0, 123_456_789, time.UTC)
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Context(ctx, ContextRequest{Namespace: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	stamp := at.Truncate(time.Millisecond).Format(time.RFC3339Nano)
+	line := fmt.Sprintf(`{"type":"memory","id":"m-%s","namespace":"web","content":"Images go through imgproxy","kind":"note","tier":"agent","confidence":0.7,"status":"active","provenance":{"device":"OTHERDEVICE","created_at":%q,"updated_at":%q}}`+"\n",
+		crdt.NewID(), stamp, stamp)
+	if _, err := n.Import(ctx, strings.NewReader(line)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := n.Context(ctx, ContextRequest{Namespace: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.FromPeers) != 1 {
+		t.Fatalf("from_peers = %+v, want the memory that arrived in the same millisecond", b.FromPeers)
+	}
+}
