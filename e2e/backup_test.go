@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/homescan"
 )
 
 // exportBody is an export without its header line, which names the
@@ -205,14 +206,14 @@ func TestPurgeOnThreeDaemons(t *testing.T) {
 			ok(t, m.home, "join", inv.Token)
 		}
 	}
-	const canary = "qzcanary7e2e"
+	const word = "qzcanary7e2e"
 	var m captureOut
-	okJSON(t, homes[0], &m, "capture", "--ns", "ops", "--title", "Token for "+canary, "--tag", canary,
-		"The "+canary+" rotates in ops/"+canary+".yaml")
-	ok(t, homes[0], "update", m.ID, "--content", "Now the "+canary+" rotates weekly")
+	okJSON(t, homes[0], &m, "capture", "--ns", "ops", "--title", "Token for "+word, "--tag", word,
+		"The "+word+" rotates in ops/"+word+".yaml")
+	ok(t, homes[0], "update", m.ID, "--content", "Now the "+word+" rotates weekly")
 	var other captureOut
 	okJSON(t, homes[0], &other, "capture", "--ns", "ops", "Ops runbooks live in the wiki")
-	ok(t, homes[0], "link", other.ID, "related_to", m.ID, "--note", "about "+canary)
+	ok(t, homes[0], "link", other.ID, "related_to", m.ID, "--note", "about "+word)
 	for _, h := range homes[1:] {
 		eventually(t, 60*time.Second, "the memory on every daemon", func() bool { return mm(t, h, "", "show", m.ID).code == 0 })
 	}
@@ -229,16 +230,10 @@ func TestPurgeOnThreeDaemons(t *testing.T) {
 	}
 	for _, h := range homes {
 		stopHome(t, h)
-		var holding []string
-		filepath.WalkDir(h, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
-			if data, err := os.ReadFile(path); err == nil && bytes.Contains(data, []byte(canary)) {
-				holding = append(holding, path)
-			}
-			return nil
-		})
+		holding, err := homescan.Holding(h, []byte(word))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(holding) > 0 {
 			t.Errorf("after the purge these files still hold the canary: %v", holding)
 		}

@@ -3,13 +3,14 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/homescan"
 )
 
 // e2eSecrets are realistic lines holding a secret, with the secret.
@@ -102,22 +103,12 @@ func TestDeviceNameWithSecret(t *testing.T) {
 // file under home.
 func checkFilesHoldNoSecret(t *testing.T, home string) {
 	t.Helper()
-	files := 0
-	err := filepath.WalkDir(home, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
+	files, err := homescan.Files(home, func(path string, data []byte) {
 		for _, s := range e2eSecrets {
 			if bytes.Contains(data, []byte(s.secret)) || bytes.Contains(data, []byte(strings.ToLower(s.secret))) {
 				t.Errorf("%s holds %q", strings.TrimPrefix(path, home), s.secret)
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

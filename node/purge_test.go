@@ -4,38 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/memmesh/memmesh/internal/faultnet"
+	"github.com/memmesh/memmesh/internal/homescan"
 )
 
 // homeFilesHolding returns the files under home whose bytes contain
 // canary. (The search index keeps words in a compressed automaton, which
 // a byte search does not find; the search package's tests check that its
 // expunge drops them.)
-func homeFilesHolding(tb testing.TB, home, canary string) []string {
+func homeFilesHolding(tb testing.TB, home, text string) []string {
 	tb.Helper()
-	var found []string
-	err := filepath.WalkDir(home, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Type()&fs.ModeSocket != 0 {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // deleted while we walked
-		}
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(data, []byte(canary)) {
-			found = append(found, path)
-		}
-		return nil
-	})
+	found, err := homescan.Holding(home, []byte(text))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/homescan"
 )
 
 // canaryCase is a sample of the secret corpus made fit for every field: line
@@ -236,16 +236,7 @@ func secretNeedles(secret string) []string {
 // secret found there (see secretNeedles).
 func checkHomeHoldsNoSecret(t *testing.T, home string, cases []canaryCase) {
 	t.Helper()
-	files := 0
-	err := filepath.WalkDir(home, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
+	files, err := homescan.Files(home, func(path string, data []byte) {
 		for _, c := range cases {
 			for _, s := range c.secrets {
 				for _, needle := range secretNeedles(s) {
@@ -256,7 +247,6 @@ func checkHomeHoldsNoSecret(t *testing.T, home string, cases []canaryCase) {
 				}
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

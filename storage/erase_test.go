@@ -1,39 +1,21 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/memmesh/memmesh/internal/homescan"
 )
 
 // filesHolding returns the files under dir whose bytes contain canary.
-func filesHolding(tb testing.TB, dir, canary string) []string {
+func filesHolding(tb testing.TB, dir, canaryText string) []string {
 	tb.Helper()
-	var found []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // deleted while we walked
-		}
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(data, []byte(canary)) {
-			found = append(found, path)
-		}
-		return nil
-	})
+	found, err := homescan.Holding(dir, []byte(canaryText))
 	if err != nil {
 		tb.Fatal(err)
 	}
