@@ -365,6 +365,7 @@ func TestToolErrors(t *testing.T) {
 		{"bad since", "recall", map[string]any{"query": "x", "since": "yesterday"}, "since is \"yesterday\""},
 		{"bad status", "recall", map[string]any{"query": "x", "statuses": []any{"gone"}}, `statuses[0] is "gone"`},
 		{"bad kind", "recall", map[string]any{"query": "x", "kind": "Bad Kind"}, "kind"},
+		{"oversized query", "recall", map[string]any{"query": strings.Repeat("q", 61440)}, "query is 61440 bytes: at most 4096"},
 		{"missing id", "get", map[string]any{}, "missing argument id"},
 		{"unknown id", "get", map[string]any{"id": "m-zzzzzzzz"}, "no memory has id m-zzzzzzzz. Use recall to find the memory's id."},
 		{"not an id", "get", map[string]any{"id": "hello world"}, "is not a memory id"},

@@ -642,7 +642,26 @@ func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, err
 	return n.graphSearch(ctx, q)
 }
 
+// CheckQuery checks search text against the bounds of a query (its bytes,
+// words, word length and phrases) without searching, so that every
+// boundary can refuse oversized text before any work.
+func CheckQuery(text string) error {
+	return invalidQuery(search.CheckText(text))
+}
+
+// invalidQuery turns the search index's refusal of a query into
+// ErrInvalid with the index's reason.
+func invalidQuery(err error) error {
+	if !errors.Is(err, search.ErrInvalidQuery) {
+		return err
+	}
+	return invalidf("%s", strings.TrimPrefix(err.Error(), search.ErrInvalidQuery.Error()+": "))
+}
+
 func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
+	if err := CheckQuery(req.Query); err != nil {
+		return search.Query{}, err
+	}
 	q := search.Query{
 		Text:     strings.TrimSpace(req.Query),
 		Statuses: req.Statuses,
@@ -703,7 +722,7 @@ func (n *Node) indexSearch(ctx context.Context, q search.Query) (search.Result, 
 	}
 	res, err := n.index.Search(ctx, q)
 	if errors.Is(err, search.ErrInvalidQuery) {
-		return search.Result{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return search.Result{}, invalidQuery(err)
 	}
 	if err != nil {
 		return search.Result{}, fmt.Errorf("search: %w", err)
