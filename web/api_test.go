@@ -29,6 +29,12 @@ func testAPI(t *testing.T) (*Client, *node.Node, string) {
 // serveNode is testAPI for a node configured by cfg.
 func serveNode(t *testing.T, cfg node.Config) (*Client, *node.Node, string) {
 	t.Helper()
+	return serveWith(t, cfg, DefaultTimeouts)
+}
+
+// serveWith is serveNode with a server bounded by timeouts.
+func serveWith(t *testing.T, cfg node.Config, timeouts Timeouts) (*Client, *node.Node, string) {
+	t.Helper()
 	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +52,7 @@ func serveNode(t *testing.T, cfg node.Config) (*Client, *node.Node, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: NewAPI(n, slog.New(slog.NewTextHandler(io.Discard, nil)), func() {})}
+	srv := NewAPI(n, slog.New(slog.NewTextHandler(io.Discard, nil)), func() {}).Server(timeouts)
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		srv.Close()
@@ -80,7 +86,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"malformed JSON", "POST", "/v1/memories", `{"content": `, 400, "invalid"},
 		{"wrong type", "POST", "/v1/memories", `{"content": 42}`, 400, "invalid"},
 		{"unknown field", "POST", "/v1/memories", `{"content": "x", "colour": "red"}`, 400, "invalid"},
-		{"oversized body", "POST", "/v1/memories", `{"content": "` + strings.Repeat("a", maxRequestBody) + `"}`, 400, "invalid"},
+		{"oversized body", "POST", "/v1/memories", `{"content": "` + strings.Repeat("a", maxRequestBody) + `"}`, 413, "invalid"},
 		{"empty content", "POST", "/v1/memories", `{"content": ""}`, 400, "invalid"},
 		{"bad limit", "GET", "/v1/memories?limit=ten", "", 400, "invalid"},
 		{"bad since", "GET", "/v1/memories?since=yesterday", "", 400, "invalid"},

@@ -40,6 +40,13 @@
 //	POST   /v1/ns/set                 namespace settings: sync, stale_after (node.NamespaceChange)
 //	POST   /v1/shutdown               stop the daemon cleanly
 //
+// Request bodies are capped at 8 MiB, announced or read (413), except an
+// import's, which streams. The server drops a client that does not send
+// its headers within 10 s, a capped body within 30 s, or the next part of
+// an import's body within 30 s of the last (408 when it can still answer),
+// and closes connections idle for 2 minutes; a call is never cut while it
+// runs (see Timeouts).
+//
 // Errors are {"error": message, "code": code} with code one of invalid,
 // not_found, ambiguous, unavailable, no_mesh (a mesh call on a node that runs
 // without the mesh; status 409) and internal; Client turns them back into

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -146,10 +145,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return fmt.Errorf("protect socket: %w", err)
 	}
 
-	srv := &http.Server{
-		Handler:           web.NewAPI(n, log.With("component", "api"), stop),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := web.NewAPI(n, log.With("component", "api"), stop).Server(web.DefaultTimeouts)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
