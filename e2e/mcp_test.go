@@ -207,7 +207,7 @@ func TestMCPStdioSDKClient(t *testing.T) {
 func TestMCPStreamableHTTPSDKClient(t *testing.T) {
 	home := newHome(t)
 	url, _ := startServeHTTP(t, home)
-	nodeTest(t, home, "http.test.mjs", map[string]string{"MEMMESH_HTTP_URL": url})
+	nodeTest(t, home, "http.test.mjs", map[string]string{"MEMMESH_HTTP_URL": url, "MEMMESH_HTTP_TOKEN": httpToken(t, home)})
 }
 
 // TestMCPServerMemoryProfile runs one knowledge-graph workload against the
@@ -253,6 +253,7 @@ func TestMCPHTTPDNSRebinding(t *testing.T) {
 			}
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+httpToken(t, home))
 			if c.host != "" {
 				req.Host = c.host
 			}
@@ -447,13 +448,16 @@ var conformanceExpectedFailures = map[string]string{
 }
 
 // TestMCPConformance runs the MCP conformance suite's server scenarios
-// (active suite) against `memmesh serve --http`; it takes about a second.
+// (active suite) against `memmesh serve --http`, through a proxy that adds
+// the bearer token (the suite sends no headers of its own); it takes about
+// a second.
 // Passing: server-initialize, ping, tools-list, resources-list,
 // prompts-list, server-sse-multiple-streams, dns-rebinding-protection.
 func TestMCPConformance(t *testing.T) {
 	dir := mcpClient(t)
 	home := newHome(t)
-	url, _ := startServeHTTP(t, home)
+	_, addr := startServeHTTP(t, home)
+	url := tokenProxy(t, addr, httpToken(t, home))
 	work := t.TempDir()
 	var baseline strings.Builder
 	baseline.WriteString("server:\n")

@@ -369,7 +369,10 @@ func TestListenLoopback(t *testing.T) {
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"http-test","version":"1"}}}`
 
 func TestHTTPLocalOnly(t *testing.T) {
-	h := NewHTTPServer(testServer(t, testNode(t)), testLogger(t))
+	h, err := NewHTTPServer(testServer(t, testNode(t)), testToken, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		ts.Close()
@@ -401,6 +404,7 @@ func TestHTTPLocalOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Host = tc.host
+			req.Header.Set("Authorization", "Bearer "+testToken)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			if tc.origin != "" {
@@ -421,7 +425,10 @@ func TestHTTPLocalOnly(t *testing.T) {
 
 func TestHTTPRoundTrip(t *testing.T) {
 	n := testNode(t)
-	h := NewHTTPServer(testServer(t, n), testLogger(t))
+	h, err := NewHTTPServer(testServer(t, n), testToken, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := ListenLoopback("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -431,21 +438,8 @@ func TestHTTPRoundTrip(t *testing.T) {
 
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
-			tr, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + HTTPPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := client.NewClient(tr, era.opts...)
+			c := httpClient(t, "http://"+ln.Addr().String(), testToken, era.opts...)
 			ctx := context.Background()
-			if err := c.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			var init mcpgo.InitializeRequest
-			init.Params.ClientInfo = testClient
-			if _, err := c.Initialize(ctx, init); err != nil {
-				t.Fatal(err)
-			}
 			if got := mcpgo.IsModernProtocol(c.ProtocolVersion()); got != era.modern {
 				t.Fatalf("protocol %s: modern = %v, want %v", c.ProtocolVersion(), got, era.modern)
 			}

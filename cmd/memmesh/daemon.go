@@ -101,17 +101,12 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	}
 	defer lock.release()
 
-	var mcpLn net.Listener
-	if h.addr != "" {
-		mcpLn, err = mcp.ListenLoopback(h.addr)
-		switch {
-		case err != nil && h.required:
-			return err
-		case err != nil:
-			log.Warn("MCP over HTTP is off", "err", err)
-		default:
-			defer mcpLn.Close()
-		}
+	mcpLn, token, err := listenMCP(home, h, log)
+	if err != nil {
+		return err
+	}
+	if mcpLn != nil {
+		defer mcpLn.Close()
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -129,6 +124,10 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return err
 	}
 	defer n.Close() // Close is idempotent: this covers the early returns
+	mcpHTTP, mcpURL, err := startMCPHTTP(n, cfg, mcpLn, token, log.With("component", "mcp"))
+	if err != nil {
+		return err
+	}
 
 	sock := filepath.Join(home, socketFile)
 	if len(sock) > 100 {
@@ -149,18 +148,6 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	var mcpHTTP *mcp.HTTPServer
-	mcpURL := "off"
-	if mcpLn != nil {
-		mcpLog := log.With("component", "mcp")
-		mcpHTTP = mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: mcpLog, Version: node.Version()}), mcpLog)
-		mcpURL = "http://" + mcpLn.Addr().String() + mcp.HTTPPath
-		go func() {
-			if err := mcpHTTP.Serve(mcpLn); err != nil {
-				mcpLog.Error("MCP over HTTP stopped", "err", err)
-			}
-		}()
-	}
 	meshAddr := "off"
 	if st, err := n.MeshStatus(ctx); err == nil && st.Enabled {
 		meshAddr = st.Listen
@@ -188,6 +175,46 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// listenMCP listens for MCP over HTTP as h says, with the home's bearer
+// token (made at the first start). When it cannot, and nobody asked for
+// HTTP (the default port is taken, the token file is unsafe), it logs why
+// and returns no listener: the daemon runs without HTTP.
+func listenMCP(home string, h httpConfig, log *slog.Logger) (net.Listener, string, error) {
+	if h.addr == "" {
+		return nil, "", nil
+	}
+	token, err := mcp.LoadToken(filepath.Join(home, mcp.TokenFile))
+	if err == nil {
+		var ln net.Listener
+		if ln, err = mcp.ListenLoopback(h.addr); err == nil {
+			return ln, token, nil
+		}
+	}
+	if h.required {
+		return nil, "", err
+	}
+	log.Warn("MCP over HTTP is off", "err", err)
+	return nil, "", nil
+}
+
+// startMCPHTTP serves n's MCP server over HTTP on ln, when there is one,
+// and returns the server and its URL ("off" without ln).
+func startMCPHTTP(n *node.Node, cfg Config, ln net.Listener, token string, log *slog.Logger) (*mcp.HTTPServer, string, error) {
+	if ln == nil {
+		return nil, "off", nil
+	}
+	h, err := mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: log, Version: node.Version()}), token, log)
+	if err != nil {
+		return nil, "", err
+	}
+	go func() {
+		if err := h.Serve(ln); err != nil {
+			log.Error("MCP over HTTP stopped", "err", err)
+		}
+	}()
+	return h, "http://" + ln.Addr().String() + mcp.HTTPPath, nil
 }
 
 // openNode creates and starts the node. When the mesh cannot listen on an
