@@ -59,13 +59,13 @@ func serveWith(t *testing.T, cfg node.Config, timeouts Timeouts) (*Client, *node
 		n.Close()
 		os.RemoveAll(dir)
 	})
-	return NewClient(sock), n, sock
+	return NewClient(sock, ClientOptions{}), n, sock
 }
 
 // raw sends a request with a raw body over the socket.
 func raw(t *testing.T, sock, method, path, body string) (int, string) {
 	t.Helper()
-	c := NewClient(sock)
+	c := NewClient(sock, ClientOptions{})
 	req, _ := http.NewRequest(method, "http://memmesh"+path, strings.NewReader(body))
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -120,7 +120,7 @@ func TestClientErrorsMatchNodeErrors(t *testing.T) {
 	if _, err := c.Remember(ctx, node.RememberRequest{Content: "x", Namespace: "no spaces"}); !errors.Is(err, node.ErrInvalid) {
 		t.Errorf("Remember bad namespace: %v, want ErrInvalid", err)
 	}
-	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).Health(ctx); !errors.Is(err, ErrNoDaemon) {
+	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock"), ClientOptions{}).Health(ctx); !errors.Is(err, ErrNoDaemon) {
 		t.Errorf("no daemon: %v, want ErrNoDaemon", err)
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,23 +22,34 @@ import (
 // ErrNoDaemon reports that no daemon is listening on the socket.
 var ErrNoDaemon = errors.New("web: no memmesh daemon is running")
 
-// Client talks to a daemon's API over its unix socket.
+// Client talks to a daemon's API over its unix socket. No call hangs: each
+// fails with an error matching ErrTimeout when the daemon shows no sign of
+// life for the client's timeout (see ClientOptions).
 type Client struct {
-	http *http.Client
+	http     *http.Client
+	socket   string
+	timeout  time.Duration
+	describe func() string
 }
 
 var _ Service = (*Client)(nil)
 
-// NewClient returns a client for the daemon listening on socket.
-func NewClient(socket string) *Client {
-	return &Client{http: &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConns:    4,
-		IdleConnTimeout: 30 * time.Second,
-	}}}
+// NewClient returns a client for the daemon listening on socket, which is
+// in the daemon's home.
+func NewClient(socket string, opts ClientOptions) *Client {
+	return &Client{
+		http: &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", socket)
+			},
+			MaxIdleConns:    4,
+			IdleConnTimeout: 30 * time.Second,
+		}},
+		socket:   socket,
+		timeout:  cmp.Or(opts.Timeout, DefaultTimeout),
+		describe: opts.Describe,
+	}
 }
 
 // Error is an error answered by the daemon. It matches node's sentinel
@@ -62,7 +74,25 @@ func (e *Error) Is(target error) bool {
 
 // do sends a request and decodes a JSON answer into out (when out != nil).
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://memmesh"+path, body)
+	w := c.watch(ctx, longCalls[path])
+	return w.stop(c.roundTrip(w, method, path, body, func(r io.Reader) error {
+		if out == nil {
+			return nil
+		}
+		if err := json.NewDecoder(r).Decode(out); err != nil {
+			return fmt.Errorf("read daemon answer: %w", err)
+		}
+		return nil
+	}))
+}
+
+// roundTrip sends a request under w and hands a successful answer's body
+// to read; every byte sent or received is a sign of life.
+func (c *Client) roundTrip(w *watchdog, method, path string, body io.Reader, read func(io.Reader) error) error {
+	if body != nil {
+		body = watched{body, w}
+	}
+	req, err := http.NewRequestWithContext(w.ctx, method, "http://memmesh"+path, body)
 	if err != nil {
 		return err
 	}
@@ -77,16 +107,11 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ou
 		return fmt.Errorf("talk to daemon: %w", err)
 	}
 	defer resp.Body.Close()
+	w.alive()
 	if resp.StatusCode >= 300 {
 		return decodeError(resp)
 	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("read daemon answer: %w", err)
-	}
-	return nil
+	return read(watched{resp.Body, w})
 }
 
 func decodeError(resp *http.Response) error {
@@ -200,39 +225,28 @@ func (c *Client) Stats(ctx context.Context) (node.Stats, error) {
 
 // Export copies the daemon's export to w and returns the number of memories.
 func (c *Client) Export(ctx context.Context, w io.Writer) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://memmesh/v1/export", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if isNoDaemon(err) {
-			return 0, fmt.Errorf("%w (%v)", ErrNoDaemon, err)
-		}
-		return 0, fmt.Errorf("talk to daemon: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return 0, decodeError(resp)
-	}
 	count := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var e apiError
-		if json.Unmarshal(line, &e) == nil && e.Code != "" && e.Error != "" {
-			return count, &Error{Status: http.StatusInternalServerError, Code: e.Code, Message: e.Error}
+	wd := c.watch(ctx, false)
+	err := wd.stop(c.roundTrip(wd, http.MethodGet, "/v1/export", nil, func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			var e apiError
+			if json.Unmarshal(line, &e) == nil && e.Code != "" && e.Error != "" {
+				return &Error{Status: http.StatusInternalServerError, Code: e.Code, Message: e.Error}
+			}
+			if _, err := w.Write(append(line, '\n')); err != nil {
+				return err
+			}
+			count++
 		}
-		if _, err := w.Write(append(line, '\n')); err != nil {
-			return count, err
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("read export: %w", err)
 		}
-		count++
-	}
-	if err := sc.Err(); err != nil {
-		return count, fmt.Errorf("read export: %w", err)
-	}
-	return count, nil
+		return nil
+	}))
+	return count, err
 }
 
 func (c *Client) Import(ctx context.Context, r io.Reader) (node.ImportResult, error) {

@@ -1,6 +1,8 @@
 // Package web is memmesh's local HTTP API: JSON over HTTP, served by the
 // daemon on its unix socket ($MEMMESH_HOME/memmesh.sock, mode 0600) for the
-// CLI and local tools, and Client, the Go client the CLI uses.
+// CLI and local tools, and Client, the Go client the CLI uses. No Client
+// call hangs: it fails with ErrTimeout when the daemon shows no sign of
+// life for the client's timeout (ClientOptions).
 //
 // Routes (all JSON unless noted):
 //

@@ -244,10 +244,47 @@ func startNode(ctx context.Context, cfg node.Config) (*node.Node, error) {
 	return n, nil
 }
 
+// clientTimeoutEnv names the environment variable that sets how long a
+// command waits for the daemon to show a sign of life.
+const clientTimeoutEnv = "MEMMESH_CLIENT_TIMEOUT"
+
+// newClient returns a client of the home's daemon that waits for it as
+// long as the environment says (web.DefaultTimeout by default).
+func newClient(home string) (*web.Client, error) {
+	timeout := web.DefaultTimeout
+	if v := os.Getenv(clientTimeoutEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s=%q: use a duration such as 10s or 1m", clientTimeoutEnv, v)
+		}
+		timeout = d
+	}
+	return web.NewClient(filepath.Join(home, socketFile), web.ClientOptions{
+		Timeout:  timeout,
+		Describe: func() string { return describeDaemon(home) },
+	}), nil
+}
+
+// describeDaemon names the process that holds home and its log, for an
+// error about a daemon that does not answer.
+func describeDaemon(home string) string {
+	pid := "unknown"
+	if data, err := os.ReadFile(filepath.Join(home, lockFile)); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n > 0 {
+			pid = strconv.Itoa(n)
+		}
+	}
+	return fmt.Sprintf("pid %s; see %s", pid, filepath.Join(home, logFile))
+}
+
 // connect returns a client of the home's daemon, starting the daemon in the
-// background when none is running.
+// background when none is running. A daemon that holds the home but does
+// not answer (stopped, stuck) gives an error matching web.ErrTimeout.
 func connect(ctx context.Context, home string) (*web.Client, error) {
-	c := web.NewClient(filepath.Join(home, socketFile))
+	c, err := newClient(home)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := c.Health(ctx); err == nil {
 		return c, nil
 	} else if !errors.Is(err, web.ErrNoDaemon) {
@@ -263,6 +300,9 @@ func connect(ctx context.Context, home string) (*web.Client, error) {
 		if err == nil {
 			return c, nil
 		}
+		if errors.Is(err, web.ErrTimeout) {
+			return nil, err
+		}
 		select {
 		case <-exited:
 			// The daemon we started is gone. If no daemon holds the home
@@ -274,7 +314,10 @@ func connect(ctx context.Context, home string) (*web.Client, error) {
 			exited = nil
 		default:
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the memmesh daemon was still starting: %w", ctx.Err())
+		}
+		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the memmesh daemon did not start within %s; see %s", startTimeout, filepath.Join(home, logFile))
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -324,7 +367,10 @@ func startDaemon(home string) (exited <-chan struct{}, err error) {
 
 // stopDaemon asks the home's daemon to stop and waits until it has.
 func stopDaemon(ctx context.Context, home string) (bool, error) {
-	c := web.NewClient(filepath.Join(home, socketFile))
+	c, err := newClient(home)
+	if err != nil {
+		return false, err
+	}
 	if err := c.Shutdown(ctx); errors.Is(err, web.ErrNoDaemon) {
 		return false, nil
 	} else if err != nil {

@@ -72,7 +72,9 @@ func (a *app) rootCommand() *cobra.Command {
 bug fixes, pitfalls) and gives it back when it matters.
 
 A node runs on every machine ('memmesh serve'); every other command talks to it
-and starts it in the background when it is not running. Output is readable text
+and starts it in the background when it is not running, and fails with the
+daemon's pid and log when it shows no sign of life for 10 s (the environment
+variable MEMMESH_CLIENT_TIMEOUT, e.g. 30s, changes that). Output is readable text
 on a terminal and JSON when piped; choose with --format (or --json).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
