@@ -163,3 +163,26 @@ func TestStoppedDaemon(t *testing.T) {
 		t.Fatalf("recall after SIGCONT: %+v %s", m.Error, m.Result)
 	}
 }
+
+// TestHookWithoutDaemon: `memmesh context --hook` on a home whose daemon
+// has to be started answers at once, with no context when the brief is
+// not there yet, and starts the daemon for the next session.
+func TestHookWithoutDaemon(t *testing.T) {
+	home := newHome(t)
+	r := mmWithin(t, home, nil, "context", "--hook")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	hookAnswer(t, r.stdout)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := mmWithin(t, home, nil, "context", "--hook")
+		if r.code == 0 && strings.Contains(hookAnswer(t, r.stdout), "what is known about") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no brief 30 s after the first hook: stdout %q, stderr %q", r.stdout, r.stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -41,6 +41,14 @@ type app struct {
 
 // run executes the CLI and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if isHook(args) {
+		return runHook(ctx, args, stdin, stdout, stderr)
+	}
+	return runCLI(ctx, args, stdin, stdout, stderr)
+}
+
+// runCLI runs one command and returns its exit code.
+func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
