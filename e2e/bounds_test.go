@@ -55,15 +55,17 @@ func hugeWord(n int) string {
 	return string(b)
 }
 
-// mcpHTTPSession is an initialized session of a daemon's MCP endpoint.
+// mcpHTTPSession is a session of a daemon's MCP endpoint.
 type mcpHTTPSession struct {
-	endpoint, token, id string
+	endpoint string
+	auth     string // the Authorization header; "" for none
+	id       string // the session id, once initialized
 }
 
 // openMCPHTTP initializes a session on endpoint with token.
 func openMCPHTTP(t *testing.T, endpoint, token string) *mcpHTTPSession {
 	t.Helper()
-	s := &mcpHTTPSession{endpoint: endpoint, token: token}
+	s := &mcpHTTPSession{endpoint: endpoint, auth: "Bearer " + token}
 	resp := s.post(t, mcpInitialize)
 	s.id = resp.Header.Get("Mcp-Session-Id")
 	resp.Body.Close()
@@ -83,7 +85,9 @@ func (s *mcpHTTPSession) post(t *testing.T, body string) *http.Response {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+s.token)
+	if s.auth != "" {
+		req.Header.Set("Authorization", s.auth)
+	}
 	if s.id != "" {
 		req.Header.Set("Mcp-Session-Id", s.id)
 		req.Header.Set("MCP-Protocol-Version", "2025-06-18")

@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,30 +17,6 @@ import (
 // (MEMMESH_CLIENT_TIMEOUT), short so that the tests do not wait 10 s per
 // command.
 const clientTimeout = "2s"
-
-// mmWithin runs memmesh with args and the extra environment, and fails
-// the test if it has not exited after 30 s: it detects hangs only.
-func mmWithin(t *testing.T, home string, extraEnv []string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"--home", home}, args...)...)
-	cmd.Env = append(testEnv(home), extraEnv...)
-	cmd.Dir = home
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("memmesh %s: still running after 30 s", strings.Join(args, " "))
-	}
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	if exit, ok := err.(*exec.ExitError); ok {
-		r.code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("memmesh %v: %v", args, err)
-	}
-	return r
-}
 
 // daemonPID returns the pid of home's running daemon, from its lock file.
 func daemonPID(t *testing.T, home string) int {
@@ -108,14 +82,14 @@ func TestStoppedDaemon(t *testing.T) {
 		{"analyze"}, {"export"}, {"import", backup}, {"stop"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			r := mmWithin(t, home, env, args...)
+			r := mmEnv(t, home, env, "", args...)
 			if r.code != 1 || !strings.Contains(r.stderr, want) {
 				t.Fatalf("exit %d, stderr %q; want exit 1 saying %q", r.code, r.stderr, want)
 			}
 		})
 	}
 	t.Run("context --hook", func(t *testing.T) {
-		r := mmWithin(t, home, nil, "context", "--hook")
+		r := mmEnv(t, home, nil, "", "context", "--hook")
 		if r.code != 0 || hookAnswer(t, r.stdout) != "" || !strings.Contains(r.stderr, "no brief for this session") {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want 0, no context and why", r.code, r.stdout, r.stderr)
 		}
@@ -149,7 +123,7 @@ func TestStoppedDaemon(t *testing.T) {
 	resumed = true
 	var list struct{ Memories []json.RawMessage }
 	deadline := time.Now().Add(30 * time.Second)
-	for r := mmWithin(t, home, env, "list", "--all-ns"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil; r = mmWithin(t, home, env, "list", "--all-ns") {
+	for r := mmEnv(t, home, env, "", "list", "--all-ns"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil; r = mmEnv(t, home, env, "", "list", "--all-ns") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no list 30 s after SIGCONT: exit %d, stderr %q", r.code, r.stderr)
 		}
@@ -169,14 +143,14 @@ func TestStoppedDaemon(t *testing.T) {
 // not there yet, and starts the daemon for the next session.
 func TestHookWithoutDaemon(t *testing.T) {
 	home := newHome(t)
-	r := mmWithin(t, home, nil, "context", "--hook")
+	r := mmEnv(t, home, nil, "", "context", "--hook")
 	if r.code != 0 {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	hookAnswer(t, r.stdout)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r := mmWithin(t, home, nil, "context", "--hook")
+		r := mmEnv(t, home, nil, "", "context", "--hook")
 		if r.code == 0 && strings.Contains(hookAnswer(t, r.stdout), "what is known about") {
 			return
 		}

@@ -59,19 +59,7 @@ func tokenProxy(tb testing.TB, addr, token string) string {
 // ("" for none) and returns the status.
 func postStatus(t *testing.T, endpoint, auth string) int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(mcpInitialize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := (&mcpHTTPSession{endpoint: endpoint, auth: auth}).post(t, mcpInitialize)
 	resp.Body.Close()
 	return resp.StatusCode
 }

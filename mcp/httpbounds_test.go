@@ -17,7 +17,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/memmesh/memmesh/node"
 )
@@ -127,17 +126,7 @@ func httpClient(t *testing.T, url, token string, opts ...client.ClientOption) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client.NewClient(tr, opts...)
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	var init mcpgo.InitializeRequest
-	init.Params.ClientInfo = testClient
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
+	c, _ := startClient(t, tr, opts...)
 	return c
 }
 

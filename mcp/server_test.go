@@ -113,7 +113,18 @@ func serveStdio(tb testing.TB, s *server.MCPServer) (io.Reader, io.WriteCloser) 
 func connect(t *testing.T, n *node.Node, opts ...client.ClientOption) *client.Client {
 	t.Helper()
 	r, w := serveStdio(t, testServer(t, n))
-	c := client.NewClient(transport.NewIO(r, w, nil), opts...)
+	c, res := startClient(t, transport.NewIO(r, w, nil), opts...)
+	if res.ServerInfo.Name != "memmesh" || res.Instructions == "" {
+		t.Fatalf("initialize: server %+v, instructions %q", res.ServerInfo, res.Instructions)
+	}
+	return c
+}
+
+// startClient starts a client on tr, closed when the test ends, and
+// initializes it as testClient.
+func startClient(t *testing.T, tr transport.Interface, opts ...client.ClientOption) (*client.Client, *mcpgo.InitializeResult) {
+	t.Helper()
+	c := client.NewClient(tr, opts...)
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -125,10 +136,7 @@ func connect(t *testing.T, n *node.Node, opts ...client.ClientOption) *client.Cl
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	if res.ServerInfo.Name != "memmesh" || res.Instructions == "" {
-		t.Fatalf("initialize: server %+v, instructions %q", res.ServerInfo, res.Instructions)
-	}
-	return c
+	return c, res
 }
 
 // eras are the two ways a client introduces itself: the initialize

@@ -82,13 +82,7 @@ func createToken(path string) error {
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.WriteString(hex.EncodeToString(randomBytes(32)) + "\n")
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := errors.Join(err, tmp.Sync(), tmp.Close()); err != nil {
 		return err
 	}
 	return os.Link(tmp.Name(), path)

@@ -25,9 +25,9 @@ func (ix *Index) Needles(text string) []string {
 const excerptLead = 4
 
 // Excerpt returns about size bytes of text around the first place where
-// one of needles occurs (ignoring the case of ASCII letters; a needle may
-// start inside a word, as "config" does in parseConfig), or its start when
-// none does, and whether text was cut. A cut excerpt starts and ends on a
+// one of needles occurs (in lower case, capitalised or in upper case; a
+// needle may start inside a word, as "config" does in parseConfig), or its
+// start when none does, and whether text was cut. A cut excerpt starts and ends on a
 // space where one is near, and marks each cut end with "…". Text of at
 // most size bytes is returned whole.
 func Excerpt(text string, needles []string, size int) (string, bool) {
@@ -58,18 +58,17 @@ func Excerpt(text string, needles []string, size int) (string, bool) {
 // of the text.
 const maxNeedles = 32
 
-// firstMatch returns the byte offset of the first occurrence of any of
-// the first maxNeedles needles in text, ignoring the case of ASCII
-// letters, or 0 when none occurs. Each needle costs one linear scan.
+// firstMatch returns the byte offset of the first occurrence in text of
+// any of the first maxNeedles needles, in lower case, capitalised (as
+// "config" is in parseConfig) or in upper case, or 0 when none occurs.
+// Each form costs one linear scan.
 func firstMatch(text string, needles []string) int {
-	lower := asciiLower(text)
 	first := len(text)
 	for _, n := range needles[:min(len(needles), maxNeedles)] {
-		if n == "" {
-			continue
-		}
-		if i := strings.Index(lower[:min(len(lower), first+len(n))], asciiLower(n)); i >= 0 {
-			first = i
+		for _, form := range caseForms(n) {
+			if i := strings.Index(text[:min(len(text), first+len(form))], form); i >= 0 {
+				first = i
+			}
 		}
 	}
 	if first == len(text) {
@@ -78,20 +77,21 @@ func firstMatch(text string, needles []string) int {
 	return first
 }
 
-// asciiLower lower-cases the ASCII letters of s, leaving every other byte,
-// so that offsets in the result are offsets in s.
-func asciiLower(s string) string {
-	i := strings.IndexFunc(s, func(r rune) bool { return 'A' <= r && r <= 'Z' })
-	if i < 0 {
-		return s
+// caseForms returns s in lower case, capitalised and in upper case,
+// without repeats; none for "".
+func caseForms(s string) []string {
+	if s == "" {
+		return nil
 	}
-	b := []byte(s)
-	for ; i < len(b); i++ {
-		if 'A' <= b[i] && b[i] <= 'Z' {
-			b[i] += 'a' - 'A'
+	lower := strings.ToLower(s)
+	r, size := utf8.DecodeRuneInString(lower)
+	forms := []string{lower}
+	for _, f := range []string{string(unicode.ToUpper(r)) + lower[size:], strings.ToUpper(lower)} {
+		if !slices.Contains(forms, f) {
+			forms = append(forms, f)
 		}
 	}
-	return string(b)
+	return forms
 }
 
 // wordStart moves start forward to just after a space, when one is within
