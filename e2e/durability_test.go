@@ -36,7 +36,7 @@ func startServe(t testing.TB, home string, extra ...string) (*exec.Cmd, *web.Cli
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	c := web.NewClient(filepath.Join(home, "memmesh.sock"))
+	c := web.NewClient(filepath.Join(home, "memmesh.sock"), web.ClientOptions{})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {

@@ -87,15 +87,25 @@ func testEnv(home string) []string {
 // mm runs memmesh with args on home, feeding stdin.
 func mm(t *testing.T, home, stdin string, args ...string) result {
 	t.Helper()
+	return mmEnv(t, home, nil, stdin, args...)
+}
+
+// mmEnv is mm with extra environment variables. A memmesh still running
+// after a minute fails the test: it hangs.
+func mmEnv(t *testing.T, home string, extraEnv []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--home", home}, args...)...)
-	cmd.Env = testEnv(home)
+	cmd.Env = append(testEnv(home), extraEnv...)
 	cmd.Dir = home
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("memmesh %s: still running after a minute", strings.Join(args, " "))
+	}
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
 	if exit, ok := err.(*exec.ExitError); ok {
 		r.code = exit.ExitCode()

@@ -207,7 +207,7 @@ func TestMCPStdioSDKClient(t *testing.T) {
 func TestMCPStreamableHTTPSDKClient(t *testing.T) {
 	home := newHome(t)
 	url, _ := startServeHTTP(t, home)
-	nodeTest(t, home, "http.test.mjs", map[string]string{"MEMMESH_HTTP_URL": url})
+	nodeTest(t, home, "http.test.mjs", map[string]string{"MEMMESH_HTTP_URL": url, "MEMMESH_HTTP_TOKEN": httpToken(t, home)})
 }
 
 // TestMCPServerMemoryProfile runs one knowledge-graph workload against the
@@ -253,6 +253,7 @@ func TestMCPHTTPDNSRebinding(t *testing.T) {
 			}
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+httpToken(t, home))
 			if c.host != "" {
 				req.Host = c.host
 			}
@@ -302,14 +303,33 @@ func TestMCPHTTPLoopbackOnly(t *testing.T) {
 	}
 }
 
-// TestMCPStdioProtocolOnly drives `memmesh mcp` through pipes on a home
-// without a daemon: every line on stdout is a JSON-RPC message, malformed
-// input gets a JSON-RPC error and the server keeps serving, and it exits
-// when its standard input closes.
-func TestMCPStdioProtocolOnly(t *testing.T) {
-	home := newHome(t)
+// rpcMessage is a JSON-RPC message read from `memmesh mcp`.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// stdioSession is a `memmesh mcp` driven through pipes.
+type stdioSession struct {
+	t      *testing.T
+	stdin  io.WriteCloser
+	stderr *bytes.Buffer
+	lines  chan string
+	exited chan error
+}
+
+// startStdio starts `memmesh mcp` on home with the test environment and
+// the extra variables; it is killed when the test ends.
+func startStdio(t *testing.T, home string, extraEnv ...string) *stdioSession {
+	t.Helper()
 	cmd := exec.Command(binary, "mcp", "--home", home)
-	cmd.Env = testEnv(home)
+	cmd.Env = append(testEnv(home), extraEnv...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -318,97 +338,96 @@ func TestMCPStdioProtocolOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	s := &stdioSession{t: t, stdin: stdin, stderr: &bytes.Buffer{}, lines: make(chan string, 64), exited: make(chan error, 1)}
+	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 	})
-
-	type message struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Result  json.RawMessage `json:"result"`
-		Error   *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	lines := make(chan string, 64)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
-			lines <- sc.Text()
+			s.lines <- sc.Text()
 		}
-		close(lines)
-		exited <- cmd.Wait()
+		close(s.lines)
+		s.exited <- cmd.Wait()
 	}()
-	// next returns the next response (notifications are skipped).
-	next := func(what string) message {
-		t.Helper()
-		for {
-			select {
-			case line, open := <-lines:
-				if !open {
-					t.Fatalf("%s: stdout closed\nstderr: %s", what, stderr.String())
-				}
-				var m message
-				if err := json.Unmarshal([]byte(line), &m); err != nil || m.JSONRPC != "2.0" {
-					t.Fatalf("%s: stdout carries a line that is not a JSON-RPC message: %q", what, line)
-				}
-				if m.Method != "" && m.ID == nil {
-					continue // a notification from the server
-				}
-				return m
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s: no answer in 30 s\nstderr: %s", what, stderr.String())
-			}
-		}
-	}
-	send := func(s string) {
-		t.Helper()
-		if _, err := io.WriteString(stdin, s+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return s
+}
 
-	send(mcpInitialize)
-	if m := next("initialize"); m.Error != nil || !bytes.Contains(m.Result, []byte(`"serverInfo"`)) {
+// next returns the next response (notifications are skipped).
+func (s *stdioSession) next(what string) rpcMessage {
+	s.t.Helper()
+	for {
+		select {
+		case line, open := <-s.lines:
+			if !open {
+				s.t.Fatalf("%s: stdout closed\nstderr: %s", what, s.stderr.String())
+			}
+			var m rpcMessage
+			if err := json.Unmarshal([]byte(line), &m); err != nil || m.JSONRPC != "2.0" {
+				s.t.Fatalf("%s: stdout carries a line that is not a JSON-RPC message: %q", what, line)
+			}
+			if m.Method != "" && m.ID == nil {
+				continue // a notification from the server
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			s.t.Fatalf("%s: no answer in 30 s\nstderr: %s", what, s.stderr.String())
+		}
+	}
+}
+
+// send writes one message.
+func (s *stdioSession) send(msg string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.stdin, msg+"\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// TestMCPStdioProtocolOnly drives `memmesh mcp` through pipes on a home
+// without a daemon: every line on stdout is a JSON-RPC message, malformed
+// input gets a JSON-RPC error and the server keeps serving, and it exits
+// when its standard input closes.
+func TestMCPStdioProtocolOnly(t *testing.T) {
+	home := newHome(t)
+	s := startStdio(t, home)
+	s.send(mcpInitialize)
+	if m := s.next("initialize"); m.Error != nil || !bytes.Contains(m.Result, []byte(`"serverInfo"`)) {
 		t.Fatalf("initialize: %+v %s", m.Error, m.Result)
 	}
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	if m := next("tools/list"); m.Error != nil || !bytes.Contains(m.Result, []byte(`"remember"`)) {
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if m := s.next("tools/list"); m.Error != nil || !bytes.Contains(m.Result, []byte(`"remember"`)) {
 		t.Fatalf("tools/list: %+v %s", m.Error, m.Result)
 	}
-	send(`{"jsonrpc":"2.0","id":3,"method":`) // malformed
-	if m := next("malformed JSON"); m.Error == nil || m.Error.Code != -32700 {
+	s.send(`{"jsonrpc":"2.0","id":3,"method":`) // malformed
+	if m := s.next("malformed JSON"); m.Error == nil || m.Error.Code != -32700 {
 		t.Fatalf("malformed JSON: got %+v %s, want a -32700 parse error", m.Error, m.Result)
 	}
-	send(`{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`)
-	if m := next("unknown method"); m.Error == nil || m.Error.Code != -32601 {
+	s.send(`{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`)
+	if m := s.next("unknown method"); m.Error == nil || m.Error.Code != -32601 {
 		t.Fatalf("unknown method: got %+v %s, want -32601", m.Error, m.Result)
 	}
-	send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"status","arguments":{}}}`)
-	if m := next("status"); m.Error != nil || string(m.ID) != "5" || bytes.Contains(m.Result, []byte(`"isError":true`)) {
+	s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"status","arguments":{}}}`)
+	if m := s.next("status"); m.Error != nil || string(m.ID) != "5" || bytes.Contains(m.Result, []byte(`"isError":true`)) {
 		t.Fatalf("status after bad input: %+v %s", m.Error, m.Result)
 	}
-	stdin.Close()
+	s.stdin.Close()
 	select {
-	case line, open := <-lines:
+	case line, open := <-s.lines:
 		if open {
 			t.Fatalf("unexpected output after stdin closed: %q", line)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("memmesh mcp did not exit when its stdin closed")
 	}
-	if err := <-exited; err != nil {
-		t.Fatalf("memmesh mcp exited with %v when its stdin closed\nstderr: %s", err, stderr.String())
+	if err := <-s.exited; err != nil {
+		t.Fatalf("memmesh mcp exited with %v when its stdin closed\nstderr: %s", err, s.stderr.String())
 	}
 }
 
@@ -447,13 +466,16 @@ var conformanceExpectedFailures = map[string]string{
 }
 
 // TestMCPConformance runs the MCP conformance suite's server scenarios
-// (active suite) against `memmesh serve --http`; it takes about a second.
+// (active suite) against `memmesh serve --http`, through a proxy that adds
+// the bearer token (the suite sends no headers of its own); it takes about
+// a second.
 // Passing: server-initialize, ping, tools-list, resources-list,
 // prompts-list, server-sse-multiple-streams, dns-rebinding-protection.
 func TestMCPConformance(t *testing.T) {
 	dir := mcpClient(t)
 	home := newHome(t)
-	url, _ := startServeHTTP(t, home)
+	_, addr := startServeHTTP(t, home)
+	url := tokenProxy(t, addr, httpToken(t, home))
 	work := t.TempDir()
 	var baseline strings.Builder
 	baseline.WriteString("server:\n")

@@ -5,7 +5,9 @@
 // *web.Client in `memmesh mcp`, which serves stdio and talks to the daemon.
 // NewHTTPServer serves it over streamable HTTP at /mcp, for clients on
 // this machine only (loopback listener, Host and Origin checked against
-// DNS rebinding).
+// DNS rebinding) that hold the home's bearer token (LoadToken), with
+// bounded bodies and read times. recall answers excerpts of long memories
+// (node.SearchHit); get answers them whole.
 //
 // Tools (each with an input schema, behaviour hints, a structured result
 // with its output schema, and a text rendering):

@@ -1,15 +1,19 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -195,30 +199,52 @@ const HTTPPath = "/mcp"
 // forgotten; its client then gets 404 and starts a new one.
 const sessionIdleTTL = 24 * time.Hour
 
+// Limits of MCP over HTTP. A message carries at most a memory's content
+// (1 MiB), escaped: a few MiB is plenty. No server-wide read or write
+// timeout: a GET holds an event stream open for as long as the session
+// lives.
+const (
+	maxHTTPBody       = 4 << 20
+	httpHeaderTimeout = 10 * time.Second
+	httpBodyTimeout   = 30 * time.Second // to read a request's body, whole
+	httpIdleTimeout   = 2 * time.Minute
+)
+
 // HTTPServer serves an MCP server over streamable HTTP at HTTPPath, for
 // clients on this machine only. Every request whose Host is not a loopback
 // name with the listener's port, or whose Origin is set and is not a page
 // on this machine, is refused with 403: a web page the user visits cannot
-// reach the server through DNS rebinding.
+// reach the server through DNS rebinding. Every other request must then
+// carry the bearer token (401 otherwise): another user of the machine
+// cannot read the token file. A body is read whole before MCP sees it,
+// within httpBodyTimeout and maxHTTPBody (408, 413).
 type HTTPServer struct {
-	srv       *http.Server
-	transport *server.StreamableHTTPServer
-	handler   http.Handler
-	log       *slog.Logger
+	srv         *http.Server
+	transport   *server.StreamableHTTPServer
+	handler     http.Handler
+	log         *slog.Logger
+	token       []byte
+	bodyTimeout time.Duration
 }
 
-// NewHTTPServer returns an HTTP server for s. Start it with Serve on a
-// listener from ListenLoopback; stop it with Shutdown. log may be nil.
-func NewHTTPServer(s *server.MCPServer, log *slog.Logger) *HTTPServer {
+// NewHTTPServer returns an HTTP server for s that answers only requests
+// with the header "Authorization: Bearer TOKEN" (see LoadToken). Start it
+// with Serve on a listener from ListenLoopback; stop it with Shutdown. log
+// may be nil.
+func NewHTTPServer(s *server.MCPServer, token string, log *slog.Logger) (*HTTPServer, error) {
+	if !validToken(token) {
+		return nil, fmt.Errorf("mcp: an HTTP token of at least %d visible ASCII characters is required", minTokenLen)
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &HTTPServer{log: log}
+	h := &HTTPServer{log: log, token: []byte(token), bodyTimeout: httpBodyTimeout}
 	mux := http.NewServeMux()
-	h.handler = h.localOnly(mux)
+	h.handler = h.localOnly(h.authorized(h.boundedBody(mux)))
 	h.srv = &http.Server{
 		Handler:           h.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: httpHeaderTimeout,
+		IdleTimeout:       httpIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	h.transport = server.NewStreamableHTTPServer(s,
@@ -228,7 +254,7 @@ func NewHTTPServer(s *server.MCPServer, log *slog.Logger) *HTTPServer {
 		server.WithStreamableHTTPLogger(log),
 	)
 	mux.Handle(HTTPPath, h.transport)
-	return h
+	return h, nil
 }
 
 // ServeHTTP serves one request, with the same checks as Serve.
@@ -321,4 +347,64 @@ func checkLocal(r *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// authorized refuses, with 401, a request without the bearer token. The
+// token is compared in constant time and never logged.
+func (h *HTTPServer) authorized(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), h.token) != 1 {
+			h.log.Warn("refused http request without the token", "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="memmesh"`)
+			http.Error(w, "Unauthorized: send the header Authorization: Bearer TOKEN, with the token that 'memmesh http-token' prints", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// boundedBody reads a request's body whole before MCP sees it: past
+// maxHTTPBody it answers 413 (before reading, when the size is
+// announced), and 408 when the body does not arrive within the body
+// timeout. The deadline is lifted once the body is read, so that a
+// request's event stream may last; after a failure it stays, so that the
+// server drops the connection at once.
+func (h *HTTPServer) boundedBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxHTTPBody {
+			tooLarge(w, r.ContentLength)
+			return
+		}
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Now().Add(h.bodyTimeout))
+		data, err := io.ReadAll(io.LimitReader(r.Body, maxHTTPBody+1))
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			http.Error(w, fmt.Sprintf("Request Timeout: the body did not arrive within %s", h.bodyTimeout), http.StatusRequestTimeout)
+			return
+		case err != nil:
+			http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
+			return
+		case len(data) > maxHTTPBody:
+			tooLarge(w, -1)
+			return
+		}
+		rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tooLarge answers a body of size bytes (-1: unknown) past the cap.
+func tooLarge(w http.ResponseWriter, size int64) {
+	what := fmt.Sprintf("over %d", maxHTTPBody)
+	if size >= 0 {
+		what = fmt.Sprint(size)
+	}
+	http.Error(w, fmt.Sprintf("Request Entity Too Large: the body is %s bytes: at most %d (4 MiB) are allowed", what, maxHTTPBody), http.StatusRequestEntityTooLarge)
 }

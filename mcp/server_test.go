@@ -119,7 +119,18 @@ func connect(t *testing.T, n *node.Node, opts ...client.ClientOption) *client.Cl
 func connectAs(t *testing.T, n *node.Node, info mcpgo.Implementation, opts ...client.ClientOption) *client.Client {
 	t.Helper()
 	r, w := serveStdio(t, testServer(t, n))
-	c := client.NewClient(transport.NewIO(r, w, nil), opts...)
+	c, res := startClient(t, transport.NewIO(r, w, nil), info, opts...)
+	if res.ServerInfo.Name != "memmesh" || res.Instructions == "" {
+		t.Fatalf("initialize: server %+v, instructions %q", res.ServerInfo, res.Instructions)
+	}
+	return c
+}
+
+// startClient starts a client on tr, closed when the test ends, and
+// initializes it as info.
+func startClient(t *testing.T, tr transport.Interface, info mcpgo.Implementation, opts ...client.ClientOption) (*client.Client, *mcpgo.InitializeResult) {
+	t.Helper()
+	c := client.NewClient(tr, opts...)
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -131,10 +142,7 @@ func connectAs(t *testing.T, n *node.Node, info mcpgo.Implementation, opts ...cl
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	if res.ServerInfo.Name != "memmesh" || res.Instructions == "" {
-		t.Fatalf("initialize: server %+v, instructions %q", res.ServerInfo, res.Instructions)
-	}
-	return c
+	return c, res
 }
 
 // eras are the two ways a client introduces itself: the initialize
@@ -405,7 +413,10 @@ func TestListenLoopback(t *testing.T) {
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"http-test","version":"1"}}}`
 
 func TestHTTPLocalOnly(t *testing.T) {
-	h := NewHTTPServer(testServer(t, testNode(t)), testLogger(t))
+	h, err := NewHTTPServer(testServer(t, testNode(t)), testToken, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		ts.Close()
@@ -437,6 +448,7 @@ func TestHTTPLocalOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Host = tc.host
+			req.Header.Set("Authorization", "Bearer "+testToken)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			if tc.origin != "" {
@@ -457,7 +469,10 @@ func TestHTTPLocalOnly(t *testing.T) {
 
 func TestHTTPRoundTrip(t *testing.T) {
 	n := testNode(t)
-	h := NewHTTPServer(testServer(t, n), testLogger(t))
+	h, err := NewHTTPServer(testServer(t, n), testToken, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := ListenLoopback("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -467,21 +482,8 @@ func TestHTTPRoundTrip(t *testing.T) {
 
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
-			tr, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + HTTPPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := client.NewClient(tr, era.opts...)
+			c := httpClient(t, "http://"+ln.Addr().String(), testToken, era.opts...)
 			ctx := context.Background()
-			if err := c.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			var init mcpgo.InitializeRequest
-			init.Params.ClientInfo = testClient
-			if _, err := c.Initialize(ctx, init); err != nil {
-				t.Fatal(err)
-			}
 			if got := mcpgo.IsModernProtocol(c.ProtocolVersion()); got != era.modern {
 				t.Fatalf("protocol %s: modern = %v, want %v", c.ProtocolVersion(), got, era.modern)
 			}

@@ -373,6 +373,7 @@ func TestToolErrors(t *testing.T) {
 		{"bad since", "recall", map[string]any{"query": "x", "since": "yesterday"}, "since is \"yesterday\""},
 		{"bad status", "recall", map[string]any{"query": "x", "statuses": []any{"gone"}}, `statuses[0] is "gone"`},
 		{"bad kind", "recall", map[string]any{"query": "x", "kind": "Bad Kind"}, "kind"},
+		{"oversized query", "recall", map[string]any{"query": strings.Repeat("q", 61440)}, "query is 61440 bytes: at most 4096"},
 		{"missing id", "get", map[string]any{}, "missing argument id"},
 		{"unknown id", "get", map[string]any{"id": "m-zzzzzzzz"}, "no memory has id m-zzzzzzzz. Use recall to find the memory's id."},
 		{"not an id", "get", map[string]any{"id": "hello world"}, "is not a memory id"},
@@ -491,5 +492,38 @@ func TestQuotedData(t *testing.T) {
 		if !strings.HasPrefix(text, dataNotice) {
 			t.Errorf("%s: text does not start with the notice:\n%s", tool, text)
 		}
+	}
+}
+
+// TestRecallExcerpts: recall of a memory of nearly 1 MiB answers a page
+// around the matched words, flagged as cut with a pointer to get; get
+// returns the whole memory.
+func TestRecallExcerpts(t *testing.T) {
+	n := testNode(t)
+	c := connect(t, n)
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", 17000) // 459 KB
+	res, err := n.Remember(context.Background(), node.RememberRequest{Namespace: testNamespace, Content: filler + "the zanzibar driver is pgx " + filler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := callTool(t, c, "recall", map[string]any{"query": "zanzibar"})
+	var out recallData
+	if r.IsError || json.Unmarshal(r.RawStructuredContent, &out) != nil || len(out.Results) != 1 {
+		t.Fatalf("recall: %.300s", resultText(r))
+	}
+	hit := out.Results[0]
+	if size := len(r.RawStructuredContent) + len(resultText(r)); size > 8<<10 {
+		t.Errorf("recall answered %d bytes for one memory", size)
+	}
+	if !hit.Truncated || !strings.Contains(hit.Content, "the zanzibar driver is pgx") {
+		t.Errorf("hit: truncated %v, content %.300q", hit.Truncated, hit.Content)
+	}
+	if text := resultText(r); !strings.Contains(text, `truncated="true"`) || !strings.Contains(text, "get returns") {
+		t.Errorf("recall text does not say the content is cut and how to get it:\n%.2000s", text)
+	}
+	var m memoryResult
+	call(t, c, "get", map[string]any{"id": res.ID}, &m)
+	if len(m.Content) != len(filler)*2+len("the zanzibar driver is pgx ")-1 || m.Truncated {
+		t.Errorf("get: %d bytes, truncated %v", len(m.Content), m.Truncated)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // ReflectRequest asks for a namespace's unconnected memories with
@@ -60,14 +61,18 @@ func (n *Node) Reflect(ctx context.Context, req ReflectRequest) ([]Reflection, e
 	return out, nil
 }
 
+// reflectWordRunes is the longest word reflectQuery keeps: longer ones
+// (hashes, encoded data) relate nothing and a query refuses them.
+const reflectWordRunes = 32
+
 // reflectQuery turns a memory's text into a search for related ones: its
-// distinct words of four letters or more (short words say little), at most
-// a dozen, longest first.
+// distinct words of four to reflectWordRunes letters (short words say
+// little), at most a dozen, longest first.
 func reflectQuery(text string) string {
 	seen := map[string]bool{}
 	var words []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len([]rune(w)) >= 4 && !seen[w] {
+		if n := utf8.RuneCountInString(w); n >= 4 && n <= reflectWordRunes && !seen[w] {
 			seen[w] = true
 			words = append(words, w)
 		}

@@ -675,13 +675,25 @@ type SearchRequest struct {
 	NoGraph bool `json:"no_graph,omitempty"`
 }
 
-// SearchHit is one search result.
+// SearchHit is one search result: the memory with, in place of a content
+// longer than HitContentBytes, an excerpt around the words that matched
+// (and likewise for the versions of a sync conflict), and without its
+// revisions. Get returns the whole memory.
 type SearchHit struct {
 	Memory
 	Score   float64             `json:"score"`
 	Explain *search.Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
 	Fusion  *Fusion             `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
+	// Truncated is set when Content (or a conflicting version) is an
+	// excerpt: get or show the memory for all of it.
+	Truncated    bool `json:"truncated,omitempty"`
+	ContentBytes int  `json:"content_bytes"` // size of the whole content
 }
+
+// HitContentBytes bounds the content of a search hit, about a page of
+// text around the matched words, so that a search answers in a bounded
+// size whatever the memories hold.
+const HitContentBytes = 1500
 
 // SearchResult holds the hits of a search, best first.
 type SearchResult struct {
@@ -697,13 +709,54 @@ func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, err
 	if err != nil {
 		return SearchResult{}, err
 	}
+	run := n.graphSearch
 	if req.NoGraph || q.Text == "" {
-		return n.runSearch(ctx, q)
+		run = n.runSearch
 	}
-	return n.graphSearch(ctx, q)
+	res, err := run(ctx, q)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	needles := n.index.Needles(q.Text)
+	for i := range res.Results {
+		res.Results[i].excerpt(needles)
+	}
+	return res, nil
+}
+
+// excerpt cuts the hit's texts to excerpts around needles and drops its
+// revisions.
+func (h *SearchHit) excerpt(needles []string) {
+	h.ContentBytes = len(h.Content)
+	h.Revisions = nil
+	h.Content, h.Truncated = search.Excerpt(h.Content, needles, HitContentBytes)
+	for i := range h.Conflict {
+		var cut bool
+		h.Conflict[i].Text, cut = search.Excerpt(h.Conflict[i].Text, needles, HitContentBytes)
+		h.Truncated = h.Truncated || cut
+	}
+}
+
+// CheckQuery checks search text against the bounds of a query (its bytes,
+// words, word length and phrases) without searching, so that every
+// boundary can refuse oversized text before any work.
+func CheckQuery(text string) error {
+	return invalidQuery(search.CheckText(text))
+}
+
+// invalidQuery turns the search index's refusal of a query into
+// ErrInvalid with the index's reason.
+func invalidQuery(err error) error {
+	if !errors.Is(err, search.ErrInvalidQuery) {
+		return err
+	}
+	return invalidf("%s", strings.TrimPrefix(err.Error(), search.ErrInvalidQuery.Error()+": "))
 }
 
 func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
+	if err := CheckQuery(req.Query); err != nil {
+		return search.Query{}, err
+	}
 	q := search.Query{
 		Text:     strings.TrimSpace(req.Query),
 		Statuses: req.Statuses,
@@ -764,7 +817,7 @@ func (n *Node) indexSearch(ctx context.Context, q search.Query) (search.Result, 
 	}
 	res, err := n.index.Search(ctx, q)
 	if errors.Is(err, search.ErrInvalidQuery) {
-		return search.Result{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return search.Result{}, invalidQuery(err)
 	}
 	if err != nil {
 		return search.Result{}, fmt.Errorf("search: %w", err)

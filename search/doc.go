@@ -42,7 +42,9 @@
 // Query text is never parsed as bleve query syntax; "foo:bar" and "+x" are
 // words. Double-quoted parts are phrases, which must all match; the other
 // words, and those after a quote that has no partner, are terms, any of
-// which may match. A query runs as:
+// which may match. Text is refused (ErrInvalidQuery) past 4096 bytes, 64
+// words, 256 bytes in one word, 16 phrases or 128 distinct terms once
+// identifiers are split, before any work starts. A query runs as:
 //
 //  1. Filters. Namespace, kind, tags (all of them), tiers and the updated
 //     window are required; unwanted statuses (by default archived and
@@ -67,7 +69,10 @@
 //     Query.Explain returns every component.
 //  4. Fallback. When nothing matched and the text has no phrases, the
 //     terms are matched against unstemmed words within 1 edit (4 to 7
-//     characters) or 2 edits (8 or more), and Result.Fuzzy is set.
+//     characters) or 2 edits (8 to 24), and Result.Fuzzy is set. Only
+//     the first 8 words that allow edits get them; longer words and the
+//     others match exactly (each edit automaton costs memory in
+//     proportion to its word).
 //
 // A query without text lists the memories that pass the filters, newest
 // first, without scores.

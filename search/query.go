@@ -17,11 +17,24 @@ import (
 	"github.com/memmesh/memmesh/crdt"
 )
 
-// Query limits.
+// Query limits. Text is bounded before any analysis: the work a query
+// costs grows with its words and terms, and the typo-tolerant pass builds
+// a Levenshtein automaton per word whose size grows with the word (vellum
+// reserves 1 KiB per possible state, about 34 KiB per character at two
+// edits: one 60 KB word asked for gigabytes).
 const (
 	DefaultLimit  = 10 // results of a query without a limit
 	maxLimit      = 1000
-	maxQueryWords = 64
+	MaxQueryBytes = 4096 // bytes of query text
+	MaxQueryWords = 64   // whitespace-separated words of query text
+	maxWordBytes  = 256  // bytes of one word
+	maxPhrases    = 16   // "quoted" phrases
+	maxQueryTerms = 128  // distinct terms once analysed (identifier parts count)
+	// The typo-tolerant pass matches with edits only the first
+	// maxFuzzyWords words of at most maxFuzzyRunes characters; longer
+	// words, and those after them, are matched exactly.
+	maxFuzzyRunes = 24
+	maxFuzzyWords = 8
 )
 
 // Match kinds reported in Explanation.Match.
@@ -173,17 +186,38 @@ func (ix *Index) plan(q Query) (*plan, error) {
 	return p, nil
 }
 
+// CheckText checks query text against the bounds on its size, words and
+// phrases; it does no analysis, so callers can refuse text early.
+func CheckText(text string) error {
+	if len(text) > MaxQueryBytes {
+		return fmt.Errorf("%w: query is %d bytes: at most %d are allowed; search for a few words", ErrInvalidQuery, len(text), MaxQueryBytes)
+	}
+	if !utf8.ValidString(text) {
+		return fmt.Errorf("%w: text is not valid UTF-8", ErrInvalidQuery)
+	}
+	words := strings.Fields(text)
+	if len(words) > MaxQueryWords {
+		return fmt.Errorf("%w: %d words: at most %d are allowed", ErrInvalidQuery, len(words), MaxQueryWords)
+	}
+	for _, w := range words {
+		if len(w) > maxWordBytes {
+			return fmt.Errorf("%w: a word of %d bytes: words are at most %d bytes", ErrInvalidQuery, len(w), maxWordBytes)
+		}
+	}
+	if n := strings.Count(text, `"`) / 2; n > maxPhrases {
+		return fmt.Errorf("%w: %d phrases: at most %d are allowed", ErrInvalidQuery, n, maxPhrases)
+	}
+	return nil
+}
+
 // analyse splits text into loose terms and "phrases" and analyses both.
 func (ix *Index) analyse(p *plan, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
 	p.hasText = true
-	if !utf8.ValidString(text) {
-		return fmt.Errorf("%w: text is not valid UTF-8", ErrInvalidQuery)
-	}
-	if n := len(strings.Fields(text)); n > maxQueryWords {
-		return fmt.Errorf("%w: %d words, at most %d", ErrInvalidQuery, n, maxQueryWords)
+	if err := CheckText(text); err != nil {
+		return err
 	}
 	parts := strings.Split(text, `"`)
 	if len(parts)%2 == 0 {
@@ -204,6 +238,9 @@ func (ix *Index) analyse(p *plan, text string) error {
 		}
 	}
 	p.terms = terms(ix.text, loose.String())
+	if len(p.terms) > maxQueryTerms {
+		return fmt.Errorf("%w: %d terms once identifiers are split: at most %d are allowed", ErrInvalidQuery, len(p.terms), maxQueryTerms)
+	}
 	p.when = map[string]bool{}
 	for _, t := range p.terms {
 		p.when[t] = ix.isWhen(t)
@@ -383,22 +420,29 @@ func (p *plan) addPhrases(b *query.BooleanQuery) {
 }
 
 // fuzzyQuery matches any loose term within fuzziness edits of an unstemmed
-// word. It returns nil when the text has phrases (quoted text is exact, and
-// no memory matched it) or no term is long enough to allow an edit.
+// word; only the first maxFuzzyWords words that allow edits get them. It
+// returns nil when the text has phrases (quoted text is exact, and no
+// memory matched it) or no term allows an edit.
 func (p *plan) fuzzyQuery() query.Query {
 	if len(p.phrases) > 0 {
 		return nil
 	}
 	b := query.NewBooleanQuery(nil, nil, nil)
-	fuzzed := false
+	fuzzed := 0
 	for _, w := range p.words {
 		f := query.NewFuzzyQuery(w)
 		f.SetField(fieldWords)
-		f.SetFuzziness(fuzziness(w))
-		fuzzed = fuzzed || f.Fuzziness > 0
+		edits := 0
+		if fuzzed < maxFuzzyWords {
+			edits = fuzziness(w)
+		}
+		f.SetFuzziness(edits)
+		if edits > 0 {
+			fuzzed++
+		}
 		b.AddShould(f)
 	}
-	if !fuzzed {
+	if fuzzed == 0 {
 		return nil
 	}
 	return p.constrained(b)
@@ -415,9 +459,11 @@ func (p *plan) listQuery() query.Query {
 }
 
 // fuzziness is the edit distance allowed for a term: 1 from 4 characters,
-// 2 from 8.
+// 2 from 8, none past maxFuzzyRunes.
 func fuzziness(term string) int {
 	switch n := utf8.RuneCountInString(term); {
+	case n > maxFuzzyRunes:
+		return 0
 	case n >= 8:
 		return 2
 	case n >= 4:

@@ -605,7 +605,7 @@ func TestInvalidQueries(t *testing.T) {
 		{"unknown tier", Query{Tiers: []crdt.Tier{"root"}}},
 		{"empty tag", Query{Tags: []string{""}}},
 		{"invalid utf-8", Query{Text: "caf\xe9"}},
-		{"too many words", Query{Text: strings.Repeat("word ", maxQueryWords+1)}},
+		{"too many words", Query{Text: strings.Repeat("word ", MaxQueryWords+1)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

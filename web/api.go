@@ -101,10 +101,6 @@ type NamespaceRequest struct {
 
 var _ Service = (*node.Node)(nil)
 
-// maxRequestBody caps JSON request bodies: a memory of the largest content,
-// escaped.
-const maxRequestBody = 8 << 20
-
 // Health is the daemon's answer to /v1/health.
 type Health struct {
 	Version  string `json:"version"`
@@ -114,10 +110,11 @@ type Health struct {
 
 // API serves Service over HTTP.
 type API struct {
-	svc      Service
-	log      *slog.Logger
-	shutdown func()
-	mux      *http.ServeMux
+	svc         Service
+	log         *slog.Logger
+	shutdown    func()
+	mux         *http.ServeMux
+	bodyTimeout time.Duration // see Timeouts.Body; 0: none
 }
 
 // NewAPI returns the API handler. shutdown is called (once per request) when
@@ -172,7 +169,11 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	return a
 }
 
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.limitBody(w, r) {
+		a.mux.ServeHTTP(w, r)
+	}
+}
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Health{Version: node.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
@@ -297,11 +298,7 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			err = fmt.Errorf("request is larger than %d bytes", tooBig.Limit)
-		}
-		a.fail(w, fmt.Errorf("%w: %v", node.ErrInvalid, err))
+		a.bodyError(w, err)
 		return false
 	}
 	return true

@@ -29,6 +29,12 @@ func testAPI(t *testing.T) (*Client, *node.Node, string) {
 // serveNode is testAPI for a node configured by cfg.
 func serveNode(t *testing.T, cfg node.Config) (*Client, *node.Node, string) {
 	t.Helper()
+	return serveWith(t, cfg, DefaultTimeouts)
+}
+
+// serveWith is serveNode with a server bounded by timeouts.
+func serveWith(t *testing.T, cfg node.Config, timeouts Timeouts) (*Client, *node.Node, string) {
+	t.Helper()
 	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -46,20 +52,20 @@ func serveNode(t *testing.T, cfg node.Config) (*Client, *node.Node, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: NewAPI(n, slog.New(slog.NewTextHandler(io.Discard, nil)), func() {})}
+	srv := NewAPI(n, slog.New(slog.NewTextHandler(io.Discard, nil)), func() {}).Server(timeouts)
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		srv.Close()
 		n.Close()
 		os.RemoveAll(dir)
 	})
-	return NewClient(sock), n, sock
+	return NewClient(sock, ClientOptions{}), n, sock
 }
 
 // raw sends a request with a raw body over the socket.
 func raw(t *testing.T, sock, method, path, body string) (int, string) {
 	t.Helper()
-	c := NewClient(sock)
+	c := NewClient(sock, ClientOptions{})
 	req, _ := http.NewRequest(method, "http://memmesh"+path, strings.NewReader(body))
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -80,7 +86,7 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"malformed JSON", "POST", "/v1/memories", `{"content": `, 400, "invalid"},
 		{"wrong type", "POST", "/v1/memories", `{"content": 42}`, 400, "invalid"},
 		{"unknown field", "POST", "/v1/memories", `{"content": "x", "colour": "red"}`, 400, "invalid"},
-		{"oversized body", "POST", "/v1/memories", `{"content": "` + strings.Repeat("a", maxRequestBody) + `"}`, 400, "invalid"},
+		{"oversized body", "POST", "/v1/memories", `{"content": "` + strings.Repeat("a", maxRequestBody) + `"}`, 413, "invalid"},
 		{"empty content", "POST", "/v1/memories", `{"content": ""}`, 400, "invalid"},
 		{"bad limit", "GET", "/v1/memories?limit=ten", "", 400, "invalid"},
 		{"bad since", "GET", "/v1/memories?since=yesterday", "", 400, "invalid"},
@@ -114,7 +120,7 @@ func TestClientErrorsMatchNodeErrors(t *testing.T) {
 	if _, err := c.Remember(ctx, node.RememberRequest{Content: "x", Namespace: "no spaces"}); !errors.Is(err, node.ErrInvalid) {
 		t.Errorf("Remember bad namespace: %v, want ErrInvalid", err)
 	}
-	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).Health(ctx); !errors.Is(err, ErrNoDaemon) {
+	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock"), ClientOptions{}).Health(ctx); !errors.Is(err, ErrNoDaemon) {
 		t.Errorf("no daemon: %v, want ErrNoDaemon", err)
 	}
 }

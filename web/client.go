@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,23 +23,34 @@ import (
 // ErrNoDaemon reports that no daemon is listening on the socket.
 var ErrNoDaemon = errors.New("web: no memmesh daemon is running")
 
-// Client talks to a daemon's API over its unix socket.
+// Client talks to a daemon's API over its unix socket. No call hangs: each
+// fails with an error matching ErrTimeout when the daemon shows no sign of
+// life for the client's timeout (see ClientOptions).
 type Client struct {
-	http *http.Client
+	http     *http.Client
+	socket   string
+	timeout  time.Duration
+	describe func() string
 }
 
 var _ Service = (*Client)(nil)
 
-// NewClient returns a client for the daemon listening on socket.
-func NewClient(socket string) *Client {
-	return &Client{http: &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConns:    4,
-		IdleConnTimeout: 30 * time.Second,
-	}}}
+// NewClient returns a client for the daemon listening on socket, which is
+// in the daemon's home.
+func NewClient(socket string, opts ClientOptions) *Client {
+	return &Client{
+		http: &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", socket)
+			},
+			MaxIdleConns:    4,
+			IdleConnTimeout: 30 * time.Second,
+		}},
+		socket:   socket,
+		timeout:  cmp.Or(opts.Timeout, DefaultTimeout),
+		describe: opts.Describe,
+	}
 }
 
 // Error is an error answered by the daemon. It matches node's sentinel
@@ -64,7 +76,25 @@ func (e *Error) Is(target error) bool {
 
 // do sends a request and decodes a JSON answer into out (when out != nil).
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://memmesh"+path, body)
+	w := c.watch(ctx, isLong(path))
+	return w.stop(c.roundTrip(w, method, path, body, func(r io.Reader) error {
+		if out == nil {
+			return nil
+		}
+		if err := json.NewDecoder(r).Decode(out); err != nil {
+			return fmt.Errorf("read daemon answer: %w", err)
+		}
+		return nil
+	}))
+}
+
+// roundTrip sends a request under w and hands a successful answer's body
+// to read; every byte sent or received is a sign of life.
+func (c *Client) roundTrip(w *watchdog, method, path string, body io.Reader, read func(io.Reader) error) error {
+	if body != nil {
+		body = watched{body, w}
+	}
+	req, err := http.NewRequestWithContext(w.ctx, method, "http://memmesh"+path, body)
 	if err != nil {
 		return err
 	}
@@ -79,16 +109,11 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ou
 		return fmt.Errorf("talk to daemon: %w", err)
 	}
 	defer resp.Body.Close()
+	w.alive()
 	if resp.StatusCode >= 300 {
 		return decodeError(resp)
 	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("read daemon answer: %w", err)
-	}
-	return nil
+	return read(watched{resp.Body, w})
 }
 
 func decodeError(resp *http.Response) error {
@@ -235,42 +260,31 @@ func (c *Client) Stats(ctx context.Context) (node.Stats, error) {
 // Export copies the daemon's export to w and returns its header.
 func (c *Client) Export(ctx context.Context, w io.Writer) (node.ExportHeader, error) {
 	var h node.ExportHeader
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://memmesh/v1/export", nil)
-	if err != nil {
-		return h, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if isNoDaemon(err) {
-			return h, fmt.Errorf("%w (%v)", ErrNoDaemon, err)
-		}
-		return h, fmt.Errorf("talk to daemon: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return h, decodeError(resp)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for first := true; sc.Scan(); first = false {
-		line := sc.Bytes()
-		var e apiError
-		if json.Unmarshal(line, &e) == nil && e.Code != "" && e.Error != "" {
-			return h, &Error{Status: http.StatusInternalServerError, Code: e.Code, Message: e.Error}
-		}
-		if first {
-			if err := json.Unmarshal(line, &h); err != nil {
-				return h, fmt.Errorf("read export: the first line is no header: %w", err)
+	wd := c.watch(ctx, false)
+	err := wd.stop(c.roundTrip(wd, http.MethodGet, "/v1/export", nil, func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+		for first := true; sc.Scan(); first = false {
+			line := sc.Bytes()
+			var e apiError
+			if json.Unmarshal(line, &e) == nil && e.Code != "" && e.Error != "" {
+				return &Error{Status: http.StatusInternalServerError, Code: e.Code, Message: e.Error}
+			}
+			if first {
+				if err := json.Unmarshal(line, &h); err != nil {
+					return fmt.Errorf("read export: the first line is no header: %w", err)
+				}
+			}
+			if _, err := w.Write(append(line, '\n')); err != nil {
+				return err
 			}
 		}
-		if _, err := w.Write(append(line, '\n')); err != nil {
-			return h, err
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("read export: %w", err)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return h, fmt.Errorf("read export: %w", err)
-	}
-	return h, nil
+		return nil
+	}))
+	return h, err
 }
 
 func (c *Client) Import(ctx context.Context, r io.Reader) (node.ImportResult, error) {

@@ -1,6 +1,8 @@
 // Package web is memmesh's local HTTP API: JSON over HTTP, served by the
 // daemon on its unix socket ($MEMMESH_HOME/memmesh.sock, mode 0600) for the
-// CLI and local tools, and Client, the Go client the CLI uses.
+// CLI and local tools, and Client, the Go client the CLI uses. No Client
+// call hangs: it fails with ErrTimeout when the daemon shows no sign of
+// life for the client's timeout (ClientOptions).
 //
 // Routes (all JSON unless noted):
 //
@@ -39,6 +41,13 @@
 //	GET    /v1/mesh/status            this node's part in the mesh
 //	POST   /v1/ns/set                 namespace settings: sync, stale_after (node.NamespaceChange)
 //	POST   /v1/shutdown               stop the daemon cleanly
+//
+// Request bodies are capped at 8 MiB, announced or read (413), except an
+// import's, which streams. The server drops a client that does not send
+// its headers within 10 s, a capped body within 30 s, or the next part of
+// an import's body within 30 s of the last (408 when it can still answer),
+// and closes connections idle for 2 minutes; a call is never cut while it
+// runs (see Timeouts).
 //
 // Errors are {"error": message, "code": code} with code one of invalid,
 // not_found, ambiguous, unavailable, no_mesh (a mesh call on a node that runs

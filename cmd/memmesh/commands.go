@@ -38,7 +38,8 @@ mesh; an address given with --listen, MEMMESH_LISTEN or the config's listen
 must be free.
 
 It also serves MCP over streamable HTTP at http://ADDR/mcp, for clients on this
-machine only (--http; a loopback address).`,
+machine only (--http; a loopback address), with the bearer token that
+'memmesh http-token' prints.`,
 		Example: `  memmesh serve
   memmesh serve --listen :7430 --name laptop
   memmesh serve --listen 10.0.0.5:7420 --join 10.0.0.6:7420

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -72,8 +74,68 @@ func (a *app) hookOutput(b node.Brief, err error) error {
 	} else {
 		printBrief(&md, b)
 	}
-	out := map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "SessionStart", "additionalContext": inert.Text(md.String())}}
-	return writeJSON(a.stdout, out, "")
+	return writeHook(a.stdout, md.String())
+}
+
+// writeHook writes a SessionStart hook's answer with the given context,
+// made inert: the agent reads it as Markdown.
+func writeHook(w io.Writer, brief string) error {
+	out := map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "SessionStart", "additionalContext": inert.Text(brief)}}
+	return writeJSON(w, out, "")
+}
+
+// hookDeadline bounds `memmesh context --hook`, within the 2 s an agent's
+// session may wait for it.
+const hookDeadline = 1500 * time.Millisecond
+
+// isHook reports whether args run `memmesh context --hook`: the first
+// argument that is no flag (nor a global flag's value) is context, and
+// --hook is set.
+func isHook(args []string) bool {
+	command, hook := "", false
+	for i := 0; i < len(args); i++ {
+		switch arg := args[i]; {
+		case arg == "--home" || arg == "--format":
+			i++ // their value
+		case arg == "--hook" || arg == "--hook=true":
+			hook = true
+		case command == "" && !strings.HasPrefix(arg, "-"):
+			command = arg
+		}
+	}
+	return hook && command == "context"
+}
+
+// runHook runs `memmesh context --hook` so that it always succeeds within
+// hookDeadline, whatever goes wrong (flags, config, home, daemon stopped,
+// absent or slow to start): it then prints an answer with no context and
+// says why on standard error. An agent's session never waits on memmesh.
+func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, hookDeadline)
+	defer cancel()
+	var out, errs bytes.Buffer // the command's; read only once it returned
+	done := make(chan int, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Fprintf(&errs, "memmesh: no brief for this session: %v\n", r)
+				done <- exitError
+			}
+		}()
+		done <- runCLI(ctx, args, stdin, &out, &errs)
+	}()
+	select {
+	case code := <-done:
+		stderr.Write(errs.Bytes())
+		if code == exitOK {
+			stdout.Write(out.Bytes())
+			return exitOK
+		}
+	case <-ctx.Done():
+		fmt.Fprintf(stderr, "memmesh: no brief for this session: none came within %s\n", hookDeadline)
+	}
+	writeHook(stdout, "")
+	return exitOK
 }
 
 // printBrief renders a brief as Markdown. Memories are quoted data, not

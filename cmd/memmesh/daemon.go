@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -102,17 +101,12 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	}
 	defer lock.release()
 
-	var mcpLn net.Listener
-	if h.addr != "" {
-		mcpLn, err = mcp.ListenLoopback(h.addr)
-		switch {
-		case err != nil && h.required:
-			return err
-		case err != nil:
-			log.Warn("MCP over HTTP is off", "err", err)
-		default:
-			defer mcpLn.Close()
-		}
+	mcpLn, token, err := listenMCP(home, h, log)
+	if err != nil {
+		return err
+	}
+	if mcpLn != nil {
+		defer mcpLn.Close()
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -131,6 +125,10 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return err
 	}
 	defer n.Close() // Close is idempotent: this covers the early returns
+	mcpHTTP, mcpURL, err := startMCPHTTP(n, cfg, mcpLn, token, log.With("component", "mcp"))
+	if err != nil {
+		return err
+	}
 
 	sock := filepath.Join(home, socketFile)
 	if len(sock) > 100 {
@@ -147,25 +145,10 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return fmt.Errorf("protect socket: %w", err)
 	}
 
-	srv := &http.Server{
-		Handler:           web.NewAPI(n, log.With("component", "api"), stop),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := web.NewAPI(n, log.With("component", "api"), stop).Server(web.DefaultTimeouts)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
-	var mcpHTTP *mcp.HTTPServer
-	mcpURL := "off"
-	if mcpLn != nil {
-		mcpLog := log.With("component", "mcp")
-		mcpHTTP = mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: mcpLog, Version: node.Version()}), mcpLog)
-		mcpURL = "http://" + mcpLn.Addr().String() + mcp.HTTPPath
-		go func() {
-			if err := mcpHTTP.Serve(mcpLn); err != nil {
-				mcpLog.Error("MCP over HTTP stopped", "err", err)
-			}
-		}()
-	}
 	meshAddr := "off"
 	if st, err := n.MeshStatus(ctx); err == nil && st.Enabled {
 		meshAddr = st.Listen
@@ -195,6 +178,46 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	return nil
 }
 
+// listenMCP listens for MCP over HTTP as h says, with the home's bearer
+// token (made at the first start). When it cannot, and nobody asked for
+// HTTP (the default port is taken, the token file is unsafe), it logs why
+// and returns no listener: the daemon runs without HTTP.
+func listenMCP(home string, h httpConfig, log *slog.Logger) (net.Listener, string, error) {
+	if h.addr == "" {
+		return nil, "", nil
+	}
+	token, err := mcp.LoadToken(filepath.Join(home, mcp.TokenFile))
+	if err == nil {
+		var ln net.Listener
+		if ln, err = mcp.ListenLoopback(h.addr); err == nil {
+			return ln, token, nil
+		}
+	}
+	if h.required {
+		return nil, "", err
+	}
+	log.Warn("MCP over HTTP is off", "err", err)
+	return nil, "", nil
+}
+
+// startMCPHTTP serves n's MCP server over HTTP on ln, when there is one,
+// and returns the server and its URL ("off" without ln).
+func startMCPHTTP(n *node.Node, cfg Config, ln net.Listener, token string, log *slog.Logger) (*mcp.HTTPServer, string, error) {
+	if ln == nil {
+		return nil, "off", nil
+	}
+	h, err := mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: log, Version: node.Version()}), token, log)
+	if err != nil {
+		return nil, "", err
+	}
+	go func() {
+		if err := h.Serve(ln); err != nil {
+			log.Error("MCP over HTTP stopped", "err", err)
+		}
+	}()
+	return h, "http://" + ln.Addr().String() + mcp.HTTPPath, nil
+}
+
 // openNode creates and starts the node. When the mesh cannot listen on an
 // address nobody asked for, it logs a warning and starts the node without
 // the mesh instead.
@@ -222,10 +245,47 @@ func startNode(ctx context.Context, cfg node.Config) (*node.Node, error) {
 	return n, nil
 }
 
+// clientTimeoutEnv names the environment variable that sets how long a
+// command waits for the daemon to show a sign of life.
+const clientTimeoutEnv = "MEMMESH_CLIENT_TIMEOUT"
+
+// newClient returns a client of the home's daemon that waits for it as
+// long as the environment says (web.DefaultTimeout by default).
+func newClient(home string) (*web.Client, error) {
+	timeout := web.DefaultTimeout
+	if v := os.Getenv(clientTimeoutEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%s=%q: use a duration such as 10s or 1m", clientTimeoutEnv, v)
+		}
+		timeout = d
+	}
+	return web.NewClient(filepath.Join(home, socketFile), web.ClientOptions{
+		Timeout:  timeout,
+		Describe: func() string { return describeDaemon(home) },
+	}), nil
+}
+
+// describeDaemon names the process that holds home and its log, for an
+// error about a daemon that does not answer.
+func describeDaemon(home string) string {
+	pid := "unknown"
+	if data, err := os.ReadFile(filepath.Join(home, lockFile)); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n > 0 {
+			pid = strconv.Itoa(n)
+		}
+	}
+	return fmt.Sprintf("pid %s; see %s", pid, filepath.Join(home, logFile))
+}
+
 // connect returns a client of the home's daemon, starting the daemon in the
-// background when none is running.
+// background when none is running. A daemon that holds the home but does
+// not answer (stopped, stuck) gives an error matching web.ErrTimeout.
 func connect(ctx context.Context, home string) (*web.Client, error) {
-	c := web.NewClient(filepath.Join(home, socketFile))
+	c, err := newClient(home)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := c.Health(ctx); err == nil {
 		return c, nil
 	} else if !errors.Is(err, web.ErrNoDaemon) {
@@ -241,6 +301,9 @@ func connect(ctx context.Context, home string) (*web.Client, error) {
 		if err == nil {
 			return c, nil
 		}
+		if errors.Is(err, web.ErrTimeout) {
+			return nil, err
+		}
 		select {
 		case <-exited:
 			// The daemon we started is gone. If no daemon holds the home
@@ -252,7 +315,10 @@ func connect(ctx context.Context, home string) (*web.Client, error) {
 			exited = nil
 		default:
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the memmesh daemon was still starting: %w", ctx.Err())
+		}
+		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the memmesh daemon did not start within %s; see %s", startTimeout, filepath.Join(home, logFile))
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -302,7 +368,10 @@ func startDaemon(home string) (exited <-chan struct{}, err error) {
 
 // stopDaemon asks the home's daemon to stop and waits until it has.
 func stopDaemon(ctx context.Context, home string) (bool, error) {
-	c := web.NewClient(filepath.Join(home, socketFile))
+	c, err := newClient(home)
+	if err != nil {
+		return false, err
+	}
 	if err := c.Shutdown(ctx); errors.Is(err, web.ErrNoDaemon) {
 		return false, nil
 	} else if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"maps"
 	"os"
@@ -66,11 +67,18 @@ Profiles:
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			log := a.logger().With("component", "mcp")
 			c, err := a.client(ctx)
+			if errors.Is(err, web.ErrTimeout) {
+				// A daemon holds the home but does not answer: serve anyway,
+				// so that the agent's session starts; each call says why it
+				// fails until the daemon answers again.
+				log.Warn("the daemon does not answer; tool calls fail until it does", "err", err)
+				c, err = newClient(a.home)
+			}
 			if err != nil {
 				return err
 			}
-			log := a.logger().With("component", "mcp")
 			stdio := server.NewStdioServer(newServer(c, ns, log))
 			stdio.SetErrorLogger(slog.NewLogLogger(log.Handler(), slog.LevelError))
 			if err := stdio.Listen(ctx, a.stdin, a.stdout); err != nil && ctx.Err() == nil {

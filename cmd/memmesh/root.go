@@ -43,6 +43,14 @@ type app struct {
 
 // run executes the CLI and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if isHook(args) {
+		return runHook(ctx, args, stdin, stdout, stderr)
+	}
+	return runCLI(ctx, args, stdin, stdout, stderr)
+}
+
+// runCLI runs one command and returns its exit code.
+func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
@@ -74,7 +82,9 @@ func (a *app) rootCommand() *cobra.Command {
 bug fixes, pitfalls) and gives it back when it matters.
 
 A node runs on every machine ('memmesh serve'); every other command talks to it
-and starts it in the background when it is not running. Output is readable text
+and starts it in the background when it is not running, and fails with the
+daemon's pid and log when it shows no sign of life for 10 s (the environment
+variable MEMMESH_CLIENT_TIMEOUT, e.g. 30s, changes that). Output is readable text
 on a terminal and JSON when piped; choose with --format (or --json). Control
 and bidi characters that memories hold are shown visibly (ESC as ␛), never
 sent to the terminal; JSON escapes them.`,
@@ -95,7 +105,7 @@ sent to the terminal; JSON escapes them.`,
 		a.captureCommand(), a.searchCommand(), a.showCommand(), a.listCommand(),
 		a.updateCommand(), a.forgetCommand(), a.restoreCommand(), a.deleteCommand(), a.purgeCommand(),
 		a.statsCommand(), a.exportCommand(), a.importCommand(), a.versionCommand(),
-		a.mcpCommand(),
+		a.mcpCommand(), a.httpTokenCommand(),
 		a.idCommand(), a.inviteCommand(), a.joinCommand(), a.devicesCommand(), a.revokeCommand(),
 		a.peersCommand(), a.meshStatusCommand(), a.nsCommand(),
 		a.linkCommand(), a.unlinkCommand(), a.invalidateCommand(), a.graphCommand(), a.impactCommand(), a.doctorCommand(), a.mapCommand(), a.contextCommand(), a.staleCommand(), a.lifecycleCommand(), a.compactCommand(), a.analyzeCommand(), a.reflectCommand(),

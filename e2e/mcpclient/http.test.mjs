@@ -1,6 +1,7 @@
 // memmesh over streamable HTTP (the daemon's /mcp endpoint), driven by the
 // official TypeScript SDK.
 // Env: MEMMESH_HTTP_URL (http://127.0.0.1:PORT/mcp of a running daemon),
+// MEMMESH_HTTP_TOKEN (its home's bearer token),
 // MEMMESH_BIN and MEMMESH_HOME (that daemon's home, for a stdio client).
 import { test } from 'node:test';
 

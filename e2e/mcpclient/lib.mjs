@@ -48,9 +48,14 @@ export async function connectOfficial(memoryFile, { name = 'memmesh-e2e-official
   return client;
 }
 
-/** connectHTTP connects an SDK client to a streamable HTTP endpoint. */
-export async function connectHTTP({ name = 'memmesh-e2e-http', url = env('MEMMESH_HTTP_URL') } = {}) {
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+/**
+ * connectHTTP connects an SDK client to a streamable HTTP endpoint with the
+ * home's bearer token, as a client configured with the header does.
+ */
+export async function connectHTTP({ name = 'memmesh-e2e-http', url = env('MEMMESH_HTTP_URL'), token = env('MEMMESH_HTTP_TOKEN') } = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
   const client = new Client({ name, version: '1.0.0' });
   await client.connect(transport);
   return client;

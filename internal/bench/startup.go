@@ -179,7 +179,7 @@ func startDaemon(binary, home, logPath string) (*daemon, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: start %s serve: %w", binary, err)
 	}
-	d := &daemon{cmd: cmd, client: web.NewClient(filepath.Join(home, "memmesh.sock")), logPath: logPath, exited: make(chan struct{})}
+	d := &daemon{cmd: cmd, client: web.NewClient(filepath.Join(home, "memmesh.sock"), web.ClientOptions{}), logPath: logPath, exited: make(chan struct{})}
 	go func() {
 		d.waitErr = cmd.Wait()
 		close(d.exited)

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestHookAlwaysSucceeds: `memmesh context --hook` exits 0 with a hook
+// answer holding no context, and says why on stderr, whatever is wrong:
+// flags, config, home, or a config whose read never ends.
+func TestHookAlwaysSucceeds(t *testing.T) {
+	broken := t.TempDir()
+	os.WriteFile(filepath.Join(broken, "config.toml"), []byte("log_level = [broken\n"), 0o600)
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, []byte("x"), 0o600)
+	stuck := t.TempDir()
+	fifo := filepath.Join(stuck, "config.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Release the reader left blocked in open: a writer comes and goes.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		why  string // part of stderr
+	}{
+		{"broken config", []string{"--home", broken, "context", "--hook"}, "config.toml"},
+		{"bad flag value", []string{"--home", broken, "context", "--hook", "--budget", "lots"}, "budget"},
+		{"unknown flag", []string{"context", "--hook", "--colour"}, "unknown flag"},
+		{"home is a file", []string{"--home", notDir, "context", "--hook"}, "not a directory"},
+		{"config never read", []string{"--home", stuck, "context", "--hook"}, "none came within"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := make(chan int, 1)
+			go func() { code <- run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr) }()
+			select {
+			case c := <-code:
+				if c != exitOK {
+					t.Fatalf("exit %d, want 0; stderr %q", c, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("no exit after 30 s")
+			}
+			var out struct {
+				HookSpecificOutput struct {
+					HookEventName     string `json:"hookEventName"`
+					AdditionalContext string `json:"additionalContext"`
+				} `json:"hookSpecificOutput"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.HookSpecificOutput.HookEventName != "SessionStart" || out.HookSpecificOutput.AdditionalContext != "" {
+				t.Errorf("stdout %q (%v), want an empty SessionStart answer", stdout.String(), err)
+			}
+			if !strings.Contains(stderr.String(), tc.why) {
+				t.Errorf("stderr %q does not say %q", stderr.String(), tc.why)
+			}
+		})
+	}
+}
+
+func TestIsHook(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"context", "--hook"}, true},
+		{[]string{"--home", "/x", "context", "--hook=true", "--ns", "a"}, true},
+		{[]string{"--format", "json", "context", "--hook"}, true},
+		{[]string{"context"}, false},
+		{[]string{"context", "--hook=false"}, false},
+		{[]string{"capture", "context", "--hook"}, false},
+		{[]string{"--home", "context", "stats", "--hook"}, false},
+	} {
+		if got := isHook(tc.args); got != tc.want {
+			t.Errorf("isHook(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
