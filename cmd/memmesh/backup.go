@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/mcp"
@@ -218,8 +217,8 @@ func (l *lineReader) Read(p []byte) (int, error) {
 // progress shows, on a terminal, how many lines of total have gone to the
 // daemon, until the returned function is called.
 func (a *app) progress(name string, lines *lineReader, total int) (stop func()) {
-	f, ok := a.stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	f, ok := a.stderrTerminal()
+	if !ok {
 		return func() {}
 	}
 	done := make(chan struct{})

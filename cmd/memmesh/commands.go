@@ -514,6 +514,7 @@ in a way that 'memmesh restore' can undo.`,
 			}
 			var out []node.Purged
 			for _, ref := range argv {
+				a.status("Erasing %s: the database and the search index are rewritten where they held it...", ref)
 				p, err := c.Purge(cmd.Context(), ref)
 				if err != nil {
 					return err

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/term"
 
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/node"
@@ -190,5 +193,20 @@ func stamp(t time.Time) string {
 func printBriefList(w io.Writer, ms []node.Memory) {
 	for _, m := range ms {
 		fmt.Fprintf(w, "%s\t%s\n", m.ShortID, m.Title)
+	}
+}
+
+// stderrTerminal returns standard error when a person reads it on a
+// terminal.
+func (a *app) stderrTerminal() (*os.File, bool) {
+	f, ok := a.stderr.(*os.File)
+	return f, ok && term.IsTerminal(int(f.Fd()))
+}
+
+// status tells a person at a terminal what a long command is doing, on
+// standard error; it says nothing to scripts and agents.
+func (a *app) status(format string, args ...any) {
+	if f, ok := a.stderrTerminal(); ok {
+		fmt.Fprintln(f, inert.Text(fmt.Sprintf(format, args...)))
 	}
 }
