@@ -59,8 +59,9 @@ origin and validity. 'memmesh import' restores it, in this home or a new one.`,
 			if err := os.Rename(tmp.Name(), out); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stderr, "Exported %d memories, %d edges, %d namespace settings and %d purged ids to %s\n",
-				h.Memories, h.Edges, h.Namespaces, h.Purged, inert.Text(out))
+			fmt.Fprintf(a.stderr, "Exported %s, %s, %s and %s to %s\n",
+				importCount(h.Memories, "memory", "memories"), importCount(h.Edges, "edge", "edges"),
+				importCount(h.Namespaces, "namespace setting", "namespace settings"), importCount(h.Purged, "purged id", "purged ids"), inert.Text(out))
 			return nil
 		},
 	}
@@ -169,10 +170,11 @@ func (a *app) importExport(ctx context.Context, name string, r io.Reader, file *
 }
 
 func printImport(w io.Writer, res node.ImportResult) {
-	fmt.Fprintf(w, "Imported %d memories (%d already here), %d edges (%d already here or at a memory that is not), %d namespace settings (%d kept as they were) and %d purges.\n",
-		res.Imported, res.Skipped, res.Edges, res.EdgesSkipped, res.Namespaces, res.NamespacesKept, res.Purged)
+	fmt.Fprintf(w, "Imported %s (%d already here), %s (%d already here or at a memory that is not), %s (%d kept as they were) and %s.\n",
+		importCount(res.Imported, "memory", "memories"), res.Skipped, importCount(res.Edges, "edge", "edges"), res.EdgesSkipped,
+		importCount(res.Namespaces, "namespace setting", "namespace settings"), res.NamespacesKept, importCount(res.Purged, "purge", "purges"))
 	if res.Erased > 0 {
-		fmt.Fprintf(w, "Left out %d memories that were purged here: a purge is for good.\n", res.Erased)
+		fmt.Fprintf(w, "Left out %s that were purged here: a purge is for good.\n", importCount(res.Erased, "memory", "memories"))
 	}
 }
 

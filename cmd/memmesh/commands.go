@@ -527,7 +527,7 @@ in a way that 'memmesh restore' can undo.`,
 						fmt.Fprintf(w, "%s was already purged (%s by device %s).\n", p.ID, stamp(p.At), shortDevice(p.By))
 						continue
 					}
-					fmt.Fprintf(w, "Purged %s and %d links: erased here, and on every other machine as the tombstone reaches it.\n", p.ID, p.Edges)
+					fmt.Fprintf(w, "Purged %s and %s: erased here, and on every other machine as the tombstone reaches it.\n", p.ID, importCount(p.Edges, "link", "links"))
 				}
 			}, func(p node.Purged) string { return p.ID })
 		},
