@@ -230,11 +230,7 @@ func TestPurgeOnThreeDaemons(t *testing.T) {
 	}
 	for _, h := range homes {
 		stopHome(t, h)
-		holding, err := homescan.Holding(h, []byte(word))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(holding) > 0 {
+		if holding := homescan.Holding(t, h, word); len(holding) > 0 {
 			t.Errorf("after the purge these files still hold the canary: %v", holding)
 		}
 	}

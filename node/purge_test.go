@@ -11,19 +11,6 @@ import (
 	"github.com/memmesh/memmesh/internal/homescan"
 )
 
-// homeFilesHolding returns the files under home whose bytes contain
-// canary. (The search index keeps words in a compressed automaton, which
-// a byte search does not find; the search package's tests check that its
-// expunge drops them.)
-func homeFilesHolding(tb testing.TB, home, text string) []string {
-	tb.Helper()
-	found, err := homescan.Holding(home, []byte(text))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return found
-}
-
 // withCanary stores a memory holding canary in its title, content (and so
 // its touches), tags, an older revision and the notes of two edges, one
 // of them unlinked; and an unrelated memory. It returns both ids.
@@ -60,7 +47,7 @@ func TestPurgeErasesEverywhereOnThisNode(t *testing.T) {
 	n := testNode(t, home)
 	const canary = "qzcanary81x"
 	secret, other := withCanary(t, n, canary)
-	if len(homeFilesHolding(t, home, canary)) == 0 {
+	if len(homescan.Holding(t, home, canary)) == 0 {
 		t.Fatal("no file holds the canary before the purge: the test proves nothing")
 	}
 
@@ -118,7 +105,7 @@ func TestPurgeErasesEverywhereOnThisNode(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if files := homeFilesHolding(t, home, canary); len(files) > 0 {
+	if files := homescan.Holding(t, home, canary); len(files) > 0 {
 		t.Fatalf("after the purge these files still hold the canary: %v", files)
 	}
 }
@@ -198,7 +185,7 @@ func TestMeshPurge(t *testing.T) {
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if files := homeFilesHolding(t, homes[i], canary); len(files) > 0 {
+		if files := homescan.Holding(t, homes[i], canary); len(files) > 0 {
 			t.Fatalf("node%d: these files still hold the canary: %v", i+1, files)
 		}
 	}

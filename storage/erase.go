@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
 )
 
 // metaErasePending is set, in the batch of a Commit that erases, until
@@ -54,7 +55,8 @@ func (s *Store) ErasePending() bool {
 // compactions drop it. Expunge flushes the memtable (retiring its log),
 // compacts the range of every erased key that held text (the document,
 // its record and its terms in Options.TextTerms) down to the last level,
-// and waits
+// until no deletion tombstone holds one of those keys either (a tombstone
+// carries its key), and waits
 // until Pebble has deleted the obsolete tables and logs. Write-ahead logs
 // are never recycled (see expungeCleaner), so a retired log is deleted,
 // not reused with old records in it. After a crash between the Commit and
@@ -123,6 +125,45 @@ func (s *Store) expunge(ctx context.Context, keys [][]byte, all bool) error {
 	if all {
 		ranges = [][2][]byte{{{0}, {0xff, 0xff}}}
 	}
+	for round := 0; len(ranges) > 0; round++ {
+		if round == expungeRounds {
+			return fmt.Errorf("storage: expunge: %d erased keys are still in the tables after %d rounds of compactions", len(ranges), round)
+		}
+		if err := s.compact(ctx, ranges); err != nil {
+			return err
+		}
+		left, err := s.tombstones(ctx, keys, all)
+		if err != nil {
+			return err
+		}
+		// A compaction that finds nothing under a table moves it down
+		// whole instead of rewriting it, so a deletion tombstone, which
+		// holds its key, can reach the last level and stay there. Deleted
+		// again, the key meets that tombstone in the next round's
+		// compaction, which rewrites the table and drops both.
+		if len(left) > 0 {
+			b := s.db.NewBatch()
+			for _, k := range left {
+				b.Delete(k, nil)
+			}
+			err := s.apply(b, int64(b.Len()), false, nil)
+			b.Close()
+			if err != nil {
+				return err
+			}
+		}
+		ranges = keyRanges(left)
+	}
+	return s.awaitObsoleteDeleted(ctx)
+}
+
+// expungeRounds bounds the rounds of compactions of one expunge; the
+// second round removes what the first moved down whole.
+const expungeRounds = 4
+
+// compact flushes the memtable and compacts each range down to the last
+// level.
+func (s *Store) compact(ctx context.Context, ranges [][2][]byte) error {
 	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("storage: expunge: flush: %w", err)
 	}
@@ -131,7 +172,36 @@ func (s *Store) expunge(ctx context.Context, keys [][]byte, all bool) error {
 			return fmt.Errorf("storage: expunge: compact: %w", err)
 		}
 	}
-	return s.awaitObsoleteDeleted(ctx)
+	return nil
+}
+
+// tombstones returns the keys of keys that a deletion tombstone in the
+// tables still holds, or, with all, every key that one holds.
+func (s *Store) tombstones(ctx context.Context, keys [][]byte, all bool) ([][]byte, error) {
+	var left [][]byte
+	visit := func(k *pebble.InternalKey, _ pebble.LazyValue, _ pebble.IteratorLevel) error {
+		switch k.Kind() {
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized:
+			left = append(left, bytes.Clone(k.UserKey))
+		}
+		return nil
+	}
+	scan := func(lower, upper []byte) error {
+		err := s.db.ScanInternal(ctx, block.CategoryUnknown, lower, upper, visit, nil, nil, nil, nil)
+		if err != nil {
+			return fmt.Errorf("storage: expunge: scan: %w", err)
+		}
+		return nil
+	}
+	if all {
+		return left, scan([]byte{0}, []byte{0xff, 0xff})
+	}
+	for _, r := range keyRanges(keys) {
+		if err := scan(r[0], r[1]); err != nil {
+			return nil, err
+		}
+	}
+	return left, nil
 }
 
 // keyRanges returns the sorted keys as ranges [key, key+0x00), each
@@ -218,16 +288,10 @@ func (s *Store) manifests() ([]string, error) {
 var errExpungeBusy = errors.New("storage: expunge: the database stayed busy; trying again later")
 
 // reopen closes and reopens Pebble while no call is in progress, then
-// makes one change and flushes it, which starts a new manifest. Like the
-// reopen after a full disk, it only tries the lock, so that a call nested
-// in another's callback never waits behind it.
+// makes one change and flushes it, which starts a new manifest.
 func (s *Store) reopen() error {
-	deadline := time.Now().Add(reopenWait)
-	for !s.dbMu.TryLock() {
-		if time.Now().After(deadline) {
-			return errExpungeBusy
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !s.tryLockDB() {
+		return errExpungeBusy
 	}
 	defer s.dbMu.Unlock()
 	if s.shut {

@@ -108,6 +108,21 @@ const reopenWait = 5 * time.Second
 // calls kept using it.
 var errBusy = errors.New("storage: busy reopening the database after a full disk; try again")
 
+// tryLockDB takes dbMu for writing, to reopen the database, and reports
+// whether it could within reopenWait. It only tries the lock: a call
+// nested in another's callback (which holds dbMu for reading) must never
+// wait behind a writer that waits for that callback to end.
+func (s *Store) tryLockDB() bool {
+	deadline := time.Now().Add(reopenWait)
+	for !s.dbMu.TryLock() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
 // blocked returns why writes cannot be handed to Pebble now, or nil: a
 // failed log write, or a database opened read-only. Callers hold commitMu
 // (or dbMu) so that no batch follows a failure.
@@ -141,12 +156,8 @@ func (s *Store) recover() error {
 	if !s.space.enough() {
 		return s.space.full()
 	}
-	deadline := time.Now().Add(reopenWait)
-	for !s.dbMu.TryLock() {
-		if time.Now().After(deadline) {
-			return errBusy
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !s.tryLockDB() {
+		return errBusy
 	}
 	defer s.dbMu.Unlock()
 	switch {

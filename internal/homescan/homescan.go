@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // Files calls fn with the path and the bytes of every regular file under
@@ -34,13 +35,18 @@ func Files(dir string, fn func(path string, data []byte)) (int, error) {
 	return n, err
 }
 
-// Holding returns the files under dir whose bytes contain needle.
-func Holding(dir string, needle []byte) ([]string, error) {
+// Holding returns the files under dir whose bytes contain needle; a walk
+// that fails fails the test.
+func Holding(tb testing.TB, dir, needle string) []string {
+	tb.Helper()
 	var found []string
 	_, err := Files(dir, func(path string, data []byte) {
-		if bytes.Contains(data, needle) {
+		if bytes.Contains(data, []byte(needle)) {
 			found = append(found, path)
 		}
 	})
-	return found, err
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return found
 }
