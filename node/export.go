@@ -303,37 +303,30 @@ func (imp *importer) add(line int, it importItem) error {
 	if err := imp.ctx.Err(); err != nil {
 		return err
 	}
+	var err error
 	switch {
 	case it.memory != nil:
-		if len(imp.edges) > 0 {
-			if err := imp.flushEdges(); err != nil {
-				return err
-			}
-		}
-		imp.memories = append(imp.memories, *it.memory)
-		if len(imp.memories) == importBatch {
-			if err := imp.flushMemories(); err != nil {
-				return err
+		if err = imp.flushEdges(); err == nil {
+			imp.memories = append(imp.memories, *it.memory)
+			if len(imp.memories) == importBatch {
+				err = imp.flushMemories()
 			}
 		}
 	case it.edge != nil:
 		// An edge's memories must be stored before it.
-		if err := imp.flushMemories(); err != nil {
-			return err
-		}
-		imp.edges = append(imp.edges, *it.edge)
-		if len(imp.edges) == importBatch {
-			if err := imp.flushEdges(); err != nil {
-				return err
+		if err = imp.flushMemories(); err == nil {
+			imp.edges = append(imp.edges, *it.edge)
+			if len(imp.edges) == importBatch {
+				err = imp.flushEdges()
 			}
 		}
 	default:
-		if err := imp.flush(); err != nil {
-			return err
+		if err = imp.flush(); err == nil {
+			err = imp.single(line, it)
 		}
-		if err := imp.single(line, it); err != nil {
-			return err
-		}
+	}
+	if err != nil {
+		return err
 	}
 	imp.res.Lines = line
 	return nil
