@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/mutate"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -391,4 +392,50 @@ func TestBriefFromPeersInTheSameMillisecond(t *testing.T) {
 	if len(b.FromPeers) != 1 {
 		t.Fatalf("from_peers = %+v, want the memory that arrived in the same millisecond", b.FromPeers)
 	}
+}
+
+// FuzzCheckImport: any bytes given as an import file are accepted or
+// refused with ErrInvalid naming a line, never a panic; what is accepted
+// imports without an error other than ErrInvalid.
+func FuzzCheckImport(f *testing.F) {
+	src := testNode(f, "")
+	ctx := context.Background()
+	a, err := src.Remember(ctx, RememberRequest{Namespace: "x", Content: "a seed memory about builds", Tags: []string{"ci"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := src.Remember(ctx, RememberRequest{Namespace: "x", Content: "another seed memory about caches"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := src.Link(ctx, LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, Notes: "n"}); err != nil {
+		f.Fatal(err)
+	}
+	stale := "30d"
+	if _, err := src.SetNamespace(ctx, "x", NamespaceChange{StaleAfter: &stale}); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := src.Purge(ctx, b.ID); err != nil {
+		f.Fatal(err)
+	}
+	var file bytes.Buffer
+	if _, err := src.Export(ctx, &file); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(file.Bytes())
+	f.Add([]byte("{\"type\":\"header\",\"format\":\"memmesh-export\",\"version\":2}\n{}\n"))
+	mutate.Seeds(f, 200, file.Bytes())
+	dst := testNode(f, "")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := CheckImport(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "line ") {
+				t.Fatalf("CheckImport: %v; want ErrInvalid naming the line", err)
+			}
+			return
+		}
+		if _, err := dst.Import(ctx, bytes.NewReader(data)); err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Import of a file CheckImport accepts: %v", err)
+		}
+	})
 }

@@ -487,6 +487,13 @@ func FuzzApplyDocs(f *testing.F) {
 	f.Add(transport.AppendEntries(nil, []transport.Entry{{Kind: 'x', ID: res.ID[2:], Doc: doc}}))
 	f.Add([]byte{1, 'm', 26})
 	mutate.Seeds(f, 200, transport.AppendEntries(nil, []transport.Entry{{Kind: 'm', ID: res.ID[2:], Doc: doc}}))
+	tomb, err := crdt.Tombstone{ID: res.ID[2:], At: time.Now(), By: src.DeviceID()}.Encode()
+	if err != nil {
+		f.Fatal(err)
+	}
+	tombs := transport.AppendEntries(nil, []transport.Entry{{Kind: 'p', ID: res.ID[2:], Doc: tomb}, {Kind: 'm', ID: res.ID[2:], Doc: doc}})
+	f.Add(tombs)
+	mutate.Seeds(f, 100, tombs)
 	dst := meshNode(f, "", 1, nil)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		docs, err := transport.DecodeEntries(payload)
@@ -500,6 +507,9 @@ func FuzzApplyDocs(f *testing.F) {
 			if d.Kind == 'm' && crdt.ValidID(d.ID) {
 				if _, err := dst.load(d.ID); err != nil && !storageNotFound(err) {
 					t.Fatalf("stored memory %s unreadable: %v", d.ID, err)
+				}
+				if _, err := dst.load(d.ID); err == nil && dst.purged(d.ID) {
+					t.Fatalf("memory %s is stored beside its tombstone", d.ID)
 				}
 			}
 		}

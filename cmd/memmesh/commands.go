@@ -554,7 +554,7 @@ func (a *app) confirmPurge(ctx context.Context, c *web.Client, refs []string) er
 		fmt.Fprintf(a.stderr, "  %s  %s\n", m.ShortID, inert.Text(snippet(m.Title, 70)))
 	}
 	fmt.Fprintf(a.stderr, "Erase these memories on every machine, for good? [y/N] ")
-	answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	answer, _ := bufio.NewReader(io.LimitReader(a.stdin, 64)).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 		return errors.New("nothing was purged")
 	}
