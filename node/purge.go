@@ -266,7 +266,7 @@ func (n *Node) expunge(ctx context.Context) error {
 
 // closeExpungeTimeout bounds how long Close spends on a pending expunge;
 // what is left is done at the next start.
-const closeExpungeTimeout = 15 * time.Second
+const closeExpungeTimeout = 10 * time.Second
 
 // expungeBeforeClose finishes a pending expunge (a tombstone just received,
 // say) before the node stops, so that a stopped node's files do not hold
