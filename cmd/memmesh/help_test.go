@@ -56,3 +56,27 @@ func firstLine(text, part string) string {
 	}
 	return ""
 }
+
+// TestMCPHelpListsEveryTool: `memmesh mcp --help` names every tool of
+// both profiles with a summary.
+func TestMCPHelpListsEveryTool(t *testing.T) {
+	var mcpCmd *cobra.Command
+	for _, c := range (&app{}).rootCommand().Commands() {
+		if c.Name() == "mcp" {
+			mcpCmd = c
+		}
+	}
+	if mcpCmd == nil {
+		t.Fatal("no mcp command")
+	}
+	for _, tool := range []string{
+		"remember", "recall", "get", "update", "forget", "context", "link", "traverse", "review", "compact_apply", "status",
+		"create_entities", "create_relations", "add_observations", "delete_entities", "delete_observations",
+		"delete_relations", "read_graph", "search_nodes", "open_nodes",
+	} {
+		line := regexp.MustCompile(`(?m)^  ` + tool + ` +\S.*$`)
+		if !line.MatchString(mcpCmd.Long) {
+			t.Errorf("mcp --help lists no %s with a summary:\n%s", tool, mcpCmd.Long)
+		}
+	}
+}
