@@ -105,6 +105,7 @@ type ServerMemoryService interface {
 	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
 	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
+	Changes(ctx context.Context, req node.ChangesRequest) (node.ChangesResult, error)
 }
 
 var _ ServerMemoryService = (*node.Node)(nil)
