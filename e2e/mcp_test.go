@@ -220,6 +220,13 @@ func TestMCPServerMemoryProfile(t *testing.T) {
 	nodeTest(t, home, "servermemory.test.mjs", map[string]string{"MEMMESH_IMPORT_HOME": importHome})
 }
 
+// TestMCPServerMemoryKnowledgeGraph runs the official memory server's own
+// knowledge-graph scenarios, as MCP calls, on the official server and on
+// `memmesh mcp --profile server-memory`.
+func TestMCPServerMemoryKnowledgeGraph(t *testing.T) {
+	nodeTest(t, newHome(t), "knowledgegraph.test.mjs", nil)
+}
+
 // mcpInitialize is an MCP initialize request.
 const mcpInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"memmesh-e2e-go","version":"1.0.0"}}}`
 
