@@ -61,6 +61,7 @@ type serverMemorySnapshot struct {
 	byName   map[string]*serverMemoryEntry // entries, with an entity memory or a reference
 	byID     map[string]*serverMemoryPart  // every memory of the graph by id
 	edges    map[string]node.Edge          // live edges at memories of the graph, by edge id
+	edgesAt  map[string][]string           // the ids of the edges in edges, by endpoint
 }
 
 // serverMemoryEntry is one name of the graph: the memories that hold its
@@ -68,6 +69,7 @@ type serverMemorySnapshot struct {
 // the oldest first) and its references.
 type serverMemoryEntry struct {
 	name  string
+	pos   int // index in the snapshot's entities when they were last sorted
 	parts []*serverMemoryPart
 	refs  []*serverMemoryPart
 	view  *ServerMemoryEntity // the entity as the graph shows it; nil when it must be worked out again
@@ -86,7 +88,10 @@ type serverMemoryPart struct {
 }
 
 func newServerMemorySnapshot() *serverMemorySnapshot {
-	return &serverMemorySnapshot{byName: map[string]*serverMemoryEntry{}, byID: map[string]*serverMemoryPart{}, edges: map[string]node.Edge{}}
+	return &serverMemorySnapshot{
+		byName: map[string]*serverMemoryEntry{}, byID: map[string]*serverMemoryPart{},
+		edges: map[string]node.Edge{}, edgesAt: map[string][]string{},
+	}
 }
 
 // serverMemoryReference is the content of the reference memory of a name.
@@ -174,14 +179,30 @@ func (snap *serverMemorySnapshot) remove(id string) {
 
 // putEdge records an edge at a memory of the graph, or forgets a deleted one.
 func (snap *serverMemorySnapshot) putEdge(e node.Edge) {
+	_, known := snap.edges[e.ID]
 	switch {
 	case e.Deleted:
-		delete(snap.edges, e.ID)
+		snap.dropEdge(e)
+	case known:
+		snap.edges[e.ID] = e
 	case snap.byID[e.From] != nil || snap.byID[e.To] != nil:
 		snap.edges[e.ID] = e
-	default:
-		if _, ok := snap.edges[e.ID]; ok {
-			snap.edges[e.ID] = e
+		// An edge's id hashes its endpoints: they never change.
+		snap.edgesAt[e.From] = append(snap.edgesAt[e.From], e.ID)
+		snap.edgesAt[e.To] = append(snap.edgesAt[e.To], e.ID)
+	}
+}
+
+// dropEdge forgets an edge.
+func (snap *serverMemorySnapshot) dropEdge(e node.Edge) {
+	if _, ok := snap.edges[e.ID]; !ok {
+		return
+	}
+	delete(snap.edges, e.ID)
+	for _, at := range []string{e.From, e.To} {
+		snap.edgesAt[at] = slices.DeleteFunc(snap.edgesAt[at], func(id string) bool { return id == e.ID })
+		if len(snap.edgesAt[at]) == 0 {
+			delete(snap.edgesAt, at)
 		}
 	}
 }
@@ -346,6 +367,9 @@ func (snap *serverMemorySnapshot) list() []*serverMemoryEntry {
 		slices.SortFunc(snap.entities, func(a, b *serverMemoryEntry) int {
 			return cmp.Or(a.parts[0].created.Compare(b.parts[0].created), strings.Compare(a.parts[0].id, b.parts[0].id))
 		})
+		for i, e := range snap.entities {
+			e.pos = i
+		}
 		snap.sorted = true
 	}
 	return snap.entities
@@ -357,22 +381,31 @@ type serverMemoryEdge struct {
 	relation ServerMemoryRelation
 }
 
-// relationEdges returns the edges that hold relations, oldest first (ties,
-// within a millisecond, in the order of the entities). Links memmesh made
-// itself between near duplicates are not relations anybody created.
-func (snap *serverMemorySnapshot) relationEdges() []serverMemoryEdge {
-	pos := map[*serverMemoryEntry]int{}
-	for i, e := range snap.list() {
-		pos[e] = i
-	}
+// relationEdges returns the edges that hold relations at entries (all of
+// them when entries is nil), oldest first (ties, within a millisecond, in
+// the order of the entities). Links memmesh made itself between near
+// duplicates are not relations anybody created.
+func (snap *serverMemorySnapshot) relationEdges(entries []*serverMemoryEntry) []serverMemoryEdge {
+	snap.list() // the entities' positions
 	at := func(p *serverMemoryPart) int {
-		if i, ok := pos[p.entry]; ok {
-			return i
+		if len(p.entry.parts) > 0 {
+			return p.entry.pos
 		}
-		return len(pos) // a name that is no entity: after the entities
+		return len(snap.entities) // a name that is no entity: after the entities
+	}
+	edges := snap.edges
+	if entries != nil {
+		edges = map[string]node.Edge{}
+		for _, entry := range entries {
+			for _, p := range slices.Concat(entry.parts, entry.refs) {
+				for _, id := range snap.edgesAt[p.id] {
+					edges[id] = snap.edges[id]
+				}
+			}
+		}
 	}
 	var out []serverMemoryEdge
-	for _, e := range snap.edges {
+	for _, e := range edges {
 		from, to := snap.byID[e.From], snap.byID[e.To]
 		if from == nil || to == nil || e.Origin == node.OriginAutoLink {
 			continue
@@ -388,30 +421,32 @@ func (snap *serverMemorySnapshot) relationEdges() []serverMemoryEdge {
 	return out
 }
 
-// relations returns the relations, each once, that touch a name of names
-// (all of them when names is nil).
-func (snap *serverMemorySnapshot) relations(names map[string]bool) []ServerMemoryRelation {
+// relations returns the relations, each once, at entries (all of them
+// when entries is nil).
+func (snap *serverMemorySnapshot) relations(entries []*serverMemoryEntry) []ServerMemoryRelation {
 	out := []ServerMemoryRelation{}
 	seen := map[ServerMemoryRelation]bool{}
-	for _, e := range snap.relationEdges() {
-		r := e.relation
-		if (names == nil || names[r.From] || names[r.To]) && !seen[r] {
-			seen[r] = true
-			out = append(out, r)
+	for _, e := range snap.relationEdges(entries) {
+		if !seen[e.relation] {
+			seen[e.relation] = true
+			out = append(out, e.relation)
 		}
 	}
 	return out
 }
 
-// graph returns entries and the relations that touch them.
-func (snap *serverMemorySnapshot) graph(entries []*serverMemoryEntry) ServerMemoryGraph {
+// graph returns entries and the relations that touch them; all relations
+// when all is set.
+func (snap *serverMemorySnapshot) graph(entries []*serverMemoryEntry, all bool) ServerMemoryGraph {
 	g := ServerMemoryGraph{Entities: make([]ServerMemoryEntity, len(entries))}
-	names := map[string]bool{}
 	for i, e := range entries {
 		g.Entities[i] = e.entity()
-		names[e.name] = true
 	}
-	g.Relations = snap.relations(names)
+	if all {
+		g.Relations = snap.relations(nil)
+	} else {
+		g.Relations = snap.relations(append([]*serverMemoryEntry{}, entries...))
+	}
 	return g
 }
 
@@ -422,9 +457,7 @@ func (s *serverMemoryStore) readGraph(ctx context.Context) (ServerMemoryGraph, e
 	if err != nil {
 		return ServerMemoryGraph{}, err
 	}
-	g := snap.graph(snap.list())
-	g.Relations = snap.relations(nil)
-	return g, nil
+	return snap.graph(snap.list(), true), nil
 }
 
 // searchNodes returns the entities whose name, type or an observation
@@ -444,7 +477,7 @@ func (s *serverMemoryStore) searchNodes(ctx context.Context, query string) (Serv
 			found = append(found, entry)
 		}
 	}
-	return snap.graph(found), nil
+	return snap.graph(found, false), nil
 }
 
 // openNodes returns the named entities and the relations that touch them.
@@ -462,7 +495,7 @@ func (s *serverMemoryStore) openNodes(ctx context.Context, names []string) (Serv
 			found = append(found, entry)
 		}
 	}
-	return snap.graph(found), nil
+	return snap.graph(found, false), nil
 }
 
 // serverMemoryCreate is an entity to create and its memory's content.
@@ -697,7 +730,7 @@ func (s *serverMemoryStore) deleteEntities(ctx context.Context, names []string) 
 		doomed[name] = true
 	}
 	var unlink []serverMemoryEdge
-	for _, e := range snap.relationEdges() {
+	for _, e := range snap.relationEdges(nil) {
 		if doomed[e.relation.From] || doomed[e.relation.To] {
 			unlink = append(unlink, e)
 		}
@@ -726,7 +759,7 @@ func (s *serverMemoryStore) unlink(ctx context.Context, snap *serverMemorySnapsh
 		if _, err := s.svc.Unlink(ctx, e.From, e.Rel, e.To); err != nil && !errors.Is(err, node.ErrNotFound) {
 			return fmt.Errorf("delete relation %s %s %s: %w", e.relation.From, e.relation.RelationType, e.relation.To, err)
 		}
-		delete(snap.edges, e.ID)
+		snap.dropEdge(e.Edge)
 		for _, id := range []string{e.From, e.To} {
 			if p := snap.byID[id]; p != nil && p.ref {
 				refs = append(refs, p)
@@ -734,11 +767,7 @@ func (s *serverMemoryStore) unlink(ctx context.Context, snap *serverMemorySnapsh
 		}
 	}
 	for _, p := range refs {
-		used := false
-		for _, e := range snap.edges {
-			used = used || e.From == p.id || e.To == p.id
-		}
-		if !used && snap.byID[p.id] != nil {
+		if len(snap.edgesAt[p.id]) == 0 && snap.byID[p.id] != nil {
 			if _, err := s.svc.Delete(ctx, p.id); err != nil && !errors.Is(err, node.ErrNotFound) {
 				return fmt.Errorf("delete the reference to %s: %w", p.entry.name, err)
 			}
@@ -850,7 +879,7 @@ func (s *serverMemoryStore) deleteRelations(ctx context.Context, in []ServerMemo
 		doomed[ServerMemoryRelation{From: serverMemoryScrub(r.From), To: serverMemoryScrub(r.To), RelationType: serverMemoryScrub(r.RelationType)}] = true
 	}
 	var unlink []serverMemoryEdge
-	for _, e := range snap.relationEdges() {
+	for _, e := range snap.relationEdges(nil) {
 		if doomed[e.relation] {
 			unlink = append(unlink, e)
 		}
