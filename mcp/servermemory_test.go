@@ -972,3 +972,70 @@ func TestServerMemoryImportBadFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestServerMemoryFollowsEveryWriter: the graph the profile keeps in
+// memory follows what another process writes on the same node, what
+// another machine writes (through the mesh), and an entity moved out of
+// the namespace.
+func TestServerMemoryFollowsEveryWriter(t *testing.T) {
+	ctx := context.Background()
+	a, b := meshNode(t, "laptop"), meshNode(t, "desk")
+	inv, err := a.Invite(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Join(ctx, inv.Token); err != nil {
+		t.Fatal(err)
+	}
+	mine := serverMemoryConnect(t, a, "")
+	mine.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Alice", EntityType: "person", Observations: []string{}}}}, nil)
+	if g := mine.graph(); len(g.Entities) != 1 {
+		t.Fatalf("graph: %s", serverMemoryJSONOf(t, g))
+	}
+
+	other := serverMemoryConnect(t, a, "")
+	other.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Bob", EntityType: "person", Observations: []string{"x"}}}}, nil)
+	other.ok("create_relations", map[string]any{"relations": []ServerMemoryRelation{{From: "Alice", To: "Bob", RelationType: "knows"}}}, nil)
+	other.ok("add_observations", map[string]any{"observations": []map[string]any{{"entityName": "Alice", "contents": []string{"y"}}}}, nil)
+	want := ServerMemoryGraph{
+		Entities: []ServerMemoryEntity{
+			{Name: "Alice", EntityType: "person", Observations: []string{"y"}},
+			{Name: "Bob", EntityType: "person", Observations: []string{"x"}},
+		},
+		Relations: []ServerMemoryRelation{{From: "Alice", To: "Bob", RelationType: "knows"}},
+	}
+	if g := mine.graph(); !reflect.DeepEqual(g, want) {
+		t.Fatalf("after another process wrote:\n got %s\nwant %s", serverMemoryJSONOf(t, g), serverMemoryJSONOf(t, want))
+	}
+
+	remote := serverMemoryConnect(t, b, "")
+	remote.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Carol", EntityType: "person", Observations: []string{}}}}, nil)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var found ServerMemoryGraph
+		mine.ok("open_nodes", map[string]any{"names": []string{"Carol"}}, &found)
+		if len(found.Entities) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an entity made on the other machine never shows")
+		}
+	}
+
+	mems, err := a.List(ctx, node.ListRequest{Namespace: ServerMemoryNamespace, Kind: "entity", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mems {
+		if m.Title == "Bob" {
+			away := "elsewhere"
+			if _, err := a.Update(ctx, m.ID, node.UpdateRequest{Namespace: &away}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var alice ServerMemoryGraph
+	mine.ok("open_nodes", map[string]any{"names": []string{"Alice", "Bob"}}, &alice)
+	if len(alice.Entities) != 1 || alice.Entities[0].Name != "Alice" || len(alice.Relations) != 0 {
+		t.Errorf("after Bob moved to another namespace: %s", serverMemoryJSONOf(t, alice))
+	}
+}
