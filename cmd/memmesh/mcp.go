@@ -75,7 +75,7 @@ Profiles:
   server-memory  the tools of the official MCP memory server
                  (@modelcontextprotocol/server-memory), kept in the
                  namespace "server-memory" unless --ns says otherwise
-` + toolsHelp(),
+`,
 		Example: `  memmesh mcp
   memmesh mcp --ns backend
   memmesh mcp --profile server-memory`,
@@ -110,6 +110,13 @@ Profiles:
 			return nil
 		},
 	}
+	// The tool list is made when help is asked for, not at every start.
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		long := c.Long
+		c.Long += toolsHelp()
+		c.Root().HelpFunc()(c, args)
+		c.Long = long
+	})
 	cmd.Flags().StringVar(&ns, "ns", "", "namespace of the tools, resources and prompts (default: the configured namespace; for server-memory, \"server-memory\")")
 	cmd.Flags().StringVar(&profile, "profile", "memmesh", "tools to serve: "+profiles)
 	return cmd
