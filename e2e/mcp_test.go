@@ -93,8 +93,14 @@ func npmInstall(dir string) error {
 // out; daemons started in the background are stopped by the home's cleanup.
 func runNode(tb testing.TB, home string, extra map[string]string, args ...string) (string, error) {
 	tb.Helper()
+	return runNodeFor(tb, nodeScriptTimeout, home, extra, args...)
+}
+
+// runNodeFor is runNode with another bound on the run's time.
+func runNodeFor(tb testing.TB, timeout time.Duration, home string, extra map[string]string, args ...string) (string, error) {
+	tb.Helper()
 	dir := mcpClient(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), nodeScriptTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = dir
@@ -114,7 +120,7 @@ func runNode(tb testing.TB, home string, extra map[string]string, args ...string
 	err := cmd.Wait()
 	syscall.Kill(-pgid, syscall.SIGKILL) // whatever node left behind
 	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %s", nodeScriptTimeout)
+		err = fmt.Errorf("timed out after %s", timeout)
 	}
 	return out.String(), err
 }
@@ -218,6 +224,13 @@ func TestMCPStreamableHTTPSDKClient(t *testing.T) {
 func TestMCPServerMemoryProfile(t *testing.T) {
 	home, importHome := newHome(t), newHome(t)
 	nodeTest(t, home, "servermemory.test.mjs", map[string]string{"MEMMESH_IMPORT_HOME": importHome})
+}
+
+// TestMCPServerMemoryKnowledgeGraph runs the official memory server's own
+// knowledge-graph scenarios, as MCP calls, on the official server and on
+// `memmesh mcp --profile server-memory`.
+func TestMCPServerMemoryKnowledgeGraph(t *testing.T) {
+	nodeTest(t, newHome(t), "knowledgegraph.test.mjs", nil)
 }
 
 // mcpInitialize is an MCP initialize request.
@@ -501,18 +514,21 @@ func TestMCPConformance(t *testing.T) {
 // client (mcpclient/bench.mjs): remember and recall against `memmesh mcp`,
 // and search_nodes against the official memory server and memmesh's
 // server-memory profile side by side. b.N is the number of calls measured
-// per operation. Run with
+// per operation; MEMMESH_BENCH_ENTITIES sets the size of the graph
+// (default 500). Run with
 //
 //	go test -run '^$' -bench MCPStdioSDK -benchtime 200x ./e2e
+//	MEMMESH_BENCH_ENTITIES=5000 go test -run '^$' -bench MCPStdioSDK -benchtime 200x -timeout 30m ./e2e
 func BenchmarkMCPStdioSDK(b *testing.B) {
 	home, graphHome := benchHome(b), benchHome(b)
 	startServe(b, home)
 	startServe(b, graphHome)
+	env := map[string]string{"MEMMESH_GRAPH_HOME": graphHome, "MEMMESH_BENCH_N": fmt.Sprint(b.N)}
+	if n := os.Getenv("MEMMESH_BENCH_ENTITIES"); n != "" {
+		env["MEMMESH_BENCH_ENTITIES"] = n
+	}
 	b.ResetTimer()
-	out, err := runNode(b, home, map[string]string{
-		"MEMMESH_GRAPH_HOME": graphHome,
-		"MEMMESH_BENCH_N":    fmt.Sprint(b.N),
-	}, "bench.mjs")
+	out, err := runNodeFor(b, 20*time.Minute, home, env, "bench.mjs")
 	b.StopTimer()
 	if err != nil {
 		b.Fatalf("node bench.mjs: %v\n%s", err, out)
@@ -522,7 +538,7 @@ func BenchmarkMCPStdioSDK(b *testing.B) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		b.Fatalf("bench.mjs output: %v\n%s", err, out)
 	}
-	for _, op := range []string{"remember", "recall", "search_nodes_official", "search_nodes_memmesh"} {
+	for _, op := range []string{"remember", "recall", "search_nodes_official", "search_nodes_memmesh", "open_nodes_official", "open_nodes_memmesh"} {
 		r, ok := res[op]
 		if !ok {
 			b.Fatalf("bench.mjs reported no %s\n%s", op, out)

@@ -9,20 +9,26 @@
 // bounded bodies and read times. recall answers excerpts of long memories
 // (node.SearchHit); get answers them whole.
 //
-// Tools (each with an input schema, behaviour hints, a structured result
-// with its output schema, and a text rendering):
+// Tools (each with an input schema and behaviour hints; a result is a
+// text rendering for the agent, with the same data as structured content).
+// The whole tools/list stays under 12,000 characters, since every session
+// of every agent reads it: tools that are one idea are one tool with a
+// mode, descriptions say what an agent needs to pick the tool, and there
+// are no output schemas.
 //
-//	remember   store a memory (content, title, namespace, kind, tags, tier, confidence, ttl, evergreen)
-//	recall     search (query; namespace or "*", tags, kind, statuses, tiers, since, until, limit, explain)
-//	get        one memory by full or short id
-//	update     change a memory's content, title, namespace, kind, tags, confidence, ttl, evergreen or status
-//	forget     archive a memory; with hard, purge it (erase it everywhere, for good)
-//	context    the brief of a namespace within a token budget
-//	link       relate two memories, or a memory and a file:, code: or url: artefact
-//	unlink     remove a relation
-//	traverse   follow relations from a memory or artefact (depth, direction, rels)
-//	status     version, device and counts
-//	peers      the user's other machines in the mesh: state, last sync, documents behind
+//	remember       store a memory (content, title, namespace, kind, tags, tier, confidence, ttl, evergreen)
+//	recall         search (query; namespace or "*", tags, kind, statuses, tiers, since, until, limit, explain)
+//	get            one memory by full or short id
+//	update         change a memory's content, title, namespace, kind, tags, confidence, ttl, evergreen or status;
+//	               status active restores an archived, compacted or deleted memory
+//	forget         archive a memory; with hard, purge it (erase it everywhere, for good)
+//	context        the brief of a namespace within a token budget
+//	link           relate two memories, or a memory and a file:, code: or url: artefact; remove deletes the link
+//	traverse       mode links: follow relations from a memory or artefact (depth, direction, rels);
+//	               mode impact: the memories a file or directory affects
+//	review         check stale, analyze, reflect or compact: the upkeep of a namespace (all reads)
+//	compact_apply  replace memories with a summary
+//	status         version, device, counts, and the mesh's peers: state, last sync, documents behind
 //
 // Resources:
 //

@@ -41,7 +41,7 @@ func (h *handler) resources() []server.ServerResource {
 		{
 			Resource: mcpgo.NewResource(staleURI, "stale",
 				mcpgo.WithResourceTitle("Stale memories"),
-				mcpgo.WithResourceDescription(fmt.Sprintf("Memories of namespace %q that may no longer hold (marked stale, or superseded by a newer memory), with the reasons: check them, then update, restore or forget them (JSON).", h.namespace)),
+				mcpgo.WithResourceDescription(fmt.Sprintf("Memories of namespace %q that may no longer hold (marked stale, or superseded by a newer memory), with the reasons: check them, then update them (status active when they still hold) or forget them (JSON).", h.namespace)),
 				mcpgo.WithMIMEType(jsonMIME)),
 			Handler: h.readStale,
 		},
@@ -84,7 +84,7 @@ func (h *handler) readStats(ctx context.Context, req mcpgo.ReadResourceRequest) 
 	return jsonContents(req.Params.URI, statusData{Version: h.version, DefaultNamespace: h.namespace, Agent: agent, Session: session, Stats: st})
 }
 
-// staleData is the content of memmesh://stale and of the stale tool.
+// staleData is the content of memmesh://stale and of review with check stale.
 type staleData struct {
 	Notice    string           `json:"notice"`
 	Namespace string           `json:"namespace"`

@@ -35,12 +35,14 @@ package mcp
 // written into the memory by other means, is read as one observation.
 //
 // A relation is an edge, origin "server-memory", from the memory of one
-// entity to the memory of the other. Its rel is the relationType when that
+// entity to the memory of the other; a name that is no entity, and the
+// target of a relation from an entity to itself, is a reference memory
+// (kind "entity-ref", content `reference: "NAME"`). Its rel is the relationType when that
 // is a memmesh relation name (lower-case kebab or snake case); otherwise it
 // is a slug of the relationType followed by "-" and 8 hex digits of its
 // SHA-256 ("Works At" -> "works_at-815ba396"), so that distinct relation
 // types never share an edge, and the exact relationType is kept in the
-// edge's notes. Any live edge between two entities of the namespace is a
+// edge's notes. Any live edge between two memories of the graph is a
 // relation, including ones made with memmesh's own tools.
 //
 // Adding or deleting observations appends a content revision; deleting an
@@ -53,10 +55,11 @@ package mcp
 // observations the entity does not have and fails with "Entity with name X
 // not found", the deletions ignore what does not exist, search_nodes matches
 // names, types and observations case-insensitively, and search_nodes and
-// open_nodes return the relations that touch a returned entity. Where the
-// official server stores something memmesh cannot (a relation to an entity
-// that does not exist, or from an entity to itself) the tool fails and
-// changes nothing. A name given twice in one create_entities call, or a
+// open_nodes return the relations that touch a returned entity. Relations
+// to and from names that are no entity, and from an entity to itself, are
+// stored as the official server stores them (servermemorystore.go: through
+// a reference memory); a relation from a name that is no entity to itself
+// fails and changes nothing. A name given twice in one create_entities call, or a
 // relation given twice in one create_relations call, is created once.
 // Strings are scrubbed of secrets (node.Scrub) before they are stored or
 // compared. Entities are listed in the order they were created, relations
@@ -70,7 +73,6 @@ package mcp
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -83,15 +85,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -105,6 +104,7 @@ type ServerMemoryService interface {
 	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
 	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
 	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
+	Changes(ctx context.Context, req node.ChangesRequest) (node.ChangesResult, error)
 }
 
 var _ ServerMemoryService = (*node.Node)(nil)
@@ -917,600 +917,6 @@ func serverMemoryRelationType(e node.Edge) string {
 	return e.Rel
 }
 
-// serverMemoryStore keeps the knowledge graph in one namespace of a node.
-type serverMemoryStore struct {
-	svc  ServerMemoryService
-	ns   string
-	page int // memories listed at once
-
-	mu   sync.Mutex // serialises this process's changes to the graph
-	last time.Time  // creation time of the newest entity made here
-}
-
-func newServerMemoryStore(svc ServerMemoryService, ns string) *serverMemoryStore {
-	return &serverMemoryStore{svc: svc, ns: ns, page: serverMemoryPageSize}
-}
-
-// serverMemorySnapshot is the graph's entities as read from the node.
-type serverMemorySnapshot struct {
-	entities []*serverMemoryEntry // in the order they were created
-	byName   map[string]*serverMemoryEntry
-	byID     map[string]*serverMemoryEntry // by the id of each of its memories
-}
-
-// serverMemoryEntry is one entity and the memories that hold it: one, or
-// several when devices created the same name before they synced, the
-// oldest first.
-type serverMemoryEntry struct {
-	name  string
-	pos   int // index in the snapshot's entities
-	parts []*serverMemoryPart
-}
-
-// serverMemoryPart is one memory holding an entity.
-type serverMemoryPart struct {
-	id           string
-	content      string
-	entityType   string
-	observations []string
-}
-
-func newServerMemorySnapshot() *serverMemorySnapshot {
-	return &serverMemorySnapshot{byName: map[string]*serverMemoryEntry{}, byID: map[string]*serverMemoryEntry{}}
-}
-
-// add records a memory holding entity e.
-func (s *serverMemorySnapshot) add(id, content string, e ServerMemoryEntity) {
-	entry := s.byName[e.Name]
-	if entry == nil {
-		entry = &serverMemoryEntry{name: e.Name, pos: len(s.entities)}
-		s.entities = append(s.entities, entry)
-		s.byName[e.Name] = entry
-	}
-	entry.parts = append(entry.parts, &serverMemoryPart{id: id, content: content, entityType: e.EntityType, observations: e.Observations})
-	s.byID[id] = entry
-}
-
-// entity is the entity as the graph shows it.
-func (e *serverMemoryEntry) entity() ServerMemoryEntity {
-	obs := slices.Clone(e.parts[0].observations)
-	for _, p := range e.parts[1:] {
-		for _, o := range p.observations {
-			if !slices.Contains(obs, o) {
-				obs = append(obs, o)
-			}
-		}
-	}
-	return ServerMemoryEntity{Name: e.name, EntityType: e.parts[0].entityType, Observations: obs}
-}
-
-// at returns the creation time of a new entity: now, but after the previous
-// one, so that entities made in one call keep their order (memmesh times
-// have millisecond precision).
-func (s *serverMemoryStore) at() time.Time {
-	t := time.Now().UTC().Truncate(time.Millisecond)
-	if !t.After(s.last) {
-		t = s.last.Add(time.Millisecond)
-	}
-	s.last = t
-	return t
-}
-
-// memories lists every entity memory of the namespace, a page at a time
-// from the most recently updated.
-func (s *serverMemoryStore) memories(ctx context.Context) ([]node.Memory, error) {
-	var all []node.Memory
-	seen := map[string]bool{}
-	add := func(ms []node.Memory) {
-		for _, m := range ms {
-			if !seen[m.ID] {
-				seen[m.ID] = true
-				all = append(all, m)
-			}
-		}
-	}
-	list := func(since, until time.Time) ([]node.Memory, error) {
-		ms, err := s.svc.List(ctx, node.ListRequest{Namespace: s.ns, Kind: serverMemoryKind, Since: since, Until: until, Limit: s.page})
-		if err != nil {
-			return nil, fmt.Errorf("list entities: %w", err)
-		}
-		return ms, nil
-	}
-	var until time.Time
-	for {
-		page, err := list(time.Time{}, until)
-		if err != nil {
-			return nil, err
-		}
-		add(page)
-		if len(page) < s.page {
-			return all, nil
-		}
-		// The memories updated at the instant of the page's last one may
-		// straddle the page's end: list them all before going on with
-		// older ones.
-		last := page[len(page)-1].Provenance.UpdatedAt
-		same, err := list(last, last.Add(time.Nanosecond))
-		if err != nil {
-			return nil, err
-		}
-		if len(same) == s.page {
-			return nil, fmt.Errorf("list entities: %d or more were updated at the same instant", s.page)
-		}
-		add(same)
-		until = last
-	}
-}
-
-// load reads the graph's entities.
-func (s *serverMemoryStore) load(ctx context.Context) (*serverMemorySnapshot, error) {
-	mems, err := s.memories(ctx)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(mems, func(a, b node.Memory) int {
-		return cmp.Or(a.Provenance.CreatedAt.Compare(b.Provenance.CreatedAt), strings.Compare(a.ID, b.ID))
-	})
-	snap := newServerMemorySnapshot()
-	for _, m := range mems {
-		snap.add(m.ID, m.Content, serverMemoryDecode(m.Content, m.Title))
-	}
-	return snap, nil
-}
-
-// edges returns the live edges between entities that touch the memories of
-// entries, oldest first.
-func (s *serverMemoryStore) edges(ctx context.Context, snap *serverMemorySnapshot, entries []*serverMemoryEntry, dir node.Direction) ([]node.Edge, error) {
-	var ids []string
-	for _, entry := range entries {
-		for _, p := range entry.parts {
-			ids = append(ids, p.id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	all, err := s.svc.Edges(ctx, node.EdgesRequest{Endpoints: ids, Direction: dir})
-	if err != nil {
-		return nil, fmt.Errorf("relations: %w", err)
-	}
-	var out []node.Edge
-	for _, e := range all {
-		// Links memmesh made itself between near duplicates are not
-		// relations anybody created.
-		if snap.byID[e.From] != nil && snap.byID[e.To] != nil && e.Origin != node.OriginAutoLink {
-			out = append(out, e)
-		}
-	}
-	slices.SortFunc(out, func(a, b node.Edge) int {
-		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt),
-			cmp.Compare(snap.byID[a.From].pos, snap.byID[b.From].pos),
-			cmp.Compare(snap.byID[a.To].pos, snap.byID[b.To].pos),
-			strings.Compare(a.Rel, b.Rel))
-	})
-	return out, nil
-}
-
-// relations returns the relations that touch entries.
-func (s *serverMemoryStore) relations(ctx context.Context, snap *serverMemorySnapshot, entries []*serverMemoryEntry, dir node.Direction) ([]ServerMemoryRelation, error) {
-	edges, err := s.edges(ctx, snap, entries, dir)
-	if err != nil {
-		return nil, err
-	}
-	out := []ServerMemoryRelation{}
-	seen := map[ServerMemoryRelation]bool{}
-	for _, e := range edges {
-		r := ServerMemoryRelation{From: snap.byID[e.From].name, To: snap.byID[e.To].name, RelationType: serverMemoryRelationType(e)}
-		if !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-// graph returns entries and the relations that touch them.
-func (s *serverMemoryStore) graph(ctx context.Context, snap *serverMemorySnapshot, entries []*serverMemoryEntry, dir node.Direction) (ServerMemoryGraph, error) {
-	g := ServerMemoryGraph{Entities: make([]ServerMemoryEntity, len(entries))}
-	for i, e := range entries {
-		g.Entities[i] = e.entity()
-	}
-	var err error
-	g.Relations, err = s.relations(ctx, snap, entries, dir)
-	return g, err
-}
-
-func (s *serverMemoryStore) readGraph(ctx context.Context) (ServerMemoryGraph, error) {
-	snap, err := s.load(ctx)
-	if err != nil {
-		return ServerMemoryGraph{}, err
-	}
-	return s.graph(ctx, snap, snap.entities, node.Out)
-}
-
-// searchNodes returns the entities whose name, type or an observation
-// contains query, ignoring case, and the relations that touch them.
-func (s *serverMemoryStore) searchNodes(ctx context.Context, query string) (ServerMemoryGraph, error) {
-	snap, err := s.load(ctx)
-	if err != nil {
-		return ServerMemoryGraph{}, err
-	}
-	q := strings.ToLower(serverMemoryScrub(query))
-	has := func(s string) bool { return strings.Contains(strings.ToLower(s), q) }
-	var found []*serverMemoryEntry
-	for _, entry := range snap.entities {
-		e := entry.entity()
-		if has(e.Name) || has(e.EntityType) || slices.ContainsFunc(e.Observations, has) {
-			found = append(found, entry)
-		}
-	}
-	return s.graph(ctx, snap, found, node.Both)
-}
-
-// openNodes returns the named entities and the relations that touch them.
-func (s *serverMemoryStore) openNodes(ctx context.Context, names []string) (ServerMemoryGraph, error) {
-	snap, err := s.load(ctx)
-	if err != nil {
-		return ServerMemoryGraph{}, err
-	}
-	names = serverMemoryScrubAll(names)
-	var found []*serverMemoryEntry
-	for _, entry := range snap.entities {
-		if slices.Contains(names, entry.name) {
-			found = append(found, entry)
-		}
-	}
-	return s.graph(ctx, snap, found, node.Both)
-}
-
-// serverMemoryCreate is an entity to create and its memory's content.
-type serverMemoryCreate struct {
-	entity  ServerMemoryEntity
-	content string
-}
-
-func (s *serverMemoryStore) createEntities(ctx context.Context, in []ServerMemoryEntity, prov serverMemoryProvenance) ([]ServerMemoryEntity, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap, err := s.load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := s.planCreate(snap, in)
-	if err != nil {
-		return nil, err
-	}
-	return s.applyCreate(ctx, snap, plan, prov)
-}
-
-// planCreate checks the entities to create, skipping the names that exist
-// or come earlier in the list.
-func (s *serverMemoryStore) planCreate(snap *serverMemorySnapshot, in []ServerMemoryEntity) ([]serverMemoryCreate, error) {
-	var plan []serverMemoryCreate
-	planned := map[string]bool{}
-	for _, e := range in {
-		e = ServerMemoryEntity{
-			Name:         serverMemoryScrub(e.Name),
-			EntityType:   serverMemoryScrub(e.EntityType),
-			Observations: serverMemoryScrubAll(e.Observations),
-		}
-		if snap.byName[e.Name] != nil || planned[e.Name] {
-			continue
-		}
-		planned[e.Name] = true
-		content, err := serverMemoryContent(e)
-		if err != nil {
-			return nil, err
-		}
-		plan = append(plan, serverMemoryCreate{entity: e, content: content})
-	}
-	return plan, nil
-}
-
-// applyCreate stores planned entities and returns those it created.
-func (s *serverMemoryStore) applyCreate(ctx context.Context, snap *serverMemorySnapshot, plan []serverMemoryCreate, prov serverMemoryProvenance) ([]ServerMemoryEntity, error) {
-	created := []ServerMemoryEntity{}
-	for _, c := range plan {
-		res, err := s.svc.Remember(ctx, node.RememberRequest{
-			Namespace: s.ns,
-			Title:     serverMemoryTitle(c.entity.Name),
-			Content:   c.content,
-			Kind:      serverMemoryKind,
-			Tier:      crdt.TierAgent,
-			Evergreen: true,
-			Agent:     prov.agent,
-			Session:   prov.session,
-			At:        s.at(),
-		})
-		if err != nil {
-			return created, fmt.Errorf("create entity %s: %w", c.entity.Name, err)
-		}
-		if res.DuplicateOf != "" {
-			continue // created meanwhile by another process
-		}
-		snap.add(res.ID, c.content, c.entity)
-		created = append(created, c.entity)
-	}
-	return created, nil
-}
-
-// serverMemoryEdit is a new list of observations for one memory.
-type serverMemoryEdit struct {
-	entry        *serverMemoryEntry
-	part         *serverMemoryPart
-	observations []string
-	content      string // the memory's new content, set by encode
-}
-
-// serverMemoryEdits collects the edits of a change, one per memory.
-type serverMemoryEdits struct {
-	order  []*serverMemoryEdit
-	byPart map[*serverMemoryPart]*serverMemoryEdit
-}
-
-// of returns the edit of part, starting from its current observations.
-func (e *serverMemoryEdits) of(entry *serverMemoryEntry, part *serverMemoryPart) *serverMemoryEdit {
-	if ed := e.byPart[part]; ed != nil {
-		return ed
-	}
-	ed := &serverMemoryEdit{entry: entry, part: part, observations: slices.Clone(part.observations)}
-	if e.byPart == nil {
-		e.byPart = map[*serverMemoryPart]*serverMemoryEdit{}
-	}
-	e.byPart[part] = ed
-	e.order = append(e.order, ed)
-	return ed
-}
-
-// encode returns the edits that change their memory, with its new content.
-// It fails, before anything is written, if a content is too big.
-func (e *serverMemoryEdits) encode() ([]*serverMemoryEdit, error) {
-	var changed []*serverMemoryEdit
-	for _, ed := range e.order {
-		content, err := serverMemoryContent(ServerMemoryEntity{Name: ed.entry.name, EntityType: ed.part.entityType, Observations: ed.observations})
-		if err != nil {
-			return nil, err
-		}
-		if content != ed.part.content {
-			ed.content = content
-			changed = append(changed, ed)
-		}
-	}
-	return changed, nil
-}
-
-// applyEdits stores encoded edits, each as a new revision of its memory.
-func (s *serverMemoryStore) applyEdits(ctx context.Context, edits []*serverMemoryEdit) error {
-	for _, ed := range edits {
-		if _, err := s.svc.Update(ctx, ed.part.id, node.UpdateRequest{Content: &ed.content}); err != nil {
-			return fmt.Errorf("update entity %s: %w", ed.entry.name, err)
-		}
-		ed.part.content, ed.part.observations = ed.content, ed.observations
-	}
-	return nil
-}
-
-func (s *serverMemoryStore) addObservations(ctx context.Context, in []serverMemoryAddition) ([]serverMemoryAdded, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap, err := s.load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	results, edits, err := s.planAdd(snap, in)
-	if err != nil {
-		return nil, err
-	}
-	return results, s.applyEdits(ctx, edits)
-}
-
-// planAdd works out, in order, which observations each addition adds: those
-// the entity does not have yet. They go to the entity's oldest memory.
-func (s *serverMemoryStore) planAdd(snap *serverMemorySnapshot, in []serverMemoryAddition) ([]serverMemoryAdded, []*serverMemoryEdit, error) {
-	results := make([]serverMemoryAdded, 0, len(in))
-	current := map[*serverMemoryEntry][]string{} // observations as the entity shows them
-	var edits serverMemoryEdits
-	for _, a := range in {
-		name := serverMemoryScrub(a.EntityName)
-		entry := snap.byName[name]
-		if entry == nil {
-			return nil, nil, serverMemoryUserError(fmt.Sprintf("Entity with name %s not found", name))
-		}
-		obs, ok := current[entry]
-		if !ok {
-			obs = entry.entity().Observations
-		}
-		added := []string{}
-		for _, c := range serverMemoryScrubAll(a.Contents) {
-			if !slices.Contains(obs, c) {
-				added = append(added, c)
-			}
-		}
-		current[entry] = append(obs, added...)
-		ed := edits.of(entry, entry.parts[0])
-		ed.observations = append(ed.observations, added...)
-		results = append(results, serverMemoryAdded{EntityName: name, AddedObservations: added})
-	}
-	changed, err := edits.encode()
-	if err != nil {
-		return nil, nil, err
-	}
-	return results, changed, nil
-}
-
-// deleteObservations removes every occurrence of the observations from the
-// named entities; unknown entities are ignored.
-func (s *serverMemoryStore) deleteObservations(ctx context.Context, in []serverMemoryDeletion) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap, err := s.load(ctx)
-	if err != nil {
-		return err
-	}
-	var edits serverMemoryEdits
-	for _, d := range in {
-		entry := snap.byName[serverMemoryScrub(d.EntityName)]
-		if entry == nil {
-			continue
-		}
-		drop := serverMemoryScrubAll(d.Observations)
-		for _, p := range entry.parts {
-			ed := edits.of(entry, p)
-			ed.observations = slices.DeleteFunc(ed.observations, func(o string) bool { return slices.Contains(drop, o) })
-		}
-	}
-	changed, err := edits.encode()
-	if err != nil {
-		return err
-	}
-	return s.applyEdits(ctx, changed)
-}
-
-// deleteEntities deletes the named entities and their relations; unknown
-// names are ignored.
-func (s *serverMemoryStore) deleteEntities(ctx context.Context, names []string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap, err := s.load(ctx)
-	if err != nil {
-		return err
-	}
-	var doomed []*serverMemoryEntry
-	for _, name := range serverMemoryScrubAll(names) {
-		if entry := snap.byName[name]; entry != nil && !slices.Contains(doomed, entry) {
-			doomed = append(doomed, entry)
-		}
-	}
-	edges, err := s.edges(ctx, snap, doomed, node.Both)
-	if err != nil {
-		return err
-	}
-	for _, e := range edges {
-		if _, err := s.svc.Unlink(ctx, e.From, e.Rel, e.To); err != nil && !errors.Is(err, node.ErrNotFound) {
-			return fmt.Errorf("delete relation %s %s %s: %w", e.From, e.Rel, e.To, err)
-		}
-	}
-	for _, entry := range doomed {
-		for _, p := range entry.parts {
-			if _, err := s.svc.Delete(ctx, p.id); err != nil && !errors.Is(err, node.ErrNotFound) {
-				return fmt.Errorf("delete entity %s: %w", entry.name, err)
-			}
-		}
-	}
-	return nil
-}
-
-// serverMemoryLink is a relation to create and the memories it joins.
-type serverMemoryLink struct {
-	relation ServerMemoryRelation
-	from, to string
-}
-
-func (s *serverMemoryStore) createRelations(ctx context.Context, in []ServerMemoryRelation) ([]ServerMemoryRelation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap, err := s.load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := s.planRelations(ctx, snap, in)
-	if err != nil {
-		return nil, err
-	}
-	return s.applyRelations(ctx, plan)
-}
-
-// planRelations checks the relations to create, skipping those that exist
-// or come earlier in the list. Both entities must exist and differ.
-func (s *serverMemoryStore) planRelations(ctx context.Context, snap *serverMemorySnapshot, in []ServerMemoryRelation) ([]serverMemoryLink, error) {
-	var froms []*serverMemoryEntry
-	rels := make([]ServerMemoryRelation, len(in))
-	for i, r := range in {
-		r = ServerMemoryRelation{From: serverMemoryScrub(r.From), To: serverMemoryScrub(r.To), RelationType: serverMemoryScrub(r.RelationType)}
-		if err := serverMemoryCheckRelation(snap, r); err != nil {
-			return nil, err
-		}
-		rels[i] = r
-		if from := snap.byName[r.From]; !slices.Contains(froms, from) {
-			froms = append(froms, from)
-		}
-	}
-	existing, err := s.relations(ctx, snap, froms, node.Out)
-	if err != nil {
-		return nil, err
-	}
-	have := map[ServerMemoryRelation]bool{}
-	for _, r := range existing {
-		have[r] = true
-	}
-	var plan []serverMemoryLink
-	for _, r := range rels {
-		if have[r] {
-			continue
-		}
-		have[r] = true
-		plan = append(plan, serverMemoryLink{relation: r, from: snap.byName[r.From].parts[0].id, to: snap.byName[r.To].parts[0].id})
-	}
-	return plan, nil
-}
-
-// serverMemoryCheckRelation tells why memmesh cannot store r, if it cannot.
-func serverMemoryCheckRelation(snap *serverMemorySnapshot, r ServerMemoryRelation) error {
-	for _, name := range []string{r.From, r.To} {
-		if snap.byName[name] == nil {
-			return serverMemoryUserError(fmt.Sprintf(
-				"Entity with name %s not found: memmesh stores relations between existing entities only; create it with create_entities first. Nothing was changed.", name))
-		}
-	}
-	if r.From == r.To {
-		return serverMemoryUserError(fmt.Sprintf(
-			"Relation %s from entity %s to itself: memmesh stores relations between two different entities only. Nothing was changed.", r.RelationType, r.From))
-	}
-	return nil
-}
-
-// applyRelations creates planned relations and returns them.
-func (s *serverMemoryStore) applyRelations(ctx context.Context, plan []serverMemoryLink) ([]ServerMemoryRelation, error) {
-	created := []ServerMemoryRelation{}
-	for _, l := range plan {
-		t := l.relation.RelationType
-		req := node.LinkRequest{From: l.from, Rel: serverMemoryRel(t), To: l.to, Origin: serverMemoryOrigin}
-		if req.Rel != t {
-			req.Notes = serverMemoryValue(t)
-		}
-		if _, err := s.svc.Link(ctx, req); err != nil {
-			return created, fmt.Errorf("create relation %s %s %s: %w", l.relation.From, t, l.relation.To, err)
-		}
-		created = append(created, l.relation)
-	}
-	return created, nil
-}
-
-// deleteRelations deletes the relations; unknown ones are ignored.
-func (s *serverMemoryStore) deleteRelations(ctx context.Context, in []ServerMemoryRelation) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap, err := s.load(ctx)
-	if err != nil {
-		return err
-	}
-	for _, r := range in {
-		from, to := snap.byName[serverMemoryScrub(r.From)], snap.byName[serverMemoryScrub(r.To)]
-		if from == nil || to == nil {
-			continue
-		}
-		rel := serverMemoryRel(serverMemoryScrub(r.RelationType))
-		for _, f := range from.parts {
-			for _, t := range to.parts {
-				if _, err := s.svc.Unlink(ctx, f.id, rel, t.id); err != nil && !errors.Is(err, node.ErrNotFound) {
-					return fmt.Errorf("delete relation %s %s %s: %w", r.From, r.RelationType, r.To, err)
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // ServerMemoryImportResult reports what ImportServerMemory did.
 type ServerMemoryImportResult struct {
 	Namespace        string                        `json:"namespace"`
@@ -1621,9 +1027,10 @@ func serverMemoryShow(v any) string {
 // server-memory profile maps its tools. The whole file is checked first: a
 // bad line is reported with its number and nothing is imported. New
 // entities are created, existing ones gain the observations they lack, and
-// new relations are created; importing the same file again changes
-// nothing. Relations memmesh cannot store (to an entity that does not
-// exist, or from an entity to itself) are skipped and reported.
+// new relations are created, also those to or from names that are no
+// entity, as the official server keeps them; importing the same file
+// again changes nothing. A relation from a name to itself that is no
+// entity is skipped and reported.
 func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reader, ns string) (ServerMemoryImportResult, error) {
 	if ns == "" {
 		ns = ServerMemoryNamespace
@@ -1635,7 +1042,7 @@ func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reade
 	}
 	res.Entities, res.Relations = f.lines.entities, f.lines.relations
 	s := newServerMemoryStore(svc, ns)
-	snap, err := s.load(ctx)
+	snap, err := s.sync(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -1643,12 +1050,12 @@ func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reade
 	var creates []ServerMemoryEntity
 	var additions []serverMemoryAddition
 	known := map[string]bool{}
-	for name := range snap.byName {
-		known[name] = true
+	for _, entry := range snap.entities {
+		known[entry.name] = true
 	}
 	for _, e := range f.entities {
 		name := serverMemoryScrub(e.Name)
-		if snap.byName[name] != nil {
+		if snap.isEntity(name) {
 			additions = append(additions, serverMemoryAddition{EntityName: e.Name, Contents: e.Observations})
 		} else {
 			creates = append(creates, e)
@@ -1669,19 +1076,14 @@ func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reade
 		skip := func(reason string) {
 			res.Skipped = append(res.Skipped, ServerMemorySkippedRelation{Line: r.line, Relation: r.ServerMemoryRelation, Reason: reason})
 		}
-		switch {
-		case !known[from]:
-			skip(fmt.Sprintf("entity %q does not exist", r.From))
-		case !known[to]:
-			skip(fmt.Sprintf("entity %q does not exist", r.To))
-		case from == to:
-			skip("a relation from an entity to itself")
-		default:
+		if from == to && !known[from] {
+			skip(fmt.Sprintf("a relation from %q to itself, which is no entity", r.From))
+		} else {
 			relations = append(relations, r.ServerMemoryRelation)
 		}
 	}
 
-	created, err := s.applyCreate(ctx, snap, createPlan, serverMemoryProvenance{})
+	created, err := s.applyCreate(ctx, createPlan, serverMemoryProvenance{})
 	res.CreatedEntities = len(created)
 	if err != nil {
 		return res, err
@@ -1694,11 +1096,14 @@ func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reade
 			res.UpdatedEntities++
 		}
 	}
-	plan, err := s.planRelations(ctx, snap, relations)
+	if snap, err = s.sync(ctx); err != nil { // with the new entities
+		return res, err
+	}
+	plan, err := s.planRelations(snap, relations)
 	if err != nil {
 		return res, err
 	}
-	linked, err := s.applyRelations(ctx, plan)
+	linked, err := s.applyRelations(ctx, snap, plan)
 	res.CreatedRelations = len(linked)
 	return res, err
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -743,12 +744,8 @@ func TestServerMemoryBadInput(t *testing.T) {
 		{"add_observations", `{"observations":[{"entityName":"A","contents":["p"]},{"entityName":"Zed","contents":["q"]}]}`,
 			"Entity with name Zed not found"},
 		// What memmesh cannot store.
-		{"create_relations", `{"relations":[{"from":"B","to":"A","relationType":"r"},{"from":"A","to":"Nobody","relationType":"r"}]}`,
-			"Entity with name Nobody not found: memmesh stores relations between existing entities only; create it with create_entities first. Nothing was changed."},
-		{"create_relations", `{"relations":[{"from":"Nobody","to":"A","relationType":"r"}]}`,
-			"Entity with name Nobody not found: memmesh stores relations between existing entities only; create it with create_entities first. Nothing was changed."},
-		{"create_relations", `{"relations":[{"from":"B","to":"A","relationType":"r"},{"from":"A","to":"A","relationType":"likes"}]}`,
-			"Relation likes from entity A to itself: memmesh stores relations between two different entities only. Nothing was changed."},
+		{"create_relations", `{"relations":[{"from":"B","to":"A","relationType":"r"},{"from":"Nobody","to":"Nobody","relationType":"likes"}]}`,
+			"Relation likes from Nobody to itself, which is not an entity: memmesh stores a relation from an entity to itself once the entity exists; create it with create_entities first. Nothing was changed."},
 		{"create_entities", fmt.Sprintf(`{"entities":[{"name":"C","entityType":"t","observations":[]},{"name":"D","entityType":"t","observations":[%q]}]}`, big),
 			fmt.Sprintf("entity D: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed", len(big)+len("entity: \"D\"\ntype: t\n- "), node.MaxContentBytes)},
 		{"add_observations", fmt.Sprintf(`{"observations":[{"entityName":"B","contents":["ok"]},{"entityName":"A","contents":[%q]}]}`, big),
@@ -882,7 +879,8 @@ const serverMemoryOfficialFile = `{"type":"entity","name":"Alice","entityType":"
 {"type":"relation","from":"Alice","to":"Bob","relationType":"knows"}
 {"type":"relation","from":"Alice","to":"Nobody","relationType":"Works At"}
 {"type":"relation","from":"C","to":"C","relationType":"self"}
-{"type":"relation","from":"Bob","to":"C","relationType":"Works At"}`
+{"type":"relation","from":"Bob","to":"C","relationType":"Works At"}
+{"type":"relation","from":"Nobody","to":"Nobody","relationType":"self"}`
 
 func TestServerMemoryImport(t *testing.T) {
 	ctx := context.Background()
@@ -895,11 +893,10 @@ func TestServerMemoryImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ServerMemoryImportResult{
-		Namespace: ServerMemoryNamespace, Entities: 4, Relations: 5,
-		CreatedEntities: 2, UpdatedEntities: 1, CreatedRelations: 2,
+		Namespace: ServerMemoryNamespace, Entities: 4, Relations: 6,
+		CreatedEntities: 2, UpdatedEntities: 1, CreatedRelations: 4,
 		Skipped: []ServerMemorySkippedRelation{
-			{Line: 8, Relation: ServerMemoryRelation{From: "Alice", To: "Nobody", RelationType: "Works At"}, Reason: `entity "Nobody" does not exist`},
-			{Line: 9, Relation: ServerMemoryRelation{From: "C", To: "C", RelationType: "self"}, Reason: "a relation from an entity to itself"},
+			{Line: 11, Relation: ServerMemoryRelation{From: "Nobody", To: "Nobody", RelationType: "self"}, Reason: `a relation from "Nobody" to itself, which is no entity`},
 		},
 	}
 	if !reflect.DeepEqual(res, want) {
@@ -911,9 +908,20 @@ func TestServerMemoryImport(t *testing.T) {
 			{Name: "Alice", EntityType: "person", Observations: []string{"likes <tea> & \"cake\"", "x\u2028y", "beeps"}},
 			{Name: "Bob", EntityType: "person", Observations: []string{"a", "a", "b", "b", "c"}},
 		},
-		Relations: []ServerMemoryRelation{{From: "Alice", To: "Bob", RelationType: "knows"}, {From: "Bob", To: "C", RelationType: "Works At"}},
+		Relations: []ServerMemoryRelation{
+			{From: "Alice", To: "Bob", RelationType: "knows"}, {From: "Alice", To: "Nobody", RelationType: "Works At"},
+			{From: "C", To: "C", RelationType: "self"}, {From: "Bob", To: "C", RelationType: "Works At"},
+		},
 	}
-	if g := s.graph(); !reflect.DeepEqual(g, wantGraph) {
+	// Relations made within one millisecond have no order among them.
+	byName := func(g ServerMemoryGraph) ServerMemoryGraph {
+		slices.SortFunc(g.Relations, func(a, b ServerMemoryRelation) int {
+			return cmp.Or(strings.Compare(a.From, b.From), strings.Compare(a.To, b.To), strings.Compare(a.RelationType, b.RelationType))
+		})
+		return g
+	}
+	wantGraph = byName(wantGraph)
+	if g := byName(s.graph()); !reflect.DeepEqual(g, wantGraph) {
 		t.Errorf("graph after import:\n got %s\nwant %s", serverMemoryJSONOf(t, g), serverMemoryJSONOf(t, wantGraph))
 	}
 
@@ -922,14 +930,15 @@ func TestServerMemoryImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.CreatedEntities+again.UpdatedEntities+again.CreatedRelations != 0 || len(again.Skipped) != 2 {
+	if again.CreatedEntities+again.UpdatedEntities+again.CreatedRelations != 0 || len(again.Skipped) != 1 {
 		t.Errorf("second import: %+v", again)
 	}
-	if g := s.graph(); !reflect.DeepEqual(g, wantGraph) {
+	if g := byName(s.graph()); !reflect.DeepEqual(g, wantGraph) {
 		t.Errorf("graph after the second import: %s", serverMemoryJSONOf(t, g))
 	}
-	if mems, err := n.List(ctx, node.ListRequest{Namespace: ServerMemoryNamespace}); err != nil || len(mems) != 3 {
-		t.Errorf("%d memories (%v), want 3", len(mems), err)
+	// Three entities, and the references of Nobody and of C (for C -self-> C).
+	if mems, err := n.List(ctx, node.ListRequest{Namespace: ServerMemoryNamespace}); err != nil || len(mems) != 5 {
+		t.Errorf("%d memories (%v), want 5", len(mems), err)
 	}
 }
 
@@ -961,5 +970,72 @@ func TestServerMemoryImportBadFiles(t *testing.T) {
 				t.Errorf("%d memories imported (%v)", len(mems), err)
 			}
 		})
+	}
+}
+
+// TestServerMemoryFollowsEveryWriter: the graph the profile keeps in
+// memory follows what another process writes on the same node, what
+// another machine writes (through the mesh), and an entity moved out of
+// the namespace.
+func TestServerMemoryFollowsEveryWriter(t *testing.T) {
+	ctx := context.Background()
+	a, b := meshNode(t, "laptop"), meshNode(t, "desk")
+	inv, err := a.Invite(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Join(ctx, inv.Token); err != nil {
+		t.Fatal(err)
+	}
+	mine := serverMemoryConnect(t, a, "")
+	mine.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Alice", EntityType: "person", Observations: []string{}}}}, nil)
+	if g := mine.graph(); len(g.Entities) != 1 {
+		t.Fatalf("graph: %s", serverMemoryJSONOf(t, g))
+	}
+
+	other := serverMemoryConnect(t, a, "")
+	other.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Bob", EntityType: "person", Observations: []string{"x"}}}}, nil)
+	other.ok("create_relations", map[string]any{"relations": []ServerMemoryRelation{{From: "Alice", To: "Bob", RelationType: "knows"}}}, nil)
+	other.ok("add_observations", map[string]any{"observations": []map[string]any{{"entityName": "Alice", "contents": []string{"y"}}}}, nil)
+	want := ServerMemoryGraph{
+		Entities: []ServerMemoryEntity{
+			{Name: "Alice", EntityType: "person", Observations: []string{"y"}},
+			{Name: "Bob", EntityType: "person", Observations: []string{"x"}},
+		},
+		Relations: []ServerMemoryRelation{{From: "Alice", To: "Bob", RelationType: "knows"}},
+	}
+	if g := mine.graph(); !reflect.DeepEqual(g, want) {
+		t.Fatalf("after another process wrote:\n got %s\nwant %s", serverMemoryJSONOf(t, g), serverMemoryJSONOf(t, want))
+	}
+
+	remote := serverMemoryConnect(t, b, "")
+	remote.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Carol", EntityType: "person", Observations: []string{}}}}, nil)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var found ServerMemoryGraph
+		mine.ok("open_nodes", map[string]any{"names": []string{"Carol"}}, &found)
+		if len(found.Entities) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an entity made on the other machine never shows")
+		}
+	}
+
+	mems, err := a.List(ctx, node.ListRequest{Namespace: ServerMemoryNamespace, Kind: "entity", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mems {
+		if m.Title == "Bob" {
+			away := "elsewhere"
+			if _, err := a.Update(ctx, m.ID, node.UpdateRequest{Namespace: &away}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var alice ServerMemoryGraph
+	mine.ok("open_nodes", map[string]any{"names": []string{"Alice", "Bob"}}, &alice)
+	if len(alice.Entities) != 1 || alice.Entities[0].Name != "Alice" || len(alice.Relations) != 0 {
+		t.Errorf("after Bob moved to another namespace: %s", serverMemoryJSONOf(t, alice))
 	}
 }

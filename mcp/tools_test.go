@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,9 +158,9 @@ func TestTools(t *testing.T) {
 		}
 	})
 
-	t.Run("impact", func(t *testing.T) {
+	t.Run("traverse impact", func(t *testing.T) {
 		var out impactData
-		text := call(t, c, "impact", map[string]any{"path": "db/conn.go"}, &out)
+		text := call(t, c, "traverse", map[string]any{"start": "db/conn.go", "mode": "impact"}, &out)
 		// pgx touches the file; goose depends on pgx.
 		if len(out.Memories) != 2 || out.Memories[0].Memory.ID != pgx.ID || out.Memories[0].Depth != 0 ||
 			out.Memories[1].Memory.ID != goose.ID || out.Memories[1].Depth != 1 {
@@ -168,16 +169,21 @@ func TestTools(t *testing.T) {
 		if !strings.Contains(text, `via="depends_on `) {
 			t.Errorf("impact text:\n%s", text)
 		}
+		var artefact impactData
+		call(t, c, "traverse", map[string]any{"start": "file:db/conn.go", "mode": "impact"}, &artefact)
+		if len(artefact.Memories) != 2 || artefact.Path != "db/conn.go" {
+			t.Errorf("impact of file:db/conn.go = %+v", artefact)
+		}
 	})
 
-	t.Run("stale", func(t *testing.T) {
+	t.Run("review stale", func(t *testing.T) {
 		old, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: "Use lib/pq for Postgres."})
 		if err != nil {
 			t.Fatal(err)
 		}
 		call(t, c, "link", map[string]any{"from": pgx.ID, "rel": "supersedes", "to": old.ID}, &edgeData{})
 		var out staleData
-		text := call(t, c, "stale", map[string]any{}, &out)
+		text := call(t, c, "review", map[string]any{"check": "stale"}, &out)
 		if len(out.Memories) != 1 || out.Memories[0].ID != old.ID || !strings.Contains(out.Memories[0].Reasons[0], "superseded by") {
 			t.Fatalf("stale = %+v", out)
 		}
@@ -186,9 +192,9 @@ func TestTools(t *testing.T) {
 		}
 	})
 
-	t.Run("analyze", func(t *testing.T) {
+	t.Run("review analyze", func(t *testing.T) {
 		var out analysisData
-		text := call(t, c, "analyze", map[string]any{"limit": 3}, &out)
+		text := call(t, c, "review", map[string]any{"check": "analyze", "limit": 3}, &out)
 		if out.Memories < 2 || out.Edges < 1 || len(out.GodNodes) == 0 || len(out.GodNodes) > 3 {
 			t.Fatalf("analyze = %+v", out.Analysis)
 		}
@@ -197,9 +203,9 @@ func TestTools(t *testing.T) {
 		}
 	})
 
-	t.Run("reflect", func(t *testing.T) {
+	t.Run("review reflect", func(t *testing.T) {
 		var out reflectData
-		call(t, c, "reflect", map[string]any{"limit": 5}, &out)
+		call(t, c, "review", map[string]any{"check": "reflect", "limit": 5}, &out)
 		for _, m := range out.Memories {
 			if m.Memory.ID == pgx.ID {
 				t.Fatalf("reflect lists a linked memory: %+v", out.Memories)
@@ -207,9 +213,9 @@ func TestTools(t *testing.T) {
 		}
 	})
 
-	t.Run("unlink", func(t *testing.T) {
+	t.Run("link remove", func(t *testing.T) {
 		var e edgeData
-		call(t, c, "unlink", map[string]any{"from": pgx.ID, "rel": "touches", "to": "file:db/conn.go"}, &e)
+		call(t, c, "link", map[string]any{"from": pgx.ID, "rel": "touches", "to": "file:db/conn.go", "remove": true}, &e)
 		if !e.Deleted {
 			t.Errorf("unlink = %+v", e)
 		}
@@ -239,13 +245,8 @@ func TestTools(t *testing.T) {
 		if !strings.Contains(text, "memmesh test on device") {
 			t.Errorf("status text %q", text)
 		}
-	})
-
-	t.Run("peers without the mesh", func(t *testing.T) {
-		var out peersData
-		text := call(t, c, "peers", nil, &out)
-		if out.Mesh || len(out.Peers) != 0 || !strings.Contains(text, "without the mesh") {
-			t.Errorf("peers = %+v, %q", out, text)
+		if out.Mesh.On || len(out.Mesh.Peers) != 0 || !strings.Contains(text, "without the mesh") {
+			t.Errorf("status without the mesh = %+v, %q", out.Mesh, text)
 		}
 	})
 
@@ -256,11 +257,18 @@ func TestTools(t *testing.T) {
 			t.Errorf("forget = %+v", out)
 		}
 		var restored memoryResult
-		text := call(t, c, "restore", map[string]any{"id": goose.ShortID}, &restored)
-		if restored.Status != "active" || !strings.Contains(text, "Restored") {
-			t.Errorf("restore = %+v, text %q", restored.memoryData, text)
+		call(t, c, "update", map[string]any{"id": goose.ShortID, "status": "active"}, &restored)
+		if restored.Status != "active" {
+			t.Errorf("restore = %+v", restored.memoryData)
 		}
-		text = call(t, c, "forget", map[string]any{"id": goose.ID, "hard": true}, &out)
+		if _, err := n.Delete(ctx, goose.ID); err != nil {
+			t.Fatal(err)
+		}
+		call(t, c, "update", map[string]any{"id": goose.ShortID, "status": "active", "add_tags": []any{"restored"}}, &restored)
+		if restored.Status != "active" || !slices.Contains(restored.Tags, "restored") {
+			t.Errorf("restore of a deleted memory with a tag = %+v", restored.memoryData)
+		}
+		text := call(t, c, "forget", map[string]any{"id": goose.ID, "hard": true}, &out)
 		if out.Status != "purged" || !strings.Contains(text, "erased") {
 			t.Errorf("forget hard = %+v, %q", out, text)
 		}
@@ -279,8 +287,8 @@ func TestTools(t *testing.T) {
 	})
 }
 
-// TestCompactTools: compact lists a cluster of stale memories with the
-// prompt; compact_apply stores the agent's summary and compacts them.
+// TestCompactTools: review compact lists a cluster of stale memories with
+// the prompt; compact_apply stores the agent's summary and compacts them.
 func TestCompactTools(t *testing.T) {
 	n := testNode(t)
 	c := connect(t, n)
@@ -298,7 +306,7 @@ func TestCompactTools(t *testing.T) {
 		ids = append(ids, res.ID)
 	}
 	var plan compactData
-	text := call(t, c, "compact", nil, &plan)
+	text := call(t, c, "review", map[string]any{"check": "compact"}, &plan)
 	if len(plan.Clusters) != 1 || len(plan.Clusters[0].Members) != 3 || !strings.Contains(text, "compact_apply") || !strings.Contains(text, "not instructions") {
 		t.Fatalf("compact = %+v, text %q", plan, text)
 	}
@@ -390,10 +398,16 @@ func TestToolErrors(t *testing.T) {
 		{"link empty artefact", "link", map[string]any{"from": a.ID, "rel": "touches", "to": "file:"}, "artefact"},
 		{"link strength out of range", "link", map[string]any{"from": a.ID, "rel": "related_to", "to": b.ID, "strength": -1}, "strength is -1"},
 		{"link missing to", "link", map[string]any{"from": a.ID, "rel": "related_to"}, "missing argument to"},
-		{"unlink no such edge", "unlink", map[string]any{"from": a.ID, "rel": "related_to", "to": b.ID}, "there is no edge"},
-		{"unlink invalid relation", "unlink", map[string]any{"from": a.ID, "rel": "../x", "to": b.ID}, "relation"},
+		{"remove no such link", "link", map[string]any{"from": a.ID, "rel": "related_to", "to": b.ID, "remove": true}, "there is no edge"},
+		{"remove invalid relation", "link", map[string]any{"from": a.ID, "rel": "../x", "to": b.ID, "remove": true}, "relation"},
 		{"traverse too deep", "traverse", map[string]any{"start": a.ID, "depth": 9}, "depth is 9: use 1 to 5"},
-		{"impact without a path", "impact", map[string]any{"path": ""}, "path"},
+		{"impact without a path", "traverse", map[string]any{"start": "", "mode": "impact"}, "path"},
+		{"impact with a direction", "traverse", map[string]any{"start": "db/conn.go", "mode": "impact", "direction": "in"}, "direction and rels are for mode links"},
+		{"traverse bad mode", "traverse", map[string]any{"start": a.ID, "mode": "walk"}, `mode is "walk"`},
+		{"review without a check", "review", map[string]any{}, "missing argument check"},
+		{"review bad check", "review", map[string]any{"check": "tidy"}, `check is "tidy"`},
+		{"review stale with a limit", "review", map[string]any{"check": "stale", "limit": 3}, "limit is for analyze and reflect"},
+		{"review reflect limit", "review", map[string]any{"check": "reflect", "limit": 80}, "limit 80: use 1 to 50"},
 		{"traverse bad direction", "traverse", map[string]any{"start": a.ID, "direction": "up"}, `direction is "up"`},
 		{"traverse unknown start", "traverse", map[string]any{"start": "m-zzzzzzzz"}, "no memory has id m-zzzzzzzz"},
 		{"traverse invalid relation", "traverse", map[string]any{"start": a.ID, "rels": []any{"NOPE"}}, "relation"},
@@ -402,7 +416,6 @@ func TestToolErrors(t *testing.T) {
 		{"compact without a summary", "compact_apply", map[string]any{"members": []any{a.ID, b.ID}}, "missing argument summary"},
 		{"compact unknown member", "compact_apply", map[string]any{"members": []any{a.ID, "m-zzzzzzzz"}, "summary": "x"}, "no memory has id m-zzzzzzzz"},
 		{"status with arguments", "status", map[string]any{"verbose": true}, `unknown argument "verbose" (status takes no arguments)`},
-		{"peers with arguments", "peers", map[string]any{"all": true}, `unknown argument "all" (peers takes no arguments)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := callTool(t, c, tc.tool, tc.args)
@@ -433,8 +446,9 @@ func TestPeers(t *testing.T) {
 	c := connect(t, a)
 	ctx := context.Background()
 
-	var out peersData
-	if text := call(t, c, "peers", nil, &out); !out.Mesh || len(out.Peers) != 0 || !strings.Contains(text, "memmesh invite") {
+	var st statusData
+	out := &st.Mesh
+	if text := call(t, c, "status", nil, &st); !out.On || len(out.Peers) != 0 || !strings.Contains(text, "memmesh invite") {
 		t.Fatalf("peers before any join = %+v, %q", out, text)
 	}
 	inv, err := a.Invite(ctx, 0)
@@ -446,7 +460,7 @@ func TestPeers(t *testing.T) {
 	}
 	var text string
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		text = call(t, c, "peers", nil, &out)
+		text = call(t, c, "status", nil, &st)
 		if len(out.Peers) == 1 && out.Peers[0].State == "alive" {
 			break
 		}

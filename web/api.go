@@ -43,6 +43,7 @@ type Service interface {
 	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
 	Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error)
 	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
+	Changes(ctx context.Context, req node.ChangesRequest) (node.ChangesResult, error)
 	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
 	DeviceID() string
 
@@ -147,6 +148,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/traverse", jsonCall(a, http.StatusOK, svc.Traverse))
 	a.mux.HandleFunc("POST /v1/impact", jsonCall(a, http.StatusOK, svc.Impact))
 	a.mux.HandleFunc("POST /v1/edges/list", jsonCall(a, http.StatusOK, svc.Edges))
+	a.mux.HandleFunc("POST /v1/changes", jsonCall(a, http.StatusOK, svc.Changes))
 	a.mux.HandleFunc("POST /v1/context", jsonCall(a, http.StatusOK, svc.Context))
 	a.mux.HandleFunc("POST /v1/mesh/invite", jsonCall(a, http.StatusCreated, invite(svc.Invite)))
 	a.mux.HandleFunc("POST /v1/mesh/join", jsonCall(a, http.StatusOK, func(ctx context.Context, req JoinRequest) (node.JoinResult, error) {

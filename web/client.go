@@ -365,6 +365,11 @@ func (c *Client) Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge,
 	return out, c.send(ctx, http.MethodPost, "/v1/edges/list", req, &out)
 }
 
+func (c *Client) Changes(ctx context.Context, req node.ChangesRequest) (node.ChangesResult, error) {
+	var out node.ChangesResult
+	return out, c.send(ctx, http.MethodPost, "/v1/changes", req, &out)
+}
+
 func (c *Client) Context(ctx context.Context, req node.ContextRequest) (node.Brief, error) {
 	var b node.Brief
 	return b, c.send(ctx, http.MethodPost, "/v1/context", req, &b)

@@ -31,6 +31,7 @@
 //	POST   /v1/analyze                god nodes, bridges, PageRank, gaps (node.AnalyzeRequest)
 //	POST   /v1/reflect                unlinked memories with candidate targets (node.ReflectRequest)
 //	POST   /v1/edges/list             live edges at many endpoints (node.EdgesRequest)
+//	POST   /v1/changes                memories, edges and erasures changed after a change-log position (node.ChangesRequest)
 //	POST   /v1/context                a namespace's brief (node.ContextRequest)
 //	POST   /v1/mesh/invite            a one-time invite token ({"ttl": "1h"}; 1m to 7d)
 //	POST   /v1/mesh/join              join a mesh ({"token"})

@@ -60,7 +60,7 @@ var bodyRoutes = []struct{ method, path string }{
 	{"POST", "/v1/search"}, {"POST", "/v1/lifecycle"}, {"POST", "/v1/compact"}, {"POST", "/v1/compact/apply"},
 	{"POST", "/v1/stale"}, {"POST", "/v1/analyze"}, {"POST", "/v1/reflect"}, {"POST", "/v1/edges"},
 	{"POST", "/v1/edges/unlink"}, {"POST", "/v1/edges/invalidate"}, {"POST", "/v1/traverse"},
-	{"POST", "/v1/impact"}, {"POST", "/v1/edges/list"}, {"POST", "/v1/context"}, {"POST", "/v1/mesh/invite"},
+	{"POST", "/v1/impact"}, {"POST", "/v1/edges/list"}, {"POST", "/v1/changes"}, {"POST", "/v1/context"}, {"POST", "/v1/mesh/invite"},
 	{"POST", "/v1/mesh/join"}, {"POST", "/v1/mesh/rejoin"}, {"POST", "/v1/mesh/revoke"}, {"POST", "/v1/ns/set"},
 	{"POST", "/v1/shutdown"},
 }

@@ -56,3 +56,25 @@ func firstLine(text, part string) string {
 	}
 	return ""
 }
+
+// TestMCPHelpListsEveryTool: `memmesh mcp --help` names every tool of
+// both profiles with a summary.
+func TestMCPHelpListsEveryTool(t *testing.T) {
+	root := (&app{}).rootCommand()
+	var help strings.Builder
+	root.SetOut(&help)
+	root.SetArgs([]string{"mcp", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{
+		"remember", "recall", "get", "update", "forget", "context", "link", "traverse", "review", "compact_apply", "status",
+		"create_entities", "create_relations", "add_observations", "delete_entities", "delete_observations",
+		"delete_relations", "read_graph", "search_nodes", "open_nodes",
+	} {
+		line := regexp.MustCompile(`(?m)^  ` + tool + ` +\S.*$`)
+		if !line.MatchString(help.String()) {
+			t.Errorf("mcp --help lists no %s with a summary:\n%s", tool, help.String())
+		}
+	}
+}

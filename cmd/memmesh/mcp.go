@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -32,6 +33,31 @@ var mcpProfiles = map[string]mcpProfile{
 	},
 }
 
+// toolsHelp lists each profile's tools with the first sentence of their
+// description, read from the servers themselves so that the help cannot
+// drift from what agents are offered.
+func toolsHelp() string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(mcpProfiles)) {
+		// Listing tools calls no handler: the servers need no daemon.
+		tools := mcpProfiles[name](nil, "", slog.New(slog.DiscardHandler)).ListTools()
+		fmt.Fprintf(&b, "\nTools of %s:\n", name)
+		for _, tool := range slices.Sorted(maps.Keys(tools)) {
+			fmt.Fprintf(&b, "  %-20s %s\n", tool, firstSentence(tools[tool].Tool.Description))
+		}
+	}
+	return b.String()
+}
+
+// firstSentence is the start of a description up to its first full stop.
+func firstSentence(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
 func (a *app) mcpCommand() *cobra.Command {
 	var ns, profile string
 	profiles := strings.Join(slices.Sorted(maps.Keys(mcpProfiles)), ", ")
@@ -45,14 +71,11 @@ node. Standard output carries protocol messages only; logs go to standard
 error.
 
 Profiles:
-  memmesh        remember, recall, get, update, forget, context, link, unlink,
-                 traverse, status; resources and prompts (default)
+  memmesh        memmesh's tools, resources and prompts (default)
   server-memory  the tools of the official MCP memory server
-                 (@modelcontextprotocol/server-memory): create_entities,
-                 create_relations, add_observations, delete_entities,
-                 delete_observations, delete_relations, read_graph,
-                 search_nodes, open_nodes, kept in the namespace
-                 "server-memory" unless --ns says otherwise`,
+                 (@modelcontextprotocol/server-memory), kept in the
+                 namespace "server-memory" unless --ns says otherwise
+`,
 		Example: `  memmesh mcp
   memmesh mcp --ns backend
   memmesh mcp --profile server-memory`,
@@ -87,6 +110,13 @@ Profiles:
 			return nil
 		},
 	}
+	// The tool list is made when help is asked for, not at every start.
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		long := c.Long
+		c.Long += toolsHelp()
+		c.Root().HelpFunc()(c, args)
+		c.Long = long
+	})
 	cmd.Flags().StringVar(&ns, "ns", "", "namespace of the tools, resources and prompts (default: the configured namespace; for server-memory, \"server-memory\")")
 	cmd.Flags().StringVar(&profile, "profile", "memmesh", "tools to serve: "+profiles)
 	return cmd

@@ -1,7 +1,7 @@
 // Round-trip latency through a real stdio SDK client.
 //
 //  1. remember and recall against `memmesh mcp` (p50/p99 per call);
-//  2. the same search_nodes workload against the official
+//  2. the same search_nodes and open_nodes workloads against the official
 //     @modelcontextprotocol/server-memory and `memmesh mcp --profile
 //     server-memory`, side by side in one run, on the same seeded graph.
 //
@@ -76,7 +76,7 @@ function report(op, r) {
   await client.close();
 }
 
-// 2. search_nodes, official server and memmesh side by side.
+// 2. search_nodes and open_nodes, official server and memmesh side by side.
 {
   const official = await connectOfficial(join(tempDir(), 'memory.jsonl'), { name: 'memmesh-bench' });
   const memmesh = await connectStdio({
@@ -108,6 +108,13 @@ function report(op, r) {
   for (const name of Object.keys(servers)) {
     report(`search_nodes_${name}`, { ...summary(samples[name]), entities: graphSize, seed_ms: seedStart[name] });
   }
+  const opens = [];
+  for (let i = 0; i < n; i++) opens.push([0, 1, 2].map(() => `entity-${rand(graphSize)}`));
+  const opened = { official: [], memmesh: [] };
+  for (const names of opens) {
+    for (const [name, c] of Object.entries(servers)) opened[name].push(await timed(() => call(c, 'open_nodes', { names })));
+  }
+  for (const name of Object.keys(servers)) report(`open_nodes_${name}`, { ...summary(opened[name]), entities: graphSize });
   await Promise.all([official.close(), memmesh.close()]);
 }
 
