@@ -684,6 +684,11 @@ type SearchHit struct {
 	Score   float64             `json:"score"`
 	Explain *search.Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
 	Fusion  *Fusion             `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
+	// Related is set on a memory that does not match the query and was
+	// pulled in through a link to a match: why, e.g. "linked from m-… by
+	// depends_on". Related memories come after the matches and are not
+	// counted in the total.
+	Related string `json:"related,omitempty"`
 	// Truncated is set when Content (or a conflicting version) is an
 	// excerpt: get or show the memory for all of it.
 	Truncated    bool `json:"truncated,omitempty"`

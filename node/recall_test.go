@@ -1,0 +1,89 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestSearchListsMatchesBeforeRelated(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	strong := remember(t, n, RememberRequest{Namespace: "pay", Content: "Webhooks are retried with exponential backoff"})
+	// The weak match scores less than a link to the strong one lends.
+	weak := remember(t, n, RememberRequest{Namespace: "pay", Content: "The billing queue holds invoices, refunds, payouts, disputes, ledgers, receipts, statements, " +
+		"credit notes, tax forms, exports, reports, audits, chargebacks, subscriptions, coupons and, rarely, webhooks"})
+	var linked []RememberResult
+	for _, text := range []string{"Verify the signature header of every event", "Events carry an idempotency key"} {
+		m := remember(t, n, RememberRequest{Namespace: "pay", Content: text})
+		if _, err := n.Link(ctx, LinkRequest{From: strong.ID, Rel: "depends_on", To: m.ID}); err != nil {
+			t.Fatal(err)
+		}
+		linked = append(linked, m)
+	}
+
+	res, err := n.Search(ctx, SearchRequest{Query: "webhooks retried backoff", Namespace: "pay", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var weakScore, linkedScore float64
+	for _, h := range res.Results {
+		switch h.ID {
+		case weak.ID:
+			weakScore = h.Score
+		case linked[0].ID:
+			linkedScore = h.Score
+		}
+	}
+	if linkedScore <= weakScore {
+		t.Fatalf("the test needs a linked memory (%v) that outscores the weak match (%v)", linkedScore, weakScore)
+	}
+	got := ids(res.Results)
+	if len(got) != 4 || got[0] != strong.ID || got[1] != weak.ID {
+		t.Fatalf("results = %v, want the two matches (%s, %s) first, then the two linked memories", got, strong.ID, weak.ID)
+	}
+	if res.Total != 2 {
+		t.Errorf("total = %d, want 2: only matches count", res.Total)
+	}
+	for _, h := range res.Results[:2] {
+		if h.Related != "" {
+			t.Errorf("match %s marked related: %q", h.ID, h.Related)
+		}
+	}
+	for _, h := range res.Results[2:] {
+		if want := "linked from " + strong.ShortID + " by depends_on"; h.Related != want {
+			t.Errorf("linked memory %s: related = %q, want %q", h.ID, h.Related, want)
+		}
+	}
+}
+
+func TestSearchThreadNeighbourThatMatchesIsAMatch(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	// Many strong matches of another session fill the text candidates;
+	// the thread neighbour matches the query too, weakly, and ranks past
+	// them by text alone.
+	for i := range candidates + 5 {
+		remember(t, n, RememberRequest{Namespace: "ops", Content: strings.Repeat("deploy ", 3) + "rollout note " + string(rune('a'+i%26)) + string(rune('a'+i/26)), Session: "other"})
+	}
+	first := remember(t, n, RememberRequest{Namespace: "ops", Content: "Canary deploy on the blue pool", Session: "s-1"})
+	next := remember(t, n, RememberRequest{Namespace: "ops", Content: "Rolled back: the blue pool ran out of memory during the long nightly batch, see the runbook about deploy", Session: "s-1"})
+
+	res, err := n.Search(ctx, SearchRequest{Query: "canary deploy", Namespace: "ops", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, h := range res.Results {
+		if h.ID != next.ID && h.ID != first.ID {
+			continue
+		}
+		found++
+		if h.Related != "" || h.Explain == nil {
+			t.Errorf("%s matches the query but is marked related (%q) or has no text score (%v)", h.ID, h.Related, h.Explain)
+		}
+	}
+	if found != 2 {
+		t.Errorf("found %d of the session's two memories, want both", found)
+	}
+}
