@@ -233,7 +233,7 @@ func (n *Node) scorePulled(ctx context.Context, q search.Query, s *spread, fuzzy
 		return nil
 	}
 	nq := q
-	nq.IDs, nq.Limit = s.pulled, len(s.pulled)
+	nq.IDs, nq.Limit, nq.Feedback = s.pulled, len(s.pulled), nil
 	if !fuzzy {
 		matched, err := n.indexSearch(ctx, nq)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/memmesh/memmesh/search"
 )
 
 func TestSearchListsMatchesBeforeRelated(t *testing.T) {
@@ -85,5 +87,39 @@ func TestSearchThreadNeighbourThatMatchesIsAMatch(t *testing.T) {
 	}
 	if found != 2 {
 		t.Errorf("found %d of the session's two memories, want both", found)
+	}
+}
+
+func TestSearchFindsWhatTheStoreAssociatesWithTheQuery(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	remember(t, n, RememberRequest{Namespace: "db", Content: "Postgres access goes through pgx and its connection pool"})
+	remember(t, n, RememberRequest{Namespace: "db", Content: "We run the postgres migrations with pgx before the server starts"})
+	remember(t, n, RememberRequest{Namespace: "db", Content: "Redis caches sessions for an hour"})
+	target := remember(t, n, RememberRequest{Namespace: "db", Content: "Use pgx, not lib/pq"})
+
+	res, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *SearchHit
+	for i, h := range res.Results {
+		if h.ID == target.ID {
+			found = &res.Results[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("results = %v: %q not found", ids(res.Results), "Use pgx, not lib/pq")
+	}
+	if found.Related != "" || found.Explain == nil || found.Explain.Match != search.MatchAssociated {
+		t.Errorf("the associated memory: related %q, explain %+v", found.Related, found.Explain)
+	}
+	if res.Total != 3 {
+		t.Errorf("total = %d, want 3: the two memories naming postgres and the one associated with it", res.Total)
+	}
+	for _, h := range res.Results {
+		if strings.Contains(h.Content, "Redis") {
+			t.Errorf("an unrelated memory was found: %q", h.Content)
+		}
 	}
 }

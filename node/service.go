@@ -772,6 +772,7 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 		Explain:  req.Explain,
 		Now:      n.now(),
 		Derived:  n.life.derive,
+		Feedback: n.feedbackTexts,
 	}
 	if req.Namespace != "" {
 		ns, err := NormalizeNamespace(req.Namespace)
@@ -804,6 +805,20 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 		return q, invalidf("limit %d: use 1 to 1000", req.Limit)
 	}
 	return q, nil
+}
+
+// feedbackTexts returns the title and content of each memory of ids, for
+// the search index's feedback pass; nil when one cannot be read.
+func (n *Node) feedbackTexts(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		m, err := n.load(id)
+		if err != nil {
+			return nil
+		}
+		out[i] = m.Title + "\n" + m.Content
+	}
+	return out
 }
 
 func (n *Node) runSearch(ctx context.Context, q search.Query) (SearchResult, error) {
