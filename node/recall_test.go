@@ -2,9 +2,11 @@ package node
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/search"
 )
 
@@ -120,6 +122,54 @@ func TestSearchFindsWhatTheStoreAssociatesWithTheQuery(t *testing.T) {
 	for _, h := range res.Results {
 		if strings.Contains(h.Content, "Redis") {
 			t.Errorf("an unrelated memory was found: %q", h.Content)
+		}
+	}
+}
+
+func TestSearchLabelsResultsAndRanksSupersededAtOnce(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	old := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver is lib/pq: every postgres driver call goes through it"})
+	successor := remember(t, n, RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
+	small := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 10 connections"})
+	large := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 50 connections"})
+	wiki := remember(t, n, RememberRequest{Namespace: "db", Content: "Postgres driver notes from the old wiki"})
+	for _, l := range []LinkRequest{
+		{From: successor.ID, Rel: "supersedes", To: old.ID},
+		{From: small.ID, Rel: "contradicts", To: large.ID},
+	} {
+		if _, err := n.Link(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := crdt.StatusStale
+	if _, err := n.Update(ctx, wiki.ID, UpdateRequest{Status: &stale}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, noGraph := range []bool{false, true} {
+		res, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ids(res.Results)
+		if at := slices.Index(got, old.ID); at < slices.Index(got, successor.ID) {
+			t.Errorf("no graph %v: results = %v: the superseded memory %s ranks above its successor %s", noGraph, got, old.ID, successor.ID)
+		}
+		want := map[string][]string{
+			old.ID:       {"superseded by " + successor.ShortID},
+			successor.ID: nil,
+			small.ID:     {"contradicted by " + large.ShortID},
+			large.ID:     {"contradicted by " + small.ShortID},
+			wiki.ID:      {"stale: marked stale"},
+		}
+		for _, h := range res.Results {
+			if !slices.Equal(h.Labels, want[h.ID]) {
+				t.Errorf("no graph %v: %s %q: labels %q, want %q", noGraph, h.ID, h.Content, h.Labels, want[h.ID])
+			}
+		}
+		if len(res.Results) != len(want) {
+			t.Errorf("no graph %v: results = %v, want the %d memories", noGraph, got, len(want))
 		}
 	}
 }

@@ -689,6 +689,10 @@ type SearchHit struct {
 	// depends_on". Related memories come after the matches and are not
 	// counted in the total.
 	Related string `json:"related,omitempty"`
+	// Labels say, derived when searched, that the memory may no longer
+	// hold: "stale: <reason>", "superseded by m-…", "contradicted by
+	// m-…".
+	Labels []string `json:"labels,omitempty"`
 	// Truncated is set when Content (or a conflicting version) is an
 	// excerpt: get or show the memory for all of it.
 	Truncated    bool `json:"truncated,omitempty"`
@@ -720,6 +724,9 @@ func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, err
 	}
 	res, err := run(ctx, q)
 	if err != nil {
+		return SearchResult{}, err
+	}
+	if err := n.label(res.Results); err != nil {
 		return SearchResult{}, err
 	}
 	needles := n.index.Needles(q.Text)
