@@ -2,8 +2,11 @@ package node
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/memmesh/memmesh/internal/tokens"
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/search"
@@ -117,4 +120,77 @@ func (n *Node) contradictedBy(rules *staleRules, id string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// MaxSearchBudget bounds a search's token budget.
+const MaxSearchBudget = 100_000
+
+// budgetExcerpts are the shorter excerpts a hit can take, shortest first,
+// to fit a budget.
+var budgetExcerpts = []int{200, 600}
+
+// fitBudget cuts res to the best results whose JSON fits budget tokens
+// and sets res.Tokens. Breadth comes first: the hits, in order, take the
+// shortest excerpt around needles while they fit; then each, in order,
+// grows back to a longer excerpt or as it was while the budget allows.
+// Hits are counted one by one and the whole is counted again at the end,
+// dropping the last hit while it is over: tokens can merge across joins.
+func fitBudget(res *SearchResult, budget int, needles []string) {
+	type fitted struct {
+		forms []SearchHit // shortest first
+		costs []int
+		at    int // the form taken
+	}
+	var kept []fitted
+	hits := res.Results
+	res.Results = []SearchHit{}
+	used := countJSON(res)
+	for _, h := range hits {
+		var f fitted
+		for _, size := range budgetExcerpts {
+			cut := h
+			cut.Conflict = slices.Clone(h.Conflict)
+			cut.excerpt(needles, size)
+			f.forms = append(f.forms, cut)
+		}
+		f.forms = append(f.forms, h)
+		for _, form := range f.forms {
+			f.costs = append(f.costs, countJSON(form)+1) // and a comma
+		}
+		if used+f.costs[0] > budget {
+			break
+		}
+		used += f.costs[0]
+		kept = append(kept, f)
+	}
+	for i := range kept {
+		f := &kept[i]
+		for j := len(f.forms) - 1; j > f.at; j-- {
+			if used-f.costs[f.at]+f.costs[j] <= budget {
+				used += f.costs[j] - f.costs[f.at]
+				f.at = j
+				break
+			}
+		}
+		res.Results = append(res.Results, f.forms[f.at])
+	}
+	for {
+		// Tokens is part of what it counts: count until it holds.
+		for range 3 {
+			res.Tokens = countJSON(res)
+		}
+		if res.Tokens <= budget || len(res.Results) == 0 {
+			return
+		}
+		res.Results = res.Results[:len(res.Results)-1]
+	}
+}
+
+// countJSON counts the tokens of v as JSON.
+func countJSON(v any) int {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return tokens.Count(string(out))
 }

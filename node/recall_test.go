@@ -2,11 +2,15 @@ package node
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/search"
 )
 
@@ -171,5 +175,46 @@ func TestSearchLabelsResultsAndRanksSupersededAtOnce(t *testing.T) {
 		if len(res.Results) != len(want) {
 			t.Errorf("no graph %v: results = %v, want the %d memories", noGraph, got, len(want))
 		}
+	}
+}
+
+func TestSearchHoldsItsTokenBudget(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	long := strings.Repeat("Each deploy drains the old pool first, then shifts traffic in steps of ten percent. ", 40)
+	for i := range 12 {
+		remember(t, n, RememberRequest{Namespace: "ops", Content: fmt.Sprintf("Rollout %d: %s", i, long)})
+	}
+	whole, err := n.Search(ctx, SearchRequest{Query: "deploy pool", Namespace: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int{60, 800, 2500} {
+		res, err := n.Search(ctx, SearchRequest{Query: "deploy pool", Namespace: "ops", Budget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tokens.Count(string(out))
+		if got > budget || res.Tokens != got {
+			t.Errorf("budget %d: the result is %d tokens, says %d", budget, got, res.Tokens)
+		}
+		if budget >= 800 && (len(res.Results) < 2 || !res.Results[0].Truncated) {
+			t.Errorf("budget %d: %d results, want several excerpts", budget, len(res.Results))
+		}
+		if res.Total != whole.Total {
+			t.Errorf("budget %d: total %d, want %d: the budget cuts results, not matches", budget, res.Total, whole.Total)
+		}
+		for i, h := range res.Results {
+			if h.ID != whole.Results[i].ID {
+				t.Errorf("budget %d: result %d is %s, want %s: the budget keeps the order", budget, i, h.ID, whole.Results[i].ID)
+			}
+		}
+	}
+	if _, err := n.Search(ctx, SearchRequest{Query: "deploy", Budget: -1}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("negative budget: %v, want ErrInvalid", err)
 	}
 }

@@ -673,6 +673,9 @@ type SearchRequest struct {
 	// NoGraph turns graph expansion off: only text matches, ranked by
 	// their own scores.
 	NoGraph bool `json:"no_graph,omitempty"`
+	// Budget, when set, bounds the tokens of the result as JSON (see
+	// fitBudget): the best results that fit, long ones as excerpts.
+	Budget int `json:"budget,omitempty"`
 }
 
 // SearchHit is one search result: the memory with, in place of a content
@@ -708,7 +711,10 @@ const HitContentBytes = 1500
 type SearchResult struct {
 	Results []SearchHit `json:"results"`
 	Fuzzy   bool        `json:"fuzzy,omitempty"` // no exact match: these are typo-tolerant matches
-	Total   uint64      `json:"total"`
+	Total   uint64      `json:"total"`           // memories that match; related memories are not counted
+	// Tokens is, with a budget, the size of this result as JSON, counted
+	// by internal/tokens.
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // Search runs a full-text search. It sees every write acknowledged before it
@@ -731,20 +737,26 @@ func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, err
 	}
 	needles := n.index.Needles(q.Text)
 	for i := range res.Results {
-		res.Results[i].excerpt(needles)
+		res.Results[i].excerpt(needles, HitContentBytes)
+	}
+	if req.Budget > 0 {
+		fitBudget(&res, req.Budget, needles)
 	}
 	return res, nil
 }
 
-// excerpt cuts the hit's texts to excerpts around needles and drops its
-// revisions.
-func (h *SearchHit) excerpt(needles []string) {
-	h.ContentBytes = len(h.Content)
+// excerpt cuts the hit's texts to excerpts of size bytes around needles
+// and drops its revisions.
+func (h *SearchHit) excerpt(needles []string, size int) {
+	if h.ContentBytes == 0 {
+		h.ContentBytes = len(h.Content)
+	}
 	h.Revisions = nil
-	h.Content, h.Truncated = search.Excerpt(h.Content, needles, HitContentBytes)
+	var cut bool
+	h.Content, cut = search.Excerpt(h.Content, needles, size)
+	h.Truncated = h.Truncated || cut
 	for i := range h.Conflict {
-		var cut bool
-		h.Conflict[i].Text, cut = search.Excerpt(h.Conflict[i].Text, needles, HitContentBytes)
+		h.Conflict[i].Text, cut = search.Excerpt(h.Conflict[i].Text, needles, size)
 		h.Truncated = h.Truncated || cut
 	}
 }
@@ -810,6 +822,9 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 	}
 	if req.Limit < 0 || req.Limit > 1000 {
 		return q, invalidf("limit %d: use 1 to 1000", req.Limit)
+	}
+	if req.Budget < 0 || req.Budget > MaxSearchBudget {
+		return q, invalidf("budget %d: use 1 to %d tokens, or none", req.Budget, MaxSearchBudget)
 	}
 	return q, nil
 }
