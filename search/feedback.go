@@ -36,9 +36,9 @@ const (
 // terms its query's best matches associate with the query.
 const MatchAssociated = "associated"
 
-// feedback adds a second pass to res, a search for the terms that the
-// best matches share and the query lacks, weighted by how much they
-// say about those matches, and fuses both passes.
+// feedback adds to res the memories found by a second pass, a search for
+// the terms that the best matches share and the query lacks, weighted by
+// how much they say about those matches.
 func (ix *Index) feedback(ctx context.Context, p *plan, res Result) (Result, error) {
 	if p.texts == nil || len(res.Hits) < feedbackMin || len(res.Hits) >= p.limit || len(p.phrases) > 0 {
 		return res, nil
@@ -146,32 +146,32 @@ func (ix *Index) associated(ctx context.Context, p *plan, top []Hit, texts []str
 	return out, nil
 }
 
-// fuse adds feedbackShare of more's scores to res's, takes in what only
-// more found, and keeps the best limit.
+// fuse adds to res what only more found, each scored feedbackShare of
+// the best of res times its share of the best of more, so that a memory
+// found through associations alone never outranks the best match of the
+// words; the matches of the words keep their scores. It keeps the best
+// limit.
 func fuse(res, more Result, limit int) Result {
-	at := make(map[string]int, len(res.Hits))
-	for i, h := range res.Hits {
-		at[h.ID] = i
+	if len(res.Hits) == 0 || len(more.Hits) == 0 || more.Hits[0].Score <= 0 {
+		return res
+	}
+	scale := feedbackShare * res.Hits[0].Score / more.Hits[0].Score
+	found := make(map[string]bool, len(res.Hits))
+	for _, h := range res.Hits {
+		found[h.ID] = true
 	}
 	hits := slices.Clone(res.Hits)
 	added := uint64(0)
 	for _, h := range more.Hits {
-		share := feedbackShare * h.Score
-		i, ok := at[h.ID]
-		if !ok {
-			h.Score = 0
-			if h.Explain != nil {
-				h.Explain.Final = 0
-			}
-			hits = append(hits, h)
-			i = len(hits) - 1
-			added++
+		if found[h.ID] {
+			continue
 		}
-		hits[i].Score += share
-		if e := hits[i].Explain; e != nil {
-			e.Associated = share
-			e.Final += share
+		h.Score *= scale
+		if h.Explain != nil {
+			h.Explain.Associated, h.Explain.Final = h.Score, h.Score
 		}
+		hits = append(hits, h)
+		added++
 	}
 	slices.SortStableFunc(hits, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
 	return Result{Hits: hits[:min(len(hits), limit)], Total: res.Total + added}

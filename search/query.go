@@ -94,10 +94,10 @@ type Hit struct {
 }
 
 // Explanation breaks a hit's score into its components:
-// Final = BM25 * Confidence * Tier * Recency * Status * Maturity +
-// Associated. A memory that only the feedback pass found (Match
-// MatchAssociated) has BM25 and multipliers of that pass, and Final is
-// Associated alone.
+// Final = BM25 * Confidence * Tier * Recency * Status * Maturity. A memory
+// that only the feedback pass found (Match MatchAssociated) has the BM25
+// and multipliers of that pass, and Final is Associated, their product
+// scaled to the best match of the query's words.
 type Explanation struct {
 	BM25       float64 `json:"bm25"`                 // bleve's text score
 	Confidence float64 `json:"confidence"`           // multiplier, after decay
@@ -105,7 +105,7 @@ type Explanation struct {
 	Recency    float64 `json:"recency"`              // multiplier
 	Status     float64 `json:"status"`               // multiplier
 	Maturity   float64 `json:"maturity"`             // multiplier
-	Associated float64 `json:"associated,omitempty"` // added by the terms the best matches associate with the query
+	Associated float64 `json:"associated,omitempty"` // the score of a memory found through associations alone
 	Final      float64 `json:"final"`
 	Match      string  `json:"match"` // MatchTerms, MatchPhrase, MatchFuzzy, MatchFilter or MatchAssociated
 }
