@@ -194,3 +194,11 @@ func countJSON(v any) int {
 	}
 	return tokens.Count(string(out))
 }
+
+// Snippet returns about size bytes of text around the first of query's
+// words that it holds (its start when it holds none), for listings of
+// one line per result.
+func Snippet(text, query string, size int) string {
+	out, _ := search.Excerpt(text, strings.Fields(strings.ToLower(strings.ReplaceAll(query, `"`, " "))), size)
+	return out
+}
