@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -125,6 +126,7 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithString("until", mcpgo.Description("Updated before; as since.")),
 		mcpgo.WithInteger("limit", mcpgo.Min(1), mcpgo.Max(maxRecallLimit), mcpgo.Description("Default: 10.")),
 		mcpgo.WithBoolean("explain", mcpgo.Description("Return each score's components.")),
+		mcpgo.WithInteger("budget", mcpgo.Min(1), mcpgo.Max(node.MaxSearchBudget), mcpgo.Description("Most tokens to return; long memories shrink to excerpts.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
@@ -137,6 +139,7 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			Until:     a.time("until"),
 			Limit:     a.integer("limit"),
 			Explain:   a.boolean("explain"),
+			Budget:    a.integer("budget"),
 		}
 		for _, s := range a.strs("statuses") {
 			r.Statuses = append(r.Statuses, crdt.Status(s))
@@ -154,11 +157,17 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return h.failure(tool.Name, err, ""), nil
 		}
-		out := recallData{Notice: dataNotice, Query: r.Query, Namespace: r.Namespace, Total: int(res.Total), Fuzzy: res.Fuzzy, Results: []hitData{}}
+		out := recallData{Notice: dataNotice, Query: r.Query, Namespace: r.Namespace, Total: int(res.Total), Fuzzy: res.Fuzzy, Results: []hitData{}, budget: r.Budget}
 		for _, hit := range res.Results {
 			out.Results = append(out.Results, newHit(hit))
 		}
-		return mcpgo.NewToolResultStructured(out, out.text()), nil
+		text := out.text()
+		// The budget holds on the text too: the node counted the JSON.
+		for r.Budget > 0 && len(out.Results) > 0 && tokens.Count(text) > r.Budget {
+			out.Results = out.Results[:len(out.Results)-1]
+			text = out.text()
+		}
+		return mcpgo.NewToolResultStructured(out, text), nil
 	}
 }
 
@@ -854,10 +863,12 @@ type hitData struct {
 	Score   float64      `json:"score"`
 	Explain *explainData `json:"explain,omitempty" jsonschema:"the text score's components; absent for a memory found through a link"`
 	Fusion  *node.Fusion `json:"fusion,omitempty" jsonschema:"text and graph ranks fused into score, and the link that pulled the memory in"`
+	Related string       `json:"related,omitempty" jsonschema:"set when it does not match: the link that brought it"`
+	Labels  []string     `json:"labels,omitempty" jsonschema:"stale, superseded or contradicted, and by which id"`
 }
 
 func newHit(h node.SearchHit) hitData {
-	out := hitData{memoryData: newMemory(h.Memory), Score: h.Score, Fusion: h.Fusion}
+	out := hitData{memoryData: newMemory(h.Memory), Score: h.Score, Fusion: h.Fusion, Related: h.Related, Labels: h.Labels}
 	out.Truncated = h.Truncated
 	if e := h.Explain; e != nil {
 		out.Explain = &explainData{BM25: e.BM25, Confidence: e.Confidence, Tier: e.Tier, Recency: e.Recency, Status: e.Status, Maturity: e.Maturity, Final: e.Final, Match: e.Match}
@@ -869,9 +880,10 @@ type recallData struct {
 	Notice    string    `json:"notice"`
 	Query     string    `json:"query"`
 	Namespace string    `json:"namespace" jsonschema:"the namespace searched; empty when every namespace was"`
-	Total     int       `json:"total" jsonschema:"memories that match, of which results holds the best"`
+	Total     int       `json:"total" jsonschema:"memories that match; related ones are not counted"`
 	Fuzzy     bool      `json:"fuzzy,omitempty" jsonschema:"nothing matched exactly: these are typo-tolerant matches"`
 	Results   []hitData `json:"results"`
+	budget    int
 }
 
 func (r *recallData) text() string {
@@ -879,14 +891,26 @@ func (r *recallData) text() string {
 	if r.Namespace == "" {
 		where = "any namespace"
 	}
+	if len(r.Results) == 0 && r.Total > 0 {
+		return fmt.Sprintf("%d memories match %q in %s, and none fits in %d tokens: raise budget.\n", r.Total, r.Query, where, r.budget)
+	}
 	if len(r.Results) == 0 {
 		return fmt.Sprintf("No memories match %q in %s. Try other words, fewer filters, or namespace %q to search every namespace.\n", r.Query, where, allNamespaces)
 	}
 	var b strings.Builder
 	b.WriteString(r.Notice + "\n")
-	fmt.Fprintf(&b, "%d of %d matches for %q in %s", len(r.Results), r.Total, r.Query, where)
+	related := 0
+	for _, h := range r.Results {
+		if h.Related != "" {
+			related++
+		}
+	}
+	fmt.Fprintf(&b, "%d of %d matches for %q in %s", len(r.Results)-related, r.Total, r.Query, where)
 	if r.Fuzzy {
 		b.WriteString(" (no exact match: typo-tolerant matches)")
+	}
+	if related > 0 {
+		fmt.Fprintf(&b, ", and %d related", related)
 	}
 	b.WriteString(":\n")
 	if slices.ContainsFunc(r.Results, func(h hitData) bool { return h.Truncated }) {
@@ -900,6 +924,12 @@ func (r *recallData) text() string {
 		}
 		if f := hit.Fusion; f != nil {
 			extra = append(extra, attr{"fusion", f.String()})
+		}
+		if hit.Related != "" {
+			extra = append(extra, attr{"related", hit.Related})
+		}
+		if len(hit.Labels) > 0 {
+			extra = append(extra, attr{"labels", strings.Join(hit.Labels, "; ")})
 		}
 		hit.write(&b, extra...)
 	}

@@ -58,7 +58,9 @@ func (f *Fusion) String() string {
 }
 
 // graphSearch runs q for more candidates than it returns, spreads their
-// scores over their links and threads, and ranks the lot.
+// scores over their links and threads, and ranks the lot. The best limit
+// are returned, the matches first: a memory pulled in that does not match
+// the query is marked related, with the link that brought it.
 func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, error) {
 	limit := cmp.Or(q.Limit, search.DefaultLimit)
 	tq := q
@@ -67,10 +69,11 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, e
 	if err != nil {
 		return SearchResult{}, err
 	}
-	s := spread{fusion: map[string]*Fusion{}, session: map[string]string{}, best: map[string]float64{}}
+	s := spread{fusion: map[string]*Fusion{}, session: map[string]string{}, best: map[string]float64{}, explain: map[string]*search.Explanation{}}
 	for _, h := range res.Hits {
 		s.fusion[h.ID] = &Fusion{Text: h.Score}
 		s.session[h.ID] = h.Session
+		s.explain[h.ID] = h.Explain
 	}
 	if err := n.spreadLinks(&s, res.Hits); err != nil {
 		return SearchResult{}, err
@@ -78,28 +81,50 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, e
 	if err := n.spreadThreads(&s, res.Hits); err != nil {
 		return SearchResult{}, err
 	}
-	if err := n.keepPassing(ctx, q, &s); err != nil {
+	if err := n.scorePulled(ctx, q, &s, res.Fuzzy); err != nil {
 		return SearchResult{}, err
 	}
 	s.addSessions()
 
-	explain := map[string]*search.Explanation{}
-	for _, h := range res.Hits {
-		explain[h.ID] = h.Explain
-	}
 	hits := make([]search.Hit, 0, len(s.fusion))
 	for id, f := range s.fusion {
 		f.Score = f.Text + f.Linked + f.Session
-		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: explain[id]})
+		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: s.explain[id]})
 	}
 	slices.SortFunc(hits, func(a, b search.Hit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(s.fusion[b.ID].Text, s.fusion[a.ID].Text), strings.Compare(a.ID, b.ID))
 	})
-	res.Hits = hits[:min(len(hits), limit)]
+	hits = hits[:min(len(hits), limit)]
+	// Matches first, each part in rank order.
+	related := func(h search.Hit) bool { return s.fusion[h.ID].Text == 0 }
+	matches := slices.DeleteFunc(slices.Clone(hits), related)
+	res.Hits = append(matches, slices.DeleteFunc(hits, func(h search.Hit) bool { return !related(h) })...)
+	// The total counts the memories that match; pulled-in matches past
+	// the text candidates are among them.
+	res.Total = max(res.Total, uint64(len(matches)))
+	fusion := s.fusion
 	if !q.Explain {
-		return n.hydrate(res, nil)
+		fusion = nil
 	}
-	return n.hydrate(res, s.fusion)
+	out, err := n.hydrate(res, fusion)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	for i := range out.Results {
+		if f := s.fusion[strings.TrimPrefix(out.Results[i].ID, IDPrefix)]; f.Text == 0 {
+			out.Results[i].Related = fmt.Sprintf("%s %s by %s", relatedHow(f.Rel), n.shortID(strings.TrimPrefix(f.Via, IDPrefix)), f.Rel)
+		}
+	}
+	return out, nil
+}
+
+// relatedHow words how a related memory is reached from the match that
+// lent it the most.
+func relatedHow(rel string) string {
+	if rel == RelThread {
+		return "near"
+	}
+	return "linked from"
 }
 
 // spread accumulates what matches lend to each other and to the memories
@@ -109,6 +134,7 @@ type spread struct {
 	session map[string]string  // of matches and thread neighbours
 	best    map[string]float64 // the largest share each memory got
 	pulled  []string           // ids that are not text matches, in the order reached
+	explain map[string]*search.Explanation
 }
 
 // lend gives share of match's text score to id, reached by rel.
@@ -199,13 +225,28 @@ func (n *Node) spreadThreads(s *spread, hits []search.Hit) error {
 	return nil
 }
 
-// keepPassing drops the pulled-in memories that q's filters exclude.
-func (n *Node) keepPassing(ctx context.Context, q search.Query, s *spread) error {
+// scorePulled gives the pulled-in memories that match q their text
+// scores (they ranked past the text candidates) and drops those that q's
+// filters exclude. After a typo-tolerant search, none counts as a match.
+func (n *Node) scorePulled(ctx context.Context, q search.Query, s *spread, fuzzy bool) error {
 	if len(s.pulled) == 0 {
 		return nil
 	}
 	nq := q
-	nq.Text, nq.IDs, nq.Limit, nq.Explain = "", s.pulled, len(s.pulled), false
+	nq.IDs, nq.Limit, nq.Feedback = s.pulled, len(s.pulled), nil
+	if !fuzzy {
+		matched, err := n.indexSearch(ctx, nq)
+		if err != nil {
+			return err
+		}
+		if !matched.Fuzzy {
+			for _, h := range matched.Hits {
+				s.fusion[h.ID].Text = h.Score
+				s.explain[h.ID] = h.Explain
+			}
+		}
+	}
+	nq.Text, nq.Explain = "", false
 	passed, err := n.indexSearch(ctx, nq)
 	if err != nil {
 		return err

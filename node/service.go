@@ -673,6 +673,9 @@ type SearchRequest struct {
 	// NoGraph turns graph expansion off: only text matches, ranked by
 	// their own scores.
 	NoGraph bool `json:"no_graph,omitempty"`
+	// Budget, when set, bounds the tokens of the result as JSON (see
+	// fitBudget): the best results that fit, long ones as excerpts.
+	Budget int `json:"budget,omitempty"`
 }
 
 // SearchHit is one search result: the memory with, in place of a content
@@ -684,6 +687,15 @@ type SearchHit struct {
 	Score   float64             `json:"score"`
 	Explain *search.Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
 	Fusion  *Fusion             `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
+	// Related is set on a memory that does not match the query and was
+	// pulled in through a link to a match: why, e.g. "linked from m-… by
+	// depends_on". Related memories come after the matches and are not
+	// counted in the total.
+	Related string `json:"related,omitempty"`
+	// Labels say, derived when searched, that the memory may no longer
+	// hold: "stale: <reason>", "superseded by m-…", "contradicted by
+	// m-…".
+	Labels []string `json:"labels,omitempty"`
 	// Truncated is set when Content (or a conflicting version) is an
 	// excerpt: get or show the memory for all of it.
 	Truncated    bool `json:"truncated,omitempty"`
@@ -699,7 +711,10 @@ const HitContentBytes = 1500
 type SearchResult struct {
 	Results []SearchHit `json:"results"`
 	Fuzzy   bool        `json:"fuzzy,omitempty"` // no exact match: these are typo-tolerant matches
-	Total   uint64      `json:"total"`
+	Total   uint64      `json:"total"`           // memories that match; related memories are not counted
+	// Tokens is, with a budget, the size of this result as JSON, counted
+	// by internal/tokens.
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // Search runs a full-text search. It sees every write acknowledged before it
@@ -717,22 +732,31 @@ func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, err
 	if err != nil {
 		return SearchResult{}, err
 	}
+	if err := n.label(res.Results); err != nil {
+		return SearchResult{}, err
+	}
 	needles := n.index.Needles(q.Text)
 	for i := range res.Results {
-		res.Results[i].excerpt(needles)
+		res.Results[i].excerpt(needles, HitContentBytes)
+	}
+	if req.Budget > 0 {
+		fitBudget(&res, req.Budget, needles)
 	}
 	return res, nil
 }
 
-// excerpt cuts the hit's texts to excerpts around needles and drops its
-// revisions.
-func (h *SearchHit) excerpt(needles []string) {
-	h.ContentBytes = len(h.Content)
+// excerpt cuts the hit's texts to excerpts of size bytes around needles
+// and drops its revisions.
+func (h *SearchHit) excerpt(needles []string, size int) {
+	if h.ContentBytes == 0 {
+		h.ContentBytes = len(h.Content)
+	}
 	h.Revisions = nil
-	h.Content, h.Truncated = search.Excerpt(h.Content, needles, HitContentBytes)
+	var cut bool
+	h.Content, cut = search.Excerpt(h.Content, needles, size)
+	h.Truncated = h.Truncated || cut
 	for i := range h.Conflict {
-		var cut bool
-		h.Conflict[i].Text, cut = search.Excerpt(h.Conflict[i].Text, needles, HitContentBytes)
+		h.Conflict[i].Text, cut = search.Excerpt(h.Conflict[i].Text, needles, size)
 		h.Truncated = h.Truncated || cut
 	}
 }
@@ -767,6 +791,7 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 		Explain:  req.Explain,
 		Now:      n.now(),
 		Derived:  n.life.derive,
+		Feedback: n.feedbackTexts,
 	}
 	if req.Namespace != "" {
 		ns, err := NormalizeNamespace(req.Namespace)
@@ -798,7 +823,24 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 	if req.Limit < 0 || req.Limit > 1000 {
 		return q, invalidf("limit %d: use 1 to 1000", req.Limit)
 	}
+	if req.Budget < 0 || req.Budget > MaxSearchBudget {
+		return q, invalidf("budget %d: use 1 to %d tokens, or none", req.Budget, MaxSearchBudget)
+	}
 	return q, nil
+}
+
+// feedbackTexts returns the title and content of each memory of ids, for
+// the search index's feedback pass; nil when one cannot be read.
+func (n *Node) feedbackTexts(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		m, err := n.load(id)
+		if err != nil {
+			return nil
+		}
+		out[i] = m.Title + "\n" + m.Content
+	}
+	return out
 }
 
 func (n *Node) runSearch(ctx context.Context, q search.Query) (SearchResult, error) {

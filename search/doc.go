@@ -67,7 +67,12 @@
 //     confidence decay, derived staleness, maturity), defined together in
 //     rank.go, and the candidates are reordered and cut to Limit.
 //     Query.Explain returns every component.
-//  4. Fallback. When nothing matched and the text has no phrases, the
+//  4. Feedback. When Query.Feedback is set and the words found fewer
+//     memories than Limit, the terms that at least two of the best five
+//     matches share and the query lacks are searched for too (feedback.go);
+//     what only they find joins the results, scored at most half the best
+//     match (MatchAssociated).
+//  5. Fallback. When nothing matched and the text has no phrases, the
 //     terms are matched against unstemmed words within 1 edit (4 to 7
 //     characters) or 2 edits (8 to 24), and Result.Fuzzy is set. Only
 //     the first 8 words that allow edits get them; longer words and the

@@ -63,6 +63,11 @@ type Query struct {
 	// and the index does not store (see Derived); it must be cheap and
 	// safe for concurrent use.
 	Derived func(id string) Derived
+	// Feedback, when set, returns the texts of the memories ids, in
+	// order (nil when one cannot be read), so that the words the best
+	// matches share with each other find the memories that say the same
+	// in other words (pseudo-relevance feedback, feedback.go).
+	Feedback func(ids []string) []string
 }
 
 // Derived is what a node derives locally about a memory, outside the
@@ -89,16 +94,20 @@ type Hit struct {
 }
 
 // Explanation breaks a hit's score into its components:
-// Final = BM25 * Confidence * Tier * Recency * Status * Maturity.
+// Final = BM25 * Confidence * Tier * Recency * Status * Maturity. A memory
+// that only the feedback pass found (Match MatchAssociated) has the BM25
+// and multipliers of that pass, and Final is Associated, their product
+// scaled to the best match of the query's words.
 type Explanation struct {
-	BM25       float64 `json:"bm25"`       // bleve's text score
-	Confidence float64 `json:"confidence"` // multiplier, after decay
-	Tier       float64 `json:"tier"`       // multiplier
-	Recency    float64 `json:"recency"`    // multiplier
-	Status     float64 `json:"status"`     // multiplier
-	Maturity   float64 `json:"maturity"`   // multiplier
+	BM25       float64 `json:"bm25"`                 // bleve's text score
+	Confidence float64 `json:"confidence"`           // multiplier, after decay
+	Tier       float64 `json:"tier"`                 // multiplier
+	Recency    float64 `json:"recency"`              // multiplier
+	Status     float64 `json:"status"`               // multiplier
+	Maturity   float64 `json:"maturity"`             // multiplier
+	Associated float64 `json:"associated,omitempty"` // the score of a memory found through associations alone
 	Final      float64 `json:"final"`
-	Match      string  `json:"match"` // MatchTerms, MatchPhrase, MatchFuzzy or MatchFilter
+	Match      string  `json:"match"` // MatchTerms, MatchPhrase, MatchFuzzy, MatchFilter or MatchAssociated
 }
 
 // rankFields are the stored fields read for reranking.
@@ -110,6 +119,7 @@ type plan struct {
 	now     time.Time
 	explain bool
 	derived func(id string) Derived
+	texts   func(ids []string) []string
 
 	// Constraints that do not score. A memory matches when it matches
 	// every include and no exclude.
@@ -143,13 +153,13 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if all := p.allTermsQuery(); all != nil {
 		res, full, err := ix.rank(ctx, p, all, match)
 		if err != nil || full {
-			return res, err
+			return ix.feedbackOn(ctx, p, res, err)
 		}
 	}
 	if exact := p.exactQuery(); exact != nil {
 		res, _, err := ix.rank(ctx, p, exact, match)
 		if err != nil || len(res.Hits) > 0 {
-			return res, err
+			return ix.feedbackOn(ctx, p, res, err)
 		}
 	}
 	fuzzy := p.fuzzyQuery()
@@ -161,6 +171,14 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	return res, err
 }
 
+// feedbackOn adds the feedback pass to res unless err is set.
+func (ix *Index) feedbackOn(ctx context.Context, p *plan, res Result, err error) (Result, error) {
+	if err != nil {
+		return res, err
+	}
+	return ix.feedback(ctx, p, res)
+}
+
 // plan validates q and analyses its text.
 func (ix *Index) plan(q Query) (*plan, error) {
 	if q.Limit < 0 {
@@ -169,7 +187,7 @@ func (ix *Index) plan(q Query) (*plan, error) {
 	if !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until) {
 		return nil, fmt.Errorf("%w: since %v is after until %v", ErrInvalidQuery, q.Since, q.Until)
 	}
-	p := &plan{limit: q.Limit, now: q.Now, explain: q.Explain, derived: q.Derived}
+	p := &plan{limit: q.Limit, now: q.Now, explain: q.Explain, derived: q.Derived, texts: q.Feedback}
 	if p.limit == 0 {
 		p.limit = DefaultLimit
 	}

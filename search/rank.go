@@ -100,3 +100,7 @@ func recency(age, halfLife time.Duration) float64 {
 	age = max(age, 0)
 	return recencyFloor + (1-recencyFloor)*math.Exp2(-float64(age)/float64(halfLife))
 }
+
+// StatusWeight is the ranking multiplier of status s, for callers that
+// derive a status the index does not know yet.
+func StatusWeight(s crdt.Status) float64 { return weight(statusWeights, s) }

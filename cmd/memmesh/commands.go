@@ -254,16 +254,24 @@ func parseWhen(flag, s string) (time.Time, error) {
 func (a *app) searchCommand() *cobra.Command {
 	var filters filterFlags
 	var explain, noGraph bool
+	var budget int
 	cmd := &cobra.Command{
-		Use:   "search QUERY",
-		Short: "Search memories",
+		Use:     "search QUERY",
+		Aliases: []string{"recall"},
+		Short:   "Search memories",
 		Long: `Search memories by words (ranked by BM25, trust, confidence, recency,
 staleness and how often this machine read each memory). "Quoted words" must
-appear as a phrase. When nothing matches exactly, close spellings are tried.
-The best matches pull in the memories they are linked to; the two rankings
-are fused by reciprocal rank (--explain shows how; --no-graph turns it off).`,
+appear as a phrase. When nothing matches exactly, close spellings are tried;
+when the words find too few memories, so are the words their best matches
+share. The best matches lend part of their score to the memories linked to
+them and to their neighbours in their session (--explain shows how;
+--no-graph turns it off). Matches come first; a memory that does not match
+and was pulled in through a link is listed under Related, with the link.
+Each result says when it is stale, superseded or contradicted. --budget
+bounds the tokens of the answer (as JSON): long memories shrink to excerpts
+and the weakest results are left out.`,
 		Example: `  memmesh search "connection pool" postgres
-  memmesh search auth --ns myproject --tag security --limit 5`,
+  memmesh recall auth --ns myproject --tag security --limit 5 --budget 2000`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			f, err := filters.resolve(cmd, a.cfg)
@@ -274,7 +282,7 @@ are fused by reciprocal rank (--explain shows how; --no-graph turns it off).`,
 				Query:     strings.Join(argv, " "),
 				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
 				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
-				Limit: filters.limit, Explain: explain, NoGraph: noGraph,
+				Limit: filters.limit, Explain: explain, NoGraph: noGraph, Budget: budget,
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
@@ -287,25 +295,7 @@ are fused by reciprocal rank (--explain shows how; --no-graph turns it off).`,
 			if req.Namespace != "" {
 				defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(res.Results) == 0)
 			}
-			return a.emit(res, func(w io.Writer) {
-				if len(res.Results) == 0 {
-					fmt.Fprintf(w, "No memories match %q in namespace %s.\n", req.Query, orAll(req.Namespace))
-					return
-				}
-				if res.Fuzzy {
-					fmt.Fprintln(w, "No exact matches; showing close spellings.")
-				}
-				for i, h := range res.Results {
-					fmt.Fprintf(w, "%d. %s  %s\n   %s · %s · score %.2f\n   %s\n", i+1, h.ShortID, h.Title, h.Namespace, h.Kind, h.Score, snippet(h.Content, 160))
-					if h.Explain != nil {
-						e := h.Explain
-						fmt.Fprintf(w, "   bm25 %.3f × confidence %.2f × tier %.2f × recency %.2f × status %.2f × maturity %.2f (%s)\n", e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Maturity, e.Match)
-					}
-					if h.Fusion != nil {
-						fmt.Fprintf(w, "   %s\n", h.Fusion)
-					}
-				}
-			}, func(w io.Writer) {
+			return a.emit(res, func(w io.Writer) { printSearch(w, req, res) }, func(w io.Writer) {
 				for _, h := range res.Results {
 					fmt.Fprintf(w, "%s\t%s\n", h.ShortID, h.Title)
 				}
@@ -315,7 +305,54 @@ are fused by reciprocal rank (--explain shows how; --no-graph turns it off).`,
 	filters.register(cmd, "search", 10)
 	cmd.Flags().BoolVar(&explain, "explain", false, "show how each score was made")
 	cmd.Flags().BoolVar(&noGraph, "no-graph", false, "rank text matches only, without the memories linked to the best ones")
+	cmd.Flags().IntVar(&budget, "budget", 0, "most tokens to answer with (as JSON); 0: no bound")
 	return cmd
+}
+
+// printSearch shows the matches of a search, then the related memories,
+// each with its labels.
+func printSearch(w io.Writer, req node.SearchRequest, res node.SearchResult) {
+	related := slices.IndexFunc(res.Results, func(h node.SearchHit) bool { return h.Related != "" })
+	if related < 0 {
+		related = len(res.Results)
+	}
+	if related == 0 && res.Total > 0 {
+		fmt.Fprintf(w, "%d memories match %q in namespace %s; none fits in %d tokens.\n", res.Total, req.Query, orAll(req.Namespace), req.Budget)
+		return
+	}
+	if len(res.Results) == 0 {
+		fmt.Fprintf(w, "No memories match %q in namespace %s.\n", req.Query, orAll(req.Namespace))
+		return
+	}
+	if res.Fuzzy {
+		fmt.Fprintln(w, "No exact matches; showing close spellings.")
+	}
+	fmt.Fprintf(w, "%d of %d matches for %q in namespace %s", related, res.Total, req.Query, orAll(req.Namespace))
+	if n := len(res.Results) - related; n > 0 {
+		fmt.Fprintf(w, ", and %d related", n)
+	}
+	fmt.Fprintln(w, ":")
+	for i, h := range res.Results {
+		if i == related {
+			fmt.Fprintln(w, "Related:")
+		}
+		fmt.Fprintf(w, "%d. %s  %s\n   %s · %s · score %.2f", i+1, h.ShortID, h.Title, h.Namespace, h.Kind, h.Score)
+		if h.Related != "" {
+			fmt.Fprintf(w, " · %s", h.Related)
+		}
+		fmt.Fprintln(w)
+		for _, l := range h.Labels {
+			fmt.Fprintf(w, "   [%s]\n", l)
+		}
+		fmt.Fprintf(w, "   %s\n", snippet(node.Snippet(h.Content, req.Query, 200), 160))
+		if h.Explain != nil {
+			e := h.Explain
+			fmt.Fprintf(w, "   bm25 %.3f × confidence %.2f × tier %.2f × recency %.2f × status %.2f × maturity %.2f (%s)\n", e.BM25, e.Confidence, e.Tier, e.Recency, e.Status, e.Maturity, e.Match)
+		}
+		if h.Fusion != nil {
+			fmt.Fprintf(w, "   %s\n", h.Fusion)
+		}
+	}
 }
 
 func orAll(ns string) string {

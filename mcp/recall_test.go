@@ -1,0 +1,73 @@
+package mcp
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/node"
+)
+
+func TestRecallSaysWhatItFound(t *testing.T) {
+	n := testNode(t)
+	c := connect(t, n)
+	ctx := context.Background()
+	save := func(content string) node.RememberResult {
+		t.Helper()
+		res, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	old := save("Webhooks are retried with exponential backoff; webhooks time out after ten seconds")
+	successor := save("Webhooks now go through the event bus")
+	linked := save("Verify the signature header of every event")
+	for _, l := range []node.LinkRequest{
+		{From: old.ID, Rel: "depends_on", To: linked.ID},
+		{From: successor.ID, Rel: "supersedes", To: old.ID},
+	} {
+		if _, err := n.Link(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var out recallData
+	text := call(t, c, "recall", map[string]any{"query": "webhooks"}, &out)
+	if out.Total != 2 || len(out.Results) != 3 {
+		t.Fatalf("recall: total %d, %d results; want 2 matches and the linked memory", out.Total, len(out.Results))
+	}
+	if out.Results[0].ID != successor.ID || out.Results[1].ID != old.ID || out.Results[2].ID != linked.ID {
+		t.Errorf("results %s, %s, %s: want the successor, the superseded memory, then the related one", out.Results[0].ShortID, out.Results[1].ShortID, out.Results[2].ShortID)
+	}
+	if got := out.Results[1].Labels; len(got) != 1 || got[0] != "superseded by "+successor.ShortID {
+		t.Errorf("superseded memory's labels = %q", got)
+	}
+	if got, want := out.Results[2].Related, "linked from "+old.ShortID+" by depends_on"; got != want {
+		t.Errorf("related = %q, want %q", got, want)
+	}
+	for _, want := range []string{
+		`2 of 2 matches for "webhooks"`, "and 1 related:",
+		`labels="superseded by ` + successor.ShortID + `"`,
+		`related="linked from ` + old.ShortID + ` by depends_on"`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("recall text lacks %q:\n%s", want, text)
+		}
+	}
+
+	for _, tc := range []struct {
+		budget int
+		want   string
+	}{
+		{60, "2 memories match \"webhooks\" in namespace \"proj\", and none fits in 60 tokens: raise budget."},
+		{1000, "matches for \"webhooks\""},
+	} {
+		out = recallData{}
+		text := call(t, c, "recall", map[string]any{"query": "webhooks", "budget": tc.budget}, &out)
+		if got := tokens.Count(text); got > tc.budget || !strings.Contains(text, tc.want) || (tc.budget == 1000) != (len(out.Results) > 0) {
+			t.Errorf("budget %d: the text is %d tokens, with %d results:\n%s", tc.budget, got, len(out.Results), text)
+		}
+	}
+}

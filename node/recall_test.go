@@ -1,0 +1,220 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/search"
+)
+
+func TestSearchListsMatchesBeforeRelated(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	strong := remember(t, n, RememberRequest{Namespace: "pay", Content: "Webhooks are retried with exponential backoff"})
+	// The weak match scores less than a link to the strong one lends.
+	weak := remember(t, n, RememberRequest{Namespace: "pay", Content: "The billing queue holds invoices, refunds, payouts, disputes, ledgers, receipts, statements, " +
+		"credit notes, tax forms, exports, reports, audits, chargebacks, subscriptions, coupons and, rarely, webhooks"})
+	var linked []RememberResult
+	for _, text := range []string{"Verify the signature header of every event", "Events carry an idempotency key"} {
+		m := remember(t, n, RememberRequest{Namespace: "pay", Content: text})
+		if _, err := n.Link(ctx, LinkRequest{From: strong.ID, Rel: "depends_on", To: m.ID}); err != nil {
+			t.Fatal(err)
+		}
+		linked = append(linked, m)
+	}
+
+	res, err := n.Search(ctx, SearchRequest{Query: "webhooks retried backoff", Namespace: "pay", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var weakScore, linkedScore float64
+	for _, h := range res.Results {
+		switch h.ID {
+		case weak.ID:
+			weakScore = h.Score
+		case linked[0].ID:
+			linkedScore = h.Score
+		}
+	}
+	if linkedScore <= weakScore {
+		t.Fatalf("the test needs a linked memory (%v) that outscores the weak match (%v)", linkedScore, weakScore)
+	}
+	got := ids(res.Results)
+	if len(got) != 4 || got[0] != strong.ID || got[1] != weak.ID {
+		t.Fatalf("results = %v, want the two matches (%s, %s) first, then the two linked memories", got, strong.ID, weak.ID)
+	}
+	if res.Total != 2 {
+		t.Errorf("total = %d, want 2: only matches count", res.Total)
+	}
+	for _, h := range res.Results[:2] {
+		if h.Related != "" {
+			t.Errorf("match %s marked related: %q", h.ID, h.Related)
+		}
+	}
+	for _, h := range res.Results[2:] {
+		if want := "linked from " + strong.ShortID + " by depends_on"; h.Related != want {
+			t.Errorf("linked memory %s: related = %q, want %q", h.ID, h.Related, want)
+		}
+	}
+}
+
+func TestSearchThreadNeighbourThatMatchesIsAMatch(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	// Many strong matches of another session fill the text candidates;
+	// the thread neighbour matches the query too, weakly, and ranks past
+	// them by text alone.
+	for i := range candidates + 5 {
+		remember(t, n, RememberRequest{Namespace: "ops", Content: strings.Repeat("deploy ", 3) + "rollout note " + string(rune('a'+i%26)) + string(rune('a'+i/26)), Session: "other"})
+	}
+	first := remember(t, n, RememberRequest{Namespace: "ops", Content: "Canary deploy on the blue pool", Session: "s-1"})
+	next := remember(t, n, RememberRequest{Namespace: "ops", Content: "Rolled back: the blue pool ran out of memory during the long nightly batch, see the runbook about deploy", Session: "s-1"})
+
+	res, err := n.Search(ctx, SearchRequest{Query: "canary deploy", Namespace: "ops", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, h := range res.Results {
+		if h.ID != next.ID && h.ID != first.ID {
+			continue
+		}
+		found++
+		if h.Related != "" || h.Explain == nil {
+			t.Errorf("%s matches the query but is marked related (%q) or has no text score (%v)", h.ID, h.Related, h.Explain)
+		}
+	}
+	if found != 2 {
+		t.Errorf("found %d of the session's two memories, want both", found)
+	}
+}
+
+func TestSearchFindsWhatTheStoreAssociatesWithTheQuery(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	remember(t, n, RememberRequest{Namespace: "db", Content: "Postgres access goes through pgx and its connection pool"})
+	remember(t, n, RememberRequest{Namespace: "db", Content: "We run the postgres migrations with pgx before the server starts"})
+	remember(t, n, RememberRequest{Namespace: "db", Content: "Redis caches sessions for an hour"})
+	target := remember(t, n, RememberRequest{Namespace: "db", Content: "Use pgx, not lib/pq"})
+
+	res, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *SearchHit
+	for i, h := range res.Results {
+		if h.ID == target.ID {
+			found = &res.Results[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("results = %v: %q not found", ids(res.Results), "Use pgx, not lib/pq")
+	}
+	if found.Related != "" || found.Explain == nil || found.Explain.Match != search.MatchAssociated {
+		t.Errorf("the associated memory: related %q, explain %+v", found.Related, found.Explain)
+	}
+	if res.Total != 3 {
+		t.Errorf("total = %d, want 3: the two memories naming postgres and the one associated with it", res.Total)
+	}
+	for _, h := range res.Results {
+		if strings.Contains(h.Content, "Redis") {
+			t.Errorf("an unrelated memory was found: %q", h.Content)
+		}
+	}
+}
+
+func TestSearchLabelsResultsAndRanksSupersededAtOnce(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	old := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver is lib/pq: every postgres driver call goes through it"})
+	successor := remember(t, n, RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
+	small := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 10 connections"})
+	large := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 50 connections"})
+	wiki := remember(t, n, RememberRequest{Namespace: "db", Content: "Postgres driver notes from the old wiki"})
+	for _, l := range []LinkRequest{
+		{From: successor.ID, Rel: "supersedes", To: old.ID},
+		{From: small.ID, Rel: "contradicts", To: large.ID},
+	} {
+		if _, err := n.Link(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := crdt.StatusStale
+	if _, err := n.Update(ctx, wiki.ID, UpdateRequest{Status: &stale}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, noGraph := range []bool{false, true} {
+		res, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ids(res.Results)
+		if at := slices.Index(got, old.ID); at < slices.Index(got, successor.ID) {
+			t.Errorf("no graph %v: results = %v: the superseded memory %s ranks above its successor %s", noGraph, got, old.ID, successor.ID)
+		}
+		want := map[string][]string{
+			old.ID:       {"superseded by " + successor.ShortID},
+			successor.ID: nil,
+			small.ID:     {"contradicted by " + large.ShortID},
+			large.ID:     {"contradicted by " + small.ShortID},
+			wiki.ID:      {"stale: marked stale"},
+		}
+		for _, h := range res.Results {
+			if !slices.Equal(h.Labels, want[h.ID]) {
+				t.Errorf("no graph %v: %s %q: labels %q, want %q", noGraph, h.ID, h.Content, h.Labels, want[h.ID])
+			}
+		}
+		if len(res.Results) != len(want) {
+			t.Errorf("no graph %v: results = %v, want the %d memories", noGraph, got, len(want))
+		}
+	}
+}
+
+func TestSearchHoldsItsTokenBudget(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	long := strings.Repeat("Each deploy drains the old pool first, then shifts traffic in steps of ten percent. ", 40)
+	for i := range 12 {
+		remember(t, n, RememberRequest{Namespace: "ops", Content: fmt.Sprintf("Rollout %d: %s", i, long)})
+	}
+	whole, err := n.Search(ctx, SearchRequest{Query: "deploy pool", Namespace: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int{60, 800, 2500} {
+		res, err := n.Search(ctx, SearchRequest{Query: "deploy pool", Namespace: "ops", Budget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tokens.Count(string(out))
+		if got > budget || res.Tokens != got {
+			t.Errorf("budget %d: the result is %d tokens, says %d", budget, got, res.Tokens)
+		}
+		if budget >= 800 && (len(res.Results) < 2 || !res.Results[0].Truncated) {
+			t.Errorf("budget %d: %d results, want several excerpts", budget, len(res.Results))
+		}
+		if res.Total != whole.Total {
+			t.Errorf("budget %d: total %d, want %d: the budget cuts results, not matches", budget, res.Total, whole.Total)
+		}
+		for i, h := range res.Results {
+			if h.ID != whole.Results[i].ID {
+				t.Errorf("budget %d: result %d is %s, want %s: the budget keeps the order", budget, i, h.ID, whole.Results[i].ID)
+			}
+		}
+	}
+	if _, err := n.Search(ctx, SearchRequest{Query: "deploy", Budget: -1}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("negative budget: %v, want ErrInvalid", err)
+	}
+}
