@@ -11,19 +11,31 @@ import (
 	"unicode/utf8"
 
 	"github.com/memmesh/memmesh/crdt"
-	"github.com/memmesh/memmesh/storage"
 )
 
 // ContextRequest asks for a namespace's brief.
 type ContextRequest struct {
 	Namespace string `json:"namespace,omitempty"`
-	Budget    int    `json:"budget,omitempty"` // tokens; default 2000
+	Budget    int    `json:"budget,omitempty"` // tokens; default 2000, or 600 with Query
+	// Query aims the brief at a task (an agent's prompt): it then holds
+	// only the memories that match it well, and nothing when none does.
+	Query string `json:"query,omitempty"`
+	// Format is the form whose tokens the budget counts: FormatMarkdown
+	// (the default) or FormatJSON.
+	Format string `json:"format,omitempty"`
 }
+
+// The forms of a brief (ContextRequest.Format).
+const (
+	FormatMarkdown = "markdown"
+	FormatJSON     = "json"
+)
 
 // BriefItem is one memory in a brief, shortened to fit.
 type BriefItem struct {
 	ID         string    `json:"id"`
-	Title      string    `json:"title"`
+	ShortID    string    `json:"short_id"`
+	Title      string    `json:"title,omitempty"`
 	Kind       string    `json:"kind"`
 	Tier       crdt.Tier `json:"tier"`
 	Confidence float64   `json:"confidence"`
@@ -32,16 +44,21 @@ type BriefItem struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 	Content    string    `json:"content"`
 	Truncated  bool      `json:"truncated,omitempty"`
-	Reason     string    `json:"reason,omitempty"` // conflicts and stale alerts: why it is listed there
+	Reason     string    `json:"reason,omitempty"`  // conflicts and stale alerts: why it is listed there
+	Similar    int       `json:"similar,omitempty"` // near duplicates it stands for, not shown
 }
 
 // Brief is what an agent should know at the start of a session in a
-// namespace, cut to a token budget.
+// namespace (or, with a query, for a task), cut to a token budget counted
+// on the text emitted: Markdown or JSON, as Format says.
 type Brief struct {
 	Namespace   string      `json:"namespace"`
+	Query       string      `json:"query,omitempty"`
+	Format      string      `json:"format"`
 	LoadedAt    time.Time   `json:"loaded_at"`
 	Budget      int         `json:"budget"`
-	Tokens      int         `json:"tokens"` // estimated tokens used
+	Tokens      int         `json:"tokens"`            // tokens of the brief in Format, by internal/tokens
+	Matches     []BriefItem `json:"matches,omitempty"` // with a query: the memories that match it, best first
 	Conflicts   []BriefItem `json:"conflicts"`
 	Cycles      []Cycle     `json:"cycles"`           // acyclic relations that merged into a cycle through this namespace
 	FromPeers   []BriefItem `json:"from_peers"`       // written or changed on other machines since this one last asked
@@ -53,15 +70,14 @@ type Brief struct {
 
 // Empty reports whether the brief lists nothing.
 func (b *Brief) Empty() bool {
-	return len(b.Conflicts)+len(b.Cycles)+len(b.FromPeers)+len(b.Decisions)+len(b.Tasks)+len(b.Active)+len(b.StaleAlerts) == 0
+	return len(b.Matches)+len(b.Conflicts)+len(b.Cycles)+len(b.FromPeers)+len(b.Decisions)+len(b.Tasks)+len(b.Active)+len(b.StaleAlerts) == 0
 }
 
 const (
-	defaultBudget     = 2000
-	maxBudget         = 100_000
-	briefCandidates   = 200
-	briefItemMaxRunes = 600 // content shown per item before it is cut
-	itemOverhead      = 16  // tokens for an item's id, title and metadata
+	defaultBudget      = 2000
+	defaultQueryBudget = 600
+	maxBudget          = 100_000
+	briefItemMaxRunes  = 600 // content shown per item before it is cut
 )
 
 // recentDecisions is how long a decision counts as recent in a brief.
@@ -93,155 +109,314 @@ func (n *Node) markAsked(ns string, now time.Time) {
 	}
 }
 
-// estimateTokens approximates a text's token count (about four bytes each).
-func estimateTokens(s string) int { return (len(s) + 3) / 4 }
+// What an agent must not miss comes first in a brief, whatever the
+// scores: the classes below, in this order; within a class, by score.
+const (
+	classTask          = iota // open tasks
+	classHumanDecision        // decisions people made
+	classConvention           // conventions and preferences
+	classOther                // everything else, by score
+)
 
-// briefWeight orders memories for a brief: trust, confidence after decay,
-// centrality (how many valid edges it has: a memory much linked to holds
-// much together), recency and maturity.
-func briefWeight(m *Memory, degree int, now time.Time) float64 {
-	tier := map[crdt.Tier]float64{crdt.TierHuman: 1.2, crdt.TierAgent: 1, crdt.TierAuto: 0.85}[m.Tier]
-	age := now.Sub(m.Provenance.UpdatedAt).Hours() / 24
-	centrality := 1 + 0.25*math.Log2(1+float64(degree))
-	return tier * (0.5 + 0.5*m.ConfidenceNow) * centrality * (0.7 + 0.3*math.Exp2(-age/30)) * maturityWeights[m.Maturity]
+func rankClass(m *crdt.Memory) int {
+	switch {
+	case m.Kind == "task":
+		return classTask
+	case m.Kind == "decision" && m.Tier == crdt.TierHuman:
+		return classHumanDecision
+	case m.Kind == "convention" || m.Kind == "preference":
+		return classConvention
+	}
+	return classOther
 }
 
-// Context returns the brief of a namespace within the budget, in order of
-// urgency: conflicts (sync conflicts and contradictions), cycles, what other
-// machines learned since this one last asked, recent decisions, open
-// tasks, the most important other active memories, and stale alerts.
+// briefScore orders memories within a class: trust, confidence after
+// decay, centrality (valid edges at the memory, not counting the links
+// between near duplicates), access (maturity from reads), recency, and a
+// little for decisions of any tier.
+func briefScore(m *crdt.Memory, confidenceNow float64, degree int, maturity Maturity, now time.Time) float64 {
+	tier := map[crdt.Tier]float64{crdt.TierHuman: 1.2, crdt.TierAgent: 1, crdt.TierAuto: 0.85}[m.Tier]
+	age := max(now.Sub(m.Provenance.UpdatedAt).Hours()/24, 0)
+	centrality := 1 + 0.25*math.Log2(1+float64(degree))
+	kind := 1.0
+	if m.Kind == "decision" {
+		kind = 1.3
+	}
+	return kind * tier * (0.5 + 0.5*confidenceNow) * centrality * (0.7 + 0.3*math.Exp2(-age/30)) * maturityWeights[maturity]
+}
+
+// candidate is a memory the brief may show, and where.
+type candidate struct {
+	id      string
+	mem     *crdt.Memory // the index's copy: no content
+	class   int
+	score   float64
+	similar int
+	section int // a section* constant
+	reason  string
+}
+
+// The sections of a brief, in the order they are shown.
+const (
+	sectionMatches = iota
+	sectionConflicts
+	sectionFromPeers
+	sectionDecisions
+	sectionTasks
+	sectionActive
+	sectionStale
+	sectionCount
+)
+
+// Context returns the brief of a namespace within the budget. Every live
+// memory of the namespace is ranked, from an index kept up to date with
+// each change. Conflicts (sync conflicts and contradictions) come first,
+// then open tasks, human-tier decisions, conventions and preferences, then
+// the others by score; near duplicates are shown once, as the best of
+// their cluster with the count of the others. The top open task and the
+// top stale alert always get room. What is shown is sorted into sections:
+// conflicts, cycles, what other machines learned since this one last
+// asked, recent decisions, open tasks, the other active memories and
+// stale alerts. With a query, the brief holds the memories matching it.
 func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
 		return Brief{}, err
 	}
+	format := cmp.Or(req.Format, FormatMarkdown)
+	if format != FormatMarkdown && format != FormatJSON {
+		return Brief{}, invalidf("format %q: use %s or %s", req.Format, FormatMarkdown, FormatJSON)
+	}
+	if err := CheckQuery(req.Query); req.Query != "" && err != nil {
+		return Brief{}, err
+	}
 	budget := req.Budget
 	if budget == 0 {
 		budget = defaultBudget
+		if req.Query != "" {
+			budget = defaultQueryBudget
+		}
 	}
 	if budget < 100 || budget > maxBudget {
 		return Brief{}, invalidf("budget %d: use 100 to %d tokens", budget, maxBudget)
 	}
 	now := n.now()
-	b := Brief{Namespace: ns, LoadedAt: now.UTC(), Budget: budget, Conflicts: []BriefItem{}, Cycles: []Cycle{},
+	b := Brief{Namespace: ns, Query: req.Query, Format: format, LoadedAt: now.UTC(), Budget: budget, Conflicts: []BriefItem{}, Cycles: []Cycle{},
 		FromPeers: []BriefItem{}, Decisions: []BriefItem{}, Tasks: []BriefItem{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
-	add := func(into *[]BriefItem, m *Memory, reason string) bool {
-		item, cost := briefItem(m)
-		item.Reason = reason
-		cost += estimateTokens(reason)
-		if b.Tokens+cost > budget {
-			return false
+	var order []candidate
+	if req.Query != "" {
+		if order, err = n.queryCandidates(ctx, ns, req.Query); err != nil {
+			return b, err
 		}
-		b.Tokens += cost
-		*into = append(*into, item)
-		return true
-	}
-
-	conflicts, err := n.conflicted(ns)
-	if err != nil {
-		return b, err
-	}
-	for i := range conflicts {
-		add(&b.Conflicts, &conflicts[i], "edited on two machines at once")
-	}
-	facts, err := n.graphFacts(ctx)
-	if err != nil {
-		return b, err
-	}
-	contradicted := map[string]bool{}
-	for _, c := range facts.pairs {
-		for i, id := range c.ids {
-			if c.namespaces[i] != ns || contradicted[id] {
-				continue
-			}
-			m, err := n.load(id)
-			if err != nil {
-				continue // removed since
-			}
-			contradicted[id] = true
-			v := n.view(m)
-			add(&b.Conflicts, &v, "contradicts "+n.shortID(c.ids[1-i]))
-		}
-	}
-	for _, c := range facts.cycles {
-		cost := itemOverhead + estimateTokens(strings.Join(c.Members, " "))
-		if n.touchesNamespace(c.Members, ns) && b.Tokens+cost <= budget {
-			b.Tokens += cost
-			b.Cycles = append(b.Cycles, c)
-		}
-	}
-	active, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusActive}, Limit: briefCandidates})
-	if err != nil {
-		return b, err
-	}
-	rules := n.staleRules()
-	since := n.lastAsked(ns, now)
-	weight := make(map[string]float64, len(active))
-	for i := range active {
-		edges, err := n.edgesAt(rules, active[i].Memory.ID)
+	} else {
+		n.ranks.mu.Lock()
+		order, b.Cycles, err = n.rankNamespace(ctx, ns, now)
+		n.ranks.mu.Unlock()
 		if err != nil {
 			return b, err
 		}
-		weight[active[i].ID] = briefWeight(&active[i], len(edges), now)
 	}
-	slices.SortStableFunc(active, func(a, c Memory) int { return cmp.Compare(weight[c.ID], weight[a.ID]) })
-	var alerts []StaleMemory
-	var fromPeers, decisions, tasks, rest []*Memory
-	for i := range active {
-		m := &active[i]
-		reasons, err := rules.reasons(&m.Memory)
-		if err != nil {
-			return b, err
-		}
-		switch {
-		case len(reasons) > 0:
-			alerts = append(alerts, StaleMemory{Memory: *m, Reasons: reasonTexts(reasons)})
-		case len(m.Conflict) > 0 || contradicted[m.Memory.ID]:
-			// listed with the conflicts
-		case m.Provenance.Device != n.id.DeviceID && !m.Provenance.UpdatedAt.Before(since):
-			fromPeers = append(fromPeers, m)
-		case m.Kind == "decision" && now.Sub(m.Provenance.UpdatedAt) <= recentDecisions:
-			decisions = append(decisions, m)
-		case m.Kind == "task":
-			tasks = append(tasks, m)
-		default:
-			rest = append(rest, m)
-		}
-	}
-	// Sections take the budget in order of urgency.
-	for _, sec := range []struct {
-		into *[]BriefItem
-		from []*Memory
-	}{{&b.FromPeers, fromPeers}, {&b.Decisions, decisions}, {&b.Tasks, tasks}, {&b.Active, rest}} {
-		for _, m := range sec.from {
-			add(sec.into, m, "")
-		}
-	}
-	stale, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusStale}, Limit: 20})
-	if err != nil {
+	if err := n.fill(&b, order); err != nil {
 		return b, err
 	}
-	for _, m := range stale {
-		alerts = append(alerts, StaleMemory{Memory: m, Reasons: []string{"marked stale"}})
+	if req.Query == "" {
+		n.markAsked(ns, now)
 	}
-	for i := range alerts {
-		add(&b.StaleAlerts, &alerts[i].Memory, strings.Join(alerts[i].Reasons, "; "))
-	}
-	n.markAsked(ns, now)
 	return b, nil
 }
 
-func briefItem(m *Memory) (BriefItem, int) {
+// rankNamespace returns the candidates of ns in the order they take the
+// budget, and the cycles through ns. Call it with n.ranks.mu held.
+func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]candidate, []Cycle, error) {
+	ri := n.ranks
+	if err := ri.sync(ctx, n.store); err != nil {
+		return nil, nil, err
+	}
+	entries := ri.byNS[ns]
+	since := n.lastAsked(ns, now)
+	staleDays := int(n.namespaceSettings(ns).StaleDays)
+	if staleDays == 0 {
+		staleDays = defaultStaleDays
+	}
+	halfLife := n.confidenceHalfLife()
+	cands := make([]candidate, 0, len(entries))
+	at := make(map[string]int, len(entries))
+	for id, e := range entries {
+		m := &e.mem
+		if m.Expired(now) {
+			continue
+		}
+		edges := ri.validEdges(id, now)
+		degree := 0
+		var contradicts, supersededBy []string
+		for _, ed := range edges {
+			if !nearDuplicate(ed) {
+				degree++
+			}
+			switch {
+			case ed.Rel == "contradicts" && m.Status == crdt.StatusActive:
+				other := ed.toID
+				if other == id {
+					other = ed.fromID
+				}
+				if other != id && ri.active(other) {
+					contradicts = append(contradicts, n.shortID(other))
+				}
+			case ed.Rel == "supersedes" && ed.toID == id && ed.fromID != "" && ri.active(ed.fromID):
+				supersededBy = append(supersededBy, n.shortID(ed.fromID))
+			}
+		}
+		reads := n.life.readsOf(id)
+		c := candidate{id: id, mem: m, class: rankClass(m),
+			score: briefScore(m, m.Confidence*confidenceDecay(m, now, halfLife), degree, maturityOf(reads), now)}
+		var stale []string
+		if m.Status == crdt.StatusStale {
+			stale = append(stale, "marked stale")
+		}
+		if len(supersededBy) > 0 {
+			stale = append(stale, "superseded by "+strings.Join(supersededBy, ", "))
+		}
+		if !m.Evergreen {
+			if age := now.Sub(m.Provenance.UpdatedAt); age > time.Duration(staleDays)*24*time.Hour {
+				stale = append(stale, fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), staleDays))
+			}
+			if now.Sub(m.Provenance.CreatedAt) > orphanAge && len(edges) == 0 {
+				stale = append(stale, "linked to nothing, and older than 30 days")
+			}
+		}
+		switch {
+		case e.conflict && m.Status == crdt.StatusActive:
+			c.section, c.reason = sectionConflicts, "edited on two machines at once"
+		case len(contradicts) > 0:
+			c.section, c.reason = sectionConflicts, "contradicts "+strings.Join(contradicts, ", ")
+		case len(stale) > 0:
+			c.section, c.reason = sectionStale, strings.Join(stale, "; ")
+			c.score /= 2
+		case m.Kind == "task":
+			c.section = sectionTasks
+		case m.Provenance.Device != n.id.DeviceID && !m.Provenance.UpdatedAt.Before(since):
+			c.section = sectionFromPeers
+		case m.Kind == "decision" && now.Sub(m.Provenance.UpdatedAt) <= recentDecisions:
+			c.section = sectionDecisions
+		default:
+			c.section = sectionActive
+		}
+		at[id] = len(cands)
+		cands = append(cands, c)
+	}
+	cands = n.clusterNearDuplicates(cands, at, now)
+	slices.SortFunc(cands, func(a, c candidate) int { return a.compare(&c) })
+	// The top open task and the top stale alert always get room: they go
+	// first, after the conflicts.
+	lead := 0
+	for lead < len(cands) && cands[lead].section == sectionConflicts {
+		lead++
+	}
+	for _, sec := range []int{sectionTasks, sectionStale} {
+		if i := slices.IndexFunc(cands[lead:], func(c candidate) bool { return c.section == sec }); i >= 0 {
+			c := cands[lead+i]
+			copy(cands[lead+1:lead+i+1], cands[lead:lead+i])
+			cands[lead] = c
+			lead++
+		}
+	}
+	var cycles []Cycle
+	for _, c := range ri.cycles(now) {
+		if n.touchesNamespace(c.Members, ns) {
+			cycles = append(cycles, c)
+		}
+	}
+	return cands, cycles, nil
+}
+
+// priority orders candidates before their scores: conflicts, then the
+// classes; stale alerts rank with the ordinary memories.
+func (c *candidate) priority() int {
+	switch c.section {
+	case sectionConflicts:
+		return -1
+	case sectionStale:
+		return classOther
+	}
+	return c.class
+}
+
+// clusterNearDuplicates keeps one candidate of each cluster of near
+// duplicates (memories joined by auto-links, valid at now): the
+// best-ranked, counting the others in its similar. Conflicts are always
+// kept.
+func (n *Node) clusterNearDuplicates(cands []candidate, at map[string]int, now time.Time) []candidate {
+	parent := make([]int, len(cands))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for i := range cands {
+		for _, ed := range n.ranks.adj[cands[i].id] {
+			if !nearDuplicate(ed) || !validAt(&ed.Edge, now) {
+				continue
+			}
+			j, ok := at[ed.fromID]
+			k, ok2 := at[ed.toID]
+			if ok && ok2 {
+				parent[find(j)] = find(k)
+			}
+		}
+	}
+	best := map[int]int{} // root -> index of the candidate shown
+	for i := range cands {
+		if cands[i].section == sectionConflicts {
+			continue
+		}
+		r := find(i)
+		if j, ok := best[r]; !ok || cands[i].compare(&cands[j]) < 0 {
+			best[r] = i
+		}
+	}
+	shown := func(i int) bool { return cands[i].section == sectionConflicts || best[find(i)] == i }
+	for i := range cands {
+		if !shown(i) {
+			cands[best[find(i)]].similar++
+		}
+	}
+	out := make([]candidate, 0, len(best))
+	for i := range cands {
+		if shown(i) {
+			out = append(out, cands[i])
+		}
+	}
+	return out
+}
+
+// compare orders c and d as they take the budget: by priority, then
+// score.
+func (c *candidate) compare(d *candidate) int {
+	return cmp.Or(cmp.Compare(c.priority(), d.priority()), cmp.Compare(d.score, c.score), cmp.Compare(c.id, d.id))
+}
+
+// briefItem is a memory shown in a brief, its content cut to
+// briefItemMaxRunes.
+func (n *Node) briefItem(m *crdt.Memory) BriefItem {
 	content, truncated := m.Content, false
 	if utf8.RuneCountInString(content) > briefItemMaxRunes {
 		content, truncated = string([]rune(content)[:briefItemMaxRunes])+"…", true
 	}
-	item := BriefItem{
-		ID: m.ID, Title: m.Title, Kind: m.Kind, Tier: m.Tier, Confidence: m.Confidence,
+	title := m.Title
+	if titleRepeats(title, content) {
+		title = ""
+	}
+	return BriefItem{
+		ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Title: title, Kind: m.Kind, Tier: m.Tier, Confidence: m.Confidence,
 		Device: m.Provenance.Device, Agent: m.Provenance.Agent, UpdatedAt: m.Provenance.UpdatedAt,
 		Content: content, Truncated: truncated,
 	}
-	return item, itemOverhead + estimateTokens(m.Title) + estimateTokens(content)
 }
 
 // touchesNamespace reports whether any of the endpoints is a memory of ns.
@@ -256,22 +431,54 @@ func (n *Node) touchesNamespace(endpoints []string, ns string) bool {
 	return false
 }
 
-// conflicted returns the live memories of ns with an unresolved sync
-// conflict, found through their index term.
-func (n *Node) conflicted(ns string) ([]Memory, error) {
-	var out []Memory
-	err := n.store.Scan(storage.KindMemory, storage.Term{Field: "conflict", Value: "yes"}, func(id string) error {
-		m, err := n.load(id)
-		if err != nil {
-			return err
+// titleRepeats reports whether a title says nothing the content does not
+// start with (a title derived from the content, or none): a brief then
+// leaves it out.
+func titleRepeats(title, content string) bool {
+	t := strings.TrimSpace(strings.TrimSuffix(title, "…"))
+	c := strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(content), "#>*- "))
+	return strings.HasPrefix(c, t)
+}
+
+// A memory matches a query well enough for an aimed brief when it holds
+// at least minMatchedTerms of the query's terms (all of them for a
+// shorter query) and a share minMatchedShare of them, and scores at least
+// minRelativeScore of the best match. Typo-tolerant matches never do.
+const (
+	minMatchedTerms  = 2
+	minMatchedShare  = 0.2
+	minRelativeScore = 0.3
+	aimedCandidates  = 20 // search results an aimed brief considers
+)
+
+// queryCandidates returns the memories of ns that match query well, best
+// first, as candidates of an aimed brief.
+func (n *Node) queryCandidates(ctx context.Context, ns, query string) ([]candidate, error) {
+	res, err := n.Search(ctx, SearchRequest{Query: query, Namespace: ns, Limit: aimedCandidates, NoGraph: true, Statuses: []crdt.Status{crdt.StatusActive}})
+	if err != nil || res.Fuzzy || len(res.Results) == 0 {
+		return nil, err
+	}
+	want := n.index.Terms(query)
+	need := min(minMatchedTerms, len(want))
+	need = max(need, int(math.Ceil(minMatchedShare*float64(len(want)))))
+	top := res.Results[0].Score
+	var out []candidate
+	for i := range res.Results {
+		h := &res.Results[i]
+		if h.Score < minRelativeScore*top {
+			break
 		}
-		if m.Namespace == ns && live(&m, n.now()) {
-			out = append(out, n.view(m))
+		have := n.index.Terms(h.Title + "\n" + h.Content)
+		matched := 0
+		for _, t := range want {
+			if slices.Contains(have, t) {
+				matched++
+			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("find conflicts: %w", err)
+		if matched < need {
+			continue
+		}
+		out = append(out, candidate{id: h.Memory.Memory.ID, mem: &h.Memory.Memory, score: h.Score, section: sectionMatches})
 	}
 	return out, nil
 }

@@ -1,0 +1,193 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/corpus"
+	"github.com/memmesh/memmesh/internal/tokens"
+)
+
+// importProject imports a generated project of size memories into ns and
+// returns the display ids of its key memories.
+func importProject(t *testing.T, n *Node, ns string, size int, seed uint64) []string {
+	t.Helper()
+	var buf bytes.Buffer
+	keys, err := corpus.Project{NS: ns, Size: size, Now: n.now(), Seed: seed}.Write(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Import(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// briefIDs returns the ids of every memory a brief shows.
+func briefIDs(b *Brief) []string {
+	var ids []string
+	for _, items := range b.sections() {
+		for _, it := range *items {
+			ids = append(ids, it.ID)
+		}
+	}
+	return ids
+}
+
+// checkTokens fails unless b's text holds its budget by the tokenizer and
+// b.Tokens is within 2 % of the tokenizer's count.
+func checkTokens(t *testing.T, b *Brief) {
+	t.Helper()
+	text := b.Text()
+	got := tokens.Count(text)
+	if got > b.Budget {
+		t.Errorf("%s brief of budget %d: %d tokens by the tokenizer", b.Format, b.Budget, got)
+	}
+	if diff := b.Tokens - got; diff*50 > got || -diff*50 > got {
+		t.Errorf("%s brief says %d tokens; the tokenizer counts %d", b.Format, b.Tokens, got)
+	}
+}
+
+// TestBriefShowsKeyMemories: in a project whose key memories (decisions,
+// conventions, preferences, open tasks, a superseded decision, a
+// contradiction) were written before hundreds of notes, a 2,000-token brief
+// shows every key memory, in Markdown, within its budget by the tokenizer.
+func TestBriefShowsKeyMemories(t *testing.T) {
+	const seed = 1
+	t.Logf("seed %d", seed)
+	n := testNode(t, "")
+	keys := importProject(t, n, "shop", 300, seed)
+	b, err := n.Context(context.Background(), ContextRequest{Namespace: "shop", Budget: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := briefIDs(&b)
+	for _, k := range keys {
+		if !slices.Contains(shown, k) {
+			t.Errorf("key memory %s is not in the brief", k)
+		}
+	}
+	if len(b.StaleAlerts) == 0 || b.StaleAlerts[0].ID != keys[10] || !strings.Contains(b.StaleAlerts[0].Reason, "superseded") {
+		t.Errorf("stale alerts %+v, want the superseded decision first", b.StaleAlerts)
+	}
+	if len(b.Conflicts) != 2 {
+		t.Errorf("conflicts %+v, want the contradiction's two memories", b.Conflicts)
+	}
+	checkTokens(t, &b)
+	if t.Failed() {
+		t.Logf("brief:\n%s", b.Markdown())
+	}
+}
+
+// TestBriefTokensAreCounted: the brief holds its budget by the tokenizer's
+// count of the text emitted, in Markdown and JSON, and says how many
+// tokens it holds within 2 %.
+func TestBriefTokensAreCounted(t *testing.T) {
+	const seed = 2
+	t.Logf("seed %d", seed)
+	n := testNode(t, "")
+	importProject(t, n, "shop", 400, seed)
+	for _, format := range []string{FormatMarkdown, FormatJSON} {
+		for _, budget := range []int{300, 500, 2000, 8000} {
+			b, err := n.Context(context.Background(), ContextRequest{Namespace: "shop", Budget: budget, Format: format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(briefIDs(&b)) == 0 {
+				t.Errorf("%s brief of %d tokens shows nothing", format, budget)
+			}
+			if b.Tokens < budget*8/10 && budget < 8000 {
+				t.Errorf("%s brief of %d tokens uses only %d", format, budget, b.Tokens)
+			}
+			checkTokens(t, &b)
+		}
+	}
+}
+
+// TestBriefNearDuplicates: near duplicates (auto-linked) are shown once,
+// as one memory with the count of the others, and their links to each
+// other do not rank them above a memory with a real link.
+func TestBriefNearDuplicates(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	at := time.Now().Add(-time.Hour)
+	base := "The nightly export job writes CSV files to the reports bucket in eu-west-1 and retries three times on failure"
+	first := remember(t, n, RememberRequest{Namespace: "ops", Content: base, At: at})
+	for i := range 4 {
+		res := remember(t, n, RememberRequest{Namespace: "ops", Content: base + " again " + strings.Repeat("x", i+2), At: at})
+		if len(res.Similar) == 0 {
+			t.Fatalf("near duplicate %d found nothing similar", i)
+		}
+	}
+	// Older, so that only its link can put it first.
+	linked := remember(t, n, RememberRequest{Namespace: "ops", Content: "Grafana alerts page the on-call engineer through PagerDuty", At: at.Add(-time.Hour)})
+	if _, err := n.Link(ctx, LinkRequest{From: linked.ID, Rel: "touches", To: "file:deploy/alerts.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := n.Context(ctx, ContextRequest{Namespace: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Active) != 2 || b.Active[0].ID != linked.ID || b.Active[1].Similar != 4 {
+		t.Fatalf("active = %+v, want the linked memory, then one of the five near duplicates standing for 4 others", b.Active)
+	}
+	if !strings.Contains(b.Markdown(), "And 4 similar notes") {
+		t.Fatalf("markdown does not count the near duplicates:\n%s", b.Markdown())
+	}
+	_ = first
+}
+
+// TestBriefFollowsChanges: the brief sees every change at once: a memory
+// forgotten leaves it, a supersedes link makes a stale alert, a memory
+// restored comes back.
+func TestBriefFollowsChanges(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	old := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Tier: crdt.TierHuman, Content: "Sessions are stored in Postgres"})
+	gone := remember(t, n, RememberRequest{Namespace: "p", Content: "The build cache lives in /var/cache/build"})
+	if _, err := n.Context(ctx, ContextRequest{Namespace: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	repl := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Tier: crdt.TierHuman, Content: "Sessions are stored in Redis"})
+	if _, err := n.Link(ctx, LinkRequest{From: repl.ID, Rel: "supersedes", To: old.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Forget(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	b, err := n.Context(ctx, ContextRequest{Namespace: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := briefIDs(&b)
+	if slices.Contains(ids, gone.ID) || len(b.StaleAlerts) != 1 || b.StaleAlerts[0].ID != old.ID || !slices.Contains(ids, repl.ID) {
+		t.Fatalf("after the changes: %+v", b)
+	}
+	if _, err := n.Restore(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ = n.Context(ctx, ContextRequest{Namespace: "p"}); !slices.Contains(briefIDs(&b), gone.ID) {
+		t.Fatalf("a restored memory is missing: %+v", b)
+	}
+}
+
+// TestBriefTitleNotRepeated: a title that is the start of the content is
+// not shown again.
+func TestBriefTitleNotRepeated(t *testing.T) {
+	n := testNode(t, "")
+	remember(t, n, RememberRequest{Namespace: "p", Content: "Releases are tagged from main after the smoke tests pass"})
+	remember(t, n, RememberRequest{Namespace: "p", Title: "Release tags", Content: "Tag from main after the smoke tests pass"})
+	b, err := n.Context(context.Background(), ContextRequest{Namespace: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := b.Markdown()
+	if strings.Count(md, "Releases are tagged from main") != 1 || !strings.Contains(md, "**Release tags**") {
+		t.Fatalf("markdown:\n%s", md)
+	}
+}

@@ -1,0 +1,213 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/graph"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// rankIndex holds, in memory, what the brief ranks memories by: for every
+// live memory of every namespace the fields its score and section come
+// from, and the edges at it. It is built from storage once, then follows
+// the store's change log, which carries local writes and replicated ones
+// alike, so a brief reads no record but those it shows and scans nothing
+// in storage. It holds no content.
+type rankIndex struct {
+	mu    sync.Mutex
+	built bool
+	done  uint64                           // every change up to this seq is applied
+	mems  map[string]*rankEntry            // live memories by full id
+	byNS  map[string]map[string]*rankEntry // the same, by namespace
+	edges map[string]*rankEdge             // edges with a memory end, by edge id
+	adj   map[string][]*rankEdge           // full memory id -> the edges at it, whether the memory is live or not
+	// acyclic holds the edges of acyclic relations, for cycles.
+	acyclic map[string]*rankEdge
+	// The cycles found at cycleSeq and cycleAt, kept until the next
+	// change or factsMaxAge (validity windows end without a change).
+	cycleSeq  uint64
+	cycleAt   time.Time
+	cycleList []Cycle
+}
+
+// rankEntry is what the brief knows of a memory without reading it.
+type rankEntry struct {
+	mem      crdt.Memory // without content, revisions or conflict versions
+	conflict bool
+}
+
+// rankEdge is an edge as the brief uses it: endpoints in display form.
+type rankEdge struct {
+	crdt.Edge
+	fromID, toID string // full memory ids of the ends, "" for an artefact
+}
+
+func newRankIndex() *rankIndex {
+	return &rankIndex{mems: map[string]*rankEntry{}, byNS: map[string]map[string]*rankEntry{},
+		edges: map[string]*rankEdge{}, adj: map[string][]*rankEdge{}, acyclic: map[string]*rankEdge{}}
+}
+
+// sync brings the index up to date with every durable change: at the
+// first call it reads every memory and edge record, then only the changes
+// since. Call it with ri.mu held.
+func (ri *rankIndex) sync(ctx context.Context, store *storage.Store) error {
+	if !ri.built {
+		seq := store.DurableSeq()
+		for _, kind := range []storage.Kind{storage.KindMemory, storage.KindEdge} {
+			if err := store.All(kind, func(rec storage.Record) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return ri.apply(rec)
+			}); err != nil {
+				return fmt.Errorf("build the brief's index: %w", err)
+			}
+		}
+		ri.built, ri.done = true, seq
+	}
+	for ri.done < store.DurableSeq() {
+		last, err := store.Changes(ri.done, indexBatch, ri.apply)
+		if err != nil {
+			return fmt.Errorf("update the brief's index: %w", err)
+		}
+		if last == ri.done {
+			return nil // the rest is not durable yet
+		}
+		ri.done = last
+	}
+	return nil
+}
+
+// apply takes one changed record into the index.
+func (ri *rankIndex) apply(rec storage.Record) error {
+	switch rec.Kind {
+	case storage.KindPurge:
+		ri.removeMemory(rec.ID)
+	case storage.KindMemory:
+		var m crdt.Memory
+		if err := json.Unmarshal(rec.Value, &m); err != nil {
+			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
+		}
+		ri.removeMemory(m.ID)
+		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+			return nil
+		}
+		e := &rankEntry{conflict: len(m.Conflict) > 0}
+		m.Content, m.Revisions, m.Conflict, m.Heads, m.Touches = "", nil, nil, nil, nil
+		e.mem = m
+		ri.mems[m.ID] = e
+		if ri.byNS[m.Namespace] == nil {
+			ri.byNS[m.Namespace] = map[string]*rankEntry{}
+		}
+		ri.byNS[m.Namespace][m.ID] = e
+	case storage.KindEdge:
+		var e crdt.Edge
+		if err := json.Unmarshal(rec.Value, &e); err != nil {
+			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
+		}
+		ri.removeEdge(e.ID)
+		from, _ := strings.CutPrefix(e.From, IDPrefix)
+		to, _ := strings.CutPrefix(e.To, IDPrefix)
+		if from == e.From {
+			from = ""
+		}
+		if to == e.To {
+			to = ""
+		}
+		if e.Deleted || (from == "" && to == "") {
+			return nil
+		}
+		e.Heads, e.Notes = nil, ""
+		re := &rankEdge{Edge: e, fromID: from, toID: to}
+		ri.edges[e.ID] = re
+		if slices.Contains(AcyclicRelations, e.Rel) {
+			ri.acyclic[e.ID] = re
+		}
+		for _, id := range []string{from, to} {
+			if id != "" {
+				ri.adj[id] = append(ri.adj[id], re)
+			}
+		}
+	}
+	return nil
+}
+
+func (ri *rankIndex) removeMemory(id string) {
+	if e, ok := ri.mems[id]; ok {
+		delete(ri.mems, id)
+		delete(ri.byNS[e.mem.Namespace], id)
+		if len(ri.byNS[e.mem.Namespace]) == 0 {
+			delete(ri.byNS, e.mem.Namespace)
+		}
+	}
+}
+
+func (ri *rankIndex) removeEdge(id string) {
+	re, ok := ri.edges[id]
+	if !ok {
+		return
+	}
+	delete(ri.edges, id)
+	delete(ri.acyclic, id)
+	for _, end := range []string{re.fromID, re.toID} {
+		if end == "" {
+			continue
+		}
+		ri.adj[end] = slices.DeleteFunc(ri.adj[end], func(x *rankEdge) bool { return x == re })
+		if len(ri.adj[end]) == 0 {
+			delete(ri.adj, end)
+		}
+	}
+}
+
+// active reports whether the memory with full id is live and active.
+func (ri *rankIndex) active(id string) bool {
+	e, ok := ri.mems[id]
+	return ok && e.mem.Status == crdt.StatusActive
+}
+
+// validEdges returns the edges at memory id valid at now.
+func (ri *rankIndex) validEdges(id string, now time.Time) []*rankEdge {
+	var out []*rankEdge
+	for _, e := range ri.adj[id] {
+		if validAt(&e.Edge, now) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// nearDuplicate reports whether e is a link memmesh made between two near
+// duplicates: it says they are alike, not that either matters more.
+func nearDuplicate(e *rankEdge) bool {
+	return e.Origin == OriginAutoLink && e.fromID != "" && e.toID != ""
+}
+
+// cycles returns the cycles of every acyclic relation among the edges
+// valid at now.
+func (ri *rankIndex) cycles(now time.Time) []Cycle {
+	if ri.cycleList != nil && ri.cycleSeq == ri.done && !now.Before(ri.cycleAt) && now.Sub(ri.cycleAt) < factsMaxAge {
+		return ri.cycleList
+	}
+	byRel := map[string][]graph.Edge{}
+	for _, e := range ri.acyclic {
+		if validAt(&e.Edge, now) {
+			byRel[e.Rel] = append(byRel[e.Rel], graph.Edge{From: e.From, To: e.To})
+		}
+	}
+	var out []Cycle
+	for _, rel := range AcyclicRelations {
+		for _, members := range graph.Cycles(byRel[rel]) {
+			out = append(out, Cycle{Rel: rel, Members: members})
+		}
+	}
+	ri.cycleSeq, ri.cycleAt, ri.cycleList = ri.done, now, append([]Cycle{}, out...)
+	return out
+}
