@@ -191,3 +191,35 @@ func TestBriefTitleNotRepeated(t *testing.T) {
 		t.Fatalf("markdown:\n%s", md)
 	}
 }
+
+// TestBriefAimedAtQuery: with a query (an agent's prompt), the brief holds
+// the memories that match it well, within 600 tokens by default, and
+// nothing when nothing matches well.
+func TestBriefAimedAtQuery(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	pgx := remember(t, n, RememberRequest{Namespace: "shop", Kind: "decision", Content: "Use pgx, not lib/pq, for every Postgres connection: lib/pq is in maintenance mode."})
+	remember(t, n, RememberRequest{Namespace: "shop", Content: "The reports service exports CSV files every night."})
+	remember(t, n, RememberRequest{Namespace: "shop", Content: "Payments go through the Stripe adapter in billing/stripe.go."})
+	for i := range 30 {
+		remember(t, n, RememberRequest{Namespace: "shop", Content: strings.Repeat("Postgres connection pools need tuning under load. ", 8) + crdt.NewID() + strings.Repeat(" x", i)})
+	}
+	b, err := n.Context(ctx, ContextRequest{Namespace: "shop", Query: `Please switch the reports service to the "lib/pq" Postgres driver, it should be simple`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Budget != 600 || len(b.Matches) == 0 || b.Matches[0].ID != pgx.ID || len(b.Active)+len(b.Decisions) != 0 {
+		t.Fatalf("aimed brief: %+v", b)
+	}
+	checkTokens(t, &b)
+	for _, q := range []string{"bake a chocolate cake for the birthday party", "kubernetes"} {
+		b, err = n.Context(ctx, ContextRequest{Namespace: "shop", Query: q})
+		if err != nil || !b.Empty() {
+			t.Fatalf("query %q matches nothing well, yet: %+v, %v", q, b.Matches, err)
+		}
+	}
+	long := strings.Repeat("postgres driver lib/pq ", 500) + strings.Repeat("x", 300)
+	if b, err = n.Context(ctx, ContextRequest{Namespace: "shop", Query: long}); err != nil || len(b.Matches) == 0 {
+		t.Fatalf("a long prompt: %+v, %v", b.Matches, err)
+	}
+}
