@@ -140,7 +140,13 @@ func rankClass(m *crdt.Memory) int {
 // between near duplicates), access (maturity from reads), recency, and a
 // little for decisions of any tier.
 func briefScore(m *crdt.Memory, confidenceNow float64, degree int, maturity Maturity, now time.Time) float64 {
-	tier := map[crdt.Tier]float64{crdt.TierHuman: 1.2, crdt.TierAgent: 1, crdt.TierAuto: 0.85}[m.Tier]
+	tier := 1.0
+	switch m.Tier {
+	case crdt.TierHuman:
+		tier = 1.2
+	case crdt.TierAuto:
+		tier = 0.85
+	}
 	age := max(now.Sub(m.Provenance.UpdatedAt).Hours()/24, 0)
 	centrality := 1 + 0.25*math.Log2(1+float64(degree))
 	kind := 1.0
@@ -158,7 +164,55 @@ type candidate struct {
 	score   float64
 	similar int
 	section int // a section* constant
-	reason  string
+	why     why // for conflicts and stale alerts
+}
+
+// why holds what makes a memory a conflict or a stale alert; its text is
+// made only for the memories shown.
+type why struct {
+	conflict     bool     // a sync conflict
+	contradicts  []string // full ids of the live memories it contradicts
+	supersededBy []string // full ids of the live memories that supersede it
+	marked       bool     // marked stale
+	ageDays      int      // not updated for so many days, past staleDays; 0: not stale by age
+	staleDays    int
+	orphan       bool // linked to nothing, and older than orphanAge
+}
+
+func (w *why) stale() bool {
+	return w.marked || len(w.supersededBy) > 0 || w.ageDays > 0 || w.orphan
+}
+
+// reason says why a memory is listed as a conflict or a stale alert ("" for
+// others).
+func (n *Node) reason(w *why) string {
+	short := func(ids []string) string {
+		out := make([]string, len(ids))
+		for i, id := range ids {
+			out[i] = n.shortID(id)
+		}
+		return strings.Join(out, ", ")
+	}
+	switch {
+	case w.conflict:
+		return "edited on two machines at once"
+	case len(w.contradicts) > 0:
+		return "contradicts " + short(w.contradicts)
+	}
+	var stale []string
+	if w.marked {
+		stale = append(stale, "marked stale")
+	}
+	if len(w.supersededBy) > 0 {
+		stale = append(stale, "superseded by "+short(w.supersededBy))
+	}
+	if w.ageDays > 0 {
+		stale = append(stale, fmt.Sprintf("not updated for %d days (stale after %dd)", w.ageDays, w.staleDays))
+	}
+	if w.orphan {
+		stale = append(stale, "linked to nothing, and older than 30 days")
+	}
+	return strings.Join(stale, "; ")
 }
 
 // The sections of a brief, in the order they are shown.
@@ -256,10 +310,13 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 		if m.Expired(now) {
 			continue
 		}
-		edges := ri.validEdges(id, now)
-		degree := 0
-		var contradicts, supersededBy []string
-		for _, ed := range edges {
+		c := candidate{id: id, mem: m, class: rankClass(m)}
+		degree, linked := 0, false
+		for _, ed := range ri.adj[id] {
+			if !validAt(&ed.Edge, now) {
+				continue
+			}
+			linked = true
 			if !nearDuplicate(ed) {
 				degree++
 			}
@@ -270,37 +327,27 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 					other = ed.fromID
 				}
 				if other != id && ri.active(other) {
-					contradicts = append(contradicts, n.shortID(other))
+					c.why.contradicts = append(c.why.contradicts, other)
 				}
 			case ed.Rel == "supersedes" && ed.toID == id && ed.fromID != "" && ri.active(ed.fromID):
-				supersededBy = append(supersededBy, n.shortID(ed.fromID))
+				c.why.supersededBy = append(c.why.supersededBy, ed.fromID)
 			}
 		}
-		reads := n.life.readsOf(id)
-		c := candidate{id: id, mem: m, class: rankClass(m),
-			score: briefScore(m, m.Confidence*confidenceDecay(m, now, halfLife), degree, maturityOf(reads), now)}
-		var stale []string
-		if m.Status == crdt.StatusStale {
-			stale = append(stale, "marked stale")
-		}
-		if len(supersededBy) > 0 {
-			stale = append(stale, "superseded by "+strings.Join(supersededBy, ", "))
-		}
+		c.score = briefScore(m, m.Confidence*confidenceDecay(m, now, halfLife), degree, maturityOf(n.life.readsOf(id)), now)
+		c.why.marked = m.Status == crdt.StatusStale
 		if !m.Evergreen {
 			if age := now.Sub(m.Provenance.UpdatedAt); age > time.Duration(staleDays)*24*time.Hour {
-				stale = append(stale, fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), staleDays))
+				c.why.ageDays, c.why.staleDays = int(age.Hours()/24), staleDays
 			}
-			if now.Sub(m.Provenance.CreatedAt) > orphanAge && len(edges) == 0 {
-				stale = append(stale, "linked to nothing, and older than 30 days")
-			}
+			c.why.orphan = now.Sub(m.Provenance.CreatedAt) > orphanAge && !linked
 		}
 		switch {
 		case e.conflict && m.Status == crdt.StatusActive:
-			c.section, c.reason = sectionConflicts, "edited on two machines at once"
-		case len(contradicts) > 0:
-			c.section, c.reason = sectionConflicts, "contradicts "+strings.Join(contradicts, ", ")
-		case len(stale) > 0:
-			c.section, c.reason = sectionStale, strings.Join(stale, "; ")
+			c.section, c.why.conflict = sectionConflicts, true
+		case len(c.why.contradicts) > 0:
+			c.section = sectionConflicts
+		case c.why.stale():
+			c.section = sectionStale
 			c.score /= 2
 		case m.Kind == "task":
 			c.section = sectionTasks
@@ -332,7 +379,7 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 	}
 	var cycles []Cycle
 	for _, c := range ri.cycles(now) {
-		if n.touchesNamespace(c.Members, ns) {
+		if ri.touchesNamespace(c.Members, ns) {
 			cycles = append(cycles, c)
 		}
 	}
@@ -427,18 +474,6 @@ func (n *Node) briefItem(m *crdt.Memory) BriefItem {
 		Device: m.Provenance.Device, Agent: m.Provenance.Agent, UpdatedAt: m.Provenance.UpdatedAt,
 		Content: content, Truncated: truncated,
 	}
-}
-
-// touchesNamespace reports whether any of the endpoints is a memory of ns.
-func (n *Node) touchesNamespace(endpoints []string, ns string) bool {
-	for _, e := range endpoints {
-		if id, ok := strings.CutPrefix(e, IDPrefix); ok {
-			if m, err := n.load(id); err == nil && m.Namespace == ns {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // titleRepeats reports whether a title says nothing the content does not

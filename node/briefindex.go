@@ -30,11 +30,13 @@ type rankIndex struct {
 	adj   map[string][]*rankEdge           // full memory id -> the edges at it, whether the memory is live or not
 	// acyclic holds the edges of acyclic relations, for cycles.
 	acyclic map[string]*rankEdge
-	// The cycles found at cycleSeq and cycleAt, kept until the next
-	// change or factsMaxAge (validity windows end without a change).
-	cycleSeq  uint64
-	cycleAt   time.Time
-	cycleList []Cycle
+	// acyclicVer counts the changes to acyclic; the cycles found at
+	// cycleVer and cycleAt are kept until the next such change or
+	// factsMaxAge (validity windows end without a change).
+	acyclicVer uint64
+	cycleVer   uint64
+	cycleAt    time.Time
+	cycleList  []Cycle
 }
 
 // rankEntry is what the brief knows of a memory without reading it.
@@ -129,6 +131,7 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		ri.edges[e.ID] = re
 		if slices.Contains(AcyclicRelations, e.Rel) {
 			ri.acyclic[e.ID] = re
+			ri.acyclicVer++
 		}
 		for _, id := range []string{from, to} {
 			if id != "" {
@@ -155,7 +158,10 @@ func (ri *rankIndex) removeEdge(id string) {
 		return
 	}
 	delete(ri.edges, id)
-	delete(ri.acyclic, id)
+	if _, ok := ri.acyclic[id]; ok {
+		delete(ri.acyclic, id)
+		ri.acyclicVer++
+	}
 	for _, end := range []string{re.fromID, re.toID} {
 		if end == "" {
 			continue
@@ -173,15 +179,17 @@ func (ri *rankIndex) active(id string) bool {
 	return ok && e.mem.Status == crdt.StatusActive
 }
 
-// validEdges returns the edges at memory id valid at now.
-func (ri *rankIndex) validEdges(id string, now time.Time) []*rankEdge {
-	var out []*rankEdge
-	for _, e := range ri.adj[id] {
-		if validAt(&e.Edge, now) {
-			out = append(out, e)
+// touchesNamespace reports whether any of the endpoints is a live memory
+// of ns.
+func (ri *rankIndex) touchesNamespace(endpoints []string, ns string) bool {
+	for _, end := range endpoints {
+		if id, ok := strings.CutPrefix(end, IDPrefix); ok {
+			if e, ok := ri.mems[id]; ok && e.mem.Namespace == ns {
+				return true
+			}
 		}
 	}
-	return out
+	return false
 }
 
 // nearDuplicate reports whether e is a link memmesh made between two near
@@ -193,7 +201,7 @@ func nearDuplicate(e *rankEdge) bool {
 // cycles returns the cycles of every acyclic relation among the edges
 // valid at now.
 func (ri *rankIndex) cycles(now time.Time) []Cycle {
-	if ri.cycleList != nil && ri.cycleSeq == ri.done && !now.Before(ri.cycleAt) && now.Sub(ri.cycleAt) < factsMaxAge {
+	if ri.cycleList != nil && ri.cycleVer == ri.acyclicVer && !now.Before(ri.cycleAt) && now.Sub(ri.cycleAt) < factsMaxAge {
 		return ri.cycleList
 	}
 	byRel := map[string][]graph.Edge{}
@@ -208,6 +216,6 @@ func (ri *rankIndex) cycles(now time.Time) []Cycle {
 			out = append(out, Cycle{Rel: rel, Members: members})
 		}
 	}
-	ri.cycleSeq, ri.cycleAt, ri.cycleList = ri.done, now, append([]Cycle{}, out...)
+	ri.cycleVer, ri.cycleAt, ri.cycleList = ri.acyclicVer, now, append([]Cycle{}, out...)
 	return out
 }

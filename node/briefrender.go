@@ -217,7 +217,7 @@ func (n *Node) fill(b *Brief, order []candidate) error {
 			return err
 		}
 		it := n.briefItem(&m)
-		it.Reason, it.Similar = c.reason, c.similar
+		it.Reason, it.Similar = n.reason(&c.why), c.similar
 		if c.section != sectionFromPeers {
 			it.Device = ""
 		}
