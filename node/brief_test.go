@@ -105,8 +105,41 @@ func TestBriefTokensAreCounted(t *testing.T) {
 				t.Errorf("%s brief of %d tokens uses only %d", format, budget, b.Tokens)
 			}
 			checkTokens(t, &b)
+			if sum, whole := partsCount(&b), tokens.Count(b.Text()); (sum-whole)*50 > whole || (whole-sum)*50 > whole {
+				t.Errorf("%s brief of %d tokens: its parts count %d, the whole %d", format, budget, sum, whole)
+			}
 		}
 	}
+}
+
+// partsCount sums the token counts of a brief's parts, as the brief is
+// filled: its head (or empty JSON), each section's heading, each item.
+func partsCount(b *Brief) int {
+	items := b.sections()
+	if b.Format == FormatJSON {
+		empty := *b
+		for _, it := range empty.sections() {
+			*it = []BriefItem{}
+		}
+		empty.Cycles = []Cycle{}
+		sum := tokens.Count(string(empty.JSON()))
+		for _, it := range items {
+			for i := range *it {
+				sum += new(tokenCache).jsonItemTokens(&(*it)[i])
+			}
+		}
+		return sum
+	}
+	sum := tokens.Count(b.markdownHead())
+	for sec, it := range items {
+		if len(*it) > 0 {
+			sum += tokens.Count(sectionHead(sec))
+		}
+		for i := range *it {
+			sum += tokens.Count(markdownItem(&(*it)[i]))
+		}
+	}
+	return sum
 }
 
 // TestBriefNearDuplicates: near duplicates (auto-linked) are shown once,

@@ -30,7 +30,7 @@ var sectionTitles = [sectionCount]string{
 	sectionStale:     "Stale (may no longer hold: check, then update or forget)",
 }
 
-const cyclesTitle = "Cycles (merged from two machines: unlink or invalidate one edge of each)"
+const cyclesHead = "## Cycles (merged from two machines: unlink or invalidate one edge of each)\n\n"
 
 // sections returns the brief's item lists by section.
 func (b *Brief) sections() [sectionCount]*[]BriefItem {
@@ -52,9 +52,9 @@ func (b *Brief) Markdown() string {
 	w.WriteString(b.markdownHead())
 	if b.Empty() {
 		if b.Query != "" {
-			fmt.Fprintf(&w, "\nNothing in %s matches this prompt well.\n", b.Namespace)
+			fmt.Fprintf(&w, "Nothing in %s matches this prompt well.\n", b.Namespace)
 		} else {
-			fmt.Fprintf(&w, "\nNothing is stored in %s yet.\n", b.Namespace)
+			fmt.Fprintf(&w, "Nothing is stored in %s yet.\n", b.Namespace)
 		}
 		return inert.Text(w.String())
 	}
@@ -66,13 +66,14 @@ func (b *Brief) Markdown() string {
 			}
 		}
 		if sec == sectionConflicts && len(b.Cycles) > 0 {
-			w.WriteString("\n## " + cyclesTitle + "\n")
+			w.WriteString(cyclesHead)
 			for _, c := range b.Cycles {
 				w.WriteString(cycleLine(c))
 			}
+			w.WriteString("\n")
 		}
 	}
-	return inert.Text(w.String())
+	return inert.Text(strings.TrimSuffix(w.String(), "\n"))
 }
 
 func (b *Brief) markdownHead() string {
@@ -80,11 +81,14 @@ func (b *Brief) markdownHead() string {
 	if b.Query != "" {
 		what = "memories of " + b.Namespace + " for this prompt"
 	}
-	return fmt.Sprintf("# memmesh: %s\n\nLoaded %s; %d of %d tokens. %s\n",
+	return fmt.Sprintf("# memmesh: %s\n\nLoaded %s; %d of %d tokens. %s\n\n",
 		what, b.LoadedAt.UTC().Format("2006-01-02 15:04 UTC"), b.Tokens, b.Budget, b.Notice)
 }
 
-func sectionHead(sec int) string { return "\n## " + sectionTitles[sec] + "\n" }
+// Every block of the Markdown (the head, a section's heading, an item)
+// ends with a blank line and starts with none, so that the tokens of the
+// blocks, counted apart, add up to those of the whole.
+func sectionHead(sec int) string { return "## " + sectionTitles[sec] + "\n\n" }
 
 func cycleLine(c Cycle) string {
 	return fmt.Sprintf("- %s among %s\n", c.Rel, strings.Join(c.Members, ", "))
@@ -94,7 +98,6 @@ func cycleLine(c Cycle) string {
 // with it, its provenance, the content quoted, and why it is listed.
 func markdownItem(it *BriefItem) string {
 	var w strings.Builder
-	w.WriteString("\n")
 	if it.Title != "" {
 		fmt.Fprintf(&w, "**%s** · ", strings.ReplaceAll(it.Title, "\n", " "))
 	}
@@ -108,6 +111,7 @@ func markdownItem(it *BriefItem) string {
 	if it.Similar > 0 {
 		fmt.Fprintf(&w, "And %d similar %s, not shown.\n", it.Similar, plural(it.Similar, "note", "notes"))
 	}
+	w.WriteString("\n")
 	return w.String()
 }
 
@@ -131,6 +135,14 @@ func marshalCompact(v any) []byte {
 		return []byte("null")
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// jsonItemTokens is what an item adds to a brief's JSON: its object
+// without the braces, and one token: the braces and the comma between
+// items fall into runs of punctuation with the quotes around them.
+func (c *tokenCache) jsonItemTokens(it *BriefItem) int {
+	j := marshalCompact(it)
+	return c.count(string(j[1:len(j)-1])) + 1
 }
 
 // tokenCache remembers the token counts of rendered items, so that a brief
@@ -175,7 +187,7 @@ func (n *Node) fill(b *Brief, order []candidate) error {
 	sections := b.sections()
 	cost := func(it *BriefItem) int {
 		if b.Format == FormatJSON {
-			return n.tokenCounts.count(string(marshalCompact(it))) + 1 // and its comma
+			return n.tokenCounts.jsonItemTokens(it)
 		}
 		return n.tokenCounts.count(inert.Text(markdownItem(it)))
 	}
@@ -194,7 +206,7 @@ func (n *Node) fill(b *Brief, order []candidate) error {
 		} else {
 			k = tokens.Count(inert.Text(cycleLine(c)))
 			if len(b.Cycles) == 0 {
-				k += tokens.Count("\n## " + cyclesTitle + "\n")
+				k += tokens.Count(cyclesHead)
 			}
 		}
 		if used+k <= b.Budget {
