@@ -123,13 +123,13 @@ const (
 	classOther                // everything else, by score
 )
 
-func rankClass(m *crdt.Memory) int {
+func rankClass(kind string, tier crdt.Tier) int {
 	switch {
-	case m.Kind == "task":
+	case kind == "task":
 		return classTask
-	case m.Kind == "decision" && m.Tier == crdt.TierHuman:
+	case kind == "decision" && tier == crdt.TierHuman:
 		return classHumanDecision
-	case m.Kind == "convention" || m.Kind == "preference":
+	case kind == "convention" || kind == "preference":
 		return classConvention
 	}
 	return classOther
@@ -139,18 +139,18 @@ func rankClass(m *crdt.Memory) int {
 // decay, centrality (valid edges at the memory, not counting the links
 // between near duplicates), access (maturity from reads), recency, and a
 // little for decisions of any tier.
-func briefScore(m *crdt.Memory, confidenceNow float64, degree int, maturity Maturity, now time.Time) float64 {
+func briefScore(e *rankEntry, confidenceNow float64, degree int, maturity Maturity, now time.Time) float64 {
 	tier := 1.0
-	switch m.Tier {
+	switch e.tier {
 	case crdt.TierHuman:
 		tier = 1.2
 	case crdt.TierAuto:
 		tier = 0.85
 	}
-	age := max(now.Sub(m.Provenance.UpdatedAt).Hours()/24, 0)
+	age := max(now.Sub(e.updated).Hours()/24, 0)
 	centrality := 1 + 0.25*math.Log2(1+float64(degree))
 	kind := 1.0
-	if m.Kind == "decision" {
+	if e.kind == "decision" {
 		kind = 1.3
 	}
 	return kind * tier * (0.5 + 0.5*confidenceNow) * centrality * (0.7 + 0.3*math.Exp2(-age/30)) * maturityWeights[maturity]
@@ -159,12 +159,12 @@ func briefScore(m *crdt.Memory, confidenceNow float64, degree int, maturity Matu
 // candidate is a memory the brief may show, and where.
 type candidate struct {
 	id      string
-	mem     *crdt.Memory // the index's copy: no content
 	class   int
 	score   float64
 	similar int
-	section int // a section* constant
-	why     why // for conflicts and stale alerts
+	hidden  bool // stands among near duplicates for another
+	section int  // a section* constant
+	why     why  // for conflicts and stale alerts
 }
 
 // why holds what makes a memory a conflict or a stale alert; its text is
@@ -304,24 +304,25 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 	}
 	halfLife := n.confidenceHalfLife()
 	cands := make([]candidate, 0, len(entries))
-	at := make(map[string]int, len(entries))
+	var dups []int // candidates with a near duplicate
 	for id, e := range entries {
-		m := &e.mem
-		if m.Expired(now) {
+		if !e.expires.IsZero() && !now.Before(e.expires) {
 			continue
 		}
-		c := candidate{id: id, mem: m, class: rankClass(m)}
-		degree, linked := 0, false
+		c := candidate{id: id, class: rankClass(e.kind, e.tier)}
+		degree, linked, dup := 0, false, false
 		for _, ed := range ri.adj[id] {
-			if !validAt(&ed.Edge, now) {
+			if !ed.valid(now) {
 				continue
 			}
 			linked = true
-			if !nearDuplicate(ed) {
+			if nearDuplicate(ed) {
+				dup = true
+			} else {
 				degree++
 			}
 			switch {
-			case ed.Rel == "contradicts" && m.Status == crdt.StatusActive:
+			case ed.rel == "contradicts" && e.status == crdt.StatusActive:
 				other := ed.toID
 				if other == id {
 					other = ed.fromID
@@ -329,53 +330,65 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 				if other != id && ri.active(other) {
 					c.why.contradicts = append(c.why.contradicts, other)
 				}
-			case ed.Rel == "supersedes" && ed.toID == id && ed.fromID != "" && ri.active(ed.fromID):
+			case ed.rel == "supersedes" && ed.toID == id && ed.fromID != "" && ri.active(ed.fromID):
 				c.why.supersededBy = append(c.why.supersededBy, ed.fromID)
 			}
 		}
-		c.score = briefScore(m, m.Confidence*confidenceDecay(m, now, halfLife), degree, maturityOf(n.life.readsOf(id)), now)
-		c.why.marked = m.Status == crdt.StatusStale
-		if !m.Evergreen {
-			if age := now.Sub(m.Provenance.UpdatedAt); age > time.Duration(staleDays)*24*time.Hour {
+		c.score = briefScore(e, e.confidence*decay(e.evergreen, e.updated, now, halfLife), degree, maturityOf(n.life.readsOf(id)), now)
+		c.why.marked = e.status == crdt.StatusStale
+		if !e.evergreen {
+			if age := now.Sub(e.updated); age > time.Duration(staleDays)*24*time.Hour {
 				c.why.ageDays, c.why.staleDays = int(age.Hours()/24), staleDays
 			}
-			c.why.orphan = now.Sub(m.Provenance.CreatedAt) > orphanAge && !linked
+			c.why.orphan = now.Sub(e.created) > orphanAge && !linked
 		}
 		switch {
-		case e.conflict && m.Status == crdt.StatusActive:
+		case e.conflict && e.status == crdt.StatusActive:
 			c.section, c.why.conflict = sectionConflicts, true
 		case len(c.why.contradicts) > 0:
 			c.section = sectionConflicts
 		case c.why.stale():
 			c.section = sectionStale
 			c.score /= 2
-		case m.Kind == "task":
+		case e.kind == "task":
 			c.section = sectionTasks
-		case m.Provenance.Device != n.id.DeviceID && !m.Provenance.UpdatedAt.Before(since):
+		case e.device != n.id.DeviceID && !e.updated.Before(since):
 			c.section = sectionFromPeers
-		case m.Kind == "decision" && now.Sub(m.Provenance.UpdatedAt) <= recentDecisions:
+		case e.kind == "decision" && now.Sub(e.updated) <= recentDecisions:
 			c.section = sectionDecisions
 		default:
 			c.section = sectionActive
 		}
-		at[id] = len(cands)
+		if dup {
+			dups = append(dups, len(cands))
+		}
 		cands = append(cands, c)
 	}
-	cands = n.clusterNearDuplicates(cands, at, now)
-	slices.SortFunc(cands, func(a, c candidate) int { return a.compare(&c) })
+	n.clusterNearDuplicates(cands, dups, now)
+	order := make([]int32, 0, len(cands))
+	for i := range cands {
+		if !cands[i].hidden {
+			order = append(order, int32(i))
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cands[a].compare(&cands[b]) })
 	// The top open task and the top stale alert always get room: they go
 	// first, after the conflicts.
 	lead := 0
-	for lead < len(cands) && cands[lead].section == sectionConflicts {
+	for lead < len(order) && cands[order[lead]].section == sectionConflicts {
 		lead++
 	}
 	for _, sec := range []int{sectionTasks, sectionStale} {
-		if i := slices.IndexFunc(cands[lead:], func(c candidate) bool { return c.section == sec }); i >= 0 {
-			c := cands[lead+i]
-			copy(cands[lead+1:lead+i+1], cands[lead:lead+i])
-			cands[lead] = c
+		if i := slices.IndexFunc(order[lead:], func(c int32) bool { return cands[c].section == sec }); i >= 0 {
+			c := order[lead+i]
+			copy(order[lead+1:lead+i+1], order[lead:lead+i])
+			order[lead] = c
 			lead++
 		}
+	}
+	out := make([]candidate, len(order))
+	for i, c := range order {
+		out[i] = cands[c]
 	}
 	var cycles []Cycle
 	for _, c := range ri.cycles(now) {
@@ -383,7 +396,7 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 			cycles = append(cycles, c)
 		}
 	}
-	return cands, cycles, nil
+	return out, cycles, nil
 }
 
 // priority orders candidates before their scores: conflicts, then the
@@ -398,26 +411,30 @@ func (c *candidate) priority() int {
 	return c.class
 }
 
-// clusterNearDuplicates keeps one candidate of each cluster of near
-// duplicates (memories joined by auto-links, valid at now): the
-// best-ranked, counting the others in its similar. Conflicts are always
-// kept.
-func (n *Node) clusterNearDuplicates(cands []candidate, at map[string]int, now time.Time) []candidate {
-	parent := make([]int, len(cands))
-	for i := range parent {
+// clusterNearDuplicates hides all but one candidate of each cluster of
+// near duplicates (memories joined by auto-links valid at now): the
+// best-ranked shows, counting the others in its similar. dups are the
+// candidates with such a link. Conflicts are always shown.
+func (n *Node) clusterNearDuplicates(cands []candidate, dups []int, now time.Time) {
+	if len(dups) == 0 {
+		return
+	}
+	at := make(map[string]int, len(dups))
+	parent := make(map[int]int, len(dups))
+	for _, i := range dups {
+		at[cands[i].id] = i
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]
 		}
 		return i
 	}
-	for i := range cands {
+	for _, i := range dups {
 		for _, ed := range n.ranks.adj[cands[i].id] {
-			if !nearDuplicate(ed) || !validAt(&ed.Edge, now) {
+			if !nearDuplicate(ed) || !ed.valid(now) {
 				continue
 			}
 			j, ok := at[ed.fromID]
@@ -427,8 +444,8 @@ func (n *Node) clusterNearDuplicates(cands []candidate, at map[string]int, now t
 			}
 		}
 	}
-	best := map[int]int{} // root -> index of the candidate shown
-	for i := range cands {
+	best := map[int]int{} // root -> the candidate shown
+	for _, i := range dups {
 		if cands[i].section == sectionConflicts {
 			continue
 		}
@@ -437,19 +454,12 @@ func (n *Node) clusterNearDuplicates(cands []candidate, at map[string]int, now t
 			best[r] = i
 		}
 	}
-	shown := func(i int) bool { return cands[i].section == sectionConflicts || best[find(i)] == i }
-	for i := range cands {
-		if !shown(i) {
-			cands[best[find(i)]].similar++
+	for _, i := range dups {
+		if b := best[find(i)]; cands[i].section != sectionConflicts && b != i {
+			cands[i].hidden = true
+			cands[b].similar++
 		}
 	}
-	out := make([]candidate, 0, len(best))
-	for i := range cands {
-		if shown(i) {
-			out = append(out, cands[i])
-		}
-	}
-	return out
 }
 
 // compare orders c and d as they take the budget: by priority, then
@@ -549,7 +559,7 @@ func (n *Node) queryCandidates(ctx context.Context, ns, query string) ([]candida
 		if matched < need {
 			continue
 		}
-		out = append(out, candidate{id: h.Memory.Memory.ID, mem: &h.Memory.Memory, score: h.Score, section: sectionMatches})
+		out = append(out, candidate{id: h.Memory.Memory.ID, score: h.Score, section: sectionMatches})
 	}
 	return out, nil
 }

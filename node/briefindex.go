@@ -23,6 +23,7 @@ import (
 type rankIndex struct {
 	mu    sync.Mutex
 	built bool
+	strs  map[string]string                // interned strings
 	done  uint64                           // every change up to this seq is applied
 	mems  map[string]*rankEntry            // live memories by full id
 	byNS  map[string]map[string]*rankEntry // the same, by namespace
@@ -39,20 +40,40 @@ type rankIndex struct {
 	cycleList  []Cycle
 }
 
-// rankEntry is what the brief knows of a memory without reading it.
+// rankEntry is what the brief knows of a memory without reading it. Its
+// strings are interned: many memories share them.
 type rankEntry struct {
-	mem      crdt.Memory // without content, revisions or conflict versions
-	conflict bool
+	ns, kind, device          string
+	tier                      crdt.Tier
+	status                    crdt.Status
+	confidence                float64
+	evergreen, conflict       bool
+	created, updated, expires time.Time
 }
 
-// rankEdge is an edge as the brief uses it: endpoints in display form.
+// rankEdge is an edge as the brief uses it.
 type rankEdge struct {
-	crdt.Edge
-	fromID, toID string // full memory ids of the ends, "" for an artefact
+	from, rel, to, origin string // from and to in display form; rel and origin interned
+	fromID, toID          string // full memory ids of the ends (within from and to), "" for an artefact
+	validFrom, validTo    time.Time
+}
+
+// valid reports whether e holds at t (see validAt).
+func (e *rankEdge) valid(t time.Time) bool {
+	return (e.validFrom.IsZero() || !t.Before(e.validFrom)) && (e.validTo.IsZero() || t.Before(e.validTo))
+}
+
+// intern returns the one copy of s the index keeps.
+func (ri *rankIndex) intern(s string) string {
+	if v, ok := ri.strs[s]; ok {
+		return v
+	}
+	ri.strs[s] = s
+	return s
 }
 
 func newRankIndex() *rankIndex {
-	return &rankIndex{mems: map[string]*rankEntry{}, byNS: map[string]map[string]*rankEntry{},
+	return &rankIndex{strs: map[string]string{}, mems: map[string]*rankEntry{}, byNS: map[string]map[string]*rankEntry{},
 		edges: map[string]*rankEdge{}, adj: map[string][]*rankEdge{}, acyclic: map[string]*rankEdge{}}
 }
 
@@ -101,9 +122,9 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
 			return nil
 		}
-		e := &rankEntry{conflict: len(m.Conflict) > 0}
-		m.Content, m.Revisions, m.Conflict, m.Heads, m.Touches = "", nil, nil, nil, nil
-		e.mem = m
+		e := &rankEntry{ns: ri.intern(m.Namespace), kind: ri.intern(m.Kind), device: ri.intern(m.Provenance.Device),
+			tier: m.Tier, status: m.Status, confidence: m.Confidence, evergreen: m.Evergreen, conflict: len(m.Conflict) > 0,
+			created: m.Provenance.CreatedAt, updated: m.Provenance.UpdatedAt, expires: m.ExpiresAt}
 		ri.mems[m.ID] = e
 		if ri.byNS[m.Namespace] == nil {
 			ri.byNS[m.Namespace] = map[string]*rankEntry{}
@@ -115,21 +136,21 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 		}
 		ri.removeEdge(e.ID)
-		from, _ := strings.CutPrefix(e.From, IDPrefix)
-		to, _ := strings.CutPrefix(e.To, IDPrefix)
-		if from == e.From {
+		from, isMem := strings.CutPrefix(e.From, IDPrefix)
+		if !isMem {
 			from = ""
 		}
-		if to == e.To {
+		to, isMem := strings.CutPrefix(e.To, IDPrefix)
+		if !isMem {
 			to = ""
 		}
 		if e.Deleted || (from == "" && to == "") {
 			return nil
 		}
-		e.Heads, e.Notes = nil, ""
-		re := &rankEdge{Edge: e, fromID: from, toID: to}
+		re := &rankEdge{from: e.From, rel: ri.intern(e.Rel), to: e.To, origin: ri.intern(e.Origin),
+			fromID: from, toID: to, validFrom: e.ValidFrom, validTo: e.ValidTo}
 		ri.edges[e.ID] = re
-		if slices.Contains(AcyclicRelations, e.Rel) {
+		if slices.Contains(AcyclicRelations, re.rel) {
 			ri.acyclic[e.ID] = re
 			ri.acyclicVer++
 		}
@@ -145,9 +166,9 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 func (ri *rankIndex) removeMemory(id string) {
 	if e, ok := ri.mems[id]; ok {
 		delete(ri.mems, id)
-		delete(ri.byNS[e.mem.Namespace], id)
-		if len(ri.byNS[e.mem.Namespace]) == 0 {
-			delete(ri.byNS, e.mem.Namespace)
+		delete(ri.byNS[e.ns], id)
+		if len(ri.byNS[e.ns]) == 0 {
+			delete(ri.byNS, e.ns)
 		}
 	}
 }
@@ -176,7 +197,7 @@ func (ri *rankIndex) removeEdge(id string) {
 // active reports whether the memory with full id is live and active.
 func (ri *rankIndex) active(id string) bool {
 	e, ok := ri.mems[id]
-	return ok && e.mem.Status == crdt.StatusActive
+	return ok && e.status == crdt.StatusActive
 }
 
 // touchesNamespace reports whether any of the endpoints is a live memory
@@ -184,7 +205,7 @@ func (ri *rankIndex) active(id string) bool {
 func (ri *rankIndex) touchesNamespace(endpoints []string, ns string) bool {
 	for _, end := range endpoints {
 		if id, ok := strings.CutPrefix(end, IDPrefix); ok {
-			if e, ok := ri.mems[id]; ok && e.mem.Namespace == ns {
+			if e, ok := ri.mems[id]; ok && e.ns == ns {
 				return true
 			}
 		}
@@ -195,7 +216,7 @@ func (ri *rankIndex) touchesNamespace(endpoints []string, ns string) bool {
 // nearDuplicate reports whether e is a link memmesh made between two near
 // duplicates: it says they are alike, not that either matters more.
 func nearDuplicate(e *rankEdge) bool {
-	return e.Origin == OriginAutoLink && e.fromID != "" && e.toID != ""
+	return e.origin == OriginAutoLink && e.fromID != "" && e.toID != ""
 }
 
 // cycles returns the cycles of every acyclic relation among the edges
@@ -206,8 +227,8 @@ func (ri *rankIndex) cycles(now time.Time) []Cycle {
 	}
 	byRel := map[string][]graph.Edge{}
 	for _, e := range ri.acyclic {
-		if validAt(&e.Edge, now) {
-			byRel[e.Rel] = append(byRel[e.Rel], graph.Edge{From: e.From, To: e.To})
+		if e.valid(now) {
+			byRel[e.rel] = append(byRel[e.rel], graph.Edge{From: e.from, To: e.to})
 		}
 	}
 	var out []Cycle
