@@ -90,8 +90,8 @@ func (p Project) Write(w io.Writer) ([]string, error) {
 		})
 	}
 	link := func(from, rel, to string, origin string, at time.Time) error {
-		return enc.Encode(edgeLine{Type: "edge", ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to,
-			Strength: 1, Origin: origin, CreatedAt: at, UpdatedAt: at})
+		return enc.Encode(edgeLine{Type: "edge", Edge: crdt.Edge{ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to,
+			Strength: 1, Origin: origin, CreatedAt: at, UpdatedAt: at}})
 	}
 	start := p.Now.Add(-28 * 24 * time.Hour)
 	for i, k := range keyMemories {
@@ -148,13 +148,6 @@ func (p Project) Write(w io.Writer) ([]string, error) {
 
 // edgeLine is an edge line of memmesh's export format.
 type edgeLine struct {
-	Type      string    `json:"type"`
-	ID        string    `json:"id"`
-	From      string    `json:"from"`
-	Rel       string    `json:"rel"`
-	To        string    `json:"to"`
-	Strength  float64   `json:"strength"`
-	Origin    string    `json:"origin"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Type string `json:"type"`
+	crdt.Edge
 }
