@@ -162,9 +162,10 @@ type candidate struct {
 	class   int
 	score   float64
 	similar int
-	hidden  bool // stands among near duplicates for another
-	section int  // a section* constant
-	why     why  // for conflicts and stale alerts
+	hidden  bool    // stands among near duplicates for another
+	key     float64 // priority*100 - score: the order of compare (scores stay below 100)
+	section int     // a section* constant
+	why     why     // for conflicts and stale alerts
 }
 
 // why holds what makes a memory a conflict or a stale alert; its text is
@@ -311,7 +312,7 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 		}
 		c := candidate{id: id, class: rankClass(e.kind, e.tier)}
 		degree, linked, dup := 0, false, false
-		for _, ed := range ri.adj[id] {
+		for _, ed := range e.adj.edges {
 			if !ed.valid(now) {
 				continue
 			}
@@ -359,6 +360,7 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 		default:
 			c.section = sectionActive
 		}
+		c.key = float64(c.priority())*100 - c.score
 		if dup {
 			dups = append(dups, len(cands))
 		}
@@ -433,7 +435,7 @@ func (n *Node) clusterNearDuplicates(cands []candidate, dups []int, now time.Tim
 		return i
 	}
 	for _, i := range dups {
-		for _, ed := range n.ranks.adj[cands[i].id] {
+		for _, ed := range n.ranks.adjOf(cands[i].id).edges {
 			if !nearDuplicate(ed) || !ed.valid(now) {
 				continue
 			}
@@ -462,10 +464,10 @@ func (n *Node) clusterNearDuplicates(cands []candidate, dups []int, now time.Tim
 	}
 }
 
-// compare orders c and d as they take the budget: by priority, then
-// score.
+// compare orders c and d as they take the budget: by their key (priority,
+// then score), then id.
 func (c *candidate) compare(d *candidate) int {
-	return cmp.Or(cmp.Compare(c.priority(), d.priority()), cmp.Compare(d.score, c.score), cmp.Compare(c.id, d.id))
+	return cmp.Or(cmp.Compare(c.key, d.key), cmp.Compare(c.id, d.id))
 }
 
 // briefItem is a memory shown in a brief, its content cut to
@@ -559,7 +561,7 @@ func (n *Node) queryCandidates(ctx context.Context, ns, query string) ([]candida
 		if matched < need {
 			continue
 		}
-		out = append(out, candidate{id: h.Memory.Memory.ID, score: h.Score, section: sectionMatches})
+		out = append(out, candidate{id: h.Memory.Memory.ID, score: h.Score, key: -h.Score, section: sectionMatches})
 	}
 	return out, nil
 }

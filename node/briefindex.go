@@ -28,7 +28,7 @@ type rankIndex struct {
 	mems  map[string]*rankEntry            // live memories by full id
 	byNS  map[string]map[string]*rankEntry // the same, by namespace
 	edges map[string]*rankEdge             // edges with a memory end, by edge id
-	adj   map[string][]*rankEdge           // full memory id -> the edges at it, whether the memory is live or not
+	adj   map[string]*rankAdj              // full memory id -> the edges at it, whether the memory is live or not
 	// acyclic holds the edges of acyclic relations, for cycles.
 	acyclic map[string]*rankEdge
 	// acyclicVer counts the changes to acyclic; the cycles found at
@@ -43,12 +43,27 @@ type rankIndex struct {
 // rankEntry is what the brief knows of a memory without reading it. Its
 // strings are interned: many memories share them.
 type rankEntry struct {
+	adj                       *rankAdj
 	ns, kind, device          string
 	tier                      crdt.Tier
 	status                    crdt.Status
 	confidence                float64
 	evergreen, conflict       bool
 	created, updated, expires time.Time
+}
+
+// rankAdj holds the edges at a memory; its entry points to it, so that
+// ranking finds them without a lookup.
+type rankAdj struct{ edges []*rankEdge }
+
+// adjOf returns the edges at memory id, made empty when there are none.
+func (ri *rankIndex) adjOf(id string) *rankAdj {
+	a, ok := ri.adj[id]
+	if !ok {
+		a = &rankAdj{}
+		ri.adj[id] = a
+	}
+	return a
 }
 
 // rankEdge is an edge as the brief uses it.
@@ -74,7 +89,7 @@ func (ri *rankIndex) intern(s string) string {
 
 func newRankIndex() *rankIndex {
 	return &rankIndex{strs: map[string]string{}, mems: map[string]*rankEntry{}, byNS: map[string]map[string]*rankEntry{},
-		edges: map[string]*rankEdge{}, adj: map[string][]*rankEdge{}, acyclic: map[string]*rankEdge{}}
+		edges: map[string]*rankEdge{}, adj: map[string]*rankAdj{}, acyclic: map[string]*rankEdge{}}
 }
 
 // sync brings the index up to date with every durable change: at the
@@ -122,7 +137,7 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
 			return nil
 		}
-		e := &rankEntry{ns: ri.intern(m.Namespace), kind: ri.intern(m.Kind), device: ri.intern(m.Provenance.Device),
+		e := &rankEntry{adj: ri.adjOf(m.ID), ns: ri.intern(m.Namespace), kind: ri.intern(m.Kind), device: ri.intern(m.Provenance.Device),
 			tier: m.Tier, status: m.Status, confidence: m.Confidence, evergreen: m.Evergreen, conflict: len(m.Conflict) > 0,
 			created: m.Provenance.CreatedAt, updated: m.Provenance.UpdatedAt, expires: m.ExpiresAt}
 		ri.mems[m.ID] = e
@@ -156,7 +171,8 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		}
 		for _, id := range []string{from, to} {
 			if id != "" {
-				ri.adj[id] = append(ri.adj[id], re)
+				a := ri.adjOf(id)
+				a.edges = append(a.edges, re)
 			}
 		}
 	}
@@ -166,6 +182,9 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 func (ri *rankIndex) removeMemory(id string) {
 	if e, ok := ri.mems[id]; ok {
 		delete(ri.mems, id)
+		if len(e.adj.edges) == 0 {
+			delete(ri.adj, id)
+		}
 		delete(ri.byNS[e.ns], id)
 		if len(ri.byNS[e.ns]) == 0 {
 			delete(ri.byNS, e.ns)
@@ -187,9 +206,8 @@ func (ri *rankIndex) removeEdge(id string) {
 		if end == "" {
 			continue
 		}
-		ri.adj[end] = slices.DeleteFunc(ri.adj[end], func(x *rankEdge) bool { return x == re })
-		if len(ri.adj[end]) == 0 {
-			delete(ri.adj, end)
+		if a := ri.adj[end]; a != nil {
+			a.edges = slices.DeleteFunc(a.edges, func(x *rankEdge) bool { return x == re })
 		}
 	}
 }
