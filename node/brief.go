@@ -311,37 +311,18 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 			continue
 		}
 		c := candidate{id: id, class: rankClass(e.kind, e.tier)}
-		degree, linked, dup := 0, false, false
-		for _, ed := range e.adj.edges {
-			if !ed.valid(now) {
-				continue
-			}
-			linked = true
-			if nearDuplicate(ed) {
-				dup = true
-			} else {
-				degree++
-			}
-			switch {
-			case ed.rel == "contradicts" && e.status == crdt.StatusActive:
-				other := ed.toID
-				if other == id {
-					other = ed.fromID
-				}
-				if other != id && ri.active(other) {
-					c.why.contradicts = append(c.why.contradicts, other)
-				}
-			case ed.rel == "supersedes" && ed.toID == id && ed.fromID != "" && ri.active(ed.fromID):
-				c.why.supersededBy = append(c.why.supersededBy, ed.fromID)
-			}
+		sum := ri.summary(id, e.adj, now)
+		if e.status == crdt.StatusActive {
+			c.why.contradicts = sum.contradicts
 		}
-		c.score = briefScore(e, e.confidence*decay(e.evergreen, e.updated, now, halfLife), degree, maturityOf(n.life.readsOf(id)), now)
+		c.why.supersededBy = sum.supersededBy
+		c.score = briefScore(e, e.confidence*decay(e.evergreen, e.updated, now, halfLife), sum.degree, maturityOf(n.life.readsOf(id)), now)
 		c.why.marked = e.status == crdt.StatusStale
 		if !e.evergreen {
 			if age := now.Sub(e.updated); age > time.Duration(staleDays)*24*time.Hour {
 				c.why.ageDays, c.why.staleDays = int(age.Hours()/24), staleDays
 			}
-			c.why.orphan = now.Sub(e.created) > orphanAge && !linked
+			c.why.orphan = now.Sub(e.created) > orphanAge && !sum.linked
 		}
 		switch {
 		case e.conflict && e.status == crdt.StatusActive:
@@ -361,7 +342,7 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 			c.section = sectionActive
 		}
 		c.key = float64(c.priority())*100 - c.score
-		if dup {
+		if sum.dup {
 			dups = append(dups, len(cands))
 		}
 		cands = append(cands, c)

@@ -207,6 +207,21 @@ func TestBriefFollowsChanges(t *testing.T) {
 	if b, _ = n.Context(ctx, ContextRequest{Namespace: "p"}); !slices.Contains(briefIDs(&b), gone.ID) {
 		t.Fatalf("a restored memory is missing: %+v", b)
 	}
+	// A contradiction is a conflict until one side is retired: the other
+	// side's standing follows the change of a memory it is linked to.
+	wrong := remember(t, n, RememberRequest{Namespace: "p", Content: "The build cache lives in /tmp"})
+	if _, err := n.Link(ctx, LinkRequest{From: wrong.ID, Rel: "contradicts", To: gone.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ = n.Context(ctx, ContextRequest{Namespace: "p"}); len(b.Conflicts) != 2 {
+		t.Fatalf("conflicts %+v, want the two sides of the contradiction", b.Conflicts)
+	}
+	if _, err := n.Forget(ctx, wrong.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ = n.Context(ctx, ContextRequest{Namespace: "p"}); len(b.Conflicts) != 0 || !slices.ContainsFunc(b.Active, func(it BriefItem) bool { return it.ID == gone.ID }) {
+		t.Fatalf("after forgetting one side: conflicts %+v, active %+v", b.Conflicts, b.Active)
+	}
 }
 
 // TestBriefTitleNotRepeated: a title that is the start of the content is

@@ -53,8 +53,75 @@ type rankEntry struct {
 }
 
 // rankAdj holds the edges at a memory; its entry points to it, so that
-// ranking finds them without a lookup.
-type rankAdj struct{ edges []*rankEdge }
+// ranking finds them without a lookup. Their summary is kept until an
+// edge here changes, or a memory at the other end does; an edge with a
+// validity window makes it be summed up again each time.
+type rankAdj struct {
+	edges []*rankEdge
+	fresh bool
+	timed bool
+	sum   edgeSummary
+}
+
+// edgeSummary is what ranking reads of the edges valid at a memory.
+type edgeSummary struct {
+	degree       int      // edges that are not between near duplicates
+	linked       bool     // any edge
+	dup          bool     // an auto-link to a near duplicate
+	contradicts  []string // full ids of the active memories it contradicts
+	supersededBy []string // full ids of the active memories that supersede it
+}
+
+// summary returns the summary of the edges valid at now at memory id.
+func (ri *rankIndex) summary(id string, a *rankAdj, now time.Time) *edgeSummary {
+	if a.fresh && !a.timed {
+		return &a.sum
+	}
+	a.sum, a.timed = edgeSummary{}, false
+	for _, ed := range a.edges {
+		a.timed = a.timed || !ed.validFrom.IsZero() || !ed.validTo.IsZero()
+		if !ed.valid(now) {
+			continue
+		}
+		a.sum.linked = true
+		if nearDuplicate(ed) {
+			a.sum.dup = true
+		} else {
+			a.sum.degree++
+		}
+		switch {
+		case ed.rel == "contradicts":
+			other := ed.toID
+			if other == id {
+				other = ed.fromID
+			}
+			if other != id && ri.active(other) {
+				a.sum.contradicts = append(a.sum.contradicts, other)
+			}
+		case ed.rel == "supersedes" && ed.toID == id && ed.fromID != "" && ri.active(ed.fromID):
+			a.sum.supersededBy = append(a.sum.supersededBy, ed.fromID)
+		}
+	}
+	a.fresh = true
+	return &a.sum
+}
+
+// touched marks the summaries that a change at memory id may change: its
+// own and those of the memories at its edges' other ends.
+func (ri *rankIndex) touched(id string) {
+	a, ok := ri.adj[id]
+	if !ok {
+		return
+	}
+	a.fresh = false
+	for _, ed := range a.edges {
+		for _, end := range []string{ed.fromID, ed.toID} {
+			if o, ok := ri.adj[end]; ok {
+				o.fresh = false
+			}
+		}
+	}
+}
 
 // adjOf returns the edges at memory id, made empty when there are none.
 func (ri *rankIndex) adjOf(id string) *rankAdj {
@@ -127,6 +194,7 @@ func (ri *rankIndex) sync(ctx context.Context, store *storage.Store) error {
 func (ri *rankIndex) apply(rec storage.Record) error {
 	switch rec.Kind {
 	case storage.KindPurge:
+		ri.touched(rec.ID)
 		ri.removeMemory(rec.ID)
 	case storage.KindMemory:
 		var m crdt.Memory
@@ -134,6 +202,7 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 		}
 		ri.removeMemory(m.ID)
+		ri.touched(m.ID)
 		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
 			return nil
 		}
@@ -172,7 +241,7 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		for _, id := range []string{from, to} {
 			if id != "" {
 				a := ri.adjOf(id)
-				a.edges = append(a.edges, re)
+				a.edges, a.fresh = append(a.edges, re), false
 			}
 		}
 	}
@@ -207,7 +276,7 @@ func (ri *rankIndex) removeEdge(id string) {
 			continue
 		}
 		if a := ri.adj[end]; a != nil {
-			a.edges = slices.DeleteFunc(a.edges, func(x *rankEdge) bool { return x == re })
+			a.edges, a.fresh = slices.DeleteFunc(a.edges, func(x *rankEdge) bool { return x == re }), false
 		}
 	}
 }
