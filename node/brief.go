@@ -305,7 +305,8 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 	}
 	halfLife := n.confidenceHalfLife()
 	cands := make([]candidate, 0, len(entries))
-	var dups []int // candidates with a near duplicate
+	adjs := make([]*rankAdj, 0, len(entries)) // the edges at each candidate
+	var dups []int                            // candidates with a near duplicate
 	for id, e := range entries {
 		if !e.expires.IsZero() && !now.Before(e.expires) {
 			continue
@@ -346,8 +347,9 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]c
 			dups = append(dups, len(cands))
 		}
 		cands = append(cands, c)
+		adjs = append(adjs, e.adj)
 	}
-	n.clusterNearDuplicates(cands, dups, now)
+	clusterNearDuplicates(cands, adjs, dups, now)
 	order := make([]int32, 0, len(cands))
 	for i := range cands {
 		if !cands[i].hidden {
@@ -398,47 +400,48 @@ func (c *candidate) priority() int {
 // near duplicates (memories joined by auto-links valid at now): the
 // best-ranked shows, counting the others in its similar. dups are the
 // candidates with such a link. Conflicts are always shown.
-func (n *Node) clusterNearDuplicates(cands []candidate, dups []int, now time.Time) {
+func clusterNearDuplicates(cands []candidate, adjs []*rankAdj, dups []int, now time.Time) {
 	if len(dups) == 0 {
 		return
 	}
-	at := make(map[string]int, len(dups))
-	parent := make(map[int]int, len(dups))
-	for _, i := range dups {
-		at[cands[i].id] = i
-		parent[i] = i
+	for i, a := range adjs {
+		a.slot = i
+	}
+	defer func() {
+		for _, a := range adjs {
+			a.slot = -1
+		}
+	}()
+	parent := make([]int32, len(cands))
+	for i := range parent {
+		parent[i] = int32(i)
 	}
 	find := func(i int) int {
-		for parent[i] != i {
+		for int(parent[i]) != i {
 			parent[i] = parent[parent[i]]
-			i = parent[i]
+			i = int(parent[i])
 		}
 		return i
 	}
 	for _, i := range dups {
-		for _, ed := range n.ranks.adjOf(cands[i].id).edges {
-			if !nearDuplicate(ed) || !ed.valid(now) {
-				continue
-			}
-			j, ok := at[ed.fromID]
-			k, ok2 := at[ed.toID]
-			if ok && ok2 {
-				parent[find(j)] = find(k)
+		for _, ed := range adjs[i].edges {
+			if nearDuplicate(ed) && ed.valid(now) && ed.fromAdj.slot >= 0 && ed.toAdj.slot >= 0 {
+				parent[find(ed.fromAdj.slot)] = int32(find(ed.toAdj.slot))
 			}
 		}
 	}
-	best := map[int]int{} // root -> the candidate shown
+	best := make([]int32, len(cands)) // root -> 1 + the candidate shown
 	for _, i := range dups {
 		if cands[i].section == sectionConflicts {
 			continue
 		}
 		r := find(i)
-		if j, ok := best[r]; !ok || cands[i].compare(&cands[j]) < 0 {
-			best[r] = i
+		if b := best[r] - 1; b < 0 || cands[i].compare(&cands[b]) < 0 {
+			best[r] = int32(i + 1)
 		}
 	}
 	for _, i := range dups {
-		if b := best[find(i)]; cands[i].section != sectionConflicts && b != i {
+		if b := int(best[find(i)] - 1); cands[i].section != sectionConflicts && b != i {
 			cands[i].hidden = true
 			cands[b].similar++
 		}
@@ -448,7 +451,10 @@ func (n *Node) clusterNearDuplicates(cands []candidate, dups []int, now time.Tim
 // compare orders c and d as they take the budget: by their key (priority,
 // then score), then id.
 func (c *candidate) compare(d *candidate) int {
-	return cmp.Or(cmp.Compare(c.key, d.key), cmp.Compare(c.id, d.id))
+	if c.key != d.key {
+		return cmp.Compare(c.key, d.key)
+	}
+	return strings.Compare(c.id, d.id)
 }
 
 // briefItem is a memory shown in a brief, its content cut to

@@ -58,6 +58,7 @@ type rankEntry struct {
 // validity window makes it be summed up again each time.
 type rankAdj struct {
 	edges []*rankEdge
+	slot  int // the memory's place among a ranking's candidates, while it runs
 	fresh bool
 	timed bool
 	sum   edgeSummary
@@ -127,7 +128,7 @@ func (ri *rankIndex) touched(id string) {
 func (ri *rankIndex) adjOf(id string) *rankAdj {
 	a, ok := ri.adj[id]
 	if !ok {
-		a = &rankAdj{}
+		a = &rankAdj{slot: -1}
 		ri.adj[id] = a
 	}
 	return a
@@ -135,8 +136,9 @@ func (ri *rankIndex) adjOf(id string) *rankAdj {
 
 // rankEdge is an edge as the brief uses it.
 type rankEdge struct {
-	from, rel, to, origin string // from and to in display form; rel and origin interned
-	fromID, toID          string // full memory ids of the ends (within from and to), "" for an artefact
+	from, rel, to, origin string   // from and to in display form; rel and origin interned
+	fromID, toID          string   // full memory ids of the ends (within from and to), "" for an artefact
+	fromAdj, toAdj        *rankAdj // the edges at those memories, nil for an artefact
 	validFrom, validTo    time.Time
 }
 
@@ -238,10 +240,14 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 			ri.acyclic[e.ID] = re
 			ri.acyclicVer++
 		}
-		for _, id := range []string{from, to} {
-			if id != "" {
-				a := ri.adjOf(id)
+		for _, end := range []struct {
+			id  string
+			adj **rankAdj
+		}{{from, &re.fromAdj}, {to, &re.toAdj}} {
+			if end.id != "" {
+				a := ri.adjOf(end.id)
 				a.edges, a.fresh = append(a.edges, re), false
+				*end.adj = a
 			}
 		}
 	}

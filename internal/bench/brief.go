@@ -96,7 +96,7 @@ func (r BriefReport) Rows() []Row {
 
 // Brief generates projects (corpus.Project: key memories of known kinds
 // among many later notes and near duplicates), imports each into a fresh
-// node, and reports the share of key memories its briefs show at each
+// node, waits until it is searchable, and reports the share of key memories its briefs show at each
 // budget, then times briefs at the default budget, idle and right after
 // a new memory.
 func Brief(ctx context.Context, opts BriefOptions) (BriefReport, error) {
@@ -138,6 +138,10 @@ func briefProject(ctx context.Context, home string, size int, opts BriefOptions,
 	log.Info("importing a project", "memories", size)
 	if _, err := n.Import(ctx, &file); err != nil {
 		return res, fmt.Errorf("bench: import: %w", err)
+	}
+	// Briefs are timed in a steady state: every memory searchable.
+	if err := searchable(ctx, n); err != nil {
+		return res, err
 	}
 	for _, budget := range opts.Budgets {
 		b, err := n.Context(ctx, node.ContextRequest{Namespace: briefNamespace, Budget: budget})
