@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -162,7 +163,7 @@ type candidate struct {
 	class   int
 	score   float64
 	similar int
-	hidden  bool    // stands among near duplicates for another
+	dup     bool    // has a near duplicate
 	key     float64 // priority*100 - score: the order of compare (scores stay below 100)
 	section int     // a section* constant
 	why     why     // for conflicts and stale alerts
@@ -265,123 +266,32 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 	now := n.now()
 	b := Brief{Namespace: ns, Notice: briefNotice, Query: req.Query, Format: format, LoadedAt: now.UTC().Truncate(time.Second), Budget: budget, Conflicts: []BriefItem{}, Cycles: []Cycle{},
 		FromPeers: []BriefItem{}, Decisions: []BriefItem{}, Tasks: []BriefItem{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
-	var order []candidate
 	switch {
 	case aimed && req.Query == "":
 		// nothing in the prompt to search for
 	case aimed:
-		if order, err = n.queryCandidates(ctx, ns, req.Query); err != nil {
+		order, err := n.queryCandidates(ctx, ns, req.Query)
+		if err != nil {
+			return b, err
+		}
+		if err := n.fill(&b, slices.Values(order)); err != nil {
 			return b, err
 		}
 	default:
 		n.ranks.mu.Lock()
-		order, b.Cycles, err = n.rankNamespace(ctx, ns, now)
-		n.ranks.mu.Unlock()
-		if err != nil {
+		defer n.ranks.mu.Unlock()
+		var order iter.Seq[candidate]
+		if order, b.Cycles, err = n.rankNamespace(ctx, ns, now); err != nil {
 			return b, err
 		}
-	}
-	if err := n.fill(&b, order); err != nil {
-		return b, err
+		if err := n.fill(&b, order); err != nil {
+			return b, err
+		}
 	}
 	if !aimed {
 		n.markAsked(ns, now)
 	}
 	return b, nil
-}
-
-// rankNamespace returns the candidates of ns in the order they take the
-// budget, and the cycles through ns. Call it with n.ranks.mu held.
-func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) ([]candidate, []Cycle, error) {
-	ri := n.ranks
-	if err := ri.sync(ctx, n.store); err != nil {
-		return nil, nil, err
-	}
-	entries := ri.byNS[ns]
-	since := n.lastAsked(ns, now)
-	staleDays := int(n.namespaceSettings(ns).StaleDays)
-	if staleDays == 0 {
-		staleDays = defaultStaleDays
-	}
-	halfLife := n.confidenceHalfLife()
-	cands := make([]candidate, 0, len(entries))
-	adjs := make([]*rankAdj, 0, len(entries)) // the edges at each candidate
-	var dups []int                            // candidates with a near duplicate
-	for id, e := range entries {
-		if !e.expires.IsZero() && !now.Before(e.expires) {
-			continue
-		}
-		c := candidate{id: id, class: rankClass(e.kind, e.tier)}
-		sum := ri.summary(id, e.adj, now)
-		if e.status == crdt.StatusActive {
-			c.why.contradicts = sum.contradicts
-		}
-		c.why.supersededBy = sum.supersededBy
-		c.score = briefScore(e, e.confidence*decay(e.evergreen, e.updated, now, halfLife), sum.degree, maturityOf(n.life.readsOf(id)), now)
-		c.why.marked = e.status == crdt.StatusStale
-		if !e.evergreen {
-			if age := now.Sub(e.updated); age > time.Duration(staleDays)*24*time.Hour {
-				c.why.ageDays, c.why.staleDays = int(age.Hours()/24), staleDays
-			}
-			c.why.orphan = now.Sub(e.created) > orphanAge && !sum.linked
-		}
-		switch {
-		case e.conflict && e.status == crdt.StatusActive:
-			c.section, c.why.conflict = sectionConflicts, true
-		case len(c.why.contradicts) > 0:
-			c.section = sectionConflicts
-		case c.why.stale():
-			c.section = sectionStale
-			c.score /= 2
-		case e.kind == "task":
-			c.section = sectionTasks
-		case e.device != n.id.DeviceID && !e.updated.Before(since):
-			c.section = sectionFromPeers
-		case e.kind == "decision" && now.Sub(e.updated) <= recentDecisions:
-			c.section = sectionDecisions
-		default:
-			c.section = sectionActive
-		}
-		c.key = float64(c.priority())*100 - c.score
-		if sum.dup {
-			dups = append(dups, len(cands))
-		}
-		cands = append(cands, c)
-		adjs = append(adjs, e.adj)
-	}
-	clusterNearDuplicates(cands, adjs, dups, now)
-	order := make([]int32, 0, len(cands))
-	for i := range cands {
-		if !cands[i].hidden {
-			order = append(order, int32(i))
-		}
-	}
-	slices.SortFunc(order, func(a, b int32) int { return cands[a].compare(&cands[b]) })
-	// The top open task and the top stale alert always get room: they go
-	// first, after the conflicts.
-	lead := 0
-	for lead < len(order) && cands[order[lead]].section == sectionConflicts {
-		lead++
-	}
-	for _, sec := range []int{sectionTasks, sectionStale} {
-		if i := slices.IndexFunc(order[lead:], func(c int32) bool { return cands[c].section == sec }); i >= 0 {
-			c := order[lead+i]
-			copy(order[lead+1:lead+i+1], order[lead:lead+i])
-			order[lead] = c
-			lead++
-		}
-	}
-	out := make([]candidate, len(order))
-	for i, c := range order {
-		out[i] = cands[c]
-	}
-	var cycles []Cycle
-	for _, c := range ri.cycles(now) {
-		if ri.touchesNamespace(c.Members, ns) {
-			cycles = append(cycles, c)
-		}
-	}
-	return out, cycles, nil
 }
 
 // priority orders candidates before their scores: conflicts, then the
@@ -394,58 +304,6 @@ func (c *candidate) priority() int {
 		return classOther
 	}
 	return c.class
-}
-
-// clusterNearDuplicates hides all but one candidate of each cluster of
-// near duplicates (memories joined by auto-links valid at now): the
-// best-ranked shows, counting the others in its similar. dups are the
-// candidates with such a link. Conflicts are always shown.
-func clusterNearDuplicates(cands []candidate, adjs []*rankAdj, dups []int, now time.Time) {
-	if len(dups) == 0 {
-		return
-	}
-	for i, a := range adjs {
-		a.slot = i
-	}
-	defer func() {
-		for _, a := range adjs {
-			a.slot = -1
-		}
-	}()
-	parent := make([]int32, len(cands))
-	for i := range parent {
-		parent[i] = int32(i)
-	}
-	find := func(i int) int {
-		for int(parent[i]) != i {
-			parent[i] = parent[parent[i]]
-			i = int(parent[i])
-		}
-		return i
-	}
-	for _, i := range dups {
-		for _, ed := range adjs[i].edges {
-			if nearDuplicate(ed) && ed.valid(now) && ed.fromAdj.slot >= 0 && ed.toAdj.slot >= 0 {
-				parent[find(ed.fromAdj.slot)] = int32(find(ed.toAdj.slot))
-			}
-		}
-	}
-	best := make([]int32, len(cands)) // root -> 1 + the candidate shown
-	for _, i := range dups {
-		if cands[i].section == sectionConflicts {
-			continue
-		}
-		r := find(i)
-		if b := best[r] - 1; b < 0 || cands[i].compare(&cands[b]) < 0 {
-			best[r] = int32(i + 1)
-		}
-	}
-	for _, i := range dups {
-		if b := int(best[find(i)] - 1); cands[i].section != sectionConflicts && b != i {
-			cands[i].hidden = true
-			cands[b].similar++
-		}
-	}
 }
 
 // compare orders c and d as they take the budget: by their key (priority,

@@ -23,12 +23,16 @@ import (
 type rankIndex struct {
 	mu    sync.Mutex
 	built bool
-	strs  map[string]string                // interned strings
-	done  uint64                           // every change up to this seq is applied
-	mems  map[string]*rankEntry            // live memories by full id
-	byNS  map[string]map[string]*rankEntry // the same, by namespace
-	edges map[string]*rankEdge             // edges with a memory end, by edge id
-	adj   map[string]*rankAdj              // full memory id -> the edges at it, whether the memory is live or not
+	strs  map[string]string // interned strings
+	// The kept rankings by namespace, and the memories to score again in
+	// them.
+	ranked map[string]*nsRanking
+	dirty  map[string]struct{}
+	done   uint64                           // every change up to this seq is applied
+	mems   map[string]*rankEntry            // live memories by full id
+	byNS   map[string]map[string]*rankEntry // the same, by namespace
+	edges  map[string]*rankEdge             // edges with a memory end, by edge id
+	adj    map[string]*rankAdj              // full memory id -> the edges at it, whether the memory is live or not
 	// acyclic holds the edges of acyclic relations, for cycles.
 	acyclic map[string]*rankEdge
 	// acyclicVer counts the changes to acyclic; the cycles found at
@@ -107,21 +111,27 @@ func (ri *rankIndex) summary(id string, a *rankAdj, now time.Time) *edgeSummary 
 	return &a.sum
 }
 
-// touched marks the summaries that a change at memory id may change: its
-// own and those of the memories at its edges' other ends.
+// touched marks what a change at memory id may change: its own score and
+// summary and those of the memories at its edges' other ends.
 func (ri *rankIndex) touched(id string) {
-	a, ok := ri.adj[id]
-	if !ok {
-		return
-	}
-	a.fresh = false
-	for _, ed := range a.edges {
-		for _, end := range []string{ed.fromID, ed.toID} {
-			if o, ok := ri.adj[end]; ok {
-				o.fresh = false
-			}
+	ri.changed(id)
+	if a, ok := ri.adj[id]; ok {
+		for _, ed := range a.edges {
+			ri.changed(ed.fromID)
+			ri.changed(ed.toID)
 		}
 	}
+}
+
+// changed marks memory id's summary and score to be made again.
+func (ri *rankIndex) changed(id string) {
+	if id == "" {
+		return
+	}
+	if a, ok := ri.adj[id]; ok {
+		a.fresh = false
+	}
+	ri.dirty[id] = struct{}{}
 }
 
 // adjOf returns the edges at memory id, made empty when there are none.
@@ -157,7 +167,7 @@ func (ri *rankIndex) intern(s string) string {
 }
 
 func newRankIndex() *rankIndex {
-	return &rankIndex{strs: map[string]string{}, mems: map[string]*rankEntry{}, byNS: map[string]map[string]*rankEntry{},
+	return &rankIndex{strs: map[string]string{}, ranked: map[string]*nsRanking{}, dirty: map[string]struct{}{}, mems: map[string]*rankEntry{}, byNS: map[string]map[string]*rankEntry{},
 		edges: map[string]*rankEdge{}, adj: map[string]*rankAdj{}, acyclic: map[string]*rankEdge{}}
 }
 
@@ -246,8 +256,9 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		}{{from, &re.fromAdj}, {to, &re.toAdj}} {
 			if end.id != "" {
 				a := ri.adjOf(end.id)
-				a.edges, a.fresh = append(a.edges, re), false
+				a.edges = append(a.edges, re)
 				*end.adj = a
+				ri.changed(end.id)
 			}
 		}
 	}
@@ -282,8 +293,9 @@ func (ri *rankIndex) removeEdge(id string) {
 			continue
 		}
 		if a := ri.adj[end]; a != nil {
-			a.edges, a.fresh = slices.DeleteFunc(a.edges, func(x *rankEdge) bool { return x == re }), false
+			a.edges = slices.DeleteFunc(a.edges, func(x *rankEdge) bool { return x == re })
 		}
+		ri.changed(end)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -183,7 +184,7 @@ const maxMisses = 32
 // fill puts candidates into b in order while they fit its budget,
 // counting each item's rendered text once and summing, then counts the
 // whole text and drops the last items should it exceed the budget.
-func (n *Node) fill(b *Brief, order []candidate) error {
+func (n *Node) fill(b *Brief, order iter.Seq[candidate]) error {
 	sections := b.sections()
 	cost := func(it *BriefItem) int {
 		if b.Format == FormatJSON {
@@ -217,7 +218,7 @@ func (n *Node) fill(b *Brief, order []candidate) error {
 	type added struct{ sec int }
 	var log []added
 	misses := 0
-	for _, c := range order {
+	for c := range order {
 		if misses >= maxMisses || b.Budget-used < 10 {
 			break
 		}
