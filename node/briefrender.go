@@ -192,14 +192,14 @@ func (n *Node) fill(b *Brief, order iter.Seq[candidate]) error {
 		}
 		return n.tokenCounts.count(inert.Text(markdownItem(it)))
 	}
+	cycles := b.Cycles
+	b.Cycles = []Cycle{}
 	var used int
 	if b.Format == FormatJSON {
 		used = tokens.Count(string(b.JSON()))
 	} else {
 		used = tokens.Count(b.markdownHead())
 	}
-	cycles := b.Cycles
-	b.Cycles = []Cycle{}
 	for _, c := range cycles {
 		var k int
 		if b.Format == FormatJSON {
