@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,5 +270,41 @@ func TestBriefAimedAtQuery(t *testing.T) {
 	long := strings.Repeat("postgres driver lib/pq ", 500) + strings.Repeat("x", 300)
 	if b, err = n.Context(ctx, ContextRequest{Namespace: "shop", Query: long}); err != nil || len(b.Matches) == 0 {
 		t.Fatalf("a long prompt: %+v, %v", b.Matches, err)
+	}
+}
+
+// TestBriefRankingAges: a namespace's ranking is kept between briefs, but
+// a memory that crosses its stale-after age with no change at all is a
+// stale alert once the ranking is a minute old.
+func TestBriefRankingAges(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now().UTC()
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ctx := context.Background()
+	old := remember(t, n, RememberRequest{Namespace: "p", Content: "The VPN concentrator is in rack 4", Tier: crdt.TierHuman, At: now.Add(-60*24*time.Hour + time.Hour)})
+	linked := remember(t, n, RememberRequest{Namespace: "p", Content: "Rack 4 is in the second row"})
+	if _, err := n.Link(ctx, LinkRequest{From: linked.ID, Rel: "related_to", To: old.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := n.Context(ctx, ContextRequest{Namespace: "p"}); len(b.StaleAlerts) != 0 || len(b.Active) != 2 {
+		t.Fatalf("59 days old: stale %+v, active %+v", b.StaleAlerts, b.Active)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	if b, _ := n.Context(ctx, ContextRequest{Namespace: "p"}); len(b.StaleAlerts) != 1 || b.StaleAlerts[0].ID != old.ID || !strings.Contains(b.StaleAlerts[0].Reason, "not updated for 60 days") {
+		t.Fatalf("60 days old: stale %+v, active %+v", b.StaleAlerts, b.Active)
 	}
 }
