@@ -28,11 +28,15 @@ type rankIndex struct {
 	// them.
 	ranked map[string]*nsRanking
 	dirty  map[string]struct{}
-	done   uint64                           // every change up to this seq is applied
-	mems   map[string]*rankEntry            // live memories by full id
-	byNS   map[string]map[string]*rankEntry // the same, by namespace
-	edges  map[string]*rankEdge             // edges with a memory end, by edge id
-	adj    map[string]*rankAdj              // full memory id -> the edges at it, whether the memory is live or not
+	// timed holds the memories with an edge that has a validity window:
+	// their standing can change without a change, so they are scored
+	// again at every brief.
+	timed map[string]struct{}
+	done  uint64                           // every change up to this seq is applied
+	mems  map[string]*rankEntry            // live memories by full id
+	byNS  map[string]map[string]*rankEntry // the same, by namespace
+	edges map[string]*rankEdge             // edges with a memory end, by edge id
+	adj   map[string]*rankAdj              // full memory id -> the edges at it, whether the memory is live or not
 	// acyclic holds the edges of acyclic relations, for cycles.
 	acyclic map[string]*rankEdge
 	// acyclicVer counts the changes to acyclic; the cycles found at
@@ -108,6 +112,11 @@ func (ri *rankIndex) summary(id string, a *rankAdj, now time.Time) *edgeSummary 
 		}
 	}
 	a.fresh = true
+	if a.timed {
+		ri.timed[id] = struct{}{}
+	} else {
+		delete(ri.timed, id)
+	}
 	return &a.sum
 }
 
@@ -167,7 +176,7 @@ func (ri *rankIndex) intern(s string) string {
 }
 
 func newRankIndex() *rankIndex {
-	return &rankIndex{strs: map[string]string{}, ranked: map[string]*nsRanking{}, dirty: map[string]struct{}{}, mems: map[string]*rankEntry{}, byNS: map[string]map[string]*rankEntry{},
+	return &rankIndex{strs: map[string]string{}, ranked: map[string]*nsRanking{}, dirty: map[string]struct{}{}, timed: map[string]struct{}{}, mems: map[string]*rankEntry{}, byNS: map[string]map[string]*rankEntry{},
 		edges: map[string]*rankEdge{}, adj: map[string]*rankAdj{}, acyclic: map[string]*rankEdge{}}
 }
 

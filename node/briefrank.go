@@ -109,16 +109,24 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (ite
 func (n *Node) ranking(ns string, p rankParams) *nsRanking {
 	ri := n.ranks
 	// Every kept ranking takes the changes to its memories.
+	for id := range ri.timed {
+		ri.dirty[id] = struct{}{}
+	}
 	for id := range ri.dirty {
 		for _, r := range ri.ranked {
 			if c, ok := r.byID[id]; ok {
 				r.remove(c)
 			}
 		}
-		if e, ok := ri.mems[id]; ok {
-			if r := ri.ranked[e.ns]; r != nil {
-				r.insert(n.score(id, e, rankParams{now: r.at, staleDays: r.staleDays, halfLife: p.halfLife}))
-			}
+		e, ok := ri.mems[id]
+		if !ok {
+			delete(ri.timed, id)
+			continue
+		}
+		if r := ri.ranked[e.ns]; r != nil {
+			// Scored now: a change may be an edge whose validity ended
+			// now.
+			r.insert(n.score(id, e, rankParams{now: p.now, staleDays: r.staleDays, halfLife: p.halfLife}))
 		}
 	}
 	clear(ri.dirty)
