@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,8 +141,8 @@ func TestContextBrief(t *testing.T) {
 			Kind string `json:"kind"`
 		} `json:"recent_decisions"`
 	}
-	okJSON(t, home, &b, "context", "--ns", "shop", "--budget", "150")
-	if b.Namespace != "shop" || len(b.Decisions) != 1 || b.Decisions[0].Kind != "decision" || b.Tokens > b.Budget || b.Budget != 150 {
+	okJSON(t, home, &b, "context", "--ns", "shop", "--budget", "200")
+	if b.Namespace != "shop" || len(b.Decisions) != 1 || b.Decisions[0].Kind != "decision" || b.Tokens > b.Budget || b.Budget != 200 {
 		t.Fatalf("json brief = %+v", b)
 	}
 	if r := mm(t, home, "", "context", "--budget", "5"); r.code == 0 || !strings.Contains(r.stderr, "budget") {
@@ -150,8 +151,9 @@ func TestContextBrief(t *testing.T) {
 }
 
 // TestContextHook: `memmesh context --hook` prints a SessionStart hook's
-// JSON with the brief; when the daemon cannot be reached it still exits 0
-// with empty context, so that it never blocks an agent's session.
+// JSON with the brief, and a UserPromptSubmit hook's with the memories
+// that match the prompt; when the daemon cannot be reached it still exits
+// 0 with empty context, so that it never blocks an agent's session.
 func TestContextHook(t *testing.T) {
 	home := newHome(t)
 	ok(t, home, "capture", "Releases are tagged from main after the smoke tests pass")
@@ -164,6 +166,35 @@ func TestContextHook(t *testing.T) {
 	okJSON(t, home, &out, "context", "--hook")
 	if out.HookSpecificOutput.HookEventName != "SessionStart" || !strings.Contains(out.HookSpecificOutput.AdditionalContext, "> Releases are tagged from main") {
 		t.Fatalf("hook output = %+v", out)
+	}
+
+	// A UserPromptSubmit hook, with the JSON Claude Code writes on stdin:
+	// the memories that match the prompt, or nothing.
+	ok(t, home, "capture", "--kind", "decision", "Use pgx, not lib/pq, for every Postgres connection: lib/pq is in maintenance mode")
+	prompt := func(text string) string {
+		in, _ := json.Marshal(map[string]string{"session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": home,
+			"hook_event_name": "UserPromptSubmit", "prompt": text})
+		return string(in)
+	}
+	for _, tc := range []struct {
+		prompt, want string
+	}{
+		{"Switch the reports service to the lib/pq Postgres driver", "> Use pgx, not lib/pq"},
+		{"Bake a chocolate cake for the birthday party", ""},
+	} {
+		r := mm(t, home, prompt(tc.prompt), "context", "--hook")
+		out.HookSpecificOutput.AdditionalContext = ""
+		if err := json.Unmarshal([]byte(r.stdout), &out); r.code != 0 || err != nil || out.HookSpecificOutput.HookEventName != "UserPromptSubmit" {
+			t.Fatalf("prompt %q: exit %d, stdout %q, stderr %q", tc.prompt, r.code, r.stdout, r.stderr)
+		}
+		got := out.HookSpecificOutput.AdditionalContext
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) || strings.Contains(got, "Releases are tagged") {
+			t.Errorf("prompt %q: additional context %q, want %q only", tc.prompt, got, tc.want)
+		}
+	}
+	if r := mm(t, home, `{"hook_event_name":"SessionStart","source":"startup"}`, "context", "--hook"); !strings.Contains(r.stdout, `"hookEventName":"SessionStart"`) ||
+		!strings.Contains(r.stdout, "Releases are tagged") {
+		t.Errorf("SessionStart on stdin: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 
 	// A home whose data directory is a file: the daemon cannot start.

@@ -68,11 +68,11 @@ func jsonContents(uri string, v any) ([]mcpgo.ResourceContents, error) {
 }
 
 func (h *handler) readContext(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
-	b, err := h.svc.Context(ctx, node.ContextRequest{Namespace: h.namespace})
+	b, err := h.svc.Context(ctx, node.ContextRequest{Namespace: h.namespace, Format: node.FormatJSON})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", contextURI, err)
 	}
-	return jsonContents(req.Params.URI, newBrief(b))
+	return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: req.Params.URI, MIMEType: jsonMIME, Text: string(b.JSON())}}, nil
 }
 
 func (h *handler) readStats(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {

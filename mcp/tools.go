@@ -292,11 +292,12 @@ func (h *handler) contextTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		hints("Project context", true, false, true),
 		mcpgo.WithDescription(`The project's brief, for the start of a session or task: conflicts, the memories that matter most, and stale ones to check, within a token budget.`),
 		mcpgo.WithString("namespace", mcpgo.Description(h.namespaceDescription())),
+		mcpgo.WithString("query", mcpgo.MaxLength(maxAimedQuery), mcpgo.Description("The task at hand: only memories matching it well (none if none does); default budget 600.")),
 		mcpgo.WithInteger("budget", mcpgo.Min(100), mcpgo.Max(100_000), mcpgo.Description("Tokens at most. Default: 2000.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.ContextRequest{Namespace: a.namespace("namespace", h.namespace), Budget: a.integer("budget")}
+		r := node.ContextRequest{Namespace: a.namespace("namespace", h.namespace), Budget: a.integer("budget"), Query: a.str("query")}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
 		}
@@ -304,8 +305,7 @@ func (h *handler) contextTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return h.failure(tool.Name, err, ""), nil
 		}
-		out := newBrief(b)
-		return mcpgo.NewToolResultStructured(out, out.text()), nil
+		return mcpgo.NewToolResultStructured(newBrief(b), b.Markdown()), nil
 	}
 }
 
@@ -950,6 +950,10 @@ func (f *forgetData) text() string {
 	return fmt.Sprintf("Archived %s %q: it no longer shows in recall or context; update with status active brings it back.\n", f.ShortID, quote(f.Title))
 }
 
+// maxAimedQuery bounds the context tool's query: a prompt, of which the
+// brief searches the first words.
+const maxAimedQuery = 16 << 10
+
 type briefData struct {
 	Notice string `json:"notice"`
 	node.Brief
@@ -957,54 +961,6 @@ type briefData struct {
 
 func newBrief(b node.Brief) briefData {
 	return briefData{Notice: dataNotice, Brief: b}
-}
-
-func (d *briefData) text() string {
-	var b strings.Builder
-	n := len(d.Conflicts) + len(d.FromPeers) + len(d.Decisions) + len(d.Tasks) + len(d.Active) + len(d.StaleAlerts)
-	if n == 0 {
-		fmt.Fprintf(&b, "Nothing is stored in namespace %q yet. Save what you learn with remember.\n", d.Namespace)
-		return b.String()
-	}
-	b.WriteString(d.Notice + "\n")
-	fmt.Fprintf(&b, "Brief of namespace %q: %d memories, about %d of %d tokens.\n", d.Namespace, n, d.Tokens, d.Budget)
-	for _, section := range []struct {
-		title string
-		items []node.BriefItem
-	}{
-		{"Conflicts: a memory edited on two machines at once (get it and resolve with update) or two memories that contradict each other (forget the wrong one)", d.Conflicts},
-		{"Learned on other machines since this one last asked", d.FromPeers},
-		{"Recent decisions", d.Decisions},
-		{"Open tasks", d.Tasks},
-		{"Active memories", d.Active},
-		{"Stale memories: they may no longer hold (see reason); check them, then update, restore or forget them", d.StaleAlerts},
-	} {
-		if len(section.items) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "\n## %s\n", section.title)
-		for _, it := range section.items {
-			attrs := []attr{
-				{"id", it.ID}, {"title", it.Title}, {"kind", it.Kind}, {"tier", string(it.Tier)},
-				{"confidence", fmt.Sprintf("%.2f", it.Confidence)}, {"device", shortDevice(it.Device)},
-				{"agent", it.Agent}, {"updated", it.UpdatedAt.Format(time.RFC3339)},
-			}
-			if it.Reason != "" {
-				attrs = append(attrs, attr{"reason", it.Reason})
-			}
-			if it.Truncated {
-				attrs = append(attrs, attr{"truncated", "true"})
-			}
-			writeBlock(&b, attrs, it.Content)
-		}
-	}
-	if len(d.Cycles) > 0 {
-		b.WriteString("\n## Cycles: relations that must not loop do, after merging edits from different machines; unlink or invalidate one edge of each\n")
-		for _, c := range d.Cycles {
-			fmt.Fprintf(&b, "- %s among %s\n", c.Rel, quote(strings.Join(c.Members, ", ")))
-		}
-	}
-	return b.String()
 }
 
 type edgeData struct {

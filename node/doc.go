@@ -60,6 +60,18 @@
 // from local read counts. Search ranks by its verdicts; Get shows a
 // memory's reads, maturity and decayed confidence.
 //
+// # The brief
+//
+// Context (brief.go, briefrank.go, briefindex.go, briefrender.go) gives
+// what an agent should read first: every live memory of a namespace ranked
+// from an in-memory index that follows the change log, cut to a budget
+// counted with a real tokenizer on the text emitted:
+//
+//	b, err := n.Context(ctx, node.ContextRequest{Namespace: "myproject"})
+//	fmt.Print(b.Markdown()) // b.Tokens is the o200k count of this text
+//	b, err = n.Context(ctx, node.ContextRequest{Namespace: "myproject", Query: prompt})
+//	// only the memories that match the prompt well, within 600 tokens
+//
 // # The mesh
 //
 // With Config.Mesh set, Start also joins the mesh (mesh.go): a QUIC

@@ -418,7 +418,7 @@ func TestContradictsIsConflict(t *testing.T) {
 }
 
 // TestBriefSections: decisions and tasks have their own sections, and a
-// small budget keeps the most urgent ones.
+// small budget keeps the most urgent: the open task.
 func TestBriefSections(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
@@ -437,8 +437,8 @@ func TestBriefSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if small.Tokens > 100 || len(small.Decisions) != 1 {
-		t.Fatalf("budget 100: %d tokens, decisions %+v", small.Tokens, small.Decisions)
+	if small.Tokens > 100 || len(small.Tasks) != 1 || len(small.Active) != 0 {
+		t.Fatalf("budget 100: %d tokens, tasks %+v, active %+v", small.Tokens, small.Tasks, small.Active)
 	}
 }
 

@@ -140,6 +140,10 @@ func linkRandomly(b *testing.B, n *Node, ids []string, count int) {
 func graphNode(b *testing.B) (*Node, []string, []string) {
 	home, ids, nss := graphHome(b)
 	n := testNode(b, home)
+	// The brief's index is built once at open, before the first brief.
+	if _, err := n.Context(context.Background(), ContextRequest{Namespace: nss[0]}); err != nil {
+		b.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(11, 13))
 	starts := make([]string, 256)
 	for i := range starts {

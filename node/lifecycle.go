@@ -130,10 +130,15 @@ func (l *lifecycle) readsOf(id string) int {
 // counted in whole days so that it holds still within a day. Evergreen
 // memories do not decay.
 func confidenceDecay(m *crdt.Memory, now time.Time, halfLife time.Duration) float64 {
-	if m.Evergreen {
+	return decay(m.Evergreen, m.Provenance.UpdatedAt, now, halfLife)
+}
+
+// decay is confidenceDecay of a memory last updated at updated.
+func decay(evergreen bool, updated, now time.Time, halfLife time.Duration) float64 {
+	if evergreen {
 		return 1
 	}
-	age := max(now.Sub(m.Provenance.UpdatedAt), 0).Truncate(24 * time.Hour)
+	age := max(now.Sub(updated), 0).Truncate(24 * time.Hour)
 	return math.Exp2(-float64(age) / float64(halfLife))
 }
 

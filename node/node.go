@@ -74,6 +74,9 @@ type Node struct {
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
 
+	ranks       *rankIndex // what the brief ranks memories by
+	tokenCounts tokenCache // token counts of brief items
+
 	locks     [256]sync.Mutex // per-document write locks, striped by id hash
 	importMu  sync.Mutex      // imports check for existing ids, then write them
 	acyclicMu sync.Mutex      // links of acyclic relations check for cycles, then write
@@ -134,6 +137,7 @@ func New(cfg Config) (*Node, error) {
 		store:       store,
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
+		ranks:       newRankIndex(),
 	}
 	if n.life.reads, err = n.loadReads(); err != nil {
 		index.Close()
@@ -174,6 +178,15 @@ func (n *Node) Start(ctx context.Context) error {
 	go func() {
 		defer n.wg.Done()
 		n.runExpunger(ctx)
+	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.ranks.mu.Lock()
+		defer n.ranks.mu.Unlock()
+		if err := n.ranks.sync(ctx, n.store); err != nil && ctx.Err() == nil {
+			n.log.Warn("the brief's index will be built when a brief is asked for", "err", err)
+		}
 	}()
 	if n.cfg.LifecycleInterval > 0 {
 		n.wg.Add(1)

@@ -21,6 +21,10 @@ func (ix *Index) Needles(text string) []string {
 	return out
 }
 
+// Terms returns the distinct terms of text as the index analyses it:
+// lower case, stop words out, stemmed, identifiers split into parts.
+func (ix *Index) Terms(text string) []string { return terms(ix.text, text) }
+
 // excerptLead is the share of an excerpt that comes before the match.
 const excerptLead = 4
 

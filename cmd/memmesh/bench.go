@@ -26,7 +26,7 @@ object of its figures. The running daemon and its home are not touched.`,
 		Args: args(cobra.NoArgs),
 	}
 	cmd.AddCommand(a.benchLocomoCommand(), a.benchCaptureCommand(), a.benchSearchCommand(),
-		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand())
+		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand(), a.benchBriefCommand())
 	return cmd
 }
 
@@ -129,6 +129,32 @@ once, then time top-10 searches of those queries and report p50 and p99.`,
 	}
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories the node holds")
 	cmd.Flags().IntVar(&opts.Queries, "queries", opts.Queries, "searches timed")
+	return cmd
+}
+
+func (a *app) benchBriefCommand() *cobra.Command {
+	opts := bench.BriefOptions{Sizes: []int{300, 3000, 30_000}, Budgets: []int{500, 2000, 8000}, Runs: 100, Seed: 1}
+	cmd := &cobra.Command{
+		Use:   "brief",
+		Short: "Key memories in the context brief, and its latency",
+		Long: `Generate a project for each size (key memories of known kinds: decisions, a
+superseded decision, conventions, preferences, open tasks and a note that
+contradicts a decision, written first; then many later low-value notes,
+among them clusters of near duplicates), import it into a fresh node, and
+report the share of the key memories its Markdown brief shows at each
+budget, with the tokens the brief says it holds and the tokenizer's count
+of its text. Then time briefs at the default budget, idle and each right
+after a new memory, and report p50 and p99.`,
+		Example: `  memmesh bench brief
+  memmesh bench brief --sizes 100000 --budgets 2000 --runs 200
+  memmesh bench brief --sizes 300 --seed 7 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: benchRunE(a, &opts, bench.Brief),
+	}
+	cmd.Flags().IntSliceVar(&opts.Sizes, "sizes", opts.Sizes, "memories of each project")
+	cmd.Flags().IntSliceVar(&opts.Budgets, "budgets", opts.Budgets, "token budgets of the briefs checked for key memories")
+	cmd.Flags().IntVar(&opts.Runs, "runs", opts.Runs, "briefs timed, idle and after a change")
+	cmd.Flags().Uint64Var(&opts.Seed, "seed", opts.Seed, "seed of the generated projects")
 	return cmd
 }
 

@@ -32,20 +32,24 @@ func TestHookAlwaysSucceeds(t *testing.T) {
 		}
 	})
 	for _, tc := range []struct {
-		name string
-		args []string
-		why  string // part of stderr
+		name  string
+		args  []string
+		why   string // part of stderr
+		stdin string // the hook's input
 	}{
-		{"broken config", []string{"--home", broken, "context", "--hook"}, "config.toml"},
-		{"bad flag value", []string{"--home", broken, "context", "--hook", "--budget", "lots"}, "budget"},
-		{"unknown flag", []string{"context", "--hook", "--colour"}, "unknown flag"},
-		{"home is a file", []string{"--home", notDir, "context", "--hook"}, "not a directory"},
-		{"config never read", []string{"--home", stuck, "context", "--hook"}, "none came within"},
+		{"broken config", []string{"--home", broken, "context", "--hook"}, "config.toml", ""},
+		{"bad flag value", []string{"--home", broken, "context", "--hook", "--budget", "lots"}, "budget", ""},
+		{"unknown flag", []string{"context", "--hook", "--colour"}, "unknown flag", ""},
+		{"home is a file", []string{"--home", notDir, "context", "--hook"}, "not a directory", ""},
+		{"config never read", []string{"--home", stuck, "context", "--hook"}, "none came within", ""},
+		{"prompt, broken config", []string{"--home", broken, "context", "--hook"}, "config.toml", `{"hook_event_name":"UserPromptSubmit","prompt":"deploy"}`},
+		{"prompt, config never read", []string{"--home", stuck, "context", "--hook"}, "none came within", `{"hook_event_name":"UserPromptSubmit","prompt":"deploy"}`},
+		{"input not JSON", []string{"--home", broken, "context", "--hook"}, "config.toml", `{"hook_event_name":`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := make(chan int, 1)
-			go func() { code <- run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr) }()
+			go func() { code <- run(context.Background(), tc.args, strings.NewReader(tc.stdin), &stdout, &stderr) }()
 			select {
 			case c := <-code:
 				if c != exitOK {
@@ -60,8 +64,12 @@ func TestHookAlwaysSucceeds(t *testing.T) {
 					AdditionalContext string `json:"additionalContext"`
 				} `json:"hookSpecificOutput"`
 			}
-			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.HookSpecificOutput.HookEventName != "SessionStart" || out.HookSpecificOutput.AdditionalContext != "" {
-				t.Errorf("stdout %q (%v), want an empty SessionStart answer", stdout.String(), err)
+			event := "SessionStart"
+			if strings.Contains(tc.stdin, "UserPromptSubmit") {
+				event = "UserPromptSubmit"
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.HookSpecificOutput.HookEventName != event || out.HookSpecificOutput.AdditionalContext != "" {
+				t.Errorf("stdout %q (%v), want an empty %s answer", stdout.String(), err, event)
 			}
 			if !strings.Contains(stderr.String(), tc.why) {
 				t.Errorf("stderr %q does not say %q", stderr.String(), tc.why)
