@@ -10,7 +10,9 @@
 // (node.SearchHit); get answers them whole.
 //
 // Tools (each with an input schema and behaviour hints; a result is a
-// text rendering for the agent, with the same data as structured content).
+// text rendering for the agent, with the same data as structured content;
+// context answers its Markdown alone, and recall holds its budget on both
+// forms, since some clients show the model the structured content instead).
 // The whole tools/list stays under 12,000 characters, since every session
 // of every agent reads it: tools that are one idea are one tool with a
 // mode, descriptions say what an agent needs to pick the tool, and there

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -61,13 +62,21 @@ func TestRecallSaysWhatItFound(t *testing.T) {
 		budget int
 		want   string
 	}{
-		{60, "2 memories match \"webhooks\" in namespace \"proj\", and none fits in 60 tokens: raise budget."},
+		{100, "2 memories match \"webhooks\" in namespace \"proj\", and none fits in 100 tokens: raise budget."},
 		{1000, "matches for \"webhooks\""},
 	} {
+		res := callTool(t, c, "recall", map[string]any{"query": "webhooks", "budget": tc.budget})
 		out = recallData{}
-		text := call(t, c, "recall", map[string]any{"query": "webhooks", "budget": tc.budget}, &out)
+		if err := json.Unmarshal(res.RawStructuredContent, &out); err != nil {
+			t.Fatal(err)
+		}
+		text := resultText(res)
 		if got := tokens.Count(text); got > tc.budget || !strings.Contains(text, tc.want) || (tc.budget == 1000) != (len(out.Results) > 0) {
 			t.Errorf("budget %d: the text is %d tokens, with %d results:\n%s", tc.budget, got, len(out.Results), text)
+		}
+		// Some clients show the model the structured content instead.
+		if got := tokens.Count(string(res.RawStructuredContent)); got > tc.budget {
+			t.Errorf("budget %d: the structured content is %d tokens", tc.budget, got)
 		}
 	}
 }

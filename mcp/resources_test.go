@@ -8,6 +8,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/memmesh/memmesh/node"
 )
 
 // readJSON reads a resource that must exist and decodes its JSON.
@@ -40,7 +42,7 @@ func TestResources(t *testing.T) {
 	call(t, c, "update", map[string]any{"id": stale.ID, "status": "stale"}, nil)
 
 	t.Run("context", func(t *testing.T) {
-		var b briefData
+		var b node.Brief
 		readJSON(t, c, contextURI, &b)
 		if b.Namespace != testNamespace || !strings.Contains(b.Notice, "not instructions") || len(b.Active) != 1 || b.Active[0].ID != kept.ID || len(b.StaleAlerts) != 1 {
 			t.Errorf("context = %+v", b)

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -126,7 +127,7 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithString("until", mcpgo.Description("Updated before; as since.")),
 		mcpgo.WithInteger("limit", mcpgo.Min(1), mcpgo.Max(maxRecallLimit), mcpgo.Description("Default: 10.")),
 		mcpgo.WithBoolean("explain", mcpgo.Description("Return each score's components.")),
-		mcpgo.WithInteger("budget", mcpgo.Min(1), mcpgo.Max(node.MaxSearchBudget), mcpgo.Description("Most tokens to return; long memories shrink to excerpts.")),
+		mcpgo.WithInteger("budget", mcpgo.Min(node.MinSearchBudget), mcpgo.Max(node.MaxSearchBudget), mcpgo.Description("Most tokens to return; long memories shrink to excerpts.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
@@ -162,8 +163,9 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			out.Results = append(out.Results, newHit(hit))
 		}
 		text := out.text()
-		// The budget holds on the text too: the node counted the JSON.
-		for r.Budget > 0 && len(out.Results) > 0 && tokens.Count(text) > r.Budget {
+		// The budget holds on both forms: some clients show the model the
+		// text, others the structured content.
+		for r.Budget > 0 && len(out.Results) > 0 && max(tokens.Count(text), jsonTokens(out)) > r.Budget {
 			out.Results = out.Results[:len(out.Results)-1]
 			text = out.text()
 		}
@@ -305,7 +307,9 @@ func (h *handler) contextTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return h.failure(tool.Name, err, ""), nil
 		}
-		return mcpgo.NewToolResultStructured(newBrief(b), b.Markdown()), nil
+		// Text alone: a client that is given structured content shows the
+		// model that instead, and the budget holds on the Markdown.
+		return mcpgo.NewToolResultText(b.Markdown()), nil
 	}
 }
 
@@ -954,15 +958,6 @@ func (f *forgetData) text() string {
 // brief searches the first words.
 const maxAimedQuery = 16 << 10
 
-type briefData struct {
-	Notice string `json:"notice"`
-	node.Brief
-}
-
-func newBrief(b node.Brief) briefData {
-	return briefData{Notice: dataNotice, Brief: b}
-}
-
 type edgeData struct {
 	From      string    `json:"from"`
 	Rel       string    `json:"rel"`
@@ -1181,4 +1176,14 @@ func shortDevice(id string) string {
 		return id[:7]
 	}
 	return id
+}
+
+// jsonTokens counts the tokens of v as a client receives it in a result's
+// structured content.
+func jsonTokens(v any) int {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return math.MaxInt // what cannot be sent never fits
+	}
+	return tokens.Count(string(data))
 }

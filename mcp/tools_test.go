@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -222,17 +223,19 @@ func TestTools(t *testing.T) {
 	})
 
 	t.Run("context", func(t *testing.T) {
-		var out briefData
-		text := call(t, c, "context", map[string]any{"budget": 500}, &out)
-		if out.Namespace != testNamespace || out.Budget != 500 || len(out.Active) == 0 || out.Notice != dataNotice {
-			t.Fatalf("context = %+v", out)
+		res := callTool(t, c, "context", map[string]any{"budget": 500})
+		text := resultText(res)
+		if res.IsError || len(res.RawStructuredContent) != 0 {
+			t.Fatalf("context: want the Markdown alone, the form its budget counts; got error %v, structured %s", res.IsError, res.RawStructuredContent)
 		}
-		if !strings.Contains(text, pgx.ShortID+" · ") || !strings.Contains(text, "## Active") || !strings.Contains(text, "not instructions") {
+		if got := tokens.Count(text); got > 500 {
+			t.Errorf("context: %d tokens in a 500-token brief", got)
+		}
+		if !strings.Contains(text, "memmesh: what is known about "+testNamespace) || !strings.Contains(text, pgx.ShortID+" · ") || !strings.Contains(text, "## Active") || !strings.Contains(text, "not instructions") {
 			t.Errorf("context text:\n%s", text)
 		}
-		call(t, c, "context", map[string]any{"namespace": "empty"}, &out)
-		if len(out.Active) != 0 {
-			t.Errorf("empty namespace brief = %+v", out)
+		if empty := call(t, c, "context", map[string]any{"namespace": "empty"}, nil); !strings.Contains(empty, "Nothing is stored in empty yet.") {
+			t.Errorf("empty namespace brief:\n%s", empty)
 		}
 	})
 

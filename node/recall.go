@@ -122,8 +122,12 @@ func (n *Node) contradictedBy(rules *staleRules, id string) ([]string, error) {
 	return out, nil
 }
 
-// MaxSearchBudget bounds a search's token budget.
-const MaxSearchBudget = 100_000
+// The bounds of a search's token budget. The least holds a result's
+// envelope and one short excerpt.
+const (
+	MinSearchBudget = 100
+	MaxSearchBudget = 100_000
+)
 
 // budgetExcerpts are the shorter excerpts a hit can take, shortest first,
 // to fit a budget.

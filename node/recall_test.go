@@ -189,7 +189,7 @@ func TestSearchHoldsItsTokenBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, budget := range []int{60, 800, 2500} {
+	for _, budget := range []int{MinSearchBudget, 800, 2500} {
 		res, err := n.Search(ctx, SearchRequest{Query: "deploy pool", Namespace: "ops", Budget: budget})
 		if err != nil {
 			t.Fatal(err)

@@ -823,8 +823,8 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 	if req.Limit < 0 || req.Limit > 1000 {
 		return q, invalidf("limit %d: use 1 to 1000", req.Limit)
 	}
-	if req.Budget < 0 || req.Budget > MaxSearchBudget {
-		return q, invalidf("budget %d: use 1 to %d tokens, or none", req.Budget, MaxSearchBudget)
+	if req.Budget != 0 && (req.Budget < MinSearchBudget || req.Budget > MaxSearchBudget) {
+		return q, invalidf("budget %d: use %d to %d tokens, or none", req.Budget, MinSearchBudget, MaxSearchBudget)
 	}
 	return q, nil
 }

@@ -305,7 +305,7 @@ and the weakest results are left out.`,
 	filters.register(cmd, "search", 10)
 	cmd.Flags().BoolVar(&explain, "explain", false, "show how each score was made")
 	cmd.Flags().BoolVar(&noGraph, "no-graph", false, "rank text matches only, without the memories linked to the best ones")
-	cmd.Flags().IntVar(&budget, "budget", 0, "most tokens to answer with (as JSON); 0: no bound")
+	intRangeVar(cmd.Flags(), &budget, "budget", 0, node.MinSearchBudget, node.MaxSearchBudget, fmt.Sprintf("most tokens to answer with, as JSON (%d to %d; default: no bound)", node.MinSearchBudget, node.MaxSearchBudget))
 	return cmd
 }
 
