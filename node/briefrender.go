@@ -23,7 +23,7 @@ import (
 // sectionTitles are the Markdown headings of the sections.
 var sectionTitles = [sectionCount]string{
 	sectionMatches:   "Memories that match the prompt",
-	sectionConflicts: "Conflicts (edited on two machines at once: resolve with 'memmesh update'; or contradicting another memory: forget the wrong one)",
+	sectionConflicts: "Conflicts (edited on two machines at once: resolve with update (MCP) or 'memmesh update'; or contradicting another memory: forget the wrong one)",
 	sectionFromPeers: "Learned on other machines since this one last asked",
 	sectionDecisions: "Recent decisions",
 	sectionTasks:     "Open tasks",
@@ -31,7 +31,7 @@ var sectionTitles = [sectionCount]string{
 	sectionStale:     "Stale (may no longer hold: check, then update or forget)",
 }
 
-const cyclesHead = "## Cycles (merged from two machines: unlink or invalidate one edge of each)\n\n"
+const cyclesHead = "## Cycles (merged from two machines: remove or invalidate one edge of each)\n\n"
 
 // sections returns the brief's item lists by section.
 func (b *Brief) sections() [sectionCount]*[]BriefItem {
