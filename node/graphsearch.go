@@ -91,9 +91,18 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, e
 		f.Score = f.Text + f.Linked + f.Session
 		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: s.explain[id]})
 	}
-	slices.SortFunc(hits, func(a, b search.Hit) int {
+	err = n.demoteSuperseded(hits, limit, func(a, b search.Hit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(s.fusion[b.ID].Text, s.fusion[a.ID].Text), strings.Compare(a.ID, b.ID))
+	}, func(h *search.Hit) {
+		f := s.fusion[h.ID]
+		f.Score -= f.Text * (1 - supersededWeight)
+		f.Text *= supersededWeight
+		h.Score = f.Score
+		demoteExplained(h.Explain)
 	})
+	if err != nil {
+		return SearchResult{}, err
+	}
 	hits = hits[:min(len(hits), limit)]
 	// Matches first, each part in rank order.
 	related := func(h search.Hit) bool { return s.fusion[h.ID].Text == 0 }
@@ -157,7 +166,7 @@ func (s *spread) lend(match search.Hit, id, rel string, share float64) {
 }
 
 // spreadLinks lends the strong matches' scores over their valid edges to
-// memories.
+// memories, but not to the memories they supersede.
 func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 	now := n.now()
 	pulled := 0
@@ -176,8 +185,8 @@ func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 				other = e.From
 			}
 			id, isMemory := strings.CutPrefix(other, IDPrefix)
-			if !isMemory || !validAt(&e, now) {
-				continue
+			if !isMemory || !validAt(&e, now) || e.Rel == "supersedes" && e.From == DisplayID(h.ID) {
+				continue // a match lends nothing to what it superseded
 			}
 			if s.fusion[id] == nil {
 				if pulled == maxNeighbours {
