@@ -34,8 +34,12 @@
 // parseConfig, HTTPServer, snake_case_name and file_source.go are found by
 // parse, http, snake or source as well as whole. The text fields then go
 // through bleve's English chain: possessives, lower case, English stop
-// words, Porter stemmer, so "running" finds "runs". The words field skips
-// the stemmer, so that edit distances are measured on real words.
+// words, Porter stemmer, so "running" finds "runs". Before the stop words,
+// the irregular past forms of common English verbs and a few irregular
+// plurals become their base forms (irregular.go), which no stemmer joins:
+// "choose" finds "chose", "go" finds "went", "child" finds "children".
+// The words field skips both, so that edit distances are measured on real
+// words.
 //
 // # Queries and ranking
 //

@@ -56,7 +56,7 @@ var (
 // schemaVersion changes whenever the mapping or the analysis changes. An
 // index with another version is removed and recreated empty, so that its
 // watermark (0) makes the caller rebuild it from storage.
-const schemaVersion = "3"
+const schemaVersion = "4"
 
 // Time bounds of indexed datetimes. Bleve stores datetimes as Unix
 // nanoseconds, which end in 2262.

@@ -157,6 +157,32 @@ func TestStemming(t *testing.T) {
 	}
 }
 
+// TestIrregularForms: a question in the base form finds the past forms
+// and irregular plurals that the stemmer cannot join to it, and those
+// forms find each other.
+func TestIrregularForms(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("chose", "", "I chose the agency because it helps LGBTQ families"),
+		mem("went", "", "We went camping by the lake last weekend"),
+		mem("bought", "", "Bought a new guitar for the band"),
+		mem("children", "", "The children loved the pottery class"),
+		mem("other", "", "The agency sends a newsletter"),
+	)
+	for query, want := range map[string]string{
+		"why did she choose it": "chose",
+		"chosen":                "chose",
+		"where did they go":     "went",
+		"buy":                   "bought",
+		"child":                 "children",
+	} {
+		if got := ids(search(t, ix, Query{Text: query})); len(got) == 0 || got[0] != want {
+			t.Errorf("%q: results %v, want %s first", query, got, want)
+		}
+	}
+}
+
 func TestIdentifierParts(t *testing.T) {
 	t.Parallel()
 	ix := openTest(t)
