@@ -25,6 +25,7 @@ const (
 	linkShare     = 0.4 // of a match's score, given to each memory linked to it
 	threadReach   = 2   // thread neighbours on either side of a match
 	threadDecay   = 0.7 // the share shrinks by this much per further step
+	answerWeight  = 1.5 // a match that asks lends this much more to the memory after it
 	sessionShare  = 0.2 // of the mean of a session's best sessionBest matches
 	sessionBest   = 3
 )
@@ -201,7 +202,9 @@ func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 }
 
 // spreadThreads lends every match's score to its neighbours in its
-// session's thread, less with each step.
+// session's thread, less with each step. A match that asks a question
+// lends more to the memory that follows it: in a session, what follows a
+// question is most often its answer, in other words than the question's.
 func (n *Node) spreadThreads(s *spread, hits []search.Hit) error {
 	threads := map[string][]string{}
 	for _, h := range hits {
@@ -224,7 +227,11 @@ func (n *Node) spreadThreads(s *spread, hits []search.Hit) error {
 		for step := 1; step <= threadReach; step++ {
 			for _, j := range []int{at - step, at + step} {
 				if j >= 0 && j < len(ids) {
-					s.lend(h, ids[j], RelThread, share)
+					give := share
+					if h.Asks && j == at+1 {
+						give *= answerWeight
+					}
+					s.lend(h, ids[j], RelThread, give)
 					s.session[ids[j]] = h.Session
 				}
 			}

@@ -14,6 +14,9 @@
 //	when         month and year the memory was learned ("June 2025"),
 //	             English text, so that "what changed in June" finds it
 //	session      keyword, stored: the session that wrote the memory
+//	asks         keyword, stored: "yes" when the memory asks a question
+//	             (a question mark that ends a sentence), so that graph
+//	             search can lend more to what follows it
 //	words        title, content and tags, unstemmed (typo-tolerant fallback)
 //	tags         keyword, for filters
 //	namespace    keyword

@@ -883,3 +883,26 @@ func TestAllTermsPass(t *testing.T) {
 		t.Errorf("few matches: hits = %v, want both (any word may match)", ids(got))
 	}
 }
+
+// TestAsks: a memory that asks a question is flagged on its hits; a
+// question mark inside a URL or a word is not a question.
+func TestAsks(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("asks", "", "Which pool size should billing use?"),
+		mem("quoted", "", `She said "which pool size?" and left`),
+		mem("url", "", "The pool size is in https://example.com/config?pool=50 for billing"),
+		mem("plain", "", "The billing pool size is fifty"),
+	)
+	want := map[string]bool{"asks": true, "quoted": true}
+	res := search(t, ix, Query{Text: "pool size"})
+	if len(res.Hits) != 4 {
+		t.Fatalf("hits = %v, want all four", ids(res))
+	}
+	for _, h := range res.Hits {
+		if h.Asks != want[h.ID] {
+			t.Errorf("%s: asks = %v, want %v", h.ID, h.Asks, want[h.ID])
+		}
+	}
+}
