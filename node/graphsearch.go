@@ -25,6 +25,7 @@ const (
 	linkShare     = 0.4 // of a match's score, given to each memory linked to it
 	threadReach   = 2   // thread neighbours on either side of a match
 	threadDecay   = 0.7 // the share shrinks by this much per further step
+	answerWeight  = 1.5 // a match that asks lends this much more to the memory after it
 	sessionShare  = 0.2 // of the mean of a session's best sessionBest matches
 	sessionBest   = 3
 )
@@ -91,9 +92,18 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, e
 		f.Score = f.Text + f.Linked + f.Session
 		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: s.explain[id]})
 	}
-	slices.SortFunc(hits, func(a, b search.Hit) int {
+	err = n.demoteSuperseded(hits, limit, func(a, b search.Hit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(s.fusion[b.ID].Text, s.fusion[a.ID].Text), strings.Compare(a.ID, b.ID))
+	}, func(h *search.Hit) {
+		f := s.fusion[h.ID]
+		f.Score -= f.Text * (1 - supersededWeight)
+		f.Text *= supersededWeight
+		h.Score = f.Score
+		demoteExplained(h.Explain)
 	})
+	if err != nil {
+		return SearchResult{}, err
+	}
 	hits = hits[:min(len(hits), limit)]
 	// Matches first, each part in rank order.
 	related := func(h search.Hit) bool { return s.fusion[h.ID].Text == 0 }
@@ -157,7 +167,7 @@ func (s *spread) lend(match search.Hit, id, rel string, share float64) {
 }
 
 // spreadLinks lends the strong matches' scores over their valid edges to
-// memories.
+// memories, but not to the memories they supersede.
 func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 	now := n.now()
 	pulled := 0
@@ -176,8 +186,8 @@ func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 				other = e.From
 			}
 			id, isMemory := strings.CutPrefix(other, IDPrefix)
-			if !isMemory || !validAt(&e, now) {
-				continue
+			if !isMemory || !validAt(&e, now) || e.Rel == "supersedes" && e.From == DisplayID(h.ID) {
+				continue // a match lends nothing to what it superseded
 			}
 			if s.fusion[id] == nil {
 				if pulled == maxNeighbours {
@@ -192,7 +202,9 @@ func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 }
 
 // spreadThreads lends every match's score to its neighbours in its
-// session's thread, less with each step.
+// session's thread, less with each step. A match that asks a question
+// lends more to the memory that follows it: in a session, what follows a
+// question is most often its answer, in other words than the question's.
 func (n *Node) spreadThreads(s *spread, hits []search.Hit) error {
 	threads := map[string][]string{}
 	for _, h := range hits {
@@ -215,7 +227,11 @@ func (n *Node) spreadThreads(s *spread, hits []search.Hit) error {
 		for step := 1; step <= threadReach; step++ {
 			for _, j := range []int{at - step, at + step} {
 				if j >= 0 && j < len(ids) {
-					s.lend(h, ids[j], RelThread, share)
+					give := share
+					if h.Asks && j == at+1 {
+						give *= answerWeight
+					}
+					s.lend(h, ids[j], RelThread, give)
 					s.session[ids[j]] = h.Session
 				}
 			}

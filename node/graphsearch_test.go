@@ -111,3 +111,34 @@ func TestGraphSearchFollowsTheSessionThread(t *testing.T) {
 		}
 	}
 }
+
+func TestGraphSearchQuestionLendsMoreToWhatFollows(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	at := time.Now().Add(-time.Hour)
+	var thread []RememberResult
+	for i, text := range []string{
+		"Looked at the staging bucket",
+		"Which connection pool size should the billing service use?",
+		"Fifty, since the reports run in parallel",
+	} {
+		thread = append(thread, remember(t, n, RememberRequest{Namespace: "billing", Content: text, Session: "s-1", At: at.Add(time.Duration(i) * time.Minute)}))
+	}
+	res, err := n.Search(ctx, SearchRequest{Query: "connection pool size", Namespace: "billing", Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]float64{}
+	for _, h := range res.Results {
+		if h.Fusion != nil {
+			linked[h.ID] = h.Fusion.Linked
+		}
+	}
+	before, after := linked[thread[0].ID], linked[thread[2].ID]
+	if got := ids(res.Results); len(got) != 3 || got[0] != thread[1].ID || got[1] != thread[2].ID {
+		t.Errorf("results = %v, want the question %s, then what follows it %s", got, thread[1].ID, thread[2].ID)
+	}
+	if before <= 0 || math.Abs(after-answerWeight*before) > 1e-12 {
+		t.Errorf("the question lent %v to what follows it and %v to what precedes it, want %v times as much", after, before, answerWeight)
+	}
+}

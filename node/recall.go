@@ -22,8 +22,7 @@ const (
 
 // label sets the labels of hits (matches first, then related memories)
 // and ranks every superseded memory below its successors within its part
-// of the results: its score weighs as a stale memory's, as it will once
-// the lifecycle pass has seen it.
+// of the results (demoteSuperseded weighed its score before the cut).
 func (n *Node) label(hits []SearchHit) error {
 	rules := n.staleRules()
 	successors := map[string][]string{} // short id -> short ids of its successors
@@ -47,9 +46,6 @@ func (n *Node) label(hits []SearchHit) error {
 				if successors[h.ShortID], err = rules.supersededBy(m.ID); err != nil {
 					return err
 				}
-				if !n.life.derive(m.ID).Stale {
-					h.Score *= search.StatusWeight(crdt.StatusStale) / search.StatusWeight(crdt.StatusActive)
-				}
 			}
 		}
 		against, err := n.contradictedBy(rules, m.ID)
@@ -69,6 +65,58 @@ func (n *Node) label(hits []SearchHit) error {
 		belowSuccessors(hits[split:], successors)
 	}
 	return nil
+}
+
+// supersededWeight weighs the text score of a memory superseded since the
+// last lifecycle pass as a stale memory's, as it will once the pass has
+// seen it.
+var supersededWeight = search.StatusWeight(crdt.StatusStale) / search.StatusWeight(crdt.StatusActive)
+
+// demoteSuperseded orders hits by order and weighs, with demote, each
+// active memory among the best limit that is superseded and not yet
+// derived stale, until the best limit hold no memory left to weigh: the
+// cut to limit then leaves a superseded memory's slot to its successor
+// and the other matches. Only the best limit are checked, so the cost is
+// that of labelling them.
+func (n *Node) demoteSuperseded(hits []search.Hit, limit int, order func(a, b search.Hit) int, demote func(h *search.Hit)) error {
+	rules := n.staleRules()
+	checked := map[string]bool{}
+	for {
+		slices.SortStableFunc(hits, order)
+		demoted := false
+		for i := range hits[:min(len(hits), limit)] {
+			h := &hits[i]
+			if checked[h.ID] {
+				continue
+			}
+			checked[h.ID] = true
+			by, err := rules.supersededBy(h.ID)
+			if err != nil {
+				return err
+			}
+			if len(by) == 0 || n.life.derive(h.ID).Stale {
+				continue
+			}
+			if m, err := n.load(h.ID); err != nil || m.Status != crdt.StatusActive {
+				continue // gone since the search ran, or weighed by its status
+			}
+			demote(h)
+			demoted = true
+		}
+		if !demoted {
+			return nil
+		}
+	}
+}
+
+// demoteExplained weighs a hit's explained text score by supersededWeight.
+func demoteExplained(e *search.Explanation) {
+	if e == nil {
+		return
+	}
+	e.Status *= supersededWeight
+	e.Final *= supersededWeight
+	e.Associated *= supersededWeight
 }
 
 // belowSuccessors orders hits by score, then moves each superseded memory

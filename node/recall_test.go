@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -216,5 +217,43 @@ func TestSearchHoldsItsTokenBudget(t *testing.T) {
 	}
 	if _, err := n.Search(ctx, SearchRequest{Query: "deploy", Budget: -1}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("negative budget: %v, want ErrInvalid", err)
+	}
+}
+
+func TestSearchDemotesSupersededBeforeTheCut(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	// The superseded memory matches best by text; once it weighs as a
+	// stale memory, its successor and the other match take the two slots.
+	old := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver: the postgres driver is lib/pq"})
+	successor := remember(t, n, RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
+	other := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 10 connections"})
+	if _, err := n.Link(ctx, LinkRequest{From: successor.ID, Rel: "supersedes", To: old.ID}); err != nil {
+		t.Fatal(err)
+	}
+	stale := search.StatusWeight(crdt.StatusStale)
+	for _, noGraph := range []bool{false, true} {
+		all, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph, Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range all.Results {
+			if h.ID != old.ID {
+				continue
+			}
+			if e := h.Explain; e == nil || e.Status != stale || math.Abs(e.Final-e.BM25*e.Confidence*e.Tier*e.Recency*e.Status*e.Maturity) > 1e-9 {
+				t.Errorf("no graph %v: the superseded memory's explanation %+v does not weigh it as stale (%v)", noGraph, e, stale)
+			}
+			if f := h.Fusion; !noGraph && (f == nil || h.Explain == nil || f.Text != h.Explain.Final || f.Score != h.Score) {
+				t.Errorf("no graph %v: the superseded memory's fusion %+v does not show its demoted text score", noGraph, f)
+			}
+		}
+		res, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(res.Results); !slices.Equal(got, []string{successor.ID, other.ID}) && !slices.Equal(got, []string{other.ID, successor.ID}) {
+			t.Errorf("no graph %v: limit 2: results = %v, want the successor %s and the other match %s in place of the superseded %s", noGraph, got, successor.ID, other.ID, old.ID)
+		}
 	}
 }

@@ -844,10 +844,22 @@ func (n *Node) feedbackTexts(ids []string) []string {
 }
 
 func (n *Node) runSearch(ctx context.Context, q search.Query) (SearchResult, error) {
-	res, err := n.indexSearch(ctx, q)
+	limit := cmp.Or(q.Limit, search.DefaultLimit)
+	tq := q
+	tq.Limit = max(limit, candidates)
+	res, err := n.indexSearch(ctx, tq)
 	if err != nil {
 		return SearchResult{}, err
 	}
+	byScore := func(a, b search.Hit) int { return cmp.Compare(b.Score, a.Score) }
+	err = n.demoteSuperseded(res.Hits, limit, byScore, func(h *search.Hit) {
+		h.Score *= supersededWeight
+		demoteExplained(h.Explain)
+	})
+	if err != nil {
+		return SearchResult{}, err
+	}
+	res.Hits = res.Hits[:min(len(res.Hits), limit)]
 	return n.hydrate(res, nil)
 }
 

@@ -19,7 +19,8 @@ import (
 const (
 	// analyzerText is bleve's English analyzer ("en": Unicode word
 	// segmentation, possessives, lower case, English stop words, Porter
-	// stemmer) with identPartsFilter after segmentation.
+	// stemmer) with identPartsFilter after segmentation and
+	// irregularFilter before the stop words.
 	analyzerText = "memmesh_text"
 
 	// analyzerWords keeps words unstemmed, for typo-tolerant matching:
@@ -28,6 +29,7 @@ const (
 	analyzerWords = "memmesh_words"
 
 	filterIdentParts = "memmesh_ident_parts"
+	filterIrregular  = "memmesh_irregular"
 )
 
 func init() {
@@ -38,12 +40,19 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
+	err = registry.RegisterTokenFilter(filterIrregular,
+		func(map[string]any, *registry.Cache) (analysis.TokenFilter, error) {
+			return irregularFilter{}, nil
+		})
+	if err != nil {
+		panic(err)
+	}
 }
 
 // addAnalyzers defines analyzerText and analyzerWords in im.
 func addAnalyzers(im *mapping.IndexMappingImpl) error {
 	analyzers := map[string][]string{
-		analyzerText:  {filterIdentParts, en.PossessiveName, lowercase.Name, en.StopName, porter.Name},
+		analyzerText:  {filterIdentParts, en.PossessiveName, lowercase.Name, filterIrregular, en.StopName, porter.Name},
 		analyzerWords: {filterIdentParts, lowercase.Name, en.StopName},
 	}
 	for name, filters := range analyzers {

@@ -77,5 +77,6 @@ func storedOf(d *document) stored {
 		confidence: d.Confidence,
 		updated:    d.Updated.Truncate(time.Second),
 		session:    d.Session,
+		asks:       d.Asks == asksYes,
 	}
 }

@@ -14,6 +14,9 @@
 //	when         month and year the memory was learned ("June 2025"),
 //	             English text, so that "what changed in June" finds it
 //	session      keyword, stored: the session that wrote the memory
+//	asks         keyword, stored: "yes" when the memory asks a question
+//	             (a question mark that ends a sentence), so that graph
+//	             search can lend more to what follows it
 //	words        title, content and tags, unstemmed (typo-tolerant fallback)
 //	tags         keyword, for filters
 //	namespace    keyword
@@ -34,8 +37,12 @@
 // parseConfig, HTTPServer, snake_case_name and file_source.go are found by
 // parse, http, snake or source as well as whole. The text fields then go
 // through bleve's English chain: possessives, lower case, English stop
-// words, Porter stemmer, so "running" finds "runs". The words field skips
-// the stemmer, so that edit distances are measured on real words.
+// words, Porter stemmer, so "running" finds "runs". Before the stop words,
+// the irregular past forms of common English verbs and a few irregular
+// plurals become their base forms (irregular.go), which no stemmer joins:
+// "choose" finds "chose", "go" finds "went", "child" finds "children".
+// The words field skips both, so that edit distances are measured on real
+// words.
 //
 // # Queries and ranking
 //

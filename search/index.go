@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ const (
 	fieldContent    = "content" // analyzerText
 	fieldWhen       = "when"    // month and year the memory was learned, analyzerText
 	fieldSession    = "session" // keyword, stored
+	fieldAsks       = "asks"    // keyword, stored: "yes" when the memory asks a question
 	fieldWords      = "words"   // title, content and tags, analyzerWords
 	fieldTags       = "tags"    // keyword
 	fieldNamespace  = "namespace"
@@ -56,7 +58,7 @@ var (
 // schemaVersion changes whenever the mapping or the analysis changes. An
 // index with another version is removed and recreated empty, so that its
 // watermark (0) makes the caller rebuild it from storage.
-const schemaVersion = "3"
+const schemaVersion = "5"
 
 // Time bounds of indexed datetimes. Bleve stores datetimes as Unix
 // nanoseconds, which end in 2262.
@@ -254,6 +256,7 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 		Name: fieldWhen, Type: "text", Analyzer: analyzerText, Index: true,
 	})
 	dm.AddFieldMappingsAt("session", keywordField(fieldSession, true))
+	dm.AddFieldMappingsAt("asks", keywordField(fieldAsks, true))
 	dm.AddFieldMappingsAt("namespace", keywordField(fieldNamespace, false))
 	dm.AddFieldMappingsAt("kind", keywordField(fieldKind, false))
 	dm.AddFieldMappingsAt("status", keywordField(fieldStatus, true))
@@ -303,6 +306,7 @@ type document struct {
 	Body       string     `json:"body"` // title, tags and content
 	When       string     `json:"when"`
 	Session    string     `json:"session"`
+	Asks       string     `json:"asks,omitempty"` // asksYes or empty
 	Tags       []string   `json:"tags"`
 	Namespace  string     `json:"namespace"`
 	Kind       string     `json:"kind"`
@@ -333,6 +337,7 @@ func newDocument(m *crdt.Memory) document {
 		Body:       strings.Join(append(append([]string{title}, m.Tags...), m.Content), "\n"),
 		When:       m.Provenance.CreatedAt.Format(whenLayout),
 		Session:    m.Provenance.Session,
+		Asks:       asksOf(m.Content),
 		Tags:       m.Tags,
 		Namespace:  m.Namespace,
 		Kind:       m.Kind,
@@ -343,6 +348,22 @@ func newDocument(m *crdt.Memory) document {
 		Expires:    expires,
 		UpdatedKey: fmt.Sprintf("%019d", updated.UnixNano()),
 	}
+}
+
+// asksYes is the asks field of a memory that asks a question.
+const asksYes = "yes"
+
+// question is a question mark that ends a sentence: followed by a space,
+// a closing quote or bracket, or the end of the text, so that the query
+// string of a URL does not count.
+var question = regexp.MustCompile(`\?+(["'”’)\]]*)(\s|$)`)
+
+// asksOf returns asksYes when text asks a question, else "".
+func asksOf(text string) string {
+	if question.MatchString(text) {
+		return asksYes
+	}
+	return ""
 }
 
 // clampTime brings t into the range bleve can index.

@@ -90,6 +90,7 @@ type Hit struct {
 	ID      string
 	Score   float64
 	Session string       // the session that wrote the memory, if any
+	Asks    bool         // the memory asks a question: what follows it in its session may answer
 	Explain *Explanation // when Query.Explain
 }
 
@@ -111,7 +112,7 @@ type Explanation struct {
 }
 
 // rankFields are the stored fields read for reranking.
-var rankFields = []string{fieldTier, fieldStatus, fieldConfidence, fieldUpdated, fieldSession}
+var rankFields = []string{fieldTier, fieldStatus, fieldConfidence, fieldUpdated, fieldSession, fieldAsks}
 
 // plan is a validated, analysed Query.
 type plan struct {
@@ -524,7 +525,7 @@ func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string)
 	hits := make([]Hit, 0, len(sr.Hits))
 	for i, h := range sr.Hits {
 		e := explain(h.Score, p.rankInputs(h.ID, fields[i]), p.now, ix.halfLife, match)
-		hit := Hit{ID: h.ID, Score: e.Final, Session: fields[i].session}
+		hit := Hit{ID: h.ID, Score: e.Final, Session: fields[i].session, Asks: fields[i].asks}
 		if p.explain {
 			hit.Explain = &e
 		}
@@ -625,5 +626,7 @@ func storedFrom(fields map[string]any) stored {
 		st.updated, _ = time.Parse(time.RFC3339, s)
 	}
 	st.session, _ = fields[fieldSession].(string)
+	asks, _ := fields[fieldAsks].(string)
+	st.asks = asks == asksYes
 	return st
 }

@@ -55,6 +55,7 @@ type stored struct {
 	confidence float64
 	updated    time.Time
 	session    string
+	asks       bool
 }
 
 // rankInputs are what feeds a hit's multipliers: its stored fields and

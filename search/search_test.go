@@ -157,6 +157,32 @@ func TestStemming(t *testing.T) {
 	}
 }
 
+// TestIrregularForms: a question in the base form finds the past forms
+// and irregular plurals that the stemmer cannot join to it, and those
+// forms find each other.
+func TestIrregularForms(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("chose", "", "I chose the agency because it helps LGBTQ families"),
+		mem("went", "", "We went camping by the lake last weekend"),
+		mem("bought", "", "Bought a new guitar for the band"),
+		mem("children", "", "The children loved the pottery class"),
+		mem("other", "", "The agency sends a newsletter"),
+	)
+	for query, want := range map[string]string{
+		"why did she choose it": "chose",
+		"chosen":                "chose",
+		"where did they go":     "went",
+		"buy":                   "bought",
+		"child":                 "children",
+	} {
+		if got := ids(search(t, ix, Query{Text: query})); len(got) == 0 || got[0] != want {
+			t.Errorf("%q: results %v, want %s first", query, got, want)
+		}
+	}
+}
+
 func TestIdentifierParts(t *testing.T) {
 	t.Parallel()
 	ix := openTest(t)
@@ -855,5 +881,28 @@ func TestAllTermsPass(t *testing.T) {
 	}
 	if got := search(t, ix, Query{Text: "alpha beta", IDs: []string{"titled", "alpha0"}}); len(got.Hits) != 2 {
 		t.Errorf("few matches: hits = %v, want both (any word may match)", ids(got))
+	}
+}
+
+// TestAsks: a memory that asks a question is flagged on its hits; a
+// question mark inside a URL or a word is not a question.
+func TestAsks(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("asks", "", "Which pool size should billing use?"),
+		mem("quoted", "", `She said "which pool size?" and left`),
+		mem("url", "", "The pool size is in https://example.com/config?pool=50 for billing"),
+		mem("plain", "", "The billing pool size is fifty"),
+	)
+	want := map[string]bool{"asks": true, "quoted": true}
+	res := search(t, ix, Query{Text: "pool size"})
+	if len(res.Hits) != 4 {
+		t.Fatalf("hits = %v, want all four", ids(res))
+	}
+	for _, h := range res.Hits {
+		if h.Asks != want[h.ID] {
+			t.Errorf("%s: asks = %v, want %v", h.ID, h.Asks, want[h.ID])
+		}
 	}
 }
