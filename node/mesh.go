@@ -437,29 +437,39 @@ func (m *mesh) startPull(device string) {
 	p.pulling = true
 	m.mu.Unlock()
 	m.goLoop(func() {
-		stats, err := m.pull(device, addr)
+		m.pull(device, addr)
 		m.mu.Lock()
 		p.pulling = false
-		if err != nil {
-			p.lastErr = err.Error()
-		} else {
-			p.lastSync, p.lastErr = m.n.now(), ""
-			if stats.Received > 0 {
-				p.lastStats = stats
-			}
-		}
 		m.mu.Unlock()
-		if err != nil {
-			m.log.Warn("pull failed", "peer", device, "addr", addr, "err", err)
-		} else if stats.Received > 0 {
-			m.log.Info("pulled", "peer", device, "offered", stats.Offered, "received", stats.Received, "bytes", stats.Bytes, "took", stats.Duration)
-		}
 	})
 }
 
-// pull runs one anti-entropy pull from the device at addr and records
-// where it ended.
+// pull runs one anti-entropy pull from the device at addr, and records
+// and logs how it went.
 func (m *mesh) pull(device, addr string) (transport.SyncStats, error) {
+	stats, err := m.pullFrom(device, addr)
+	m.mu.Lock()
+	p := m.peer(device)
+	if err != nil {
+		p.lastErr = err.Error()
+	} else {
+		p.lastSync, p.lastErr = m.n.now(), ""
+		if stats.Received+stats.Rejected > 0 {
+			p.lastStats = stats
+		}
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.log.Warn("pull failed", "peer", device, "addr", addr, "err", err)
+	} else if stats.Received+stats.Rejected > 0 {
+		m.log.Info("pulled", "peer", device, "offered", stats.Offered, "received", stats.Received, "rejected", stats.Rejected, "bytes", stats.Bytes, "took", stats.Duration)
+	}
+	return stats, err
+}
+
+// pullFrom runs one anti-entropy pull from the device at addr and saves
+// where it ended.
+func (m *mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Minute)
 	defer cancel()
 	var since transport.Position

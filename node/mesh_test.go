@@ -682,3 +682,53 @@ func TestMeshBriefFromPeers(t *testing.T) {
 		t.Fatalf("asked again: from_peers %+v, %d active", again.FromPeers, len(again.Active))
 	}
 }
+
+// TestMeshPullGoesOnPastARefusedDocument has a peer serve one document the
+// puller refuses (as a peer on another version may) among hundreds of
+// good ones, over more than one frame: the refusal is logged, the pull
+// completes and saves its position, and every good document arrives.
+func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
+	b := meshNodeWith(t, "", 2, nil, MeshConfig{SyncInterval: time.Hour})
+	bad := remember(t, b, RememberRequest{Content: "served as a document nobody can load"})
+	rec, err := b.store.Get(storage.KindMemory, bad.ID[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Doc, rec.Heads = []byte("not an automerge document"), []string{strings.Repeat("00", 32)}
+	if _, err := b.store.Commit(rec); err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := newRand(seed)
+	var good []string
+	for i := range 600 { // about 2 MiB of documents: more than one frame
+		good = append(good, remember(t, b, RememberRequest{Content: fmt.Sprintf("good memory %d %s", i, words(rng, 300))}).ID)
+	}
+
+	a := meshNodeWith(t, "", 1, nil, MeshConfig{SyncInterval: time.Hour})
+	join(t, b, a)
+	waitUntil(t, "a and b see each other", func() bool { return alivePeers(a) == 1 && alivePeers(b) == 1 })
+	if err := a.Pull(context.Background()); err != nil {
+		t.Fatalf("a pull with one refused document: %v", err)
+	}
+	for _, id := range good {
+		if !has(a, id) {
+			t.Fatalf("%s did not arrive: the refused document stopped the pull", id)
+		}
+	}
+	if has(a, bad.ID) {
+		t.Fatal("the refused document was stored")
+	}
+	if _, err := a.store.GetLocal(localPosPrefix + b.DeviceID()); err != nil {
+		t.Fatalf("the pull's position was not saved: %v", err)
+	}
+	st := a.LastPull(b.DeviceID())
+	t.Logf("pull: %d documents received, %d rejected, %d bytes", st.Received, st.Rejected, st.Bytes)
+	if st.Rejected != 1 {
+		t.Errorf("the pull counted %d rejected documents, want 1", st.Rejected)
+	}
+	if st.Bytes <= 1<<20 {
+		t.Errorf("the pull read %d bytes: the test needs more than one frame of documents", st.Bytes)
+	}
+}

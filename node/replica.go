@@ -130,7 +130,8 @@ func (r replica) Docs(peer string, want []transport.Entry) ([]transport.Entry, e
 // results in one durable batch (a document sent twice in one batch is
 // taken once; anti-entropy brings the other version). A document that
 // fails validation or the replication policy is rejected and logged; the
-// others are applied. Tombstones are applied first, in a batch of their
+// others are applied, and the error (ErrInvalid, wrapping a
+// *transport.RejectedError) lets the sync go on. Tombstones are applied first, in a batch of their
 // own, so that the memories and edges they erase are not stored again
 // from the same batch.
 func (r replica) Apply(peer string, docs []transport.Entry) error {
@@ -155,7 +156,7 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 		rejected += k
 	}
 	if rejected > 0 {
-		return fmt.Errorf("%w: %d of %d documents from %s rejected (see the log)", ErrInvalid, rejected, len(docs), peer)
+		return fmt.Errorf("%w: %w", ErrInvalid, &transport.RejectedError{Peer: peer, Rejected: rejected, Of: len(docs)})
 	}
 	return nil
 }

@@ -31,8 +31,30 @@ type Replica interface {
 	Docs(peer string, want []Entry) ([]Entry, error)
 	// Apply merges documents received from peer and stores the results
 	// durably before it returns. A document that fails validation is
-	// rejected (and reported) without affecting the others.
+	// rejected (and reported) without affecting the others: Apply then
+	// returns a *RejectedError, and the sync goes on. Any other error
+	// stops it.
 	Apply(peer string, docs []Entry) error
+}
+
+// RejectedError is what Replica.Apply returns, alone or wrapped, when it
+// rejected some documents of a batch and applied the others.
+type RejectedError struct {
+	Peer         string
+	Rejected, Of int
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%d of %d documents from %s rejected (see the log)", e.Rejected, e.Of, e.Peer)
+}
+
+// apply is r.Apply, with rejections counted instead of returned.
+func apply(r Replica, peer string, docs []Entry) (rejected int, err error) {
+	err = r.Apply(peer, docs)
+	if rej, ok := errors.AsType[*RejectedError](err); ok {
+		return rej.Rejected, nil
+	}
+	return 0, err
 }
 
 // Batch sizes: entries per offer or want frame, and bytes of documents per
@@ -46,6 +68,7 @@ const (
 type SyncStats struct {
 	Offered    int           // documents the peer offered
 	Received   int           // documents received and applied
+	Rejected   int           // documents received and rejected (logged by the replica)
 	Bytes      int64         // frame bytes read and written
 	RoundTrips int           // request/response exchanges
 	Duration   time.Duration // whole pull
@@ -145,11 +168,13 @@ func Pull(ctx context.Context, s *Stream, r Replica, since Position) (SyncStats,
 			break
 		}
 		docs, err := DecodeEntries(p)
+		rejected := 0
 		if err == nil {
-			err = r.Apply(s.Peer, docs)
+			rejected, err = apply(r, s.Peer, docs)
 		}
 		readErr = err
-		stats.Received += len(docs)
+		stats.Received += len(docs) - rejected
+		stats.Rejected += rejected
 	}
 	if readErr != nil {
 		s.CancelWrite(codeStreamDone) // unblocks the writer
@@ -338,9 +363,10 @@ func ServePush(s *Stream, r Replica) (int, error) {
 		if len(fresh) == 0 {
 			continue
 		}
-		if err := r.Apply(s.Peer, fresh); err != nil {
+		rejected, err := apply(r, s.Peer, fresh)
+		if err != nil {
 			return applied, err
 		}
-		applied += len(fresh)
+		applied += len(fresh) - rejected
 	}
 }
