@@ -244,11 +244,11 @@ func (m *mesh) serveJoin(s *transport.Stream) error {
 	if err != nil {
 		return refuse(err)
 	}
-	if err := m.useInvite(req, s.Peer); err != nil {
-		return refuse(err)
-	}
 	name := peerDeviceName(req.Name, s.Peer[:8])
-	if _, err := m.addDevice(s.Peer, name, m.n.id.DeviceID); err != nil {
+	if err := m.useInvite(req, s.Peer, func() error {
+		_, err := m.addDevice(s.Peer, name, m.n.id.DeviceID)
+		return err
+	}); err != nil {
 		return refuse(err)
 	}
 	m.log.Info("device joined", "device", s.Peer, "name", name, "addr", s.Addr.String())
@@ -289,9 +289,11 @@ func drain(s *transport.Stream) {
 	io.Copy(io.Discard, io.LimitReader(s, transport.MaxJoinFrame))
 }
 
-// useInvite checks a join request against the stored invite and marks the
-// invite used, durably, before the device is admitted.
-func (m *mesh) useInvite(req transport.JoinRequest, joiner string) error {
+// useInvite checks a join request against the stored invite, marks the
+// invite used, durably, and then admits the device. When admit refuses,
+// the invite is given back for the device it was meant for (a crash in
+// between leaves it used: it fails closed).
+func (m *mesh) useInvite(req transport.JoinRequest, joiner string, admit func() error) error {
 	m.inviteMu.Lock()
 	defer m.inviteMu.Unlock()
 	key := localInvite + hex.EncodeToString(req.Token[:])
@@ -316,10 +318,20 @@ func (m *mesh) useInvite(req transport.JoinRequest, joiner string) error {
 		return fmt.Errorf("invite token expired at %s; make a new one with 'memmesh invite'", inv.Expires.Format(time.RFC3339))
 	}
 	inv.UsedBy = joiner
-	if data, err = json.Marshal(inv); err != nil {
+	used, err := json.Marshal(inv)
+	if err != nil {
 		return err
 	}
-	return m.n.store.PutLocalDurable(key, data)
+	if err := m.n.store.PutLocalDurable(key, used); err != nil {
+		return err
+	}
+	if err := admit(); err != nil {
+		if perr := m.n.store.PutLocalDurable(key, data); perr != nil {
+			m.log.Warn("cannot give the invite back after a refused join", "err", perr)
+		}
+		return err
+	}
+	return nil
 }
 
 // JoinResult reports a successful join.

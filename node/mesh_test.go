@@ -383,6 +383,19 @@ func TestMeshSecurity(t *testing.T) {
 	if _, err := a.Revoke(ctx, a.DeviceID()); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("revoking oneself: %v", err)
 	}
+
+	// A join the inviter refuses leaves the invite for the device it was
+	// meant for.
+	fresh, err := a.Invite(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Join(ctx, fresh.Token); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("a revoked device's join: %v, want a refusal saying it was revoked", err)
+	}
+	if _, err := late.Join(ctx, fresh.Token); err != nil {
+		t.Fatalf("the invite after a refused join: %v", err)
+	}
 }
 
 func TestMeshLocalOnlyNamespace(t *testing.T) {
