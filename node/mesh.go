@@ -557,36 +557,42 @@ func (m *mesh) pushLoop() {
 		}
 		for {
 			after = m.skipRemote(after)
-			var batch []transport.Entry
-			last := after
-			_, err := m.n.store.Changes(after, 256, func(rec storage.Record) error {
-				if m.isRemote(rec.Seq) {
-					return errEnd // a commit received from a peer: skipped above
-				}
-				last = rec.Seq
-				if !m.sendable(rec) {
-					return nil
-				}
-				doc, err := m.n.store.GetDoc(rec.Kind, rec.ID)
-				if err != nil {
-					return err
-				}
-				batch = append(batch, transport.Entry{Kind: byte(rec.Kind), ID: rec.ID, Heads: rec.Heads, Doc: doc})
-				return nil
-			})
-			if err != nil && !errors.Is(err, errEnd) {
+			batch, last, err := m.nextPush(after)
+			if err != nil {
 				m.log.Warn("reading changes to push", "err", err)
 				break
 			}
 			if len(batch) > 0 {
 				m.queuePush(batch)
 			}
-			if last == after && !m.isRemote(after+1) {
+			if last == after {
 				break
 			}
 			after = last
 		}
 	}
+}
+
+// nextPush reads the change log after seq after, up to a batch, and
+// returns the local changes that may be sent and the last seq it read.
+func (m *mesh) nextPush(after uint64) (batch []transport.Entry, last uint64, err error) {
+	last = after
+	_, err = m.n.store.Changes(after, 256, func(rec storage.Record) error {
+		last = rec.Seq
+		// A commit received from a peer is not pushed on. It is not always
+		// where skipRemote leaves off: a document changed again keeps only
+		// its newest entry, which leaves gaps in the log.
+		if m.isRemote(rec.Seq) || !m.sendable(rec) {
+			return nil
+		}
+		doc, err := m.n.store.GetDoc(rec.Kind, rec.ID)
+		if err != nil {
+			return err
+		}
+		batch = append(batch, transport.Entry{Kind: byte(rec.Kind), ID: rec.ID, Heads: rec.Heads, Doc: doc})
+		return nil
+	})
+	return batch, last, err
 }
 
 // isRemote reports whether the commit seq holds changes received from a

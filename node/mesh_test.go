@@ -745,3 +745,46 @@ func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
 		t.Errorf("the pull read %d bytes: the test needs more than one frame of documents", st.Bytes)
 	}
 }
+
+// TestPushGoesPastReceivedCommits: a memory changed twice keeps only its
+// newest change-log entry, so a commit received from a peer can sit where
+// the pusher stands, with local changes after it. The pusher reads past
+// it to them instead of stopping there for good.
+func TestPushGoesPastReceivedCommits(t *testing.T) {
+	n := testNode(t, "")
+	m := &mesh{n: n, remote: map[uint64]bool{}}
+	start := n.store.DurableSeq()
+	x := remember(t, n, RememberRequest{Content: "edited locally, twice"})
+	received := remember(t, n, RememberRequest{Content: "stands for a commit received from a peer"})
+	second := "edited locally, a second time"
+	if _, err := n.Update(context.Background(), x.ID, UpdateRequest{Content: &second}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := n.store.Get(storage.KindMemory, received.ID[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.remote[rec.Seq] = true
+
+	var pushed []string
+	for after := start; ; {
+		after = m.skipRemote(after)
+		batch, last, err := m.nextPush(after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range batch {
+			pushed = append(pushed, e.ID)
+		}
+		if last == after {
+			break
+		}
+		after = last
+	}
+	if !slices.Contains(pushed, x.ID[2:]) {
+		t.Fatalf("the local edit after a received commit was never pushed (pushed %v)", pushed)
+	}
+	if slices.Contains(pushed, received.ID[2:]) {
+		t.Fatal("a commit received from a peer was pushed on")
+	}
+}
