@@ -126,8 +126,10 @@ type peerState struct {
 	lastSync  time.Time           // end of the last complete pull from the peer
 	lastStats transport.SyncStats // of the last pull that brought documents
 	lastErr   string
-	served    bool   // the peer completed a pull from us
-	servedSeq uint64 // our change-log seq it reached then
+	pulls     int       // pulls started since this node started
+	pulledAt  time.Time // when the last one started
+	served    bool      // the peer completed a pull from us
+	servedSeq uint64    // our change-log seq it reached then
 	push      chan []transport.Entry
 }
 
@@ -333,6 +335,27 @@ func (m *mesh) remember(device, addr string) {
 	}
 }
 
+// pullBack reports whether serving a pull to peer should start a pull
+// from it, since the puller may hold what we lack: only in steady state
+// (after a first contact the puller is catching up, and membership's join
+// event already starts a pull each way), when its digest differs from
+// ours, and when no pull from it started within the sync interval. Two
+// nodes whose digests differ for good would otherwise pull from each
+// other without end, each served pull kicking the next.
+func (m *mesh) pullBack(peer string, req transport.PullRequest) bool {
+	if req.Since.Epoch != m.epoch || req.Since.Seq == 0 {
+		return false
+	}
+	m.mu.Lock()
+	recent := m.n.now().Sub(m.peer(peer).pulledAt) < m.cfg.SyncInterval
+	m.mu.Unlock()
+	if recent {
+		return false
+	}
+	digest, err := m.n.store.Digest()
+	return err == nil && digest != req.Digest
+}
+
 // kickPull asks for a pull from device soon.
 func (m *mesh) kickPull(device string) {
 	select {
@@ -373,13 +396,8 @@ func (m *mesh) serve(s *transport.Stream) {
 		p := m.peer(s.Peer)
 		p.served, p.servedSeq = true, pos.Seq
 		m.mu.Unlock()
-		// The puller may hold what we lack: pull back. Not after a first
-		// contact (the puller is catching up, and membership's join event
-		// already starts a pull each way), only in steady state.
-		if req.Since.Epoch == m.epoch && req.Since.Seq > 0 {
-			if digest, err := m.n.store.Digest(); err == nil && digest != req.Digest {
-				m.kickPull(s.Peer)
-			}
+		if m.pullBack(s.Peer, req) {
+			m.kickPull(s.Peer)
 		}
 	case transport.StreamPush:
 		if n, err := transport.ServePush(s, replica{m}); err != nil {
@@ -447,9 +465,13 @@ func (m *mesh) startPull(device string) {
 // pull runs one anti-entropy pull from the device at addr, and records
 // and logs how it went.
 func (m *mesh) pull(device, addr string) (transport.SyncStats, error) {
-	stats, err := m.pullFrom(device, addr)
 	m.mu.Lock()
 	p := m.peer(device)
+	p.pulls++
+	p.pulledAt = m.n.now()
+	m.mu.Unlock()
+	stats, err := m.pullFrom(device, addr)
+	m.mu.Lock()
 	if err != nil {
 		p.lastErr = err.Error()
 	} else {
@@ -836,6 +858,7 @@ type Peer struct {
 	State    string        `json:"state"` // alive, suspect, dead, left, unknown (never seen), revoked
 	RTT      time.Duration `json:"rtt_ns"`
 	LastSync time.Time     `json:"last_sync,omitzero"` // last complete pull from it
+	Pulls    int           `json:"pulls"`              // pulls from it since this node started
 	Behind   int           `json:"behind"`             // our documents changed since it last pulled from us
 	Version  string        `json:"version"`
 	LastErr  string        `json:"last_error,omitempty"`
@@ -869,7 +892,7 @@ func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
 		}
 		p := Peer{Device: device, Name: rec.Name, State: "unknown", Behind: -1}
 		if st := m.peers[device]; st != nil {
-			p.Addr, p.LastSync, p.Version, p.LastErr = st.addr, st.lastSync, st.version, st.lastErr
+			p.Addr, p.LastSync, p.Version, p.LastErr, p.Pulls = st.addr, st.lastSync, st.version, st.lastErr, st.pulls
 			if st.state != "" {
 				p.State = st.state
 			}

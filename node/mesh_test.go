@@ -788,3 +788,42 @@ func TestPushGoesPastReceivedCommits(t *testing.T) {
 		t.Fatal("a commit received from a peer was pushed on")
 	}
 }
+
+// TestPullBackOncePerInterval: serving a pull to a peer whose digest
+// differs from ours starts a pull back, but not when one from that peer
+// started within the sync interval.
+func TestPullBackOncePerInterval(t *testing.T) {
+	start := func(host int) *Node { return meshNodeWith(t, "", host, nil, MeshConfig{SyncInterval: time.Hour}) }
+	nodes := joinAll(t, start(1), 2, start)
+	a, b := nodes[0], nodes[1]
+	waitUntil(t, "the pull of the join", func() bool { return peerPulls(t, a) > 0 })
+	remember(t, a, RememberRequest{Content: "a difference between the two"})
+	advance(a, a.mesh.cfg.SyncInterval)
+	req := transport.PullRequest{Since: transport.Position{Epoch: a.mesh.epoch, Seq: 1}} // a digest unlike a's
+	if !a.mesh.pullBack(b.DeviceID(), req) {
+		t.Fatal("no pull back from a peer whose digest differs, none pulled lately")
+	}
+	if err := a.Pull(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a.mesh.pullBack(b.DeviceID(), req) {
+		t.Fatal("a pull back from a peer pulled from just now: two nodes whose digests differ for good pull from each other without end")
+	}
+	advance(a, a.mesh.cfg.SyncInterval)
+	if !a.mesh.pullBack(b.DeviceID(), req) {
+		t.Fatal("no pull back once the sync interval passed")
+	}
+}
+
+// peerPulls is how many pulls n started from its peers.
+func peerPulls(t *testing.T, n *Node) (pulls int) {
+	t.Helper()
+	peers, err := n.Peers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range peers {
+		pulls += p.Pulls
+	}
+	return pulls
+}
