@@ -74,7 +74,6 @@ func (c *MeshConfig) withDefaults() MeshConfig {
 
 // Keys of the mesh's local (never replicated) data.
 const (
-	localEpoch     = "mesh/epoch"     // this change log's epoch
 	localKnown     = "mesh/known"     // JSON: device id -> last address
 	localPosPrefix = "mesh/pos/"      // + device: where the last pull from it ended
 	localRevoked   = "mesh/revoked/"  // + device: revocations seen, kept even if a peer drops them
@@ -93,7 +92,12 @@ type mesh struct {
 	ep        *transport.Endpoint
 	ml        *memberlist.Memberlist
 	advertise *net.UDPAddr
-	epoch     [transport.EpochSize]byte
+	// epoch names this change log for as long as the store is open. A
+	// store opened again may stand behind what it served (a home
+	// restored from a backup reuses numbers peers already pulled), so
+	// each open starts a new epoch, and each peer's first pull after it
+	// compares digests bucket by bucket instead of trusting its position.
+	epoch [transport.EpochSize]byte
 
 	inviteMu sync.Mutex // one invite check at a time
 
@@ -239,20 +243,11 @@ func (m *mesh) memberlistConfig() *memberlist.Config {
 	return c
 }
 
-// loadState reads the epoch, the registry, namespace settings and known
-// peers.
+// loadState starts a new epoch and reads the registry, namespace settings
+// and known peers.
 func (m *mesh) loadState() error {
 	store := m.n.store
-	epoch, err := store.GetLocal(localEpoch)
-	if errors.Is(err, storage.ErrNotFound) {
-		epoch = make([]byte, transport.EpochSize)
-		rand.Read(epoch)
-		err = store.PutLocalDurable(localEpoch, epoch)
-	}
-	if err != nil {
-		return fmt.Errorf("mesh: epoch: %w", err)
-	}
-	copy(m.epoch[:], epoch)
+	rand.Read(m.epoch[:])
 	if data, err := store.GetLocal(localKnown); err == nil {
 		if err := json.Unmarshal(data, &m.known); err != nil {
 			m.log.Warn("forgetting unreadable list of known peers", "err", err)
