@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -105,6 +106,10 @@ type mesh struct {
 	// they hold evMu for reading and do nothing once closed is set.
 	evMu   sync.RWMutex
 	closed bool
+
+	// leaving is set as the node stops cleanly, and gossiped first, since
+	// memberlist tells its peers of a leave as of a death.
+	leaving atomic.Bool
 
 	mu      sync.Mutex
 	devices map[string]crdt.MeshRecord // the registry, by device id
@@ -210,7 +215,9 @@ func (m *mesh) goLoop(fn func()) {
 // stop leaves the mesh: memberlist says goodbye, then the loops and the
 // endpoint stop.
 func (m *mesh) stop() error {
-	err := m.ml.Leave(time.Second)
+	m.leaving.Store(true)
+	err := m.ml.UpdateNode(time.Second)
+	err = errors.Join(err, m.ml.Leave(time.Second))
 	err = errors.Join(err, m.ml.Shutdown())
 	m.evMu.Lock()
 	m.closed = true
@@ -739,14 +746,16 @@ func (m *mesh) position() (transport.Position, error) {
 type nodeMeta struct {
 	Name    string `json:"n"`
 	Version string `json:"v"`
+	Leaving bool   `json:"l,omitempty"` // stopping cleanly: what follows is a leave, not a death
 }
 
 type meshDelegate struct{ m *mesh }
 
 func (d *meshDelegate) NodeMeta(limit int) []byte {
-	b, _ := json.Marshal(nodeMeta{Name: d.m.cfg.Name, Version: Version()})
+	leaving := d.m.leaving.Load()
+	b, _ := json.Marshal(nodeMeta{Name: d.m.cfg.Name, Version: Version(), Leaving: leaving})
 	if len(b) > limit {
-		b, _ = json.Marshal(nodeMeta{Version: Version()})
+		b, _ = json.Marshal(nodeMeta{Version: Version(), Leaving: leaving})
 	}
 	return b
 }
@@ -793,7 +802,8 @@ func (e *meshEvents) NotifyLeave(node *memberlist.Node) {
 		return
 	}
 	state := "dead"
-	if node.State == memberlist.StateLeft {
+	var meta nodeMeta
+	if json.Unmarshal(node.Meta, &meta) == nil && meta.Leaving {
 		state = "left"
 	}
 	e.m.note(node, state)

@@ -888,3 +888,27 @@ func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 		t.Fatalf("%d of %d memories written after the restore never reached the peer", missing, len(written))
 	}
 }
+
+// TestMeshPeersTellACleanStop: a peer that stops cleanly is shown as left,
+// not dead.
+func TestMeshPeersTellACleanStop(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	b.Close()
+	state := func() string {
+		peers, err := a.Peers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range peers {
+			if p.Device == b.DeviceID() {
+				return p.State
+			}
+		}
+		return ""
+	}
+	waitUntil(t, "B no longer alive on A", func() bool { return state() != "alive" })
+	if got := state(); got != "left" {
+		t.Fatalf("a peer that stopped cleanly is shown %q, want left", got)
+	}
+}
