@@ -216,8 +216,12 @@ func (m *mesh) goLoop(fn func()) {
 // endpoint stop.
 func (m *mesh) stop() error {
 	m.leaving.Store(true)
-	err := m.ml.UpdateNode(time.Second)
-	err = errors.Join(err, m.ml.Leave(time.Second))
+	if err := m.ml.UpdateNode(time.Second); err != nil {
+		// Peers that miss it show a death instead of a leave: no reason
+		// to fail the stop.
+		m.log.Debug("telling peers of the leave", "err", err)
+	}
+	err := m.ml.Leave(time.Second)
 	err = errors.Join(err, m.ml.Shutdown())
 	m.evMu.Lock()
 	m.closed = true
