@@ -249,7 +249,8 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 		return Brief{}, invalidf("format %q: use %s or %s", req.Format, FormatMarkdown, FormatJSON)
 	}
 	aimed := req.Query != ""
-	req.Query = aimQuery(req.Query)
+	scrubbed, _ := Scrub(req.Query) // the brief repeats it
+	req.Query = aimQuery(scrubbed)
 	if err := CheckQuery(req.Query); req.Query != "" && err != nil {
 		return Brief{}, err
 	}

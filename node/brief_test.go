@@ -271,6 +271,14 @@ func TestBriefAimedAtQuery(t *testing.T) {
 	if b, err = n.Context(ctx, ContextRequest{Namespace: "shop", Query: long}); err != nil || len(b.Matches) == 0 {
 		t.Fatalf("a long prompt: %+v, %v", b.Matches, err)
 	}
+	// The brief says what it was aimed at, without a secret the prompt held.
+	const secret = "hunter2-Sup3r-s3cret"
+	if b, err = n.Context(ctx, ContextRequest{Namespace: "shop", Query: "replace lib/pq in every Postgres connection, DB_PASSWORD=" + secret}); err != nil || len(b.Matches) == 0 {
+		t.Fatalf("a prompt with a secret: %+v, %v", b.Matches, err)
+	}
+	if strings.Contains(b.Query, secret) || strings.Contains(string(b.JSON()), secret) {
+		t.Fatalf("the brief repeats a secret of its prompt: query %q", b.Query)
+	}
 }
 
 // TestBriefRankingAges: a namespace's ranking is kept between briefs, but
