@@ -70,6 +70,7 @@ type Node struct {
 	indexer *indexer
 	mesh    *mesh // nil when the node runs without the mesh
 	life    lifecycle
+	dups    *duplicateLinker
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -138,6 +139,7 @@ func New(cfg Config) (*Node, error) {
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
 		ranks:       newRankIndex(),
+		dups:        newDuplicateLinker(),
 	}
 	if n.life.reads, err = n.loadReads(); err != nil {
 		index.Close()
@@ -145,7 +147,10 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
-	n.indexer.indexed = n.life.changed
+	n.indexer.indexed = func(m *crdt.Memory) {
+		n.life.changed(m)
+		n.dups.note(m)
+	}
 	return n, nil
 }
 
@@ -165,8 +170,9 @@ func openIndex(dir string, opts search.Options, log *slog.Logger) (*search.Index
 
 // Start runs the node's background work: the search indexer, which first
 // catches up with every change the index has not seen (after a crash, the
-// ones between the index's watermark and storage), and the mesh when
-// Config.Mesh is set.
+// ones between the index's watermark and storage), the linking of copies of
+// one text that machines captured apart, and the mesh when Config.Mesh is
+// set.
 func (n *Node) Start(ctx context.Context) error {
 	ctx, n.cancel = context.WithCancel(ctx)
 	n.wg.Add(1)
@@ -178,6 +184,11 @@ func (n *Node) Start(ctx context.Context) error {
 	go func() {
 		defer n.wg.Done()
 		n.runExpunger(ctx)
+	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.runDuplicateLinker(ctx)
 	}()
 	n.wg.Add(1)
 	go func() {
