@@ -8,8 +8,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/inert"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -38,7 +38,7 @@ func TestTextIsInert(t *testing.T) {
 	if _, err := n.Link(ctx, node.LinkRequest{From: first.ID, Rel: "related_to", To: second.ID, Notes: "notes " + hostileText}); err != nil {
 		t.Fatal(err)
 	}
-	stale := crdt.StatusStale
+	stale := model.StatusStale
 	if _, err := n.Update(ctx, second.ID, node.UpdateRequest{Status: &stale}); err != nil {
 		t.Fatal(err)
 	}

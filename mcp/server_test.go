@@ -20,8 +20,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -288,7 +288,7 @@ func TestProvenance(t *testing.T) {
 			if p.Agent != "test-agent/1.2" || !strings.HasPrefix(p.Session, "stdio-") || p.Device != n.DeviceID() {
 				t.Errorf("provenance = %+v, want agent test-agent/1.2, a stdio session, device %s", p, n.DeviceID())
 			}
-			if m.Tier != crdt.TierAgent || m.Namespace != testNamespace {
+			if m.Tier != model.TierAgent || m.Namespace != testNamespace {
 				t.Errorf("tier %s, namespace %s; want agent, %s", m.Tier, m.Namespace, testNamespace)
 			}
 			var st statusData

@@ -18,7 +18,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -519,11 +519,11 @@ func TestServerMemoryWorkload(t *testing.T) {
 		t.Fatalf("%d memories in the namespace, want 2", len(mems))
 	}
 	bob := mems[slices.IndexFunc(mems, func(m node.Memory) bool { return m.Title == "Bob" })]
-	if bob.Content != "entity: \"Bob\"\ntype: person\n- b\n- b\n- c" || bob.Kind != "entity" || bob.Tier != crdt.TierAgent ||
+	if bob.Content != "entity: \"Bob\"\ntype: person\n- b\n- b\n- c" || bob.Kind != "entity" || bob.Tier != model.TierAgent ||
 		!bob.Evergreen || !bob.ExpiresAt.IsZero() || bob.Provenance.Agent != "test-client/1.0" || !strings.HasPrefix(bob.Provenance.Session, "stdio-") || len(bob.Revisions) != 3 {
 		t.Errorf("Bob's memory: %+v", bob.Memory)
 	}
-	if m, err := n.Get(context.Background(), worksInc); err != nil || m.Status != crdt.StatusDeleted {
+	if m, err := n.Get(context.Background(), worksInc); err != nil || m.Status != model.StatusDeleted {
 		t.Errorf("Works Inc's memory: %v, status %s; want deleted", err, m.Status)
 	}
 }

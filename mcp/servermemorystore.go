@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -110,7 +110,7 @@ func serverMemoryRefName(content, title string) string {
 // wanted reports whether a memory belongs to the graph of ns.
 func (s *serverMemoryStore) wanted(m *node.Memory) bool {
 	return m.Namespace == s.ns && (m.Kind == serverMemoryKind || m.Kind == serverMemoryRefKind) &&
-		(m.Status == crdt.StatusActive || m.Status == crdt.StatusStale) && !m.Expired(time.Now())
+		(m.Status == model.StatusActive || m.Status == model.StatusStale) && !m.Expired(time.Now())
 }
 
 // put records the current version of a memory of the graph; it reports
@@ -569,7 +569,7 @@ func (s *serverMemoryStore) applyCreate(ctx context.Context, plan []serverMemory
 			Title:     serverMemoryTitle(c.entity.Name),
 			Content:   c.content,
 			Kind:      serverMemoryKind,
-			Tier:      crdt.TierAgent,
+			Tier:      model.TierAgent,
 			Evergreen: true,
 			Agent:     prov.agent,
 			Session:   prov.session,
@@ -828,13 +828,13 @@ func (s *serverMemoryStore) endpoint(ctx context.Context, snap *serverMemorySnap
 	content := serverMemoryReference(name)
 	res, err := s.svc.Remember(ctx, node.RememberRequest{
 		Namespace: s.ns, Title: serverMemoryTitle(name), Content: content,
-		Kind: serverMemoryRefKind, Tier: crdt.TierAgent, Evergreen: true,
+		Kind: serverMemoryRefKind, Tier: model.TierAgent, Evergreen: true,
 	})
 	if err != nil {
 		return "", fmt.Errorf("reference to %s: %w", name, err)
 	}
 	m := node.Memory{ID: res.ID}
-	m.Namespace, m.Kind, m.Title, m.Content, m.Status = s.ns, serverMemoryRefKind, serverMemoryTitle(name), content, crdt.StatusActive
+	m.Namespace, m.Kind, m.Title, m.Content, m.Status = s.ns, serverMemoryRefKind, serverMemoryTitle(name), content, model.StatusActive
 	snap.put(&m)
 	return res.ID, nil
 }

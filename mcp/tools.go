@@ -17,8 +17,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -79,7 +79,7 @@ func (h *handler) rememberTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithString("namespace", mcpgo.Description(h.namespaceDescription())),
 		mcpgo.WithString("kind", mcpgo.Description("note (default), decision, convention, bug, fact, task, preference, summary, ...")),
 		mcpgo.WithArray("tags", mcpgo.WithStringItems(), mcpgo.Description(tagsDescription)),
-		mcpgo.WithString("tier", mcpgo.Enum(string(crdt.TierAgent), string(crdt.TierAuto)), mcpgo.Description("agent (default): learned in this session; auto: captured without review.")),
+		mcpgo.WithString("tier", mcpgo.Enum(string(model.TierAgent), string(model.TierAuto)), mcpgo.Description("agent (default): learned in this session; auto: captured without review.")),
 		mcpgo.WithNumber("confidence", mcpgo.Min(0.0), mcpgo.Max(1.0), mcpgo.Description("Default: 0.7 (agent), 0.5 (auto).")),
 		mcpgo.WithString("ttl", mcpgo.Description("e.g. 14d, 36h, none. Default: 90d (agent), 30d (auto).")),
 		mcpgo.WithBoolean("evergreen", mcpgo.Description("Never expires nor goes stale.")),
@@ -92,7 +92,7 @@ func (h *handler) rememberTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			Namespace:  a.namespace("namespace", h.namespace),
 			Kind:       a.str("kind"),
 			Tags:       a.strs("tags"),
-			Tier:       crdt.Tier(a.str("tier")),
+			Tier:       model.Tier(a.str("tier")),
 			Confidence: a.number("confidence"),
 			TTL:        a.str("ttl"),
 			Evergreen:  a.boolean("evergreen"),
@@ -122,7 +122,7 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithArray("tags", mcpgo.WithStringItems(), mcpgo.Description("Only with all these tags.")),
 		mcpgo.WithString("kind", mcpgo.Description("Only this kind.")),
 		mcpgo.WithArray("statuses", mcpgo.WithStringEnumItems(statusNames()), mcpgo.Description("Default: active, stale.")),
-		mcpgo.WithArray("tiers", mcpgo.WithStringEnumItems([]string{string(crdt.TierHuman), string(crdt.TierAgent), string(crdt.TierAuto)}), mcpgo.Description("Only these trust tiers.")),
+		mcpgo.WithArray("tiers", mcpgo.WithStringEnumItems([]string{string(model.TierHuman), string(model.TierAgent), string(model.TierAuto)}), mcpgo.Description("Only these trust tiers.")),
 		mcpgo.WithString("since", mcpgo.Description("Updated at or after: 2026-01-31, RFC 3339, or an age (7d).")),
 		mcpgo.WithString("until", mcpgo.Description("Updated before; as since.")),
 		mcpgo.WithInteger("limit", mcpgo.Min(1), mcpgo.Max(maxRecallLimit), mcpgo.Description("Default: 10.")),
@@ -143,10 +143,10 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			Budget:    a.integer("budget"),
 		}
 		for _, s := range a.strs("statuses") {
-			r.Statuses = append(r.Statuses, crdt.Status(s))
+			r.Statuses = append(r.Statuses, model.Status(s))
 		}
 		for _, t := range a.strs("tiers") {
-			r.Tiers = append(r.Tiers, crdt.Tier(t))
+			r.Tiers = append(r.Tiers, model.Tier(t))
 		}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
@@ -208,7 +208,7 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithNumber("confidence", mcpgo.Min(0.0), mcpgo.Max(1.0), mcpgo.Description("0 to 1.")),
 		mcpgo.WithBoolean("evergreen", mcpgo.Description("Never expires nor goes stale.")),
 		mcpgo.WithString("ttl", mcpgo.Description("From now: 14d, 36h, none.")),
-		mcpgo.WithString("status", mcpgo.Enum(string(crdt.StatusActive), string(crdt.StatusStale), string(crdt.StatusArchived)), mcpgo.Description("stale: may no longer hold; archived: kept, out of searches.")),
+		mcpgo.WithString("status", mcpgo.Enum(string(model.StatusActive), string(model.StatusStale), string(model.StatusArchived)), mcpgo.Description("stale: may no longer hold; archived: kept, out of searches.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
@@ -225,7 +225,7 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			TTL:        a.optStr("ttl"),
 		}
 		if s := a.optStr("status"); s != nil {
-			status := crdt.Status(*s)
+			status := model.Status(*s)
 			r.Status = &status
 		}
 		if bad := a.problem(); bad != nil {
@@ -244,7 +244,7 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 // back deleted and compacted memories too (an update cannot change a
 // deleted memory); the other fields are then applied to the restored one.
 func (h *handler) update(ctx context.Context, id string, r node.UpdateRequest) (node.Memory, error) {
-	if r.Status == nil || *r.Status != crdt.StatusActive {
+	if r.Status == nil || *r.Status != model.StatusActive {
 		return h.svc.Update(ctx, id, r)
 	}
 	m, err := h.svc.Restore(ctx, id)
@@ -473,8 +473,8 @@ func (h *handler) statusTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 
 func statusNames() []string {
 	return []string{
-		string(crdt.StatusActive), string(crdt.StatusStale), string(crdt.StatusArchived),
-		string(crdt.StatusCompacted), string(crdt.StatusDeleted),
+		string(model.StatusActive), string(model.StatusStale), string(model.StatusArchived),
+		string(model.StatusCompacted), string(model.StatusDeleted),
 	}
 }
 

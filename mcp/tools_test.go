@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -43,7 +43,7 @@ func TestTools(t *testing.T) {
 			t.Errorf("stored %+v", m.Memory)
 		}
 		call(t, c, "remember", map[string]any{"content": "Run database migrations with goose, never by hand.", "namespace": "ops", "tier": "auto", "evergreen": true}, &goose)
-		if m, _ := n.Get(ctx, goose.ID); m.Namespace != "ops" || m.Tier != crdt.TierAuto || !m.ExpiresAt.IsZero() {
+		if m, _ := n.Get(ctx, goose.ID); m.Namespace != "ops" || m.Tier != model.TierAuto || !m.ExpiresAt.IsZero() {
 			t.Errorf("stored %+v", m.Memory)
 		}
 	})
@@ -302,7 +302,7 @@ func TestCompactTools(t *testing.T) {
 		"Nightly backups keep 7 days, weekly backups 4 weeks",
 		"Nightly backups run at 02:00 from the replica",
 	} {
-		res, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: text, Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -100)})
+		res, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: text, Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -100)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +319,7 @@ func TestCompactTools(t *testing.T) {
 	if res.Summary.Kind != "summary" || len(res.Members) != 3 || !strings.Contains(text, "Stored summary "+res.Summary.ShortID) {
 		t.Fatalf("compact_apply = %+v, text %q", res, text)
 	}
-	if m, err := n.Get(ctx, ids[1]); err != nil || m.Status != crdt.StatusCompacted {
+	if m, err := n.Get(ctx, ids[1]); err != nil || m.Status != model.StatusCompacted {
 		t.Fatalf("member after compact_apply: %s, %v", m.Status, err)
 	}
 }
@@ -328,7 +328,7 @@ func TestCompactTools(t *testing.T) {
 func snapshot(t *testing.T, n *node.Node, ids ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	all := []crdt.Status{crdt.StatusActive, crdt.StatusStale, crdt.StatusArchived, crdt.StatusCompacted, crdt.StatusDeleted}
+	all := []model.Status{model.StatusActive, model.StatusStale, model.StatusArchived, model.StatusCompacted, model.StatusDeleted}
 	list, err := n.List(ctx, node.ListRequest{Statuses: all, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/graph"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -65,7 +65,7 @@ func (n *Node) Analyze(ctx context.Context, req AnalyzeRequest) (Analysis, error
 		if err != nil {
 			return err
 		}
-		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+		if m.Status != model.StatusActive && m.Status != model.StatusStale {
 			return nil
 		}
 		at := DisplayID(id)

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 )
 
@@ -35,19 +35,19 @@ const (
 
 // BriefItem is one memory in a brief, shortened to fit.
 type BriefItem struct {
-	ID         string    `json:"id"`
-	ShortID    string    `json:"short_id"`
-	Title      string    `json:"title,omitempty"`
-	Kind       string    `json:"kind"`
-	Tier       crdt.Tier `json:"tier"`
-	Confidence float64   `json:"confidence"`
-	Device     string    `json:"device,omitempty"` // the machine that wrote it: for what was learned on other machines
-	Agent      string    `json:"agent,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	Content    string    `json:"content"`
-	Truncated  bool      `json:"truncated,omitempty"`
-	Reason     string    `json:"reason,omitempty"`  // conflicts and stale alerts: why it is listed there
-	Similar    int       `json:"similar,omitempty"` // near duplicates it stands for, not shown
+	ID         string     `json:"id"`
+	ShortID    string     `json:"short_id"`
+	Title      string     `json:"title,omitempty"`
+	Kind       string     `json:"kind"`
+	Tier       model.Tier `json:"tier"`
+	Confidence float64    `json:"confidence"`
+	Device     string     `json:"device,omitempty"` // the machine that wrote it: for what was learned on other machines
+	Agent      string     `json:"agent,omitempty"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	Content    string     `json:"content"`
+	Truncated  bool       `json:"truncated,omitempty"`
+	Reason     string     `json:"reason,omitempty"`  // conflicts and stale alerts: why it is listed there
+	Similar    int        `json:"similar,omitempty"` // near duplicates it stands for, not shown
 }
 
 // Brief is what an agent should know at the start of a session in a
@@ -124,11 +124,11 @@ const (
 	classOther                // everything else, by score
 )
 
-func rankClass(kind string, tier crdt.Tier) int {
+func rankClass(kind string, tier model.Tier) int {
 	switch {
 	case kind == "task":
 		return classTask
-	case kind == "decision" && tier == crdt.TierHuman:
+	case kind == "decision" && tier == model.TierHuman:
 		return classHumanDecision
 	case kind == "convention" || kind == "preference":
 		return classConvention
@@ -143,9 +143,9 @@ func rankClass(kind string, tier crdt.Tier) int {
 func briefScore(e *rankEntry, confidenceNow float64, degree int, maturity Maturity, now time.Time) float64 {
 	tier := 1.0
 	switch e.tier {
-	case crdt.TierHuman:
+	case model.TierHuman:
 		tier = 1.2
-	case crdt.TierAuto:
+	case model.TierAuto:
 		tier = 0.85
 	}
 	age := max(now.Sub(e.updated).Hours()/24, 0)
@@ -318,7 +318,7 @@ func (c *candidate) compare(d *candidate) int {
 
 // briefItem is a memory shown in a brief, its content cut to
 // briefItemMaxRunes.
-func (n *Node) briefItem(m *crdt.Memory) BriefItem {
+func (n *Node) briefItem(m *model.Memory) BriefItem {
 	content, truncated := m.Content, false
 	if utf8.RuneCountInString(content) > briefItemMaxRunes {
 		content, truncated = string([]rune(content)[:briefItemMaxRunes])+"…", true
@@ -383,7 +383,7 @@ const maxAimedWordBytes = 64
 // queryCandidates returns the memories of ns that match query well, best
 // first, as candidates of an aimed brief.
 func (n *Node) queryCandidates(ctx context.Context, ns, query string) ([]candidate, error) {
-	res, err := n.Search(ctx, SearchRequest{Query: query, Namespace: ns, Limit: aimedCandidates, NoGraph: true, Statuses: []crdt.Status{crdt.StatusActive}})
+	res, err := n.Search(ctx, SearchRequest{Query: query, Namespace: ns, Limit: aimedCandidates, NoGraph: true, Statuses: []model.Status{model.StatusActive}})
 	if err != nil || res.Fuzzy || len(res.Results) == 0 {
 		return nil, err
 	}

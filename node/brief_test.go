@@ -12,6 +12,7 @@ import (
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 )
 
 // importProject imports a generated project of size memories into ns and
@@ -182,12 +183,12 @@ func TestBriefNearDuplicates(t *testing.T) {
 func TestBriefFollowsChanges(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	old := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Tier: crdt.TierHuman, Content: "Sessions are stored in Postgres"})
+	old := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Tier: model.TierHuman, Content: "Sessions are stored in Postgres"})
 	gone := remember(t, n, RememberRequest{Namespace: "p", Content: "The build cache lives in /var/cache/build"})
 	if _, err := n.Context(ctx, ContextRequest{Namespace: "p"}); err != nil {
 		t.Fatal(err)
 	}
-	repl := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Tier: crdt.TierHuman, Content: "Sessions are stored in Redis"})
+	repl := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Tier: model.TierHuman, Content: "Sessions are stored in Redis"})
 	if _, err := n.Link(ctx, LinkRequest{From: repl.ID, Rel: "supersedes", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestBriefRankingAges(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	ctx := context.Background()
-	old := remember(t, n, RememberRequest{Namespace: "p", Content: "The VPN concentrator is in rack 4", Tier: crdt.TierHuman, At: now.Add(-60*24*time.Hour + time.Hour)})
+	old := remember(t, n, RememberRequest{Namespace: "p", Content: "The VPN concentrator is in rack 4", Tier: model.TierHuman, At: now.Add(-60*24*time.Hour + time.Hour)})
 	linked := remember(t, n, RememberRequest{Namespace: "p", Content: "Rack 4 is in the second row"})
 	if _, err := n.Link(ctx, LinkRequest{From: linked.ID, Rel: "related_to", To: old.ID}); err != nil {
 		t.Fatal(err)

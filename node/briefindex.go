@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/graph"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -53,8 +53,8 @@ type rankIndex struct {
 type rankEntry struct {
 	adj                       *rankAdj
 	ns, kind, device          string
-	tier                      crdt.Tier
-	status                    crdt.Status
+	tier                      model.Tier
+	status                    model.Status
 	confidence                float64
 	evergreen, conflict       bool
 	created, updated, expires time.Time
@@ -218,13 +218,13 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		ri.touched(rec.ID)
 		ri.removeMemory(rec.ID)
 	case storage.KindMemory:
-		var m crdt.Memory
+		var m model.Memory
 		if err := json.Unmarshal(rec.Value, &m); err != nil {
 			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 		}
 		ri.removeMemory(m.ID)
 		ri.touched(m.ID)
-		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+		if m.Status != model.StatusActive && m.Status != model.StatusStale {
 			return nil
 		}
 		e := &rankEntry{adj: ri.adjOf(m.ID), ns: ri.intern(m.Namespace), kind: ri.intern(m.Kind), device: ri.intern(m.Provenance.Device),
@@ -236,7 +236,7 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		}
 		ri.byNS[m.Namespace][m.ID] = e
 	case storage.KindEdge:
-		var e crdt.Edge
+		var e model.Edge
 		if err := json.Unmarshal(rec.Value, &e); err != nil {
 			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 		}
@@ -311,7 +311,7 @@ func (ri *rankIndex) removeEdge(id string) {
 // active reports whether the memory with full id is live and active.
 func (ri *rankIndex) active(id string) bool {
 	e, ok := ri.mems[id]
-	return ok && e.status == crdt.StatusActive
+	return ok && e.status == model.StatusActive
 }
 
 // touchesNamespace reports whether any of the endpoints is a live memory

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // A namespace's ranking is kept between briefs: every live memory scored
@@ -166,13 +166,13 @@ func (r *nsRanking) insert(c *candidate) {
 func (n *Node) score(id string, e *rankEntry, p rankParams) *candidate {
 	c := &candidate{id: id, class: rankClass(e.kind, e.tier)}
 	sum := n.ranks.summary(id, e.adj, p.now)
-	if e.status == crdt.StatusActive {
+	if e.status == model.StatusActive {
 		c.why.contradicts = sum.contradicts
 	}
 	c.why.supersededBy = sum.supersededBy
 	c.dup = sum.dup
 	c.score = briefScore(e, e.confidence*decay(e.evergreen, e.updated, p.now, p.halfLife), sum.degree, maturityOf(n.life.readsOf(id)), p.now)
-	c.why.marked = e.status == crdt.StatusStale
+	c.why.marked = e.status == model.StatusStale
 	if !e.evergreen {
 		if age := p.now.Sub(e.updated); age > time.Duration(p.staleDays)*24*time.Hour {
 			c.why.ageDays, c.why.staleDays = int(age.Hours()/24), p.staleDays
@@ -180,7 +180,7 @@ func (n *Node) score(id string, e *rankEntry, p rankParams) *candidate {
 		c.why.orphan = p.now.Sub(e.created) > orphanAge && !sum.linked
 	}
 	switch {
-	case e.conflict && e.status == crdt.StatusActive:
+	case e.conflict && e.status == model.StatusActive:
 		c.section, c.why.conflict = sectionConflicts, true
 	case len(c.why.contradicts) > 0:
 		c.section = sectionConflicts

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -71,7 +71,7 @@ func (n *Node) Changes(ctx context.Context, req ChangesRequest) (ChangesResult, 
 		case storage.KindPurge:
 			out.Purged = append(out.Purged, DisplayID(rec.ID))
 		case storage.KindEdge:
-			var e crdt.Edge
+			var e model.Edge
 			if err := json.Unmarshal(rec.Value, &e); err != nil {
 				return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 			}
@@ -81,7 +81,7 @@ func (n *Node) Changes(ctx context.Context, req ChangesRequest) (ChangesResult, 
 				out.Elsewhere = append(out.Elsewhere, DisplayID(rec.ID))
 				return nil
 			}
-			var m crdt.Memory
+			var m model.Memory
 			if err := json.Unmarshal(rec.Value, &m); err != nil {
 				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 			}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // TestChanges: a client that asks from where its last answer ended hears of
@@ -48,7 +48,7 @@ func TestChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	later, err := n.Changes(ctx, ChangesRequest{After: got.Next, Namespace: "kg", Limit: 1})
-	if err != nil || len(later.Memories) != 1 || later.Memories[0].Status != crdt.StatusDeleted || !later.More {
+	if err != nil || len(later.Memories) != 1 || later.Memories[0].Status != model.StatusDeleted || !later.More {
 		t.Fatalf("changes after a delete, one at a time = %+v, %v", later, err)
 	}
 	rest, err := n.Changes(ctx, ChangesRequest{After: later.Next, Namespace: "kg"})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -113,12 +114,12 @@ func (n *Node) CompactCandidates(ctx context.Context, req CompactRequest) (Compa
 
 // CompactApplyRequest replaces memories with a summary of them.
 type CompactApplyRequest struct {
-	Members []string  `json:"members"` // ids of the memories the summary replaces
-	Title   string    `json:"title,omitempty"`
-	Summary string    `json:"summary"`
-	Tier    crdt.Tier `json:"tier,omitempty"` // of the summary; default agent
-	Agent   string    `json:"agent,omitempty"`
-	Session string    `json:"session,omitempty"`
+	Members []string   `json:"members"` // ids of the memories the summary replaces
+	Title   string     `json:"title,omitempty"`
+	Summary string     `json:"summary"`
+	Tier    model.Tier `json:"tier,omitempty"` // of the summary; default agent
+	Agent   string     `json:"agent,omitempty"`
+	Session string     `json:"session,omitempty"`
 }
 
 // CompactResult is what a compaction wrote.
@@ -177,7 +178,7 @@ func (n *Node) CompactApply(ctx context.Context, req CompactApplyRequest) (Compa
 	}
 	moved := map[string]bool{}
 	for _, old := range inbound {
-		e := crdt.Edge{
+		e := model.Edge{
 			ID: crdt.EdgeID(old.From, old.Rel, sumID), From: old.From, Rel: old.Rel, To: sumID,
 			Notes:    strings.TrimSpace(old.Notes + " (re-pointed from " + n.shortID(strings.TrimPrefix(old.To, IDPrefix)) + ")"),
 			Strength: old.Strength, Origin: OriginCompaction, ValidFrom: old.ValidFrom, ValidTo: old.ValidTo,
@@ -255,7 +256,7 @@ func (n *Node) compactMember(id, ns, summary string) (storage.Record, error) {
 		return storage.Record{}, fmt.Errorf("load memory %s: %w", DisplayID(id), err)
 	}
 	defer doc.Close()
-	if err := errors.Join(doc.SetStatus(crdt.StatusCompacted, summary), doc.SetUpdated(n.now().UTC()), doc.Commit("compact")); err != nil {
+	if err := errors.Join(doc.SetStatus(model.StatusCompacted, summary), doc.SetUpdated(n.now().UTC()), doc.Commit("compact")); err != nil {
 		return storage.Record{}, fmt.Errorf("compact memory %s: %w", DisplayID(id), err)
 	}
 	m, err = doc.Materialize()
@@ -272,13 +273,13 @@ func (n *Node) compactMember(id, ns, summary string) (storage.Record, error) {
 
 // inboundEdges returns the edges valid now that reach one of ids from
 // outside them.
-func (n *Node) inboundEdges(ids []string) ([]crdt.Edge, error) {
+func (n *Node) inboundEdges(ids []string) ([]model.Edge, error) {
 	group := map[string]bool{}
 	for _, id := range ids {
 		group[DisplayID(id)] = true
 	}
 	now := n.now()
-	var out []crdt.Edge
+	var out []model.Edge
 	for _, id := range ids {
 		edges, err := n.edgesOf(DisplayID(id), In)
 		if err != nil {

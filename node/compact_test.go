@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // staleCluster stores three stale memories of ns that say related things
@@ -23,13 +23,13 @@ func staleCluster(t *testing.T, n *Node, ns string) ([]RememberResult, RememberR
 		"Uploads retry with exponential backoff; the cap is 5 seconds",
 		"Only 5xx responses are retried; a 4xx fails at once",
 	} {
-		members = append(members, remember(t, n, RememberRequest{Namespace: ns, Content: text, Tier: crdt.TierHuman, At: old}))
+		members = append(members, remember(t, n, RememberRequest{Namespace: ns, Content: text, Tier: model.TierHuman, At: old}))
 	}
-	remember(t, n, RememberRequest{Namespace: ns, Content: "The staging database is restored every Sunday night", Tier: crdt.TierHuman, At: old})
+	remember(t, n, RememberRequest{Namespace: ns, Content: "The staging database is restored every Sunday night", Tier: model.TierHuman, At: old})
 	if _, err := n.Link(context.Background(), LinkRequest{From: members[2].ID, Rel: "related_to", To: members[0].ID}); err != nil {
 		t.Fatal(err)
 	}
-	user := remember(t, n, RememberRequest{Namespace: ns, Content: "The image service calls the upload client", Tier: crdt.TierHuman})
+	user := remember(t, n, RememberRequest{Namespace: ns, Content: "The image service calls the upload client", Tier: model.TierHuman})
 	if _, err := n.Link(context.Background(), LinkRequest{From: user.ID, Rel: "depends_on", To: members[0].ID, Notes: "shares its retry policy"}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +74,12 @@ func TestCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := res.Summary
-	if sum.Kind != "summary" || sum.Status != crdt.StatusActive || !sum.ExpiresAt.IsZero() || len(res.Members) != 3 {
+	if sum.Kind != "summary" || sum.Status != model.StatusActive || !sum.ExpiresAt.IsZero() || len(res.Members) != 3 {
 		t.Fatalf("summary %+v, members %v", sum, res.Members)
 	}
 	for _, id := range ids {
 		m, err := n.Get(ctx, id)
-		if err != nil || m.Status != crdt.StatusCompacted || DisplayID(m.CompactedInto) != sum.ID {
+		if err != nil || m.Status != model.StatusCompacted || DisplayID(m.CompactedInto) != sum.ID {
 			t.Fatalf("member %s: status %s into %q, %v", id, m.Status, m.CompactedInto, err)
 		}
 	}
@@ -99,7 +99,7 @@ func TestCompaction(t *testing.T) {
 			t.Errorf("compacted member %s still in searches", h.ID)
 		}
 	}
-	if back, err := n.Restore(ctx, ids[0]); err != nil || back.Status != crdt.StatusActive || back.CompactedInto != "" {
+	if back, err := n.Restore(ctx, ids[0]); err != nil || back.Status != model.StatusActive || back.CompactedInto != "" {
 		t.Fatalf("restore a compacted member: %+v %v", back, err)
 	}
 }

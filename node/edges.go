@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -18,7 +19,7 @@ import (
 // memory ids ("m-" + id) or artefacts ("file:path", "file:path:10-20",
 // "code:path::symbol", "url:https://...").
 type Edge struct {
-	crdt.Edge
+	model.Edge
 }
 
 // LinkRequest creates (or revives) the edge From -Rel-> To.
@@ -247,7 +248,7 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 	var doc *crdt.EdgeDoc
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		doc, err = crdt.NewEdgeDoc(n.actor, &crdt.Edge{
+		doc, err = crdt.NewEdgeDoc(n.actor, &model.Edge{
 			ID: id, From: from, Rel: rel, To: to, Notes: notes, Strength: strength, Origin: origin,
 			ValidFrom: req.ValidFrom, ValidTo: req.ValidTo, CreatedAt: now, UpdatedAt: now,
 		})
@@ -270,7 +271,7 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 
 // Unlink deletes the edge From -Rel-> To. The tombstone replicates.
 func (n *Node) Unlink(ctx context.Context, from, rel, to string) (Edge, error) {
-	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *crdt.Edge) error {
+	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *model.Edge) error {
 		if e.Deleted {
 			return errUnchanged
 		}
@@ -281,12 +282,12 @@ func (n *Node) Unlink(ctx context.Context, from, rel, to string) (Edge, error) {
 // Invalidate ends an edge's validity at now without deleting it: the edge
 // stays as history, and traversals as of earlier times still follow it.
 func (n *Node) Invalidate(ctx context.Context, from, rel, to string) (Edge, error) {
-	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *crdt.Edge) error {
+	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *model.Edge) error {
 		return doc.SetValidity(e.ValidFrom, n.now().UTC())
 	})
 }
 
-func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDoc, *crdt.Edge) error) (Edge, error) {
+func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDoc, *model.Edge) error) (Edge, error) {
 	rel, err := checkRel(relName)
 	if err != nil {
 		return Edge{}, err
@@ -371,7 +372,7 @@ func (n *Node) commitEdge(doc *crdt.EdgeDoc) (Edge, error) {
 
 // newEdgeRecord creates the document of a new edge and returns its record
 // to commit, with the edge as stored.
-func newEdgeRecord(actor string, e *crdt.Edge) (storage.Record, Edge, error) {
+func newEdgeRecord(actor string, e *model.Edge) (storage.Record, Edge, error) {
 	doc, err := crdt.NewEdgeDoc(actor, e)
 	if err != nil {
 		return storage.Record{}, Edge{}, err
@@ -387,7 +388,7 @@ func newEdgeRecord(actor string, e *crdt.Edge) (storage.Record, Edge, error) {
 
 // edgeRecord builds the storage record of an edge: its materialised JSON
 // and, while it is live, its adjacency terms.
-func edgeRecord(e *crdt.Edge, doc []byte) (storage.Record, error) {
+func edgeRecord(e *model.Edge, doc []byte) (storage.Record, error) {
 	value, err := json.Marshal(e)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("encode edge: %w", err)
@@ -399,21 +400,21 @@ func edgeRecord(e *crdt.Edge, doc []byte) (storage.Record, error) {
 	return rec, nil
 }
 
-func (n *Node) loadEdge(id string) (crdt.Edge, error) {
+func (n *Node) loadEdge(id string) (model.Edge, error) {
 	rec, err := n.store.Get(storage.KindEdge, id)
 	if err != nil {
-		return crdt.Edge{}, err
+		return model.Edge{}, err
 	}
-	var e crdt.Edge
+	var e model.Edge
 	if err := json.Unmarshal(rec.Value, &e); err != nil {
-		return crdt.Edge{}, fmt.Errorf("decode edge %s: %w", id, err)
+		return model.Edge{}, fmt.Errorf("decode edge %s: %w", id, err)
 	}
 	return e, nil
 }
 
 // edgesOf returns the live edges at an endpoint in one direction.
-func (n *Node) edgesOf(endpoint string, dir Direction) ([]crdt.Edge, error) {
-	var out []crdt.Edge
+func (n *Node) edgesOf(endpoint string, dir Direction) ([]model.Edge, error) {
+	var out []model.Edge
 	fields := map[Direction][]string{Out: {"from"}, In: {"to"}, Both: {"from", "to"}}[dir]
 	for _, field := range fields {
 		err := n.store.Scan(storage.KindEdge, storage.Term{Field: field, Value: endpoint}, func(id string) error {
@@ -439,13 +440,13 @@ const OriginExtracted = "extracted"
 // touchEdges returns the derived touches edges at an endpoint: out of a
 // memory to the artefacts it mentions, into an artefact from the memories
 // that mention it (at most limit of them).
-func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]crdt.Edge, error) {
-	touch := func(m *crdt.Memory, artefact string) crdt.Edge {
+func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]model.Edge, error) {
+	touch := func(m *model.Memory, artefact string) model.Edge {
 		from := DisplayID(m.ID)
-		return crdt.Edge{ID: crdt.EdgeID(from, "touches", artefact), From: from, Rel: "touches", To: artefact,
+		return model.Edge{ID: crdt.EdgeID(from, "touches", artefact), From: from, Rel: "touches", To: artefact,
 			Strength: 0.5, Origin: OriginExtracted, CreatedAt: m.Provenance.CreatedAt, UpdatedAt: m.Provenance.UpdatedAt}
 	}
-	var out []crdt.Edge
+	var out []model.Edge
 	if id, ok := strings.CutPrefix(endpoint, IDPrefix); ok {
 		if dir == In {
 			return nil, nil
@@ -454,7 +455,7 @@ func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]crdt.Edg
 		if storageNotFound(err) {
 			return nil, nil
 		}
-		if err != nil || m.Status == crdt.StatusDeleted {
+		if err != nil || m.Status == model.StatusDeleted {
 			return nil, err
 		}
 		for _, t := range m.Touches {
@@ -472,7 +473,7 @@ func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]crdt.Edg
 			return errStop
 		}
 		m, err := n.load(id)
-		if err != nil || m.Status == crdt.StatusDeleted {
+		if err != nil || m.Status == model.StatusDeleted {
 			return err
 		}
 		out = append(out, touch(&m, endpoint))
@@ -531,7 +532,7 @@ func (n *Node) Edges(ctx context.Context, req EdgesRequest) ([]Edge, error) {
 }
 
 // validAt reports whether an edge holds at t.
-func validAt(e *crdt.Edge, t time.Time) bool {
+func validAt(e *model.Edge, t time.Time) bool {
 	return !e.Deleted && (e.ValidFrom.IsZero() || !t.Before(e.ValidFrom)) && (e.ValidTo.IsZero() || t.Before(e.ValidTo))
 }
 

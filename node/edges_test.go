@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 func TestLinkTraverseUnlink(t *testing.T) {
@@ -146,10 +147,10 @@ func TestLinkRejectsBadInput(t *testing.T) {
 func TestContextBrief(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	human := remember(t, n, RememberRequest{Namespace: "app", Content: "Never log request bodies: they hold tokens", Tier: crdt.TierHuman})
-	remember(t, n, RememberRequest{Namespace: "app", Content: "The cache warms in about a minute", Tier: crdt.TierAuto})
+	human := remember(t, n, RememberRequest{Namespace: "app", Content: "Never log request bodies: they hold tokens", Tier: model.TierHuman})
+	remember(t, n, RememberRequest{Namespace: "app", Content: "The cache warms in about a minute", Tier: model.TierAuto})
 	stale := remember(t, n, RememberRequest{Namespace: "app", Content: "Builds use Go 1.21"})
-	status := crdt.StatusStale
+	status := model.StatusStale
 	if _, err := n.Update(ctx, stale.ID, UpdateRequest{Status: &status}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestRestore(t *testing.T) {
 		t.Fatal("an archived memory was found")
 	}
 	got, err := n.Restore(ctx, m.ShortID)
-	if err != nil || got.Status != crdt.StatusActive {
+	if err != nil || got.Status != model.StatusActive {
 		t.Fatalf("restore: %+v %v", got.Status, err)
 	}
 	if res, _ := n.Search(ctx, SearchRequest{Query: "nvmrc"}); len(res.Results) != 1 {
@@ -272,7 +273,7 @@ func TestRestore(t *testing.T) {
 	if _, err := n.Delete(ctx, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := n.Restore(ctx, m.ID); err != nil || got.Status != crdt.StatusActive {
+	if got, err := n.Restore(ctx, m.ID); err != nil || got.Status != model.StatusActive {
 		t.Fatalf("restoring a deleted memory: %v %v, want it active", got.Status, err)
 	}
 }
@@ -364,7 +365,7 @@ func TestSupersededIsStale(t *testing.T) {
 	if len(b.Active) != 1 || b.Active[0].ID != newer.ID || len(b.StaleAlerts) != 1 || b.StaleAlerts[0].ID != old.ID || b.StaleAlerts[0].Reason == "" {
 		t.Fatalf("brief active %+v, stale alerts %+v", b.Active, b.StaleAlerts)
 	}
-	if after, _ := n.Get(ctx, old.ID); after.Status != crdt.StatusActive || !slices.Equal(after.Heads, before.Heads) {
+	if after, _ := n.Get(ctx, old.ID); after.Status != model.StatusActive || !slices.Equal(after.Heads, before.Heads) {
 		t.Fatalf("the superseded memory was changed: %s %v", after.Status, after.Heads)
 	}
 	if _, err := n.Invalidate(ctx, newer.ID, "supersedes", old.ID); err != nil {
@@ -449,8 +450,8 @@ func TestBriefSections(t *testing.T) {
 func TestStaleByAge(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	old := remember(t, n, RememberRequest{Namespace: "ops", Content: "The VPN concentrator is in rack 4", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -90)})
-	remember(t, n, RememberRequest{Namespace: "ops", Content: "On-call rotates weekly", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -90), Evergreen: true})
+	old := remember(t, n, RememberRequest{Namespace: "ops", Content: "The VPN concentrator is in rack 4", Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -90)})
+	remember(t, n, RememberRequest{Namespace: "ops", Content: "On-call rotates weekly", Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -90), Evergreen: true})
 	fresh := remember(t, n, RememberRequest{Namespace: "ops", Content: "The new VPN is WireGuard"})
 	reasons := func() map[string][]string {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/inert"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -59,13 +60,13 @@ func (h ExportHeader) Records() int { return h.Namespaces + h.Purged + h.Memorie
 // field and revision.
 type ExportLine struct {
 	Type string `json:"type"` // "memory"
-	crdt.Memory
+	model.Memory
 }
 
 // exportEdge is an edge line.
 type exportEdge struct {
 	Type string `json:"type"` // "edge"
-	crdt.Edge
+	model.Edge
 }
 
 // exportNamespace is a line of namespace settings.
@@ -119,11 +120,11 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 		return h, err
 	}
 	err = n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		if err := json.Unmarshal(rec.Value, &r); err != nil {
 			return fmt.Errorf("decode mesh record %s: %w", rec.ID, err)
 		}
-		if r.What != crdt.MeshNamespace {
+		if r.What != model.MeshNamespace {
 			return nil
 		}
 		return line(exportNamespace{Type: lineNamespace, Namespace: r.Key, Sync: r.Sync, StaleAfterDays: r.StaleDays})
@@ -139,7 +140,7 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 	}
 	if err == nil {
 		err = n.store.All(storage.KindMemory, func(rec storage.Record) error {
-			var m crdt.Memory
+			var m model.Memory
 			if err := json.Unmarshal(rec.Value, &m); err != nil {
 				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 			}
@@ -150,7 +151,7 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 	}
 	if err == nil {
 		err = n.store.All(storage.KindEdge, func(rec storage.Record) error {
-			var e crdt.Edge
+			var e model.Edge
 			if err := json.Unmarshal(rec.Value, &e); err != nil {
 				return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 			}
@@ -177,8 +178,8 @@ func (n *Node) exportHeader() (ExportHeader, error) {
 		}
 	}
 	err = n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
-		if json.Unmarshal(rec.Value, &r) == nil && r.What == crdt.MeshNamespace {
+		var r model.MeshRecord
+		if json.Unmarshal(rec.Value, &r) == nil && r.What == model.MeshNamespace {
 			h.Namespaces++
 		}
 		return nil
@@ -204,8 +205,8 @@ type importItem struct {
 	header    *ExportHeader
 	namespace *exportNamespace
 	tombstone *crdt.Tombstone
-	memory    *crdt.Memory
-	edge      *crdt.Edge
+	memory    *model.Memory
+	edge      *model.Edge
 }
 
 // ImportCheck is what CheckImport found in an import file.
@@ -294,8 +295,8 @@ type importer struct {
 	n        *Node
 	ctx      context.Context
 	res      ImportResult
-	memories []crdt.Memory
-	edges    []crdt.Edge
+	memories []model.Memory
+	edges    []model.Edge
 	erased   bool
 }
 
@@ -338,7 +339,7 @@ func (imp *importer) single(line int, it importItem) error {
 	switch {
 	case it.namespace != nil:
 		ns := it.namespace
-		if _, err := n.store.Get(storage.KindMesh, crdt.MeshID(crdt.MeshNamespace, ns.Namespace)); err == nil {
+		if _, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshNamespace, ns.Namespace)); err == nil {
 			imp.res.NamespacesKept++
 			return nil
 		} else if !storageNotFound(err) {
@@ -423,8 +424,8 @@ func (imp *importer) flushEdges() error {
 
 // importRecords builds, on every core, the records of the memories of batch
 // that are not stored yet, nor purged; it counts the others in res.
-func (n *Node) importRecords(batch []crdt.Memory, res *ImportResult) ([]storage.Record, error) {
-	var todo []*crdt.Memory
+func (n *Node) importRecords(batch []model.Memory, res *ImportResult) ([]storage.Record, error) {
+	var todo []*model.Memory
 	seen := make(map[string]bool, len(batch))
 	for i := range batch {
 		id := batch[i].ID
@@ -459,7 +460,7 @@ func (n *Node) importRecords(batch []crdt.Memory, res *ImportResult) ([]storage.
 }
 
 // importRecord builds the document and storage record of an imported memory.
-func (n *Node) importRecord(m *crdt.Memory) (storage.Record, error) {
+func (n *Node) importRecord(m *model.Memory) (storage.Record, error) {
 	doc, err := crdt.NewMemoryDoc(n.actor, m)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
@@ -480,7 +481,7 @@ func (n *Node) importRecord(m *crdt.Memory) (storage.Record, error) {
 // importEdge returns the record of an imported edge, or ok=false when the
 // edge is here already, or one of its memories is not (never imported,
 // or purged).
-func (n *Node) importEdge(e *crdt.Edge) (rec storage.Record, ok bool, err error) {
+func (n *Node) importEdge(e *model.Edge) (rec storage.Record, ok bool, err error) {
 	from, ferr := n.endpoint(e.From)
 	to, terr := n.endpoint(e.To)
 	if errors.Is(ferr, ErrNotFound) || errors.Is(terr, ErrNotFound) {
@@ -551,13 +552,13 @@ func parseNamespaceLine(text []byte) (importItem, error) {
 		return importItem{}, err
 	}
 	if l.Sync == "" {
-		l.Sync = crdt.SyncAll
+		l.Sync = model.SyncAll
 	}
-	if l.Sync != crdt.SyncAll && l.Sync != crdt.SyncLocal {
-		return importItem{}, fmt.Errorf("sync %q: want %q or %q", l.Sync, crdt.SyncAll, crdt.SyncLocal)
+	if l.Sync != model.SyncAll && l.Sync != model.SyncLocal {
+		return importItem{}, fmt.Errorf("sync %q: want %q or %q", l.Sync, model.SyncAll, model.SyncLocal)
 	}
-	if l.StaleAfterDays < 0 || l.StaleAfterDays > crdt.MaxStaleDays {
-		return importItem{}, fmt.Errorf("stale_after_days %d: want 0 (the default) to %d", l.StaleAfterDays, crdt.MaxStaleDays)
+	if l.StaleAfterDays < 0 || l.StaleAfterDays > model.MaxStaleDays {
+		return importItem{}, fmt.Errorf("stale_after_days %d: want 0 (the default) to %d", l.StaleAfterDays, model.MaxStaleDays)
 	}
 	l.Namespace = ns
 	return importItem{namespace: &l}, nil
@@ -614,10 +615,10 @@ func parseEdgeLine(text []byte) (importItem, error) {
 }
 
 // parseMemoryLine decodes and checks a memory line.
-func parseMemoryLine(text []byte) (crdt.Memory, error) {
+func parseMemoryLine(text []byte) (model.Memory, error) {
 	var l ExportLine
 	if err := json.Unmarshal(text, &l); err != nil {
-		return crdt.Memory{}, fmt.Errorf("not a JSON object: %v", err)
+		return model.Memory{}, fmt.Errorf("not a JSON object: %v", err)
 	}
 	m := l.Memory
 	m.ID = strings.TrimPrefix(m.ID, IDPrefix)
@@ -634,7 +635,7 @@ func parseMemoryLine(text []byte) (crdt.Memory, error) {
 	if m.Tags, err = normalizeTags(m.Tags); err != nil {
 		return m, err
 	}
-	if m.Tier, err = normalizeTier(m.Tier, crdt.TierAgent); err != nil {
+	if m.Tier, err = normalizeTier(m.Tier, model.TierAgent); err != nil {
 		return m, err
 	}
 	if err := checkConfidence(m.Confidence); err != nil {
@@ -664,7 +665,7 @@ func parseMemoryLine(text []byte) (crdt.Memory, error) {
 		if err != nil {
 			return m, err
 		}
-		m.Revisions = []crdt.Revision{{ID: crdt.NewID(), Text: content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
+		m.Revisions = []model.Revision{{ID: crdt.NewID(), Text: content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
 	}
 	for i := range m.Revisions {
 		r := &m.Revisions[i]

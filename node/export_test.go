@@ -15,6 +15,7 @@ import (
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/mutate"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -25,7 +26,7 @@ func richHome(t *testing.T, n *Node) (purged string) {
 	t.Helper()
 	ctx := context.Background()
 	rem := func(req RememberRequest) string { return remember(t, n, req).ID }
-	pool := rem(RememberRequest{Namespace: "backend", Kind: "decision", Tier: crdt.TierHuman, Tags: []string{"db", "adr"},
+	pool := rem(RememberRequest{Namespace: "backend", Kind: "decision", Tier: model.TierHuman, Tags: []string{"db", "adr"},
 		Content: "Use pgx, not lib/pq: see internal/db/pool.go"})
 	old := rem(RememberRequest{Namespace: "backend", Kind: "decision", Content: "Use lib/pq for Postgres in internal/db/pool.go"})
 	retry := rem(RememberRequest{Namespace: "backend", Content: "Retry idempotent calls with backoff.Retry"})
@@ -75,7 +76,7 @@ func richHome(t *testing.T, n *Node) (purged string) {
 	if _, err := n.Forget(ctx, arch); err != nil {
 		t.Fatal(err)
 	}
-	local, thirty := crdt.SyncLocal, "30d"
+	local, thirty := model.SyncLocal, "30d"
 	if _, err := n.SetNamespace(ctx, "frontend", NamespaceChange{Sync: &local, StaleAfter: &thirty}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,39 +96,39 @@ func richHome(t *testing.T, n *Node) (purged string) {
 // differs between homes by nature (Automerge heads, ids derived from
 // them) left out.
 type contents struct {
-	Memories   map[string]crdt.Memory
-	Edges      map[string]crdt.Edge
-	Namespaces map[string]crdt.MeshRecord
+	Memories   map[string]model.Memory
+	Edges      map[string]model.Edge
+	Namespaces map[string]model.MeshRecord
 	Purged     map[string]crdt.Tombstone
 }
 
 func readContents(t *testing.T, n *Node) contents {
 	t.Helper()
-	c := contents{map[string]crdt.Memory{}, map[string]crdt.Edge{}, map[string]crdt.MeshRecord{}, map[string]crdt.Tombstone{}}
+	c := contents{map[string]model.Memory{}, map[string]model.Edge{}, map[string]model.MeshRecord{}, map[string]crdt.Tombstone{}}
 	must := func(err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	must(n.store.All(storage.KindMemory, func(rec storage.Record) error {
-		var m crdt.Memory
+		var m model.Memory
 		must(json.Unmarshal(rec.Value, &m))
 		m.Heads = nil
 		c.Memories[m.ID] = m
 		return nil
 	}))
 	must(n.store.All(storage.KindEdge, func(rec storage.Record) error {
-		var e crdt.Edge
+		var e model.Edge
 		must(json.Unmarshal(rec.Value, &e))
 		e.Heads = nil
 		c.Edges[e.ID] = e
 		return nil
 	}))
 	must(n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		must(json.Unmarshal(rec.Value, &r))
-		if r.What == crdt.MeshNamespace {
-			c.Namespaces[r.Key] = crdt.MeshRecord{Key: r.Key, Sync: r.Sync, StaleDays: r.StaleDays}
+		if r.What == model.MeshNamespace {
+			c.Namespaces[r.Key] = model.MeshRecord{Key: r.Key, Sync: r.Sync, StaleDays: r.StaleDays}
 		}
 		return nil
 	}))

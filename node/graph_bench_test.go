@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -58,7 +59,7 @@ func graphHome(b *testing.B) (home string, ids, namespaces []string) {
 		}
 		seen := map[string]bool{}
 		err = n.store.All(storage.KindMemory, func(rec storage.Record) error {
-			var m crdt.Memory
+			var m model.Memory
 			if err := json.Unmarshal(rec.Value, &m); err != nil {
 				return err
 			}
@@ -112,7 +113,7 @@ func linkRandomly(b *testing.B, n *Node, ids []string, count int) {
 				if rel == "touches" {
 					to = fmt.Sprintf("file:src/pkg%d/file%d.go", rng.IntN(500), rng.IntN(20))
 				}
-				e := crdt.Edge{ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to, Strength: 1, Origin: "manual", CreatedAt: now, UpdatedAt: now}
+				e := model.Edge{ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to, Strength: 1, Origin: "manual", CreatedAt: now, UpdatedAt: now}
 				rec, _, err := newEdgeRecord(n.actor, &e)
 				if err != nil {
 					errs <- err

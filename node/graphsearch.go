@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 )
 
@@ -179,7 +179,7 @@ func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 		if err != nil {
 			return err
 		}
-		slices.SortStableFunc(edges, func(a, b crdt.Edge) int { return cmp.Compare(b.Strength, a.Strength) })
+		slices.SortStableFunc(edges, func(a, b model.Edge) int { return cmp.Compare(b.Strength, a.Strength) })
 		for _, e := range edges {
 			other := e.To
 			if other == DisplayID(h.ID) {

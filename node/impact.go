@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -62,7 +62,7 @@ func (n *Node) Impact(ctx context.Context, req ImpactRequest) ([]Impacted, error
 		}
 		seen[id] = true
 		m, err := n.load(id)
-		if storageNotFound(err) || (err == nil && m.Status == crdt.StatusDeleted) {
+		if storageNotFound(err) || (err == nil && m.Status == model.StatusDeleted) {
 			return nil
 		}
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -164,12 +165,12 @@ func (m *mesh) ensureSelf() error {
 
 // addDevice creates the registry record of a device, or returns the
 // existing one; a revoked device cannot be added again.
-func (m *mesh) addDevice(device, name, by string) (crdt.MeshRecord, error) {
-	id := crdt.MeshID(crdt.MeshDevice, device)
+func (m *mesh) addDevice(device, name, by string) (model.MeshRecord, error) {
+	id := crdt.MeshID(model.MeshDevice, device)
 	unlock := m.n.lock(id)
 	defer unlock()
 	if rec, err := m.n.store.Get(storage.KindMesh, id); err == nil {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		if err := json.Unmarshal(rec.Value, &r); err != nil {
 			return r, err
 		}
@@ -178,12 +179,12 @@ func (m *mesh) addDevice(device, name, by string) (crdt.MeshRecord, error) {
 		}
 		return r, nil
 	} else if !storageNotFound(err) {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	now := m.n.now().UTC()
-	doc, err := crdt.NewMeshDoc(m.n.actor, &crdt.MeshRecord{ID: id, What: crdt.MeshDevice, Key: device, Name: name, AddedBy: by, AddedAt: now, UpdatedAt: now})
+	doc, err := crdt.NewMeshDoc(m.n.actor, &model.MeshRecord{ID: id, What: model.MeshDevice, Key: device, Name: name, AddedBy: by, AddedAt: now, UpdatedAt: now})
 	if err != nil {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	defer doc.Close()
 	return m.n.commitMesh(doc)
@@ -191,7 +192,7 @@ func (m *mesh) addDevice(device, name, by string) (crdt.MeshRecord, error) {
 
 // commitMesh stores a mesh document and updates the mesh's view of it.
 // The caller holds the document's lock.
-func (n *Node) commitMesh(doc *crdt.MeshDoc) (crdt.MeshRecord, error) {
+func (n *Node) commitMesh(doc *crdt.MeshDoc) (model.MeshRecord, error) {
 	r, err := doc.Materialize()
 	if err != nil {
 		return r, err
@@ -205,14 +206,14 @@ func (n *Node) commitMesh(doc *crdt.MeshDoc) (crdt.MeshRecord, error) {
 	}
 	if n.mesh != nil {
 		n.mesh.noteRecord(r)
-		n.mesh.applied([]crdt.MeshRecord{r})
+		n.mesh.applied([]model.MeshRecord{r})
 	}
 	n.changed()
 	return r, nil
 }
 
 // meshRecord builds the storage record of a mesh document.
-func meshRecord(r *crdt.MeshRecord, doc []byte) (storage.Record, error) {
+func meshRecord(r *model.MeshRecord, doc []byte) (storage.Record, error) {
 	value, err := json.Marshal(r)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("encode mesh record: %w", err)
@@ -468,7 +469,7 @@ func (n *Node) JoinAddr(ctx context.Context, addr string) (int, error) {
 
 // Device is one entry of the device registry.
 type Device struct {
-	crdt.MeshRecord
+	model.MeshRecord
 	Self bool `json:"self"`
 }
 
@@ -476,11 +477,11 @@ type Device struct {
 func (n *Node) Devices(ctx context.Context) ([]Device, error) {
 	var out []Device
 	err := n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		if err := json.Unmarshal(rec.Value, &r); err != nil {
 			return fmt.Errorf("mesh record %s: %w", rec.ID, err)
 		}
-		if r.What == crdt.MeshDevice {
+		if r.What == model.MeshDevice {
 			out = append(out, Device{MeshRecord: r, Self: r.Key == n.id.DeviceID})
 		}
 		return nil
@@ -548,27 +549,27 @@ type NamespaceChange struct {
 
 // SetNamespace changes a namespace's settings. They are a mesh record, so
 // they apply on every device.
-func (n *Node) SetNamespace(ctx context.Context, ns string, ch NamespaceChange) (crdt.MeshRecord, error) {
+func (n *Node) SetNamespace(ctx context.Context, ns string, ch NamespaceChange) (model.MeshRecord, error) {
 	ns, err := NormalizeNamespace(ns)
 	if err != nil {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	if ch.Sync == nil && ch.StaleAfter == nil {
-		return crdt.MeshRecord{}, invalidf("nothing to change: give a sync policy or a stale-after age")
+		return model.MeshRecord{}, invalidf("nothing to change: give a sync policy or a stale-after age")
 	}
-	if ch.Sync != nil && *ch.Sync != crdt.SyncAll && *ch.Sync != crdt.SyncLocal {
-		return crdt.MeshRecord{}, invalidf("sync policy %q: want %q or %q", *ch.Sync, crdt.SyncAll, crdt.SyncLocal)
+	if ch.Sync != nil && *ch.Sync != model.SyncAll && *ch.Sync != model.SyncLocal {
+		return model.MeshRecord{}, invalidf("sync policy %q: want %q or %q", *ch.Sync, model.SyncAll, model.SyncLocal)
 	}
 	var staleDays int64
 	if ch.StaleAfter != nil && *ch.StaleAfter != "default" {
 		d, err := ParseTTL(*ch.StaleAfter)
 		days := int64(d / (24 * time.Hour))
-		if err != nil || d <= 0 || d%(24*time.Hour) != 0 || days > crdt.MaxStaleDays {
-			return crdt.MeshRecord{}, invalidf("stale after %q: give whole days, 1d to %dd, or default", *ch.StaleAfter, crdt.MaxStaleDays)
+		if err != nil || d <= 0 || d%(24*time.Hour) != 0 || days > model.MaxStaleDays {
+			return model.MeshRecord{}, invalidf("stale after %q: give whole days, 1d to %dd, or default", *ch.StaleAfter, model.MaxStaleDays)
 		}
 		staleDays = days
 	}
-	id := crdt.MeshID(crdt.MeshNamespace, ns)
+	id := crdt.MeshID(model.MeshNamespace, ns)
 	unlock := n.lock(id)
 	defer unlock()
 	now := n.now().UTC()
@@ -576,12 +577,12 @@ func (n *Node) SetNamespace(ctx context.Context, ns string, ch NamespaceChange) 
 	var doc *crdt.MeshDoc
 	switch {
 	case storageNotFound(err):
-		doc, err = crdt.NewMeshDoc(n.actor, &crdt.MeshRecord{ID: id, What: crdt.MeshNamespace, Key: ns, Sync: crdt.SyncAll, UpdatedAt: now})
+		doc, err = crdt.NewMeshDoc(n.actor, &model.MeshRecord{ID: id, What: model.MeshNamespace, Key: ns, Sync: model.SyncAll, UpdatedAt: now})
 	case err == nil:
 		doc, err = crdt.LoadMeshDoc(n.actor, data)
 	}
 	if err != nil {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	defer doc.Close()
 	if ch.Sync != nil {
@@ -594,16 +595,16 @@ func (n *Node) SetNamespace(ctx context.Context, ns string, ch NamespaceChange) 
 		err = doc.Commit("namespace settings")
 	}
 	if err != nil {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	return n.commitMesh(doc)
 }
 
 // namespaceSettings reads a namespace's settings record; a namespace
 // without one has the defaults.
-func (n *Node) namespaceSettings(ns string) crdt.MeshRecord {
-	r := crdt.MeshRecord{What: crdt.MeshNamespace, Key: ns, Sync: crdt.SyncAll}
-	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(crdt.MeshNamespace, ns))
+func (n *Node) namespaceSettings(ns string) model.MeshRecord {
+	r := model.MeshRecord{What: model.MeshNamespace, Key: ns, Sync: model.SyncAll}
+	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshNamespace, ns))
 	if err == nil {
 		json.Unmarshal(rec.Value, &r) // a record that does not decode keeps the defaults
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -102,7 +102,7 @@ func (l *lifecycle) derive(id string) search.Derived {
 
 // changed drops what a pass derived about a memory that has changed
 // since: its staleness is judged again by the next pass.
-func (l *lifecycle) changed(m *crdt.Memory) {
+func (l *lifecycle) changed(m *model.Memory) {
 	heads := strings.Join(m.Heads, ",")
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -129,7 +129,7 @@ func (l *lifecycle) readsOf(id string) int {
 // by at now: it halves every halfLife since the memory was last updated,
 // counted in whole days so that it holds still within a day. Evergreen
 // memories do not decay.
-func confidenceDecay(m *crdt.Memory, now time.Time, halfLife time.Duration) float64 {
+func confidenceDecay(m *model.Memory, now time.Time, halfLife time.Duration) float64 {
 	return decay(m.Evergreen, m.Provenance.UpdatedAt, now, halfLife)
 }
 
@@ -176,12 +176,12 @@ func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var m crdt.Memory
+		var m model.Memory
 		if err := json.Unmarshal(rec.Value, &m); err != nil {
 			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 		}
 		r.Memories++
-		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+		if m.Status != model.StatusActive && m.Status != model.StatusStale {
 			return nil
 		}
 		if m.Expired(now) {
@@ -195,7 +195,7 @@ func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
 		if d.decay < 0.5 {
 			r.Decayed++
 		}
-		if m.Status == crdt.StatusActive {
+		if m.Status == model.StatusActive {
 			reasons, err := rules.reasons(&m)
 			if err != nil {
 				return err
@@ -265,7 +265,7 @@ func (n *Node) linkedMemories(ctx context.Context, now time.Time) (map[string]bo
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var e crdt.Edge
+		var e model.Edge
 		if err := json.Unmarshal(rec.Value, &e); err != nil {
 			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 		}

@@ -6,17 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 func TestLifecyclePassDerivesWithoutWriting(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
 	ago := func(days int) time.Time { return time.Now().AddDate(0, 0, -days) }
-	old := remember(t, n, RememberRequest{Namespace: "ops", Content: "The build cache lives on the NAS", Tier: crdt.TierHuman, At: ago(90)})
-	remember(t, n, RememberRequest{Namespace: "ops", Content: "Releases are tagged vX.Y.Z", Tier: crdt.TierHuman, At: ago(400), Evergreen: true})
+	old := remember(t, n, RememberRequest{Namespace: "ops", Content: "The build cache lives on the NAS", Tier: model.TierHuman, At: ago(90)})
+	remember(t, n, RememberRequest{Namespace: "ops", Content: "Releases are tagged vX.Y.Z", Tier: model.TierHuman, At: ago(400), Evergreen: true})
 	remember(t, n, RememberRequest{Namespace: "ops", Content: "Deploy freeze until Friday", TTL: "2d", At: ago(5)})
-	newer := remember(t, n, RememberRequest{Namespace: "ops", Content: "The build cache moved to S3", Tier: crdt.TierHuman})
+	newer := remember(t, n, RememberRequest{Namespace: "ops", Content: "The build cache moved to S3", Tier: model.TierHuman})
 	if _, err := n.Link(ctx, LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,8 @@ func TestDecayAndMaturity(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)
-	aged := remember(t, n, RememberRequest{Content: "Retry flaky uploads twice", Confidence: new(0.8), Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -180)})
-	kept := remember(t, n, RememberRequest{Content: "Retry database migrations never", Confidence: new(0.8), Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -180), Evergreen: true})
+	aged := remember(t, n, RememberRequest{Content: "Retry flaky uploads twice", Confidence: new(0.8), Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -180)})
+	kept := remember(t, n, RememberRequest{Content: "Retry database migrations never", Confidence: new(0.8), Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -180), Evergreen: true})
 	m, err := n.Get(ctx, aged.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestLifecycleRunsOnSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	remember(t, n, RememberRequest{Content: "Stored before the node starts its passes", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -100)})
+	remember(t, n, RememberRequest{Content: "Stored before the node starts its passes", Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -100)})
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -112,11 +112,11 @@ type mesh struct {
 	leaving atomic.Bool
 
 	mu      sync.Mutex
-	devices map[string]crdt.MeshRecord // the registry, by device id
-	localNS map[string]bool            // namespaces that never leave this machine
-	peers   map[string]*peerState      // by device id
-	remote  map[uint64]bool            // seqs of changes received from peers: not pushed
-	known   map[string]string          // device id -> last address, persisted
+	devices map[string]model.MeshRecord // the registry, by device id
+	localNS map[string]bool             // namespaces that never leave this machine
+	peers   map[string]*peerState       // by device id
+	remote  map[uint64]bool             // seqs of changes received from peers: not pushed
+	known   map[string]string           // device id -> last address, persisted
 
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes
@@ -158,7 +158,7 @@ func (n *Node) startMesh(ctx context.Context, cfg MeshConfig) error {
 		n:        n,
 		cfg:      cfg,
 		log:      n.log.With("component", "mesh"),
-		devices:  make(map[string]crdt.MeshRecord),
+		devices:  make(map[string]model.MeshRecord),
 		localNS:  make(map[string]bool),
 		peers:    make(map[string]*peerState),
 		remote:   make(map[uint64]bool),
@@ -267,7 +267,7 @@ func (m *mesh) loadState() error {
 		return err
 	}
 	return store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		if err := json.Unmarshal(rec.Value, &r); err != nil {
 			return fmt.Errorf("mesh: record %s: %w", rec.ID, err)
 		}
@@ -278,18 +278,18 @@ func (m *mesh) loadState() error {
 
 // noteRecord updates the in-memory view of one mesh record. Callers that
 // hold m.mu use noteRecordLocked.
-func (m *mesh) noteRecord(r crdt.MeshRecord) {
+func (m *mesh) noteRecord(r model.MeshRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.noteRecordLocked(r)
 }
 
-func (m *mesh) noteRecordLocked(r crdt.MeshRecord) {
+func (m *mesh) noteRecordLocked(r model.MeshRecord) {
 	switch r.What {
-	case crdt.MeshDevice:
+	case model.MeshDevice:
 		m.devices[r.Key] = r
-	case crdt.MeshNamespace:
-		if r.Sync == crdt.SyncLocal {
+	case model.MeshNamespace:
+		if r.Sync == model.SyncLocal {
 			m.localNS[r.Key] = true
 		} else {
 			delete(m.localNS, r.Key)

@@ -20,6 +20,7 @@ import (
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/faultnet"
 	"github.com/memmesh/memmesh/internal/mutate"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -404,7 +405,7 @@ func TestMeshLocalOnlyNamespace(t *testing.T) {
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	local := crdt.SyncLocal
+	local := model.SyncLocal
 	if _, err := a.SetNamespace(ctx, "private", NamespaceChange{Sync: &local}); err != nil {
 		t.Fatal(err)
 	}
@@ -658,7 +659,7 @@ func TestMeshCompactionOnPeer(t *testing.T) {
 	waitUntil(t, "the compaction on B", func() bool {
 		for _, id := range ids {
 			m, err := b.Get(ctx, id)
-			if err != nil || m.Status != crdt.StatusCompacted || DisplayID(m.CompactedInto) != res.Summary.ID {
+			if err != nil || m.Status != model.StatusCompacted || DisplayID(m.CompactedInto) != res.Summary.ID {
 				return false
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // testNode starts a node on a temporary home, closed when the test ends.
@@ -70,7 +70,7 @@ func TestRememberDefaultsAndRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Namespace != "backend" || m.Title != "Retries" || m.Kind != DefaultKind || m.Tier != crdt.TierAgent || m.Status != crdt.StatusActive {
+	if m.Namespace != "backend" || m.Title != "Retries" || m.Kind != DefaultKind || m.Tier != model.TierAgent || m.Status != model.StatusActive {
 		t.Errorf("defaults: %+v", m.Memory)
 	}
 	if strings.Join(m.Tags, ",") != "go,net" {
@@ -87,11 +87,11 @@ func TestRememberDefaultsAndRules(t *testing.T) {
 	if m.Provenance.Device != n.DeviceID() || len(m.Revisions) != 1 || m.Heads == nil {
 		t.Errorf("provenance/revisions: %+v", m.Memory)
 	}
-	human := remember(t, n, RememberRequest{Content: "Humans vouch for this", Tier: crdt.TierHuman})
+	human := remember(t, n, RememberRequest{Content: "Humans vouch for this", Tier: model.TierHuman})
 	if hm, _ := n.Get(ctx, human.ID); !hm.ExpiresAt.IsZero() {
 		t.Errorf("a human memory expires at %v", hm.ExpiresAt)
 	}
-	ever := remember(t, n, RememberRequest{Content: "Forever true", Tier: crdt.TierAuto, Evergreen: true})
+	ever := remember(t, n, RememberRequest{Content: "Forever true", Tier: model.TierAuto, Evergreen: true})
 	if em, _ := n.Get(ctx, ever.ID); !em.ExpiresAt.IsZero() {
 		t.Errorf("an evergreen memory expires at %v", em.ExpiresAt)
 	}
@@ -258,7 +258,7 @@ func TestExpiredMemoriesLeaveSearchAndList(t *testing.T) {
 	}
 	n.Start(ctx)
 	defer n.Close()
-	res, err := n.Remember(ctx, RememberRequest{Content: "temporary workaround for the flaky proxy", Tier: crdt.TierAuto})
+	res, err := n.Remember(ctx, RememberRequest{Content: "temporary workaround for the flaky proxy", Tier: model.TierAuto})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestUpdateFollowsContentAndTier(t *testing.T) {
 		t.Errorf("a given title after new content = %q (%v), want it kept", m.Title, err)
 	}
 
-	human := crdt.TierHuman
+	human := model.TierHuman
 	m, err = n.Update(ctx, id, UpdateRequest{Tier: &human})
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +341,7 @@ func TestUpdateFollowsContentAndTier(t *testing.T) {
 	if !m.ExpiresAt.IsZero() || m.Confidence != 0.9 {
 		t.Errorf("agent memory made human: expires %v, confidence %v; want no expiry and 0.9", m.ExpiresAt, m.Confidence)
 	}
-	auto := crdt.TierAuto
+	auto := model.TierAuto
 	before := time.Now()
 	conf := 0.8
 	m, err = n.Update(ctx, id, UpdateRequest{Tier: &auto, Confidence: &conf})

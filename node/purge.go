@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -222,11 +223,11 @@ func (n *Node) purgedView(ts crdt.Tombstone) Purged {
 
 // deviceName is the registry's name of a device, or "".
 func (n *Node) deviceName(device string) string {
-	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(crdt.MeshDevice, device))
+	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshDevice, device))
 	if err != nil {
 		return ""
 	}
-	var r crdt.MeshRecord
+	var r model.MeshRecord
 	if json.Unmarshal(rec.Value, &r) != nil {
 		return ""
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/memmesh/memmesh/internal/tokens"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 )
 
@@ -30,9 +30,9 @@ func (n *Node) label(hits []SearchHit) error {
 		h := &hits[i]
 		m := &h.Memory.Memory
 		switch m.Status {
-		case crdt.StatusStale:
+		case model.StatusStale:
 			h.Labels = append(h.Labels, labelStale+"marked stale")
-		case crdt.StatusActive:
+		case model.StatusActive:
 			reasons, err := rules.reasons(m)
 			if err != nil {
 				return err
@@ -70,7 +70,7 @@ func (n *Node) label(hits []SearchHit) error {
 // supersededWeight weighs the text score of a memory superseded since the
 // last lifecycle pass as a stale memory's, as it will once the pass has
 // seen it.
-var supersededWeight = search.StatusWeight(crdt.StatusStale) / search.StatusWeight(crdt.StatusActive)
+var supersededWeight = search.StatusWeight(model.StatusStale) / search.StatusWeight(model.StatusActive)
 
 // demoteSuperseded orders hits by order and weighs, with demote, each
 // active memory among the best limit that is superseded and not yet
@@ -97,7 +97,7 @@ func (n *Node) demoteSuperseded(hits []search.Hit, limit int, order func(a, b se
 			if len(by) == 0 || n.life.derive(h.ID).Stale {
 				continue
 			}
-			if m, err := n.load(h.ID); err != nil || m.Status != crdt.StatusActive {
+			if m, err := n.load(h.ID); err != nil || m.Status != model.StatusActive {
 				continue // gone since the search ran, or weighed by its status
 			}
 			demote(h)
@@ -163,7 +163,7 @@ func (n *Node) contradictedBy(rules *staleRules, id string) ([]string, error) {
 		if !ok {
 			continue
 		}
-		if m, err := n.load(raw); err == nil && m.Status == crdt.StatusActive {
+		if m, err := n.load(raw); err == nil && m.Status == model.StatusActive {
 			out = append(out, n.shortID(raw))
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 )
 
@@ -147,7 +147,7 @@ func TestSearchLabelsResultsAndRanksSupersededAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stale := crdt.StatusStale
+	stale := model.StatusStale
 	if _, err := n.Update(ctx, wiki.ID, UpdateRequest{Status: &stale}); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestSearchDemotesSupersededBeforeTheCut(t *testing.T) {
 	if _, err := n.Link(ctx, LinkRequest{From: successor.ID, Rel: "supersedes", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
-	stale := search.StatusWeight(crdt.StatusStale)
+	stale := search.StatusWeight(model.StatusStale)
 	for _, noGraph := range []bool{false, true} {
 		all, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph, Explain: true})
 		if err != nil {

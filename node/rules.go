@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // Limits on what a memory may hold.
@@ -39,13 +39,13 @@ var (
 
 // tierDefaults holds, per trust tier, the confidence and time to live of a
 // memory that does not set them. Human knowledge does not expire.
-var tierDefaults = map[crdt.Tier]struct {
+var tierDefaults = map[model.Tier]struct {
 	confidence float64
 	ttl        time.Duration
 }{
-	crdt.TierHuman: {confidence: 0.9, ttl: 0},
-	crdt.TierAgent: {confidence: 0.7, ttl: 90 * 24 * time.Hour},
-	crdt.TierAuto:  {confidence: 0.5, ttl: 30 * 24 * time.Hour},
+	model.TierHuman: {confidence: 0.9, ttl: 0},
+	model.TierAgent: {confidence: 0.7, ttl: 90 * 24 * time.Hour},
+	model.TierAuto:  {confidence: 0.5, ttl: 30 * 24 * time.Hour},
 }
 
 // invalidf returns an ErrInvalid error; see inputError.
@@ -147,8 +147,8 @@ func normalizeKind(kind string) (string, error) {
 	return kind, nil
 }
 
-func normalizeTier(t crdt.Tier, fallback crdt.Tier) (crdt.Tier, error) {
-	t = crdt.Tier(strings.ToLower(strings.TrimSpace(string(t))))
+func normalizeTier(t model.Tier, fallback model.Tier) (model.Tier, error) {
+	t = model.Tier(strings.ToLower(strings.TrimSpace(string(t))))
 	if t == "" {
 		return fallback, nil
 	}

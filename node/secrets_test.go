@@ -14,6 +14,7 @@ import (
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/homescan"
+	"github.com/memmesh/memmesh/model"
 )
 
 // canaryCase is a sample of the secret corpus made fit for every field: line
@@ -142,7 +143,7 @@ func TestSecretCanary(t *testing.T) {
 	if err := n.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	all := crdt.SyncAll
+	all := model.SyncAll
 	for _, c := range cases {
 		line := c.line
 		// The fields that keep text keep it without its secrets.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -20,7 +21,7 @@ import (
 // Memory is a memory as the service shows it: the materialised document with
 // its display ids.
 type Memory struct {
-	crdt.Memory
+	model.Memory
 	ID      string `json:"id"`       // "m-" + the full id
 	ShortID string `json:"short_id"` // "m-" + the shortest unique prefix
 	// Derived on this machine, never replicated.
@@ -31,18 +32,18 @@ type Memory struct {
 
 // RememberRequest asks the node to store a memory. Only Content is required.
 type RememberRequest struct {
-	Namespace  string    `json:"namespace,omitempty"`
-	Title      string    `json:"title,omitempty"`
-	Content    string    `json:"content"`
-	Kind       string    `json:"kind,omitempty"`
-	Tags       []string  `json:"tags,omitempty"`
-	Tier       crdt.Tier `json:"tier,omitempty"`       // default agent
-	Confidence *float64  `json:"confidence,omitempty"` // default by tier
-	TTL        string    `json:"ttl,omitempty"`        // e.g. "30d", "none"; default by tier
-	Evergreen  bool      `json:"evergreen,omitempty"`  // never expires nor goes stale
-	Agent      string    `json:"agent,omitempty"`      // the client that wrote it
-	Session    string    `json:"session,omitempty"`
-	At         time.Time `json:"at,omitzero"` // when it was learned; default now
+	Namespace  string     `json:"namespace,omitempty"`
+	Title      string     `json:"title,omitempty"`
+	Content    string     `json:"content"`
+	Kind       string     `json:"kind,omitempty"`
+	Tags       []string   `json:"tags,omitempty"`
+	Tier       model.Tier `json:"tier,omitempty"`       // default agent
+	Confidence *float64   `json:"confidence,omitempty"` // default by tier
+	TTL        string     `json:"ttl,omitempty"`        // e.g. "30d", "none"; default by tier
+	Evergreen  bool       `json:"evergreen,omitempty"`  // never expires nor goes stale
+	Agent      string     `json:"agent,omitempty"`      // the client that wrote it
+	Session    string     `json:"session,omitempty"`
+	At         time.Time  `json:"at,omitzero"` // when it was learned; default now
 }
 
 // Similar is an existing memory close to a new one.
@@ -100,43 +101,43 @@ func (n *Node) Remember(ctx context.Context, req RememberRequest) (RememberResul
 
 // newMemory applies the domain rules to a request: validation, defaults and
 // secret scrubbing. It reads nothing and writes nothing.
-func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
+func (n *Node) newMemory(req RememberRequest) (model.Memory, []string, error) {
 	content, err := checkContent(req.Content)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	title, err := checkTitle(req.Title)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	kind, err := normalizeKind(req.Kind)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	tags, err := normalizeTags(req.Tags)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
-	tier, err := normalizeTier(req.Tier, crdt.TierAgent)
+	tier, err := normalizeTier(req.Tier, model.TierAgent)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	def := tierDefaults[tier]
 	confidence := def.confidence
 	if req.Confidence != nil {
 		confidence = *req.Confidence
 		if err := checkConfidence(confidence); err != nil {
-			return crdt.Memory{}, nil, err
+			return model.Memory{}, nil, err
 		}
 	}
 	ttl := def.ttl
 	if req.TTL != "" {
 		if ttl, err = ParseTTL(req.TTL); err != nil {
-			return crdt.Memory{}, nil, err
+			return model.Memory{}, nil, err
 		}
 	}
 	if req.Evergreen {
@@ -150,11 +151,11 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 
 	agent, agentRedacted, err := checkLabel("agent", req.Agent)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	session, sessionRedacted, err := checkLabel("session", req.Session)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	content, redacted := Scrub(content)
 	title, titleRedacted := Scrub(title)
@@ -162,7 +163,7 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 	if title == "" {
 		title = deriveTitleFrom(content)
 	}
-	m := crdt.Memory{
+	m := model.Memory{
 		ID:         crdt.NewID(),
 		Namespace:  ns,
 		Title:      title,
@@ -173,8 +174,8 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 		Tier:       tier,
 		Confidence: confidence,
 		Evergreen:  req.Evergreen,
-		Status:     crdt.StatusActive,
-		Provenance: crdt.Provenance{
+		Status:     model.StatusActive,
+		Provenance: model.Provenance{
 			Device:    n.id.DeviceID,
 			Agent:     agent,
 			Session:   session,
@@ -227,8 +228,8 @@ func (n *Node) findDuplicate(ns, hash string) (string, error) {
 var errStop = errors.New("stop")
 
 // live reports whether a memory shows in lists and searches.
-func live(m *crdt.Memory, now time.Time) bool {
-	return (m.Status == crdt.StatusActive || m.Status == crdt.StatusStale) && !m.Expired(now)
+func live(m *model.Memory, now time.Time) bool {
+	return (m.Status == model.StatusActive || m.Status == model.StatusStale) && !m.Expired(now)
 }
 
 // findSimilar returns live memories in ns whose words overlap words by at
@@ -299,7 +300,7 @@ func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}, extra ...s
 
 // memoryRecord builds the storage record of a memory: its materialised JSON
 // and the index terms that lists, dedup and similarity use.
-func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, error) {
+func memoryRecord(m *model.Memory, words map[string]struct{}) (storage.Record, error) {
 	value, err := json.Marshal(m)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("encode memory: %w", err)
@@ -326,7 +327,7 @@ func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, er
 	if t, ok := threadTerm(m); ok {
 		terms = append(terms, t)
 	}
-	if m.Status != crdt.StatusDeleted {
+	if m.Status != model.StatusDeleted {
 		for _, k := range lshKeys(words) {
 			terms = append(terms, storage.Term{Field: "lsh", Value: k + "@" + m.Namespace})
 		}
@@ -335,19 +336,19 @@ func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, er
 }
 
 // load reads a memory's materialised record; it never loads the document.
-func (n *Node) load(id string) (crdt.Memory, error) {
+func (n *Node) load(id string) (model.Memory, error) {
 	rec, err := n.store.Get(storage.KindMemory, id)
 	if err != nil {
-		return crdt.Memory{}, err
+		return model.Memory{}, err
 	}
-	var m crdt.Memory
+	var m model.Memory
 	if err := json.Unmarshal(rec.Value, &m); err != nil {
-		return crdt.Memory{}, fmt.Errorf("decode memory %s: %w", id, err)
+		return model.Memory{}, fmt.Errorf("decode memory %s: %w", id, err)
 	}
 	return m, nil
 }
 
-func (n *Node) view(m crdt.Memory) Memory {
+func (n *Node) view(m model.Memory) Memory {
 	reads := n.life.readsOf(m.ID)
 	return Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Reads: reads, Maturity: maturityOf(reads),
 		ConfidenceNow: m.Confidence * confidenceDecay(&m, n.now(), n.confidenceHalfLife())}
@@ -371,29 +372,29 @@ func (n *Node) Get(ctx context.Context, ref string) (Memory, error) {
 
 // UpdateRequest changes a memory; nil fields are left as they are.
 type UpdateRequest struct {
-	Title      *string      `json:"title,omitempty"`
-	Content    *string      `json:"content,omitempty"` // appended as a new revision
-	Namespace  *string      `json:"namespace,omitempty"`
-	Kind       *string      `json:"kind,omitempty"`
-	AddTags    []string     `json:"add_tags,omitempty"`
-	RemoveTags []string     `json:"remove_tags,omitempty"`
-	Tier       *crdt.Tier   `json:"tier,omitempty"`
-	Confidence *float64     `json:"confidence,omitempty"`
-	Evergreen  *bool        `json:"evergreen,omitempty"`
-	Status     *crdt.Status `json:"status,omitempty"` // active, stale or archived
-	TTL        *string      `json:"ttl,omitempty"`    // from now; "none" removes it
+	Title      *string       `json:"title,omitempty"`
+	Content    *string       `json:"content,omitempty"` // appended as a new revision
+	Namespace  *string       `json:"namespace,omitempty"`
+	Kind       *string       `json:"kind,omitempty"`
+	AddTags    []string      `json:"add_tags,omitempty"`
+	RemoveTags []string      `json:"remove_tags,omitempty"`
+	Tier       *model.Tier   `json:"tier,omitempty"`
+	Confidence *float64      `json:"confidence,omitempty"`
+	Evergreen  *bool         `json:"evergreen,omitempty"`
+	Status     *model.Status `json:"status,omitempty"` // active, stale or archived
+	TTL        *string       `json:"ttl,omitempty"`    // from now; "none" removes it
 }
 
 // Update applies req to a memory as one change and returns the result.
 func (n *Node) Update(ctx context.Context, ref string, req UpdateRequest) (Memory, error) {
 	if req.Status != nil {
 		switch *req.Status {
-		case crdt.StatusActive, crdt.StatusStale, crdt.StatusArchived:
+		case model.StatusActive, model.StatusStale, model.StatusArchived:
 		default:
 			return Memory{}, invalidf("status %q: update can set active, stale or archived (use delete to delete)", *req.Status)
 		}
 	}
-	return n.edit(ref, func(doc *crdt.MemoryDoc, m *crdt.Memory) error {
+	return n.edit(ref, func(doc *crdt.MemoryDoc, m *model.Memory) error {
 		return n.applyUpdate(doc, m, req)
 	})
 }
@@ -401,24 +402,24 @@ func (n *Node) Update(ctx context.Context, ref string, req UpdateRequest) (Memor
 // Forget archives a memory: it leaves lists and searches but is kept, and
 // `update --status active` brings it back.
 func (n *Node) Forget(ctx context.Context, ref string) (Memory, error) {
-	return n.setStatus(ref, crdt.StatusArchived)
+	return n.setStatus(ref, model.StatusArchived)
 }
 
 // Restore brings an archived, stale, compacted or deleted memory back to
 // active (a compacted one loses its compacted_into).
 func (n *Node) Restore(ctx context.Context, ref string) (Memory, error) {
-	return n.setStatus(ref, crdt.StatusActive)
+	return n.setStatus(ref, model.StatusActive)
 }
 
 // Delete marks a memory deleted: it leaves lists, searches and the brief
 // on every machine, since the change replicates, but it is kept, and
 // Restore undoes it. Purge erases a memory instead.
 func (n *Node) Delete(ctx context.Context, ref string) (Memory, error) {
-	return n.setStatus(ref, crdt.StatusDeleted)
+	return n.setStatus(ref, model.StatusDeleted)
 }
 
-func (n *Node) setStatus(ref string, s crdt.Status) (Memory, error) {
-	return n.editMemory(ref, true, func(doc *crdt.MemoryDoc, m *crdt.Memory) error {
+func (n *Node) setStatus(ref string, s model.Status) (Memory, error) {
+	return n.editMemory(ref, true, func(doc *crdt.MemoryDoc, m *model.Memory) error {
 		if m.Status == s {
 			return errUnchanged
 		}
@@ -432,12 +433,12 @@ var errUnchanged = errors.New("unchanged")
 // edit loads a memory's document under its lock, lets change modify it,
 // and commits the result as one durable change. A deleted memory must be
 // restored first.
-func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *crdt.Memory) error) (Memory, error) {
+func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *model.Memory) error) (Memory, error) {
 	return n.editMemory(ref, false, change)
 }
 
 // editMemory is edit, and changes deleted memories too when deleted is set.
-func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc, *crdt.Memory) error) (Memory, error) {
+func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc, *model.Memory) error) (Memory, error) {
 	id, err := n.resolve(ref)
 	if err != nil {
 		return Memory{}, err
@@ -448,7 +449,7 @@ func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc,
 	if err != nil {
 		return Memory{}, n.notFound(id, ref, err)
 	}
-	if m.Status == crdt.StatusDeleted && !deleted {
+	if m.Status == model.StatusDeleted && !deleted {
 		return Memory{}, fmt.Errorf("%w: memory %s is deleted: restore it first (or purge it to erase it)", ErrNotFound, DisplayID(id))
 	}
 	data, err := n.store.GetDoc(storage.KindMemory, id)
@@ -483,7 +484,7 @@ func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc,
 
 // applyUpdate validates every field of req first, then changes doc, so that
 // a bad field changes nothing.
-func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateRequest) error {
+func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req UpdateRequest) error {
 	var ops []func() error
 	if req.Title != nil {
 		title, err := checkTitle(*req.Title)
@@ -593,7 +594,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 // content: the touches become those of the new text, and a title that was
 // derived from the old text (rather than given) is derived anew, unless
 // the same update sets one.
-func (n *Node) followContent(doc *crdt.MemoryDoc, m *crdt.Memory, content string, deriveTitle bool) error {
+func (n *Node) followContent(doc *crdt.MemoryDoc, m *model.Memory, content string, deriveTitle bool) error {
 	touches := ExtractTouches(content)
 	var gone []string
 	for _, t := range m.Touches {
@@ -617,7 +618,7 @@ func (n *Node) followContent(doc *crdt.MemoryDoc, m *crdt.Memory, content string
 // update does not set them itself: the new tier's time to live, counted
 // from now (a human memory does not expire), and its confidence, when the
 // memory still has the old tier's default. Evergreen memories never expire.
-func (n *Node) tierDefaults(doc *crdt.MemoryDoc, m *crdt.Memory, tier crdt.Tier, req UpdateRequest) []func() error {
+func (n *Node) tierDefaults(doc *crdt.MemoryDoc, m *model.Memory, tier model.Tier, req UpdateRequest) []func() error {
 	var ops []func() error
 	if req.TTL == nil && !m.Evergreen && (req.Evergreen == nil || !*req.Evergreen) {
 		var at time.Time
@@ -660,16 +661,16 @@ func (n *Node) recordAccess(id string) {
 
 // SearchRequest is a full-text search with filters.
 type SearchRequest struct {
-	Query     string        `json:"query"`
-	Namespace string        `json:"namespace,omitempty"`
-	Tags      []string      `json:"tags,omitempty"`
-	Kind      string        `json:"kind,omitempty"`
-	Statuses  []crdt.Status `json:"statuses,omitempty"` // default active and stale
-	Tiers     []crdt.Tier   `json:"tiers,omitempty"`
-	Since     time.Time     `json:"since,omitzero"`
-	Until     time.Time     `json:"until,omitzero"`
-	Limit     int           `json:"limit,omitempty"` // default 10
-	Explain   bool          `json:"explain,omitempty"`
+	Query     string         `json:"query"`
+	Namespace string         `json:"namespace,omitempty"`
+	Tags      []string       `json:"tags,omitempty"`
+	Kind      string         `json:"kind,omitempty"`
+	Statuses  []model.Status `json:"statuses,omitempty"` // default active and stale
+	Tiers     []model.Tier   `json:"tiers,omitempty"`
+	Since     time.Time      `json:"since,omitzero"`
+	Until     time.Time      `json:"until,omitzero"`
+	Limit     int            `json:"limit,omitempty"` // default 10
+	Explain   bool           `json:"explain,omitempty"`
 	// NoGraph turns graph expansion off: only text matches, ranked by
 	// their own scores.
 	NoGraph bool `json:"no_graph,omitempty"`
@@ -897,14 +898,14 @@ func (n *Node) hydrate(res search.Result, fusion map[string]*Fusion) (SearchResu
 
 // ListRequest selects memories to list, newest first.
 type ListRequest struct {
-	Namespace string        `json:"namespace,omitempty"`
-	Tags      []string      `json:"tags,omitempty"`
-	Kind      string        `json:"kind,omitempty"`
-	Statuses  []crdt.Status `json:"statuses,omitempty"`
-	Tiers     []crdt.Tier   `json:"tiers,omitempty"`
-	Since     time.Time     `json:"since,omitzero"`
-	Until     time.Time     `json:"until,omitzero"`
-	Limit     int           `json:"limit,omitempty"` // default 50
+	Namespace string         `json:"namespace,omitempty"`
+	Tags      []string       `json:"tags,omitempty"`
+	Kind      string         `json:"kind,omitempty"`
+	Statuses  []model.Status `json:"statuses,omitempty"`
+	Tiers     []model.Tier   `json:"tiers,omitempty"`
+	Since     time.Time      `json:"since,omitzero"`
+	Until     time.Time      `json:"until,omitzero"`
+	Limit     int            `json:"limit,omitempty"` // default 50
 }
 
 // List returns memories matching the filters, most recently updated first.

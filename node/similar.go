@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -119,14 +120,14 @@ const OriginAutoLink = "auto-link"
 // autoLinks makes the related_to edges from a new memory to its near
 // duplicates (similarity at least autoLinkThreshold), committed with it.
 // They are ordinary edges with origin auto-link: unlink removes one.
-func (n *Node) autoLinks(m *crdt.Memory, similar []Similar) ([]storage.Record, error) {
+func (n *Node) autoLinks(m *model.Memory, similar []Similar) ([]storage.Record, error) {
 	var recs []storage.Record
 	from := DisplayID(m.ID)
 	for _, s := range similar {
 		if s.Similarity < autoLinkThreshold {
 			continue
 		}
-		e := crdt.Edge{
+		e := model.Edge{
 			ID: crdt.EdgeID(from, "related_to", s.ID), From: from, Rel: "related_to", To: s.ID,
 			Strength: s.Similarity, Origin: OriginAutoLink, Notes: fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity),
 			CreatedAt: m.Provenance.CreatedAt, UpdatedAt: m.Provenance.CreatedAt,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -44,14 +44,14 @@ func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, erro
 		return nil, err
 	}
 	out := []StaleMemory{}
-	marked, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusStale}, Limit: staleListLimit})
+	marked, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []model.Status{model.StatusStale}, Limit: staleListLimit})
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range marked {
 		out = append(out, StaleMemory{Memory: m, Reasons: []string{"marked stale"}})
 	}
-	active, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusActive}, Limit: staleListLimit})
+	active, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []model.Status{model.StatusActive}, Limit: staleListLimit})
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, erro
 type staleRules struct {
 	now      time.Time
 	days     map[string]int // stale-after per namespace, filled as asked
-	settings func(ns string) crdt.MeshRecord
+	settings func(ns string) model.MeshRecord
 	// supersededBy gives the display ids of the live memories that
 	// supersede a memory now.
 	supersededBy func(id string) ([]string, error)
@@ -80,13 +80,13 @@ type staleRules struct {
 	linked func(id string) (bool, error)
 	// valid holds the valid edges at the memories asked about, read once
 	// (by edgesAt).
-	valid map[string][]crdt.Edge
+	valid map[string][]model.Edge
 }
 
 // staleRules returns the rules as they stand now, reading a memory's
 // edges when they are asked about it.
 func (n *Node) staleRules() *staleRules {
-	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]crdt.Edge{}}
+	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]model.Edge{}}
 	r.supersededBy = func(id string) ([]string, error) {
 		edges, err := n.edgesAt(r, id)
 		if err != nil {
@@ -98,7 +98,7 @@ func (n *Node) staleRules() *staleRules {
 			if !ok || e.Rel != "supersedes" || e.To != DisplayID(id) {
 				continue
 			}
-			if m, err := n.load(from); err == nil && m.Status == crdt.StatusActive {
+			if m, err := n.load(from); err == nil && m.Status == model.StatusActive {
 				by = append(by, n.shortID(from)) // a retired memory supersedes nothing
 			}
 		}
@@ -112,7 +112,7 @@ func (n *Node) staleRules() *staleRules {
 }
 
 // edgesAt returns the edges valid at r.now that start or end at memory id.
-func (n *Node) edgesAt(r *staleRules, id string) ([]crdt.Edge, error) {
+func (n *Node) edgesAt(r *staleRules, id string) ([]model.Edge, error) {
 	if edges, ok := r.valid[id]; ok {
 		return edges, nil
 	}
@@ -120,7 +120,7 @@ func (n *Node) edgesAt(r *staleRules, id string) ([]crdt.Edge, error) {
 	if err != nil {
 		return nil, err
 	}
-	edges = slices.DeleteFunc(edges, func(e crdt.Edge) bool { return !validAt(&e, r.now) })
+	edges = slices.DeleteFunc(edges, func(e model.Edge) bool { return !validAt(&e, r.now) })
 	r.valid[id] = edges
 	return edges, nil
 }
@@ -146,7 +146,7 @@ func reasonTexts(rs []staleReason) []string {
 
 // reasons gives the reasons an active memory may no longer hold (none: it
 // holds).
-func (r *staleRules) reasons(m *crdt.Memory) ([]staleReason, error) {
+func (r *staleRules) reasons(m *model.Memory) ([]staleReason, error) {
 	var reasons []staleReason
 	by, err := r.supersededBy(m.ID)
 	if err != nil {
@@ -199,7 +199,7 @@ func (n *Node) superseded(ctx context.Context) (map[string][]string, error) {
 		if !ok || !ok2 {
 			return nil
 		}
-		if by, err := n.load(from); err != nil || by.Status != crdt.StatusActive {
+		if by, err := n.load(from); err != nil || by.Status != model.StatusActive {
 			return nil // a retired memory supersedes nothing
 		}
 		out[to] = append(out[to], n.shortID(from))
@@ -239,7 +239,7 @@ func (n *Node) contradictions(ctx context.Context) ([]contradiction, error) {
 				return nil
 			}
 			m, err := n.load(id)
-			if err != nil || m.Status != crdt.StatusActive {
+			if err != nil || m.Status != model.StatusActive {
 				return nil
 			}
 			c.ids[i], c.namespaces[i] = id, m.Namespace

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -56,7 +56,7 @@ type Service interface {
 	Revoke(ctx context.Context, ref string) (node.Device, error)
 	Peers(ctx context.Context) ([]node.Peer, error)
 	MeshStatus(ctx context.Context) (node.MeshStatus, error)
-	SetNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (crdt.MeshRecord, error)
+	SetNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (model.MeshRecord, error)
 }
 
 // EdgeRef names an edge by its endpoints and relation.
@@ -164,7 +164,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	}))
 	a.mux.HandleFunc("GET /v1/mesh/peers", noBodyCall(a, svc.Peers))
 	a.mux.HandleFunc("GET /v1/mesh/status", noBodyCall(a, svc.MeshStatus))
-	a.mux.HandleFunc("POST /v1/ns/set", jsonCall(a, http.StatusOK, func(ctx context.Context, req NamespaceRequest) (crdt.MeshRecord, error) {
+	a.mux.HandleFunc("POST /v1/ns/set", jsonCall(a, http.StatusOK, func(ctx context.Context, req NamespaceRequest) (model.MeshRecord, error) {
 		return svc.SetNamespace(ctx, req.Namespace, req.NamespaceChange)
 	}))
 	a.mux.HandleFunc("POST /v1/shutdown", a.stop)
@@ -185,10 +185,10 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	req := node.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind")}
 	for _, s := range q["status"] {
-		req.Statuses = append(req.Statuses, crdt.Status(s))
+		req.Statuses = append(req.Statuses, model.Status(s))
 	}
 	for _, t := range q["tier"] {
-		req.Tiers = append(req.Tiers, crdt.Tier(t))
+		req.Tiers = append(req.Tiers, model.Tier(t))
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)

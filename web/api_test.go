@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -206,9 +206,9 @@ func TestMeshCallsWithoutMesh(t *testing.T) {
 		t.Errorf("Revoke unknown: %v, want ErrNotFound", err)
 	}
 	// A namespace's policy is a record like any other: it needs no mesh.
-	local, some, month, bad := crdt.SyncLocal, "some", "30d", "36h"
+	local, some, month, bad := model.SyncLocal, "some", "30d", "36h"
 	r, err := c.SetNamespace(ctx, "Private", node.NamespaceChange{Sync: &local, StaleAfter: &month})
-	if err != nil || r.Key != "private" || r.Sync != crdt.SyncLocal || r.StaleDays != 30 {
+	if err != nil || r.Key != "private" || r.Sync != model.SyncLocal || r.StaleDays != 30 {
 		t.Errorf("SetNamespace = %+v, %v", r, err)
 	}
 	for _, ch := range []node.NamespaceChange{{Sync: &some}, {StaleAfter: &bad}, {}} {

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -416,8 +416,8 @@ func (c *Client) MeshStatus(ctx context.Context) (node.MeshStatus, error) {
 	return st, c.do(ctx, http.MethodGet, "/v1/mesh/status", nil, &st)
 }
 
-func (c *Client) SetNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (crdt.MeshRecord, error) {
-	var r crdt.MeshRecord
+func (c *Client) SetNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (model.MeshRecord, error) {
+	var r model.MeshRecord
 	return r, c.send(ctx, http.MethodPost, "/v1/ns/set", NamespaceRequest{Namespace: ns, NamespaceChange: ch}, &r)
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/inert"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -102,7 +102,7 @@ returns the existing memory; close matches are reported as similar.`,
 				return err
 			}
 			req.Content = content
-			req.Tier = crdt.Tier(tier)
+			req.Tier = model.Tier(tier)
 			if cmd.Flags().Changed("confidence") {
 				req.Confidence = &confidence
 			}
@@ -137,7 +137,7 @@ returns the existing memory; close matches are reported as similar.`,
 	f.StringVar(&req.Title, "title", "", "title (default: the first line of the text)")
 	f.StringArrayVar(&req.Tags, "tag", nil, "tag (repeatable)")
 	f.StringVar(&req.Kind, "kind", "", "kind: note, decision, convention, bug, fact, task, preference, ... (default note)")
-	f.StringVar(&tier, "tier", string(crdt.TierHuman), "trust tier: human, agent or auto")
+	f.StringVar(&tier, "tier", string(model.TierHuman), "trust tier: human, agent or auto")
 	unitVar(f, &confidence, "confidence", 0, "confidence from 0 to 1 (default by tier)")
 	ttlVar(f, &req.TTL, "ttl", "time to live, e.g. 30d, 2w, 36h or none (default by tier: human none, agent 90d, auto 30d)")
 	f.BoolVar(&req.Evergreen, "evergreen", false, "never expires and never goes stale")
@@ -205,8 +205,8 @@ func (f *filterFlags) register(cmd *cobra.Command, verb string, limit int) {
 // filter is what the flags select.
 type filter struct {
 	namespace    string
-	statuses     []crdt.Status
-	tiers        []crdt.Tier
+	statuses     []model.Status
+	tiers        []model.Tier
 	since, until time.Time
 }
 
@@ -218,10 +218,10 @@ func (f *filterFlags) resolve(cmd *cobra.Command, cfg Config) (filter, error) {
 		out.namespace = f.ns
 	}
 	for _, s := range f.statuses {
-		out.statuses = append(out.statuses, crdt.Status(s))
+		out.statuses = append(out.statuses, model.Status(s))
 	}
 	for _, t := range f.tiers {
-		out.tiers = append(out.tiers, crdt.Tier(t))
+		out.tiers = append(out.tiers, model.Tier(t))
 	}
 	var err error
 	if out.since, err = parseWhen("--since", f.since); err != nil {
@@ -461,11 +461,11 @@ kept, and an update resolves a sync conflict.`,
 				req.Content = &data
 			}
 			if f.Changed("tier") {
-				t := crdt.Tier(tier)
+				t := model.Tier(tier)
 				req.Tier = &t
 			}
 			if f.Changed("status") {
-				s := crdt.Status(status)
+				s := model.Status(status)
 				req.Status = &s
 			}
 			if f.Changed("confidence") {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -354,7 +354,7 @@ and store their summary with compact_apply.`,
 			for _, c := range plan.Clusters {
 				title, summary := digest(c)
 				res, err := call(cmd.Context(), a, func(cl *web.Client, ctx context.Context) (node.CompactResult, error) {
-					return cl.CompactApply(ctx, node.CompactApplyRequest{Members: memberIDs(c), Title: title, Summary: summary, Tier: crdt.TierAuto})
+					return cl.CompactApply(ctx, node.CompactApplyRequest{Members: memberIDs(c), Title: title, Summary: summary, Tier: model.TierAuto})
 				})
 				if err != nil {
 					return fmt.Errorf("compacted %d of %d clusters: %w", len(results), len(plan.Clusters), err)
@@ -382,7 +382,7 @@ and store their summary with compact_apply.`,
 }
 
 func (a *app) compactApplyCommand() *cobra.Command {
-	req := node.CompactApplyRequest{Tier: crdt.TierHuman}
+	req := node.CompactApplyRequest{Tier: model.TierHuman}
 	cmd := &cobra.Command{
 		Use:   "apply ID ID...",
 		Short: "Replace memories with a summary you wrote",

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -371,7 +371,7 @@ memories never are); --stale-after default restores 60 days.`,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			var ch node.NamespaceChange
 			if cmd.Flags().Changed("sync") {
-				if set.Sync != crdt.SyncLocal && set.Sync != crdt.SyncAll {
+				if set.Sync != model.SyncLocal && set.Sync != model.SyncAll {
 					return usagef("--sync %q: use local or all", set.Sync)
 				}
 				ch.Sync = &set.Sync
@@ -382,7 +382,7 @@ memories never are); --stale-after default restores 60 days.`,
 			if ch.Sync == nil && ch.StaleAfter == nil {
 				return usagef("nothing to set: give --sync local|all or --stale-after DAYSd")
 			}
-			rec, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (crdt.MeshRecord, error) {
+			rec, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (model.MeshRecord, error) {
 				return c.SetNamespace(ctx, argv[0], ch)
 			})
 			if err != nil {
@@ -394,7 +394,7 @@ memories never are); --stale-after default restores 60 days.`,
 			}
 			return a.emit(out, func(w io.Writer) {
 				what := "its memories sync to every device"
-				if out.Sync == crdt.SyncLocal {
+				if out.Sync == model.SyncLocal {
 					what = "its memories stay on the machine that wrote them"
 				}
 				fmt.Fprintf(w, "Namespace %s: sync %s (%s); stale after %s.\n", out.Namespace, out.Sync, what, out.StaleAfter)
