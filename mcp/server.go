@@ -21,6 +21,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -145,7 +146,7 @@ func (h *handler) caller(ctx context.Context) (agent, session string) {
 		agent += "/" + v
 	}
 	// Secrets go before the cut: a secret cut short is no longer found.
-	agent, _ = node.Scrub(agent)
+	agent, _ = secrets.Scrub(agent)
 	if len(agent) > maxAgentLen {
 		agent = strings.ToValidUTF8(agent[:maxAgentLen], "")
 	}

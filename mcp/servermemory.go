@@ -61,7 +61,7 @@ package mcp
 // a reference memory); a relation from a name that is no entity to itself
 // fails and changes nothing. A name given twice in one create_entities call, or a
 // relation given twice in one create_relations call, is created once.
-// Strings are scrubbed of secrets (node.Scrub) before they are stored or
+// Strings are scrubbed of secrets (secrets.Scrub) before they are stored or
 // compared. Entities are listed in the order they were created, relations
 // in the order they were last created.
 //
@@ -91,6 +91,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -745,7 +746,7 @@ func (a *serverMemoryArgs) relation(v any, path string) ServerMemoryRelation {
 
 // serverMemoryScrub removes secrets from s as the node would before storing it.
 func serverMemoryScrub(s string) string {
-	s, _ = node.Scrub(s)
+	s, _ = secrets.Scrub(s)
 	return s
 }
 

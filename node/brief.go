@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 )
@@ -249,7 +250,7 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 		return Brief{}, invalidf("format %q: use %s or %s", req.Format, FormatMarkdown, FormatJSON)
 	}
 	aimed := req.Query != ""
-	scrubbed, _ := Scrub(req.Query) // the brief repeats it
+	scrubbed, _ := secrets.Scrub(req.Query) // the brief repeats it
 	req.Query = aimQuery(scrubbed)
 	if err := CheckQuery(req.Query); req.Query != "" && err != nil {
 		return Brief{}, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -145,7 +146,7 @@ func checkNotes(notes string) (string, error) {
 	if len(notes) > maxNotesLen {
 		return "", invalidf("notes of %d bytes: at most %d are allowed", len(notes), maxNotesLen)
 	}
-	notes, _ = Scrub(strings.TrimSpace(notes))
+	notes, _ = secrets.Scrub(strings.TrimSpace(notes))
 	return notes, nil
 }
 
@@ -175,7 +176,7 @@ func (n *Node) endpoint(ref string) (string, error) {
 			if len(ref) == len(p) || len(ref) > maxEndpointLen || strings.ContainsAny(ref, "\x00\n") {
 				return "", invalidf("artefact %q: give a path, symbol or URL after %s (at most %d bytes, one line)", ref, p, maxEndpointLen)
 			}
-			ref, _ = Scrub(ref)
+			ref, _ = secrets.Scrub(ref)
 			return ref, nil
 		}
 	}

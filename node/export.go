@@ -15,6 +15,7 @@ import (
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/inert"
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -248,7 +249,7 @@ func scanImport(r io.Reader, fn func(line int, it importItem) error) error {
 		it, err := parseImportLine(text, line)
 		if err != nil {
 			// The message may quote the line: it must not carry a secret.
-			msg, _ := Scrub(err.Error())
+			msg, _ := secrets.Scrub(err.Error())
 			return fmt.Errorf("%w: line %d: %s", ErrInvalid, line, msg)
 		}
 		if err := fn(line, it); err != nil {
@@ -647,7 +648,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 	if m.Title, err = checkTitle(m.Title); err != nil {
 		return m, err
 	}
-	m.Title, _ = Scrub(m.Title)
+	m.Title, _ = secrets.Scrub(m.Title)
 	p := &m.Provenance
 	for _, l := range []struct {
 		what  string
@@ -681,7 +682,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 		if err != nil {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}
-		r.Text, _ = Scrub(text)
+		r.Text, _ = secrets.Scrub(text)
 		if r.Device, _, err = checkLabel("device", r.Device); err != nil {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -60,7 +61,7 @@ func inputError(sentinel error, format string, args ...any) error {
 	args = slices.Clone(args)
 	for i, a := range args {
 		if v := reflect.ValueOf(a); v.Kind() == reflect.String {
-			s, _ := Scrub(v.String())
+			s, _ := secrets.Scrub(v.String())
 			args[i] = s
 		}
 	}
@@ -74,7 +75,7 @@ func inputError(sentinel error, format string, args ...any) error {
 // different secrets would all become the same name. The error names the
 // kind of secret, never the name.
 func refuseSecret(what, name string) error {
-	if _, kinds := Scrub(name); kinds != nil {
+	if _, kinds := secrets.Scrub(name); kinds != nil {
 		return invalidf("the %s holds a secret (%s): choose one without it", what, strings.Join(kinds, ", "))
 	}
 	return nil
@@ -189,7 +190,7 @@ func checkLabel(what, label string) (string, []string, error) {
 	if len(label) > maxLabelLen || !utf8.ValidString(label) || strings.ContainsAny(label, "\n\r") {
 		return "", nil, invalidf("the %s must be one line of at most %d bytes of UTF-8 text", what, maxLabelLen)
 	}
-	label, kinds := Scrub(label)
+	label, kinds := secrets.Scrub(label)
 	return label, kinds, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
@@ -157,8 +158,8 @@ func (n *Node) newMemory(req RememberRequest) (model.Memory, []string, error) {
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
-	content, redacted := Scrub(content)
-	title, titleRedacted := Scrub(title)
+	content, redacted := secrets.Scrub(content)
+	title, titleRedacted := secrets.Scrub(title)
 	redacted = mergeKinds(mergeKinds(mergeKinds(redacted, titleRedacted), agentRedacted), sessionRedacted)
 	if title == "" {
 		title = deriveTitleFrom(content)
@@ -491,7 +492,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req UpdateReque
 		if err != nil {
 			return err
 		}
-		title, _ = Scrub(title)
+		title, _ = secrets.Scrub(title)
 		ops = append(ops, func() error { return doc.SetTitle(title) })
 	}
 	if req.Content != nil {
@@ -499,7 +500,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req UpdateReque
 		if err != nil {
 			return err
 		}
-		content, _ = Scrub(content)
+		content, _ = secrets.Scrub(content)
 		if content != m.Content || len(m.Conflict) > 0 {
 			ops = append(ops, func() error {
 				if _, err := doc.AppendRevision(content, n.id.DeviceID, n.now().UTC()); err != nil {
