@@ -20,9 +20,16 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
+)
+
+// The node serves the MCP server in the daemon.
+var (
+	_ Service             = (*node.Node)(nil)
+	_ ServerMemoryService = (*node.Node)(nil)
 )
 
 // testNamespace is the default namespace of the servers under test.
@@ -528,7 +535,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 func TestDiskFull(t *testing.T) {
 	home := t.TempDir()
 	n := startNode(t, node.Config{Home: home, Logger: testLogger(t)})
-	var kept node.RememberResult
+	var kept api.RememberResult
 	c := connect(t, n)
 	call(t, c, "remember", map[string]any{"content": "written while the disk had space"}, &kept)
 	if err := n.Close(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/graph"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -45,7 +46,7 @@ type rankIndex struct {
 	acyclicVer uint64
 	cycleVer   uint64
 	cycleAt    time.Time
-	cycleList  []Cycle
+	cycleList  []api.Cycle
 }
 
 // rankEntry is what the brief knows of a memory without reading it. Its
@@ -255,7 +256,7 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		re := &rankEdge{from: e.From, rel: ri.intern(e.Rel), to: e.To, origin: ri.intern(e.Origin),
 			fromID: from, toID: to, validFrom: e.ValidFrom, validTo: e.ValidTo}
 		ri.edges[e.ID] = re
-		if slices.Contains(AcyclicRelations, re.rel) {
+		if slices.Contains(api.AcyclicRelations, re.rel) {
 			ri.acyclic[e.ID] = re
 			ri.acyclicVer++
 		}
@@ -330,12 +331,12 @@ func (ri *rankIndex) touchesNamespace(endpoints []string, ns string) bool {
 // nearDuplicate reports whether e is a link memmesh made between two near
 // duplicates: it says they are alike, not that either matters more.
 func nearDuplicate(e *rankEdge) bool {
-	return e.origin == OriginAutoLink && e.fromID != "" && e.toID != ""
+	return e.origin == api.OriginAutoLink && e.fromID != "" && e.toID != ""
 }
 
 // cycles returns the cycles of every acyclic relation among the edges
 // valid at now.
-func (ri *rankIndex) cycles(now time.Time) []Cycle {
+func (ri *rankIndex) cycles(now time.Time) []api.Cycle {
 	if ri.cycleList != nil && ri.cycleVer == ri.acyclicVer && !now.Before(ri.cycleAt) && now.Sub(ri.cycleAt) < factsMaxAge {
 		return ri.cycleList
 	}
@@ -345,12 +346,12 @@ func (ri *rankIndex) cycles(now time.Time) []Cycle {
 			byRel[e.rel] = append(byRel[e.rel], graph.Edge{From: e.from, To: e.to})
 		}
 	}
-	var out []Cycle
-	for _, rel := range AcyclicRelations {
+	var out []api.Cycle
+	for _, rel := range api.AcyclicRelations {
 		for _, members := range graph.Cycles(byRel[rel]) {
-			out = append(out, Cycle{Rel: rel, Members: members})
+			out = append(out, api.Cycle{Rel: rel, Members: members})
 		}
 	}
-	ri.cycleVer, ri.cycleAt, ri.cycleList = ri.acyclicVer, now, append([]Cycle{}, out...)
+	ri.cycleVer, ri.cycleAt, ri.cycleList = ri.acyclicVer, now, append([]api.Cycle{}, out...)
 	return out
 }

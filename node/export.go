@@ -13,22 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
-)
-
-// An export file (JSON Lines) holds everything a home knows that matters
-// to restore it: a header, then the namespace settings, the tombstones of
-// purged memories, every memory (deleted ones included) with every field
-// and revision, and every edge with its notes, strength, origin, validity
-// and deletion. Each line is a JSON object whose "type" says what it
-// holds. Files of version 1 (memories only, no header) import too.
-const (
-	ExportFormat  = "memmesh-export"
-	ExportVersion = 2
 )
 
 // Line types of an export file.
@@ -39,23 +29,6 @@ const (
 	lineMemory    = "memory"
 	lineEdge      = "edge"
 )
-
-// ExportHeader is the first line of an export file: what wrote it, and how
-// many records of each type follow (as counted when the export started).
-type ExportHeader struct {
-	Type       string    `json:"type"` // "header"
-	Format     string    `json:"format"`
-	Version    int       `json:"version"`
-	Device     string    `json:"device"`
-	ExportedAt time.Time `json:"exported_at"`
-	Namespaces int       `json:"namespaces"`
-	Purged     int       `json:"purged"`
-	Memories   int       `json:"memories"`
-	Edges      int       `json:"edges"`
-}
-
-// Records is how many records the header announces.
-func (h ExportHeader) Records() int { return h.Namespaces + h.Purged + h.Memories + h.Edges }
 
 // ExportLine is a memory line of an export file: a whole memory, every
 // field and revision.
@@ -95,7 +68,7 @@ const importBatch = 256
 
 // Export writes the home's export file (see ExportFormat) and returns its
 // header.
-func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
+func (n *Node) Export(ctx context.Context, w io.Writer) (api.ExportHeader, error) {
 	h, err := n.exportHeader()
 	if err != nil {
 		return h, fmt.Errorf("export: %w", err)
@@ -167,8 +140,8 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 }
 
 // exportHeader counts what Export is about to write.
-func (n *Node) exportHeader() (ExportHeader, error) {
-	h := ExportHeader{Type: lineHeader, Format: ExportFormat, Version: ExportVersion, Device: n.id.DeviceID, ExportedAt: n.now().UTC()}
+func (n *Node) exportHeader() (api.ExportHeader, error) {
+	h := api.ExportHeader{Type: lineHeader, Format: api.ExportFormat, Version: api.ExportVersion, Device: n.id.DeviceID, ExportedAt: n.now().UTC()}
 	var err error
 	for _, c := range []struct {
 		kind storage.Kind
@@ -188,22 +161,9 @@ func (n *Node) exportHeader() (ExportHeader, error) {
 	return h, err
 }
 
-// ImportResult reports what Import did.
-type ImportResult struct {
-	Lines          int `json:"lines"`           // lines read
-	Imported       int `json:"imported"`        // memories stored
-	Skipped        int `json:"skipped"`         // memories already here (same id)
-	Erased         int `json:"erased"`          // memories not stored: they were purged
-	Edges          int `json:"edges"`           // edges stored
-	EdgesSkipped   int `json:"edges_skipped"`   // edges already here, or at a memory that is not
-	Namespaces     int `json:"namespaces"`      // namespace settings stored
-	Purged         int `json:"purged"`          // tombstones stored (their memories erased)
-	NamespacesKept int `json:"namespaces_kept"` // namespace settings already here, kept as they are
-}
-
 // importItem is one parsed line of an import file.
 type importItem struct {
-	header    *ExportHeader
+	header    *api.ExportHeader
 	namespace *exportNamespace
 	tombstone *crdt.Tombstone
 	memory    *model.Memory
@@ -212,9 +172,9 @@ type importItem struct {
 
 // ImportCheck is what CheckImport found in an import file.
 type ImportCheck struct {
-	Header  *ExportHeader `json:"header,omitempty"` // nil for a file of version 1
-	Lines   int           `json:"lines"`
-	Records int           `json:"records"` // lines that Import stores or skips
+	Header  *api.ExportHeader `json:"header,omitempty"` // nil for a file of version 1
+	Lines   int               `json:"lines"`
+	Records int               `json:"records"` // lines that Import stores or skips
 }
 
 // CheckImport reads a whole import file and checks every line with the
@@ -250,14 +210,14 @@ func scanImport(r io.Reader, fn func(line int, it importItem) error) error {
 		if err != nil {
 			// The message may quote the line: it must not carry a secret.
 			msg, _ := secrets.Scrub(err.Error())
-			return fmt.Errorf("%w: line %d: %s", ErrInvalid, line, msg)
+			return fmt.Errorf("%w: line %d: %s", api.ErrInvalid, line, msg)
 		}
 		if err := fn(line, it); err != nil {
 			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%w: line %d: %v", ErrInvalid, line+1, err)
+		return fmt.Errorf("%w: line %d: %v", api.ErrInvalid, line+1, err)
 	}
 	return nil
 }
@@ -270,7 +230,7 @@ func scanImport(r io.Reader, fn func(line int, it importItem) error) error {
 // import, completes the job. Import stops at the first bad line: what came
 // before it is stored, nothing after it (CheckImport checks a whole file
 // first). It commits in batches, so the memory it holds is bounded.
-func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
+func (n *Node) Import(ctx context.Context, r io.Reader) (api.ImportResult, error) {
 	n.importMu.Lock()
 	defer n.importMu.Unlock()
 	release := n.indexer.hold()
@@ -295,7 +255,7 @@ func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
 type importer struct {
 	n        *Node
 	ctx      context.Context
-	res      ImportResult
+	res      api.ImportResult
 	memories []model.Memory
 	edges    []model.Edge
 	erased   bool
@@ -350,7 +310,7 @@ func (imp *importer) single(line int, it importItem) error {
 		if ns.StaleAfterDays > 0 {
 			stale = fmt.Sprintf("%dd", ns.StaleAfterDays)
 		}
-		if _, err := n.SetNamespace(imp.ctx, ns.Namespace, NamespaceChange{Sync: &ns.Sync, StaleAfter: &stale}); err != nil {
+		if _, err := n.SetNamespace(imp.ctx, ns.Namespace, api.NamespaceChange{Sync: &ns.Sync, StaleAfter: &stale}); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
 		imp.res.Namespaces++
@@ -388,7 +348,7 @@ func (imp *importer) flushMemories() error {
 		return err
 	}
 	if _, err := imp.n.store.Commit(recs...); err != nil {
-		return fmt.Errorf("import: %w", err)
+		return fmt.Errorf("import: %w", storeError(err))
 	}
 	imp.res.Imported += len(recs)
 	imp.n.changed()
@@ -416,7 +376,7 @@ func (imp *importer) flushEdges() error {
 		return nil
 	}
 	if _, err := imp.n.store.Commit(recs...); err != nil {
-		return fmt.Errorf("import: %w", err)
+		return fmt.Errorf("import: %w", storeError(err))
 	}
 	imp.res.Edges += len(recs)
 	imp.n.changed()
@@ -425,7 +385,7 @@ func (imp *importer) flushEdges() error {
 
 // importRecords builds, on every core, the records of the memories of batch
 // that are not stored yet, nor purged; it counts the others in res.
-func (n *Node) importRecords(batch []model.Memory, res *ImportResult) ([]storage.Record, error) {
+func (n *Node) importRecords(batch []model.Memory, res *api.ImportResult) ([]storage.Record, error) {
 	var todo []*model.Memory
 	seen := make(map[string]bool, len(batch))
 	for i := range batch {
@@ -485,7 +445,7 @@ func (n *Node) importRecord(m *model.Memory) (storage.Record, error) {
 func (n *Node) importEdge(e *model.Edge) (rec storage.Record, ok bool, err error) {
 	from, ferr := n.endpoint(e.From)
 	to, terr := n.endpoint(e.To)
-	if errors.Is(ferr, ErrNotFound) || errors.Is(terr, ErrNotFound) {
+	if errors.Is(ferr, api.ErrNotFound) || errors.Is(terr, api.ErrNotFound) {
 		return storage.Record{}, false, nil
 	}
 	if err := errors.Join(ferr, terr); err != nil {
@@ -519,15 +479,15 @@ func parseImportLine(text []byte, line int) (importItem, error) {
 		if line != 1 {
 			return importItem{}, errors.New("a header belongs on the first line")
 		}
-		var h ExportHeader
+		var h api.ExportHeader
 		if err := json.Unmarshal(text, &h); err != nil {
 			return importItem{}, err
 		}
-		if h.Format != ExportFormat || h.Version < 1 {
+		if h.Format != api.ExportFormat || h.Version < 1 {
 			return importItem{}, fmt.Errorf("not a memmesh export (format %q, version %d)", h.Format, h.Version)
 		}
-		if h.Version > ExportVersion {
-			return importItem{}, fmt.Errorf("written by a newer memmesh (format version %d; this one reads up to %d): upgrade memmesh to import it", h.Version, ExportVersion)
+		if h.Version > api.ExportVersion {
+			return importItem{}, fmt.Errorf("written by a newer memmesh (format version %d; this one reads up to %d): upgrade memmesh to import it", h.Version, api.ExportVersion)
 		}
 		return importItem{header: &h}, nil
 	case lineNamespace:

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -157,7 +158,7 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 		rejected += k
 	}
 	if rejected > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalid, &transport.RejectedError{Peer: peer, Rejected: rejected, Of: len(docs)})
+		return fmt.Errorf("%w: %w", api.ErrInvalid, &transport.RejectedError{Peer: peer, Rejected: rejected, Of: len(docs)})
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/transport"
 )
 
@@ -51,7 +52,7 @@ func TestRefusedPeerDocumentLogsNoSecret(t *testing.T) {
 		{Kind: 'm', ID: logToken, Doc: []byte("x")},
 		{Kind: 'e', ID: "token=" + logToken, Doc: []byte("x")},
 	} {
-		if err := (replica{n.mesh}).Apply("PEER", []transport.Entry{e}); !errors.Is(err, ErrInvalid) {
+		if err := (replica{n.mesh}).Apply("PEER", []transport.Entry{e}); !errors.Is(err, api.ErrInvalid) {
 			t.Fatalf("%q: %v, want ErrInvalid", e.ID, err)
 		} else if strings.Contains(err.Error(), logToken) {
 			t.Fatalf("the error carries the token: %v", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/homescan"
 	"github.com/memmesh/memmesh/internal/secrets/secretstest"
@@ -102,7 +103,7 @@ func stringsIn(v any) []string {
 func canary(t *testing.T, c canaryCase, what string, v any, err error) bool {
 	t.Helper()
 	if err != nil {
-		if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, api.ErrInvalid) && !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("%s: %s: %v, want a refusal (ErrInvalid)", c.Name, what, err)
 		}
 		if s := leaked(err.Error(), c.secrets); s != "" {
@@ -148,66 +149,70 @@ func TestSecretCanary(t *testing.T) {
 	for _, c := range cases {
 		line := c.line
 		// The fields that keep text keep it without its secrets.
-		res, err := n.Remember(ctx, RememberRequest{Namespace: "canary", Content: c.Input})
+		res, err := n.Remember(ctx, api.RememberRequest{Namespace: "canary", Content: c.Input})
 		if !canary(t, c, "capture content", res, err) {
 			t.Fatalf("%s: the content was refused", c.Name)
 		}
 		m, err := n.Get(ctx, res.ID)
 		canary(t, c, "stored memory", m, err)
-		short := utf8.RuneCountInString(line) <= MaxTitleRunes
-		r, err := n.Remember(ctx, RememberRequest{Namespace: "canary", Content: "provenance of " + c.Name, Title: line, Agent: line, Session: line})
+		short := utf8.RuneCountInString(line) <= api.MaxTitleRunes
+		r, err := n.Remember(ctx, api.RememberRequest{Namespace: "canary", Content: "provenance of " + c.Name, Title: line, Agent: line, Session: line})
 		if !canary(t, c, "capture title, agent and session", r, err) && short {
 			t.Errorf("%s: a one-line title of %d characters was refused: %v", c.Name, len(line), err)
 		}
 		updated := "Updated: " + c.Input
-		u, err := n.Update(ctx, res.ID, UpdateRequest{Content: &updated})
+		u, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &updated})
 		if !canary(t, c, "update content", u, err) {
 			t.Errorf("%s: the update was refused", c.Name)
 		}
 		if short {
-			u, err = n.Update(ctx, res.ID, UpdateRequest{Title: &line})
+			u, err = n.Update(ctx, res.ID, api.UpdateRequest{Title: &line})
 			canary(t, c, "update title", u, err)
 		}
-		e, err := n.Link(ctx, LinkRequest{From: res.ID, Rel: "touches", To: "url:" + line, Notes: c.Input})
+		e, err := n.Link(ctx, api.LinkRequest{From: res.ID, Rel: "touches", To: "url:" + line, Notes: c.Input})
 		if !canary(t, c, "link to a url with notes", e, err) {
 			t.Errorf("%s: the link was refused", c.Name)
 		}
-		e, err = n.Link(ctx, LinkRequest{From: "file:" + line, Rel: "related_to", To: res.ID})
+		e, err = n.Link(ctx, api.LinkRequest{From: "file:" + line, Rel: "related_to", To: res.ID})
 		canary(t, c, "link from a file", e, err)
-		g, err := n.Traverse(ctx, TraverseRequest{Start: "url:" + line})
+		g, err := n.Traverse(ctx, api.TraverseRequest{Start: "url:" + line})
 		canary(t, c, "traverse from the url", g, err)
-		a := remember(t, n, RememberRequest{Namespace: "canary", Content: "first member of " + c.Name})
-		b := remember(t, n, RememberRequest{Namespace: "canary", Content: "second member of " + c.Name})
+		a := remember(t, n, api.RememberRequest{Namespace: "canary", Content: "first member of " + c.Name})
+		b := remember(t, n, api.RememberRequest{Namespace: "canary", Content: "second member of " + c.Name})
 		label := line
 		if len(label) > maxLabelLen {
 			label = "" // refused, as the capture above was
 		}
-		sum, err := n.CompactApply(ctx, CompactApplyRequest{Members: []string{a.ID, b.ID}, Summary: c.Input, Agent: label, Session: label})
+		sum, err := n.CompactApply(ctx, api.CompactApplyRequest{Members: []string{a.ID, b.ID}, Summary: c.Input, Agent: label, Session: label})
 		if !canary(t, c, "compaction summary", sum, err) {
 			t.Errorf("%s: the compaction was refused", c.Name)
 		}
 		if short {
-			a = remember(t, n, RememberRequest{Namespace: "canary", Content: "third member of " + c.Name})
-			b = remember(t, n, RememberRequest{Namespace: "canary", Content: "fourth member of " + c.Name})
-			sum, err = n.CompactApply(ctx, CompactApplyRequest{Members: []string{a.ID, b.ID}, Title: line, Summary: "summary of " + c.Name})
+			a = remember(t, n, api.RememberRequest{Namespace: "canary", Content: "third member of " + c.Name})
+			b = remember(t, n, api.RememberRequest{Namespace: "canary", Content: "fourth member of " + c.Name})
+			sum, err = n.CompactApply(ctx, api.CompactApplyRequest{Members: []string{a.ID, b.ID}, Title: line, Summary: "summary of " + c.Name})
 			canary(t, c, "compaction title", sum, err)
 		}
 		// Names with a strict syntax are refused, without echoing the secret.
 		for what, call := range map[string]func() (any, error){
 			"tag": func() (any, error) {
-				return n.Remember(ctx, RememberRequest{Content: "tagged " + c.Name, Tags: []string{line}})
+				return n.Remember(ctx, api.RememberRequest{Content: "tagged " + c.Name, Tags: []string{line}})
 			},
-			"added tag": func() (any, error) { return n.Update(ctx, res.ID, UpdateRequest{AddTags: []string{line}}) },
-			"namespace": func() (any, error) { return n.Remember(ctx, RememberRequest{Namespace: line, Content: "in " + c.Name}) },
-			"kind":      func() (any, error) { return n.Remember(ctx, RememberRequest{Kind: line, Content: "kind " + c.Name}) },
-			"relation":  func() (any, error) { return n.Link(ctx, LinkRequest{From: res.ID, Rel: line, To: "file:rel.go"}) },
+			"added tag": func() (any, error) { return n.Update(ctx, res.ID, api.UpdateRequest{AddTags: []string{line}}) },
+			"namespace": func() (any, error) {
+				return n.Remember(ctx, api.RememberRequest{Namespace: line, Content: "in " + c.Name})
+			},
+			"kind": func() (any, error) {
+				return n.Remember(ctx, api.RememberRequest{Kind: line, Content: "kind " + c.Name})
+			},
+			"relation": func() (any, error) { return n.Link(ctx, api.LinkRequest{From: res.ID, Rel: line, To: "file:rel.go"}) },
 			"origin": func() (any, error) {
-				return n.Link(ctx, LinkRequest{From: res.ID, Rel: "related_to", To: "file:origin.go", Origin: line})
+				return n.Link(ctx, api.LinkRequest{From: res.ID, Rel: "related_to", To: "file:origin.go", Origin: line})
 			},
-			"ns settings":  func() (any, error) { return n.SetNamespace(ctx, line, NamespaceChange{Sync: &all}) },
+			"ns settings":  func() (any, error) { return n.SetNamespace(ctx, line, api.NamespaceChange{Sync: &all}) },
 			"reference":    func() (any, error) { return n.Get(ctx, line) },
-			"endpoint ref": func() (any, error) { return n.Link(ctx, LinkRequest{From: line, Rel: "related_to", To: res.ID}) },
-			"search tag":   func() (any, error) { return n.Search(ctx, SearchRequest{Query: "member", Tags: []string{line}}) },
+			"endpoint ref": func() (any, error) { return n.Link(ctx, api.LinkRequest{From: line, Rel: "related_to", To: res.ID}) },
+			"search tag":   func() (any, error) { return n.Search(ctx, api.SearchRequest{Query: "member", Tags: []string{line}}) },
 		} {
 			v, err := call()
 			if canary(t, c, what, v, err) {
@@ -269,7 +274,7 @@ func TestDeviceNameHoldsNoSecret(t *testing.T) {
 		}
 		err = n.Start(context.Background())
 		n.Close()
-		if !errors.Is(err, ErrInvalid) {
+		if !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("%s: device name %q: %v, want ErrInvalid", c.Name, c.line, err)
 		} else if s := leaked(err.Error(), c.secrets); s != "" {
 			t.Errorf("%s: the error carries the secret %q: %v", c.Name, s, err)
@@ -297,7 +302,7 @@ func TestEndpointSecretsScrubbedBeforeEdgeID(t *testing.T) {
 	var ids []string
 	for range 2 {
 		n := testNode(t, "")
-		e, err := n.Link(ctx, LinkRequest{From: "file:internal/api/client.go", Rel: "touches", To: raw, Notes: "mirror " + logToken})
+		e, err := n.Link(ctx, api.LinkRequest{From: "file:internal/api/client.go", Rel: "touches", To: raw, Notes: "mirror " + logToken})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +312,7 @@ func TestEndpointSecretsScrubbedBeforeEdgeID(t *testing.T) {
 		if e.ID != crdt.EdgeID("file:internal/api/client.go", "touches", want) {
 			t.Fatalf("edge id %s is not the hash of the scrubbed endpoints", e.ID)
 		}
-		found, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{raw}})
+		found, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{raw}})
 		if err != nil || len(found) != 1 || found[0].ID != e.ID {
 			t.Fatalf("edges at the endpoint as given: %v, %v", found, err)
 		}
