@@ -3,11 +3,13 @@ package crdt
 import (
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/model"
 )
 
 // benchMemory is a typical captured memory: about 500 bytes of content and
 // three tags.
-func benchMemory() *Memory {
+func benchMemory() *model.Memory {
 	m := testMemory()
 	m.Content = "Storage commits every acknowledged mutation as one Pebble batch with " +
 		"pebble.Sync: the document bytes, the materialised record, the secondary " +

@@ -1,8 +1,9 @@
 // Package crdt holds the Automerge documents that memmesh replicates: one
-// document per memory (MemoryDoc) and one per edge (EdgeDoc), plus the
-// ids that name them. It converts between documents and the plain Go
-// values Memory and Edge, checks input before it reaches Automerge, and
-// does no I/O. It imports nothing else of memmesh.
+// document per memory (MemoryDoc), one per edge (EdgeDoc) and one per mesh
+// record (MeshDoc), plus the ids that name them. It converts between
+// documents and the plain values of package model (model.Memory,
+// model.Edge, model.MeshRecord), checks input before it reaches
+// Automerge, and does no I/O. Of memmesh it imports only model.
 //
 // # Document layout
 //
@@ -54,9 +55,9 @@
 // A leaf is a revision that no other revision names as parent or in
 // merges. Content is the text of the newest leaf (by time, then id). Two
 // leaves mean edits made concurrently on different machines: a sync
-// conflict. Memory.Conflict lists the leaves, newest first, and nothing is
-// lost. AppendRevision takes the newest leaf as parent and every other
-// leaf as merges, so the next edit resolves the conflict.
+// conflict. model.Memory.Conflict lists the leaves, newest first, and
+// nothing is lost. AppendRevision takes the newest leaf as parent and
+// every other leaf as merges, so the next edit resolves the conflict.
 //
 // # Actors and changes
 //

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memmesh/memmesh/model"
 )
 
 // Root keys of an edge document, besides keyType, keySchema, keyID,
@@ -29,7 +31,7 @@ type EdgeDoc struct {
 
 // NewEdgeDoc creates the document of e and commits it as one change.
 // e.ID must be EdgeID(e.From, e.Rel, e.To); e.Heads is ignored.
-func NewEdgeDoc(actor string, e *Edge) (*EdgeDoc, error) {
+func NewEdgeDoc(actor string, e *model.Edge) (*EdgeDoc, error) {
 	if err := checkEdge(e); err != nil {
 		return nil, err
 	}
@@ -137,13 +139,13 @@ func (d *EdgeDoc) Commit(msg string) error { return d.commit(msg) }
 
 // Materialize returns the edge as a plain value, with Heads sorted.
 // Pending operations are committed first, without a message.
-func (d *EdgeDoc) Materialize() (Edge, error) {
+func (d *EdgeDoc) Materialize() (model.Edge, error) {
 	if d.am == nil {
-		return Edge{}, ErrClosed
+		return model.Edge{}, ErrClosed
 	}
 	var r reader
 	root := r.all(d.am.RootMap())
-	e := Edge{
+	e := model.Edge{
 		ID:        r.str(root, keyID),
 		From:      r.str(root, keyFrom),
 		Rel:       r.str(root, keyRel),
@@ -157,15 +159,15 @@ func (d *EdgeDoc) Materialize() (Edge, error) {
 	}
 	validity := r.str(root, keyValidity)
 	if err := r.done(); err != nil {
-		return Edge{}, err
+		return model.Edge{}, err
 	}
 	from, to, err := parseValidity(validity)
 	if err != nil {
-		return Edge{}, err
+		return model.Edge{}, err
 	}
 	e.ValidFrom, e.ValidTo = from, to
 	if err := checkEdge(&e); err != nil {
-		return Edge{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return model.Edge{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	e.Heads = d.heads()
 	return e, nil
@@ -196,7 +198,7 @@ func (d *EdgeDoc) Fork(actor string) (*EdgeDoc, error) {
 // to call more than once.
 func (d *EdgeDoc) Close() { d.close() }
 
-func checkEdge(e *Edge) error {
+func checkEdge(e *model.Edge) error {
 	for _, f := range []struct{ name, val string }{{keyFrom, e.From}, {keyRel, e.Rel}, {keyTo, e.To}} {
 		if f.val == "" || strings.ContainsRune(f.val, 0) {
 			return fmt.Errorf("%w: edge %s %q must be non-empty without NUL", ErrInvalidString, f.name, f.val)

@@ -6,11 +6,13 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/model"
 )
 
-func testEdge() *Edge {
+func testEdge() *model.Edge {
 	from, to := "aaaaaaaaaaaaaaaaaaaaaaaaaa", "file:storage/db.go:42"
-	return &Edge{
+	return &model.Edge{
 		ID:        EdgeID(from, "touches", to),
 		From:      from,
 		Rel:       "touches",
@@ -24,7 +26,7 @@ func testEdge() *Edge {
 	}
 }
 
-func newTestEdge(tb testing.TB, actor string, e *Edge) *EdgeDoc {
+func newTestEdge(tb testing.TB, actor string, e *model.Edge) *EdgeDoc {
 	tb.Helper()
 	d, err := NewEdgeDoc(actor, e)
 	if err != nil {
@@ -34,7 +36,7 @@ func newTestEdge(tb testing.TB, actor string, e *Edge) *EdgeDoc {
 	return d
 }
 
-func materializeEdge(tb testing.TB, d *EdgeDoc) Edge {
+func materializeEdge(tb testing.TB, d *EdgeDoc) model.Edge {
 	tb.Helper()
 	e, err := d.Materialize()
 	if err != nil {
@@ -47,10 +49,10 @@ func TestEdgeRoundTrip(t *testing.T) {
 	bounded := testEdge()
 	bounded.ValidTo = at("2025-06-01T00:00:00Z")
 	bounded.Deleted = true
-	minimal := &Edge{ID: EdgeID("a", "rel", "b"), From: "a", Rel: "rel", To: "b"}
+	minimal := &model.Edge{ID: EdgeID("a", "rel", "b"), From: "a", Rel: "rel", To: "b"}
 	for _, tt := range []struct {
 		name string
-		in   *Edge
+		in   *model.Edge
 	}{
 		{"open ended", testEdge()},
 		{"bounded", bounded},
@@ -119,16 +121,16 @@ func TestEdgeInvalid(t *testing.T) {
 
 	news := []struct {
 		name   string
-		change func(e *Edge)
+		change func(e *model.Edge)
 		want   error
 	}{
-		{"id of another edge", func(e *Edge) { e.ID = EdgeID("x", "y", "z") }, ErrInvalidID},
-		{"random id", func(e *Edge) { e.ID = NewID() }, ErrInvalidID},
-		{"empty from", func(e *Edge) { e.From = ""; e.ID = EdgeID(e.From, e.Rel, e.To) }, ErrInvalidString},
-		{"empty rel", func(e *Edge) { e.Rel = ""; e.ID = EdgeID(e.From, e.Rel, e.To) }, ErrInvalidString},
-		{"NUL in to", func(e *Edge) { e.To = "a\x00b"; e.ID = EdgeID(e.From, e.Rel, e.To) }, ErrInvalidString},
-		{"strength", func(e *Edge) { e.Strength = -1 }, ErrInvalidNumber},
-		{"validity", func(e *Edge) { e.ValidTo = e.ValidFrom.Add(-time.Hour) }, ErrInvalidValidity},
+		{"id of another edge", func(e *model.Edge) { e.ID = EdgeID("x", "y", "z") }, ErrInvalidID},
+		{"random id", func(e *model.Edge) { e.ID = NewID() }, ErrInvalidID},
+		{"empty from", func(e *model.Edge) { e.From = ""; e.ID = EdgeID(e.From, e.Rel, e.To) }, ErrInvalidString},
+		{"empty rel", func(e *model.Edge) { e.Rel = ""; e.ID = EdgeID(e.From, e.Rel, e.To) }, ErrInvalidString},
+		{"NUL in to", func(e *model.Edge) { e.To = "a\x00b"; e.ID = EdgeID(e.From, e.Rel, e.To) }, ErrInvalidString},
+		{"strength", func(e *model.Edge) { e.Strength = -1 }, ErrInvalidNumber},
+		{"validity", func(e *model.Edge) { e.ValidTo = e.ValidFrom.Add(-time.Hour) }, ErrInvalidValidity},
 	}
 	for _, tt := range news {
 		t.Run("new "+tt.name, func(t *testing.T) {
@@ -168,7 +170,7 @@ func TestLoadEdgeDocRejects(t *testing.T) {
 	}
 }
 
-func mergeEdgesBothWays(t *testing.T, a, b *EdgeDoc) Edge {
+func mergeEdgesBothWays(t *testing.T, a, b *EdgeDoc) model.Edge {
 	t.Helper()
 	ab, err := a.Fork(actorC)
 	must(t, err)
@@ -236,7 +238,7 @@ func TestEdgeMadeTwice(t *testing.T) {
 
 func TestEdgeMergeDifferentID(t *testing.T) {
 	a := newTestEdge(t, actorA, testEdge())
-	other := &Edge{ID: EdgeID("x", "rel", "y"), From: "x", Rel: "rel", To: "y"}
+	other := &model.Edge{ID: EdgeID("x", "rel", "y"), From: "x", Rel: "rel", To: "y"}
 	b := newTestEdge(t, actorB, other)
 	if err := a.Merge(b); !errors.Is(err, ErrIDMismatch) {
 		t.Errorf("err = %v, want %v", err, ErrIDMismatch)

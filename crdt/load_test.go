@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/automerge/automerge-go"
+
+	"github.com/memmesh/memmesh/model"
 )
 
 // rawDoc saves an Automerge document whose root holds fields, bypassing
@@ -119,7 +121,7 @@ func TestLoadMemoryDocRejects(t *testing.T) {
 func TestMaterializeMalformed(t *testing.T) {
 	base := map[string]any{
 		keyType: typeMemory, keySchema: int64(schemaVersion), keyID: NewID(),
-		keyTier: string(TierAuto), keyStatus: string(StatusActive),
+		keyTier: string(model.TierAuto), keyStatus: string(model.StatusActive),
 	}
 	tests := []struct {
 		name  string

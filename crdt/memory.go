@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/automerge/automerge-go"
+
+	"github.com/memmesh/memmesh/model"
 )
 
 // Root keys of a memory document, besides keyType, keySchema and keyID.
@@ -57,13 +59,13 @@ type MemoryDoc struct {
 // written as they are (a memory recreated from an export) and m.Content is
 // ignored. m.Conflict and m.Heads are always ignored.
 // actor is the Automerge actor id of this device (see ActorID).
-func NewMemoryDoc(actor string, m *Memory) (*MemoryDoc, error) {
+func NewMemoryDoc(actor string, m *model.Memory) (*MemoryDoc, error) {
 	if err := checkMemory(m); err != nil {
 		return nil, err
 	}
 	revs := m.Revisions
 	if len(revs) == 0 {
-		revs = []Revision{{ID: NewID(), Text: m.Content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
+		revs = []model.Revision{{ID: NewID(), Text: m.Content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
 	}
 	if err := checkRevisions(revs); err != nil {
 		return nil, err
@@ -84,7 +86,7 @@ func NewMemoryDoc(actor string, m *Memory) (*MemoryDoc, error) {
 	return d, nil
 }
 
-func (d *MemoryDoc) create(m *Memory, revisions []Revision) error {
+func (d *MemoryDoc) create(m *model.Memory, revisions []model.Revision) error {
 	root := d.am.RootMap()
 	err := d.init(root,
 		field{keyType, typeMemory},
@@ -172,7 +174,7 @@ func (d *MemoryDoc) putString(key, s string) error {
 }
 
 // SetTier sets the trust tier.
-func (d *MemoryDoc) SetTier(t Tier) error {
+func (d *MemoryDoc) SetTier(t model.Tier) error {
 	if !t.Valid() {
 		return fmt.Errorf("%w: %q", ErrInvalidTier, t)
 	}
@@ -192,7 +194,7 @@ func (d *MemoryDoc) SetEvergreen(b bool) error { return d.putRoot(field{keyEverg
 
 // SetStatus sets the status. compactedInto is the id of the memory this
 // one was compacted into: required for StatusCompacted, empty otherwise.
-func (d *MemoryDoc) SetStatus(s Status, compactedInto string) error {
+func (d *MemoryDoc) SetStatus(s model.Status, compactedInto string) error {
 	if err := checkStatus(s, compactedInto); err != nil {
 		return err
 	}
@@ -202,16 +204,16 @@ func (d *MemoryDoc) SetStatus(s Status, compactedInto string) error {
 // statusValue encodes a status and the memory it was compacted into as one
 // value, "compacted:<id>" or just the status, so that concurrent changes
 // merge to one replica's pair rather than a mix of two.
-func statusValue(s Status, compactedInto string) string {
-	if s == StatusCompacted {
+func statusValue(s model.Status, compactedInto string) string {
+	if s == model.StatusCompacted {
 		return string(s) + ":" + compactedInto
 	}
 	return string(s)
 }
 
-func parseStatus(v string) (s Status, compactedInto string) {
+func parseStatus(v string) (s model.Status, compactedInto string) {
 	status, into, _ := strings.Cut(v, ":")
-	return Status(status), into
+	return model.Status(status), into
 }
 
 // SetExpiresAt sets when the memory expires; the zero time means never.
@@ -243,20 +245,20 @@ func (d *MemoryDoc) RemoveTouches(t ...string) error { return d.removeFromSet(ke
 // AppendRevision records a new version of the content. Its parent is the
 // current leaf (the newest), and it merges every other leaf, so an edit
 // made while a conflict is shown resolves the conflict.
-func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (Revision, error) {
+func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (model.Revision, error) {
 	if err := checkText("text", text, "device", device); err != nil {
-		return Revision{}, err
+		return model.Revision{}, err
 	}
 	revs, err := d.rootMap(keyRevisions)
 	if err != nil {
-		return Revision{}, err
+		return model.Revision{}, err
 	}
 	var r reader
 	all := readRevisions(&r, r.all(revs))
 	if err := r.done(); err != nil {
-		return Revision{}, err
+		return model.Revision{}, err
 	}
-	rev := Revision{ID: NewID(), Text: text, Device: device, At: fromMillis(millis(at))}
+	rev := model.Revision{ID: NewID(), Text: text, Device: device, At: fromMillis(millis(at))}
 	if tips := leaves(all); len(tips) > 0 {
 		rev.Parent = tips[0].ID
 		for _, l := range tips[1:] {
@@ -264,12 +266,12 @@ func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (Revision,
 		}
 	}
 	if err := d.putRevision(revs, rev); err != nil {
-		return Revision{}, err
+		return model.Revision{}, err
 	}
 	return rev, nil
 }
 
-func (d *MemoryDoc) putRevision(revs *automerge.Map, r Revision) error {
+func (d *MemoryDoc) putRevision(revs *automerge.Map, r model.Revision) error {
 	m, err := d.newMap(revs, r.ID)
 	if err != nil {
 		return err
@@ -292,25 +294,25 @@ func (d *MemoryDoc) Commit(msg string) error { return d.commit(msg) }
 // revision, Conflict the leaves (newest first) when there is more than
 // one, and Heads sorted. Pending operations are committed first, without
 // a message.
-func (d *MemoryDoc) Materialize() (Memory, error) {
+func (d *MemoryDoc) Materialize() (model.Memory, error) {
 	if d.am == nil {
-		return Memory{}, ErrClosed
+		return model.Memory{}, ErrClosed
 	}
 	var r reader
 	root := r.all(d.am.RootMap())
 	prov := r.mapValues(root, keyProvenance)
-	m := Memory{
+	m := model.Memory{
 		ID:         r.str(root, keyID),
 		Namespace:  r.str(root, keyNamespace),
 		Title:      r.str(root, keyTitle),
 		Kind:       r.str(root, keyKind),
 		Tags:       r.set(root, keyTags),
 		Touches:    r.set(root, keyTouches),
-		Tier:       Tier(r.str(root, keyTier)),
+		Tier:       model.Tier(r.str(root, keyTier)),
 		Confidence: r.float(root, keyConfidence),
 		Evergreen:  r.bool(root, keyEvergreen),
 		ExpiresAt:  r.time(root, keyExpiresAt),
-		Provenance: Provenance{
+		Provenance: model.Provenance{
 			Device:    r.str(prov, keyDevice),
 			Agent:     r.str(prov, keyAgent),
 			Session:   r.str(prov, keySession),
@@ -321,14 +323,14 @@ func (d *MemoryDoc) Materialize() (Memory, error) {
 	m.Status, m.CompactedInto = parseStatus(r.str(root, keyStatus))
 	m.Revisions = readRevisions(&r, r.mapValues(root, keyRevisions))
 	if err := r.done(); err != nil {
-		return Memory{}, err
+		return model.Memory{}, err
 	}
 	if err := checkMemory(&m); err != nil {
-		return Memory{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return model.Memory{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	tips := leaves(m.Revisions)
 	if len(tips) == 0 {
-		return Memory{}, fmt.Errorf("%w: no current revision", ErrMalformed)
+		return model.Memory{}, fmt.Errorf("%w: no current revision", ErrMalformed)
 	}
 	m.Content = tips[0].Text
 	if len(tips) > 1 {
@@ -339,14 +341,14 @@ func (d *MemoryDoc) Materialize() (Memory, error) {
 }
 
 // readRevisions reads the values of the revisions map, oldest first.
-func readRevisions(r *reader, vals values) []Revision {
-	revs := make([]Revision, 0, len(vals))
+func readRevisions(r *reader, vals values) []model.Revision {
+	revs := make([]model.Revision, 0, len(vals))
 	for id := range vals {
 		if !ValidID(id) && r.err == nil {
 			r.err = fmt.Errorf("%w: revision id %q", ErrMalformed, id)
 		}
 		f := r.mapValues(vals, id)
-		revs = append(revs, Revision{
+		revs = append(revs, model.Revision{
 			ID:     id,
 			Parent: r.str(f, keyParent),
 			Merges: r.list(f, keyMerges),
@@ -360,7 +362,7 @@ func readRevisions(r *reader, vals values) []Revision {
 }
 
 // compareRevisions orders revisions oldest first: by At, then by ID.
-func compareRevisions(a, b Revision) int {
+func compareRevisions(a, b model.Revision) int {
 	if c := a.At.Compare(b.At); c != 0 {
 		return c
 	}
@@ -369,7 +371,7 @@ func compareRevisions(a, b Revision) int {
 
 // leaves returns the revisions that no other revision names as its parent
 // or merges, in reverse order: newest first when revs is oldest first.
-func leaves(revs []Revision) []Revision {
+func leaves(revs []model.Revision) []model.Revision {
 	built := make(map[string]bool, len(revs))
 	for _, r := range revs {
 		built[r.Parent] = true
@@ -377,7 +379,7 @@ func leaves(revs []Revision) []Revision {
 			built[id] = true
 		}
 	}
-	var out []Revision
+	var out []model.Revision
 	for _, r := range slices.Backward(revs) {
 		if !built[r.ID] {
 			out = append(out, r)
@@ -413,7 +415,7 @@ func (d *MemoryDoc) Close() { d.close() }
 
 // checkMemory checks the fields of m that have rules. Revisions are not
 // checked; Content is checked by the caller where it matters.
-func checkMemory(m *Memory) error {
+func checkMemory(m *model.Memory) error {
 	if err := checkID("memory", m.ID); err != nil {
 		return err
 	}
@@ -445,7 +447,7 @@ func checkMemory(m *Memory) error {
 
 // checkRevisions checks revisions given to NewMemoryDoc: valid, unique
 // ids, valid references, UTF-8 text, and at least one leaf.
-func checkRevisions(revs []Revision) error {
+func checkRevisions(revs []model.Revision) error {
 	seen := make(map[string]bool, len(revs))
 	for _, r := range revs {
 		if err := checkID("revision", r.ID); err != nil {
@@ -470,15 +472,15 @@ func checkRevisions(revs []Revision) error {
 	return nil
 }
 
-func checkStatus(s Status, compactedInto string) error {
+func checkStatus(s model.Status, compactedInto string) error {
 	if !s.Valid() {
 		return fmt.Errorf("%w: %q", ErrInvalidStatus, s)
 	}
-	if s == StatusCompacted {
+	if s == model.StatusCompacted {
 		return checkID("compacted_into", compactedInto)
 	}
 	if compactedInto != "" {
-		return fmt.Errorf("%w: compacted_into is only for status %q, not %q", ErrInvalidStatus, StatusCompacted, s)
+		return fmt.Errorf("%w: compacted_into is only for status %q, not %q", ErrInvalidStatus, model.StatusCompacted, s)
 	}
 	return nil
 }

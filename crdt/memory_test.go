@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/model"
 )
 
 var (
@@ -25,8 +27,8 @@ func at(s string) time.Time {
 	return t.UTC().Truncate(time.Millisecond)
 }
 
-func testMemory() *Memory {
-	return &Memory{
+func testMemory() *model.Memory {
+	return &model.Memory{
 		ID:         NewID(),
 		Namespace:  "memmesh",
 		Title:      "Pebble batches are synced",
@@ -34,11 +36,11 @@ func testMemory() *Memory {
 		Kind:       "convention",
 		Tags:       []string{"storage", "durability", "pebble"},
 		Touches:    []string{"storage/db.go"},
-		Tier:       TierAgent,
+		Tier:       model.TierAgent,
 		Confidence: 0.75,
-		Status:     StatusActive,
+		Status:     model.StatusActive,
 		ExpiresAt:  at("2026-03-01T00:00:00.123Z"),
-		Provenance: Provenance{
+		Provenance: model.Provenance{
 			Device:    "device-a",
 			Agent:     "claude-code",
 			Session:   "s-1",
@@ -48,7 +50,7 @@ func testMemory() *Memory {
 	}
 }
 
-func newTestDoc(tb testing.TB, actor string, m *Memory) *MemoryDoc {
+func newTestDoc(tb testing.TB, actor string, m *model.Memory) *MemoryDoc {
 	tb.Helper()
 	d, err := NewMemoryDoc(actor, m)
 	if err != nil {
@@ -58,7 +60,7 @@ func newTestDoc(tb testing.TB, actor string, m *Memory) *MemoryDoc {
 	return d
 }
 
-func materialize(tb testing.TB, d *MemoryDoc) Memory {
+func materialize(tb testing.TB, d *MemoryDoc) model.Memory {
 	tb.Helper()
 	m, err := d.Materialize()
 	if err != nil {
@@ -85,11 +87,11 @@ func must(tb testing.TB, err error) {
 }
 
 // wantCreated is what Materialize returns for a document just made from in.
-func wantCreated(in *Memory, got Memory) Memory {
+func wantCreated(in *model.Memory, got model.Memory) model.Memory {
 	want := *in
 	want.Tags = slices.Sorted(slices.Values(in.Tags))
 	want.Touches = slices.Sorted(slices.Values(in.Touches))
-	want.Revisions = []Revision{{
+	want.Revisions = []model.Revision{{
 		ID:     got.Revisions[0].ID,
 		Text:   in.Content,
 		Device: in.Provenance.Device,
@@ -102,16 +104,16 @@ func wantCreated(in *Memory, got Memory) Memory {
 func TestMemoryRoundTrip(t *testing.T) {
 	full := testMemory()
 	compacted := testMemory()
-	compacted.Status = StatusCompacted
+	compacted.Status = model.StatusCompacted
 	compacted.CompactedInto = NewID()
 	compacted.Evergreen = true
-	compacted.Tier = TierHuman
+	compacted.Tier = model.TierHuman
 	compacted.Confidence = 1
-	minimal := &Memory{ID: NewID(), Tier: TierAuto, Status: StatusActive}
+	minimal := &model.Memory{ID: NewID(), Tier: model.TierAuto, Status: model.StatusActive}
 
 	for _, tt := range []struct {
 		name string
-		in   *Memory
+		in   *model.Memory
 	}{
 		{"full", full},
 		{"compacted", compacted},
@@ -149,10 +151,10 @@ func TestMemorySetters(t *testing.T) {
 	must(t, d.SetTitle("new title"))
 	must(t, d.SetNamespace("other"))
 	must(t, d.SetKind("decision"))
-	must(t, d.SetTier(TierHuman))
+	must(t, d.SetTier(model.TierHuman))
 	must(t, d.SetConfidence(0.5))
 	must(t, d.SetEvergreen(true))
-	must(t, d.SetStatus(StatusCompacted, into))
+	must(t, d.SetStatus(model.StatusCompacted, into))
 	must(t, d.SetExpiresAt(time.Time{}))
 	must(t, d.SetUpdated(updated))
 	must(t, d.AddTags("zeta", "alpha", "storage"))
@@ -162,14 +164,14 @@ func TestMemorySetters(t *testing.T) {
 	must(t, d.Commit("edit"))
 
 	got := materialize(t, d)
-	want := Memory{
+	want := model.Memory{
 		Namespace: "other", Title: "new title", Kind: "decision",
 		Tags:    []string{"alpha", "durability", "storage", "zeta"},
 		Touches: []string{"node/node.go"},
-		Tier:    TierHuman, Confidence: 0.5, Evergreen: true,
-		Status: StatusCompacted, CompactedInto: into,
+		Tier:    model.TierHuman, Confidence: 0.5, Evergreen: true,
+		Status: model.StatusCompacted, CompactedInto: into,
 	}
-	got.ID, got.Content, got.Provenance, got.Revisions, got.Heads = "", "", Provenance{}, nil, nil
+	got.ID, got.Content, got.Provenance, got.Revisions, got.Heads = "", "", model.Provenance{}, nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after setters:\n got %+v\nwant %+v", got, want)
 	}
@@ -204,9 +206,9 @@ func TestMemoryInvalidInput(t *testing.T) {
 		{"tier", func() error { return d.SetTier("root") }, ErrInvalidTier},
 		{"empty tier", func() error { return d.SetTier("") }, ErrInvalidTier},
 		{"status", func() error { return d.SetStatus("gone", "") }, ErrInvalidStatus},
-		{"compacted without target", func() error { return d.SetStatus(StatusCompacted, "") }, ErrInvalidID},
-		{"compacted into bad id", func() error { return d.SetStatus(StatusCompacted, "m-abc") }, ErrInvalidID},
-		{"target without compacted", func() error { return d.SetStatus(StatusStale, NewID()) }, ErrInvalidStatus},
+		{"compacted without target", func() error { return d.SetStatus(model.StatusCompacted, "") }, ErrInvalidID},
+		{"compacted into bad id", func() error { return d.SetStatus(model.StatusCompacted, "m-abc") }, ErrInvalidID},
+		{"target without compacted", func() error { return d.SetStatus(model.StatusStale, NewID()) }, ErrInvalidStatus},
 		{"confidence NaN", func() error { return d.SetConfidence(math.NaN()) }, ErrInvalidNumber},
 		{"confidence negative", func() error { return d.SetConfidence(-0.1) }, ErrInvalidNumber},
 		{"confidence above 1", func() error { return d.SetConfidence(1.5) }, ErrInvalidNumber},
@@ -234,21 +236,21 @@ func TestNewMemoryDocInvalid(t *testing.T) {
 	tests := []struct {
 		name   string
 		actor  string
-		change func(m *Memory)
+		change func(m *model.Memory)
 		want   error
 	}{
-		{"id", actorA, func(m *Memory) { m.ID = "nope" }, ErrInvalidID},
-		{"empty id", actorA, func(m *Memory) { m.ID = "" }, ErrInvalidID},
-		{"tier", actorA, func(m *Memory) { m.Tier = "" }, ErrInvalidTier},
-		{"status", actorA, func(m *Memory) { m.Status = "" }, ErrInvalidStatus},
-		{"compacted_into", actorA, func(m *Memory) { m.CompactedInto = NewID() }, ErrInvalidStatus},
-		{"confidence", actorA, func(m *Memory) { m.Confidence = math.NaN() }, ErrInvalidNumber},
-		{"content", actorA, func(m *Memory) { m.Content = "\xff" }, ErrInvalidString},
-		{"agent", actorA, func(m *Memory) { m.Provenance.Agent = "\xff" }, ErrInvalidString},
-		{"tag", actorA, func(m *Memory) { m.Tags = []string{""} }, ErrInvalidString},
-		{"actor empty", "", func(*Memory) {}, ErrInvalidActor},
-		{"actor odd", "abc", func(*Memory) {}, ErrInvalidActor},
-		{"actor not hex", "zz", func(*Memory) {}, ErrInvalidActor},
+		{"id", actorA, func(m *model.Memory) { m.ID = "nope" }, ErrInvalidID},
+		{"empty id", actorA, func(m *model.Memory) { m.ID = "" }, ErrInvalidID},
+		{"tier", actorA, func(m *model.Memory) { m.Tier = "" }, ErrInvalidTier},
+		{"status", actorA, func(m *model.Memory) { m.Status = "" }, ErrInvalidStatus},
+		{"compacted_into", actorA, func(m *model.Memory) { m.CompactedInto = NewID() }, ErrInvalidStatus},
+		{"confidence", actorA, func(m *model.Memory) { m.Confidence = math.NaN() }, ErrInvalidNumber},
+		{"content", actorA, func(m *model.Memory) { m.Content = "\xff" }, ErrInvalidString},
+		{"agent", actorA, func(m *model.Memory) { m.Provenance.Agent = "\xff" }, ErrInvalidString},
+		{"tag", actorA, func(m *model.Memory) { m.Tags = []string{""} }, ErrInvalidString},
+		{"actor empty", "", func(*model.Memory) {}, ErrInvalidActor},
+		{"actor odd", "abc", func(*model.Memory) {}, ErrInvalidActor},
+		{"actor not hex", "zz", func(*model.Memory) {}, ErrInvalidActor},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,7 +269,7 @@ func TestNewMemoryDocInvalid(t *testing.T) {
 
 // mergeBothWays merges a and b into fresh copies in both orders, checks the
 // copies agree on state and heads, and returns the merged state.
-func mergeBothWays(t *testing.T, a, b *MemoryDoc) Memory {
+func mergeBothWays(t *testing.T, a, b *MemoryDoc) model.Memory {
 	t.Helper()
 	ab := fork(t, a, actorC)
 	must(t, ab.Merge(b))
@@ -349,12 +351,12 @@ func TestMemoryConcurrentStatus(t *testing.T) {
 		name         string
 		extraA       int // title edits a makes before its status change
 		extraB       int
-		statA, statB Status
+		statA, statB model.Status
 	}{
-		{"same start", 0, 0, StatusCompacted, StatusArchived},
-		{"a later", 3, 0, StatusCompacted, StatusArchived},
-		{"b later", 0, 3, StatusCompacted, StatusArchived},
-		{"reverse", 2, 0, StatusArchived, StatusCompacted},
+		{"same start", 0, 0, model.StatusCompacted, model.StatusArchived},
+		{"a later", 3, 0, model.StatusCompacted, model.StatusArchived},
+		{"b later", 0, 3, model.StatusCompacted, model.StatusArchived},
+		{"reverse", 2, 0, model.StatusArchived, model.StatusCompacted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -364,13 +366,13 @@ func TestMemoryConcurrentStatus(t *testing.T) {
 			for i, side := range []struct {
 				d     *MemoryDoc
 				extra int
-				st    Status
+				st    model.Status
 			}{{a, tt.extraA, tt.statA}, {b, tt.extraB, tt.statB}} {
 				for j := range side.extra {
 					must(t, side.d.SetTitle(strings.Repeat("t", i*10+j+1)))
 				}
 				target := ""
-				if side.st == StatusCompacted {
+				if side.st == model.StatusCompacted {
 					target = into
 				}
 				must(t, side.d.SetStatus(side.st, target))
@@ -378,8 +380,8 @@ func TestMemoryConcurrentStatus(t *testing.T) {
 			}
 			got := mergeBothWays(t, a, b)
 			switch {
-			case got.Status == StatusCompacted && got.CompactedInto == into:
-			case got.Status == StatusArchived && got.CompactedInto == "":
+			case got.Status == model.StatusCompacted && got.CompactedInto == into:
+			case got.Status == model.StatusArchived && got.CompactedInto == "":
 			default:
 				t.Errorf("merged to status %q compacted_into %q: a mix of both sides", got.Status, got.CompactedInto)
 			}
@@ -405,10 +407,10 @@ func TestMemoryRevisionConflict(t *testing.T) {
 	}
 
 	merged := mergeBothWays(t, a, b)
-	if want := []Revision{first, ra, rb}; !reflect.DeepEqual(merged.Revisions, want) {
+	if want := []model.Revision{first, ra, rb}; !reflect.DeepEqual(merged.Revisions, want) {
 		t.Errorf("Revisions = %+v, want %+v", merged.Revisions, want)
 	}
-	if want := []Revision{rb, ra}; !reflect.DeepEqual(merged.Conflict, want) {
+	if want := []model.Revision{rb, ra}; !reflect.DeepEqual(merged.Conflict, want) {
 		t.Errorf("Conflict = %+v, want %+v (newest first)", merged.Conflict, want)
 	}
 	if merged.Content != "edit on b" {
@@ -460,7 +462,7 @@ func TestMemoryRevisionTieBreak(t *testing.T) {
 
 func TestMemorySequentialRevisions(t *testing.T) {
 	d := newTestDoc(t, actorA, testMemory())
-	var last Revision
+	var last model.Revision
 	for i, text := range []string{"two", "three", "four"} {
 		r, err := d.AppendRevision(text, "device-a", at("2025-12-03T00:00:00Z").Add(time.Duration(i)*time.Second))
 		must(t, err)
@@ -518,7 +520,7 @@ func TestMemoryClosed(t *testing.T) {
 	d.Close()
 	for name, err := range map[string]error{
 		"SetTitle":    d.SetTitle("x"),
-		"SetStatus":   d.SetStatus(StatusStale, ""),
+		"SetStatus":   d.SetStatus(model.StatusStale, ""),
 		"SetUpdated":  d.SetUpdated(time.Now()),
 		"AddTags":     d.AddTags("x"),
 		"Commit":      d.Commit("x"),
@@ -538,31 +540,31 @@ func TestMemoryClosed(t *testing.T) {
 }
 
 func TestNewMemoryDocWithRevisions(t *testing.T) {
-	r1 := Revision{ID: NewID(), Text: "first", Device: "device-a", At: at("2025-01-01T00:00:00Z")}
-	r2 := Revision{ID: NewID(), Parent: r1.ID, Text: "on a", Device: "device-a", At: at("2025-01-02T00:00:00Z")}
-	r3 := Revision{ID: NewID(), Parent: r1.ID, Text: "on b", Device: "device-b", At: at("2025-01-03T00:00:00Z")}
+	r1 := model.Revision{ID: NewID(), Text: "first", Device: "device-a", At: at("2025-01-01T00:00:00Z")}
+	r2 := model.Revision{ID: NewID(), Parent: r1.ID, Text: "on a", Device: "device-a", At: at("2025-01-02T00:00:00Z")}
+	r3 := model.Revision{ID: NewID(), Parent: r1.ID, Text: "on b", Device: "device-b", At: at("2025-01-03T00:00:00Z")}
 	in := testMemory()
 	in.Content = "ignored"
-	in.Revisions = []Revision{r3, r1, r2}
+	in.Revisions = []model.Revision{r3, r1, r2}
 	got := materialize(t, newTestDoc(t, actorA, in))
-	if want := []Revision{r1, r2, r3}; !reflect.DeepEqual(got.Revisions, want) {
+	if want := []model.Revision{r1, r2, r3}; !reflect.DeepEqual(got.Revisions, want) {
 		t.Errorf("Revisions = %+v, want %+v", got.Revisions, want)
 	}
-	if want := []Revision{r3, r2}; got.Content != "on b" || !reflect.DeepEqual(got.Conflict, want) {
+	if want := []model.Revision{r3, r2}; got.Content != "on b" || !reflect.DeepEqual(got.Conflict, want) {
 		t.Errorf("Content %q Conflict %+v, want the imported conflict kept", got.Content, got.Conflict)
 	}
 
 	a, b := NewID(), NewID()
 	tests := []struct {
 		name string
-		revs []Revision
+		revs []model.Revision
 	}{
-		{"bad id", []Revision{{ID: "r1"}}},
-		{"duplicate id", []Revision{{ID: a}, {ID: a}}},
-		{"bad parent", []Revision{{ID: a, Parent: "r0"}}},
-		{"bad merge", []Revision{{ID: a, Merges: []string{"x,y"}}}},
-		{"cycle", []Revision{{ID: a, Parent: b}, {ID: b, Parent: a}}},
-		{"text not UTF-8", []Revision{{ID: a, Text: "\xff"}}},
+		{"bad id", []model.Revision{{ID: "r1"}}},
+		{"duplicate id", []model.Revision{{ID: a}, {ID: a}}},
+		{"bad parent", []model.Revision{{ID: a, Parent: "r0"}}},
+		{"bad merge", []model.Revision{{ID: a, Merges: []string{"x,y"}}}},
+		{"cycle", []model.Revision{{ID: a, Parent: b}, {ID: b, Parent: a}}},
+		{"text not UTF-8", []model.Revision{{ID: a, Text: "\xff"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,20 +4,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"time"
-)
 
-// Mesh records are the documents that configure the mesh itself and
-// replicate like memories: one per device in the device registry, one per
-// namespace with settings.
-const (
-	MeshDevice    = "device"
-	MeshNamespace = "namespace"
-)
-
-// Namespace replication policies.
-const (
-	SyncAll   = "all"   // replicate to every device (the default)
-	SyncLocal = "local" // never leaves the machine that wrote it
+	"github.com/memmesh/memmesh/model"
 )
 
 // Root keys of a mesh document, besides keyType, keySchema and keyID.
@@ -32,26 +20,6 @@ const (
 	keySync      = "sync"       // namespace: SyncAll or SyncLocal
 	keyStale     = "stale_days" // namespace: age in days after which a memory is stale; 0 means the default
 )
-
-// MeshRecord is the materialised form of a mesh document. Fields that do
-// not apply to its kind are zero.
-type MeshRecord struct {
-	ID        string    `json:"id"`
-	What      string    `json:"what"`
-	Key       string    `json:"key"`
-	Name      string    `json:"name,omitempty"`
-	AddedBy   string    `json:"added_by,omitempty"`
-	AddedAt   time.Time `json:"added_at,omitzero"`
-	RevokedBy string    `json:"revoked_by,omitempty"`
-	RevokedAt time.Time `json:"revoked_at,omitzero"`
-	Sync      string    `json:"sync,omitempty"`
-	StaleDays int64     `json:"stale_after_days,omitempty"`
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
-	Heads     []string  `json:"heads"`
-}
-
-// Revoked reports whether a device record is revoked.
-func (r *MeshRecord) Revoked() bool { return !r.RevokedAt.IsZero() }
 
 // MeshID is the id of the mesh record of (what, key): like EdgeID, a hash,
 // so that the record made on two machines merges into one document.
@@ -68,7 +36,7 @@ type MeshDoc struct {
 
 // NewMeshDoc creates the document of r and commits it as one change. r.ID
 // must be MeshID(r.What, r.Key); r.Heads is ignored.
-func NewMeshDoc(actor string, r *MeshRecord) (*MeshDoc, error) {
+func NewMeshDoc(actor string, r *model.MeshRecord) (*MeshDoc, error) {
 	if err := checkMesh(r); err != nil {
 		return nil, err
 	}
@@ -124,7 +92,7 @@ func (d *MeshDoc) Revoke(by string, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	if r.What != MeshDevice {
+	if r.What != model.MeshDevice {
 		return fmt.Errorf("%w: revoke of a %s record", ErrMalformed, r.What)
 	}
 	if r.Revoked() {
@@ -152,26 +120,23 @@ func (d *MeshDoc) SetSync(policy string, at time.Time) error {
 // SetStaleDays sets the age in days after which a namespace's memories
 // are stale (0: the default).
 func (d *MeshDoc) SetStaleDays(days int64, at time.Time) error {
-	if days < 0 || days > MaxStaleDays {
-		return fmt.Errorf("%w: stale after %d days, want 0 to %d", ErrInvalidNumber, days, MaxStaleDays)
+	if days < 0 || days > model.MaxStaleDays {
+		return fmt.Errorf("%w: stale after %d days, want 0 to %d", ErrInvalidNumber, days, model.MaxStaleDays)
 	}
 	return d.put(d.am.RootMap(), field{keyStale, days}, field{keyUpdatedAt, millis(at)})
 }
-
-// MaxStaleDays bounds a namespace's staleness age (ten years).
-const MaxStaleDays = 3650
 
 // Commit turns the operations made since the last commit into one change.
 func (d *MeshDoc) Commit(msg string) error { return d.commit(msg) }
 
 // Materialize returns the record as a plain value, with Heads sorted.
-func (d *MeshDoc) Materialize() (MeshRecord, error) {
+func (d *MeshDoc) Materialize() (model.MeshRecord, error) {
 	if d.am == nil {
-		return MeshRecord{}, ErrClosed
+		return model.MeshRecord{}, ErrClosed
 	}
 	var rd reader
 	root := rd.all(d.am.RootMap())
-	r := MeshRecord{
+	r := model.MeshRecord{
 		ID:        rd.str(root, keyID),
 		What:      rd.str(root, keyWhat),
 		Key:       rd.str(root, keyKey),
@@ -185,10 +150,10 @@ func (d *MeshDoc) Materialize() (MeshRecord, error) {
 		UpdatedAt: rd.time(root, keyUpdatedAt),
 	}
 	if err := rd.done(); err != nil {
-		return MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	if err := checkMesh(&r); err != nil {
-		return MeshRecord{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return model.MeshRecord{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	r.Heads = d.heads()
 	return r, nil
@@ -207,17 +172,17 @@ func (d *MeshDoc) Merge(other *MeshDoc) error { return d.merge(&other.document) 
 // Close releases the document. It is safe to call more than once.
 func (d *MeshDoc) Close() { d.close() }
 
-func checkMesh(r *MeshRecord) error {
+func checkMesh(r *model.MeshRecord) error {
 	switch r.What {
-	case MeshDevice:
+	case model.MeshDevice:
 		if r.Sync != "" || r.StaleDays != 0 {
 			return fmt.Errorf("%w: a device record has no namespace settings", ErrInvalidString)
 		}
-	case MeshNamespace:
+	case model.MeshNamespace:
 		if err := checkSync(r.Sync); err != nil {
 			return err
 		}
-		if r.StaleDays < 0 || r.StaleDays > MaxStaleDays {
+		if r.StaleDays < 0 || r.StaleDays > model.MaxStaleDays {
 			return fmt.Errorf("%w: stale after %d days", ErrInvalidNumber, r.StaleDays)
 		}
 	default:
@@ -236,8 +201,8 @@ func checkMesh(r *MeshRecord) error {
 }
 
 func checkSync(policy string) error {
-	if policy != SyncAll && policy != SyncLocal {
-		return fmt.Errorf("%w: sync policy %q, want %q or %q", ErrInvalidString, policy, SyncAll, SyncLocal)
+	if policy != model.SyncAll && policy != model.SyncLocal {
+		return fmt.Errorf("%w: sync policy %q, want %q or %q", ErrInvalidString, policy, model.SyncAll, model.SyncLocal)
 	}
 	return nil
 }

@@ -3,10 +3,12 @@ package crdt
 import (
 	"errors"
 	"testing"
+
+	"github.com/memmesh/memmesh/model"
 )
 
-func deviceRecord(key, name string) *MeshRecord {
-	return &MeshRecord{ID: MeshID(MeshDevice, key), What: MeshDevice, Key: key, Name: name, AddedBy: "A", AddedAt: at("2026-01-02T03:04:05Z")}
+func deviceRecord(key, name string) *model.MeshRecord {
+	return &model.MeshRecord{ID: MeshID(model.MeshDevice, key), What: model.MeshDevice, Key: key, Name: name, AddedBy: "A", AddedAt: at("2026-01-02T03:04:05Z")}
 }
 
 func TestMeshRoundTripAndRevoke(t *testing.T) {
@@ -42,10 +44,10 @@ func TestMeshRoundTripAndRevoke(t *testing.T) {
 }
 
 func TestMeshMadeTwiceMerges(t *testing.T) {
-	a, err := NewMeshDoc(ActorID("A"), &MeshRecord{ID: MeshID(MeshNamespace, "secrets"), What: MeshNamespace, Key: "secrets", Sync: SyncLocal})
+	a, err := NewMeshDoc(ActorID("A"), &model.MeshRecord{ID: MeshID(model.MeshNamespace, "secrets"), What: model.MeshNamespace, Key: "secrets", Sync: model.SyncLocal})
 	must(t, err)
 	defer a.Close()
-	b, err := NewMeshDoc(ActorID("B"), &MeshRecord{ID: MeshID(MeshNamespace, "secrets"), What: MeshNamespace, Key: "secrets", Sync: SyncAll})
+	b, err := NewMeshDoc(ActorID("B"), &model.MeshRecord{ID: MeshID(model.MeshNamespace, "secrets"), What: model.MeshNamespace, Key: "secrets", Sync: model.SyncAll})
 	must(t, err)
 	defer b.Close()
 	must(t, a.Merge(b))
@@ -60,12 +62,12 @@ func TestMeshMadeTwiceMerges(t *testing.T) {
 }
 
 func TestMeshInvalid(t *testing.T) {
-	for name, r := range map[string]*MeshRecord{
-		"wrong id":        {ID: MeshID(MeshDevice, "X"), What: MeshDevice, Key: "Y"},
+	for name, r := range map[string]*model.MeshRecord{
+		"wrong id":        {ID: MeshID(model.MeshDevice, "X"), What: model.MeshDevice, Key: "Y"},
 		"unknown kind":    {ID: MeshID("fleet", "X"), What: "fleet", Key: "X"},
-		"empty key":       {ID: MeshID(MeshDevice, ""), What: MeshDevice},
-		"bad policy":      {ID: MeshID(MeshNamespace, "n"), What: MeshNamespace, Key: "n", Sync: "some"},
-		"device and sync": {ID: MeshID(MeshDevice, "X"), What: MeshDevice, Key: "X", Sync: SyncAll},
+		"empty key":       {ID: MeshID(model.MeshDevice, ""), What: model.MeshDevice},
+		"bad policy":      {ID: MeshID(model.MeshNamespace, "n"), What: model.MeshNamespace, Key: "n", Sync: "some"},
+		"device and sync": {ID: MeshID(model.MeshDevice, "X"), What: model.MeshDevice, Key: "X", Sync: model.SyncAll},
 	} {
 		if d, err := NewMeshDoc(ActorID("A"), r); err == nil {
 			d.Close()

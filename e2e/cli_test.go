@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 type captureOut struct {
@@ -196,7 +196,7 @@ func TestServeStopsCleanlyOnSignals(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			home := newHome(t)
 			cmd, c := startServe(t, home)
-			if _, err := c.Remember(context.Background(), node.RememberRequest{Content: "written just before " + sig.String()}); err != nil {
+			if _, err := c.Remember(context.Background(), api.RememberRequest{Content: "written just before " + sig.String()}); err != nil {
 				t.Fatal(err)
 			}
 			cmd.Process.Signal(sig)

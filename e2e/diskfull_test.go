@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tmpfs"
-	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -92,7 +92,7 @@ func (l *captureLoop) once(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, callBound)
 	defer cancel()
-	res, err := l.c.Remember(cctx, node.RememberRequest{Namespace: "full", Content: sb.String()})
+	res, err := l.c.Remember(cctx, api.RememberRequest{Namespace: "full", Content: sb.String()})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -181,12 +181,12 @@ func TestDiskFullDuringCaptures(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	var again node.RememberResult
+	var again api.RememberResult
 	eventually(t, callBound, "a capture after freeing space", func() bool {
 		cctx, cancel := context.WithTimeout(ctx, callBound)
 		defer cancel()
 		var err error
-		again, err = c.Remember(cctx, node.RememberRequest{Namespace: "full", Content: "space is back zqagainq"})
+		again, err = c.Remember(cctx, api.RememberRequest{Namespace: "full", Content: "space is back zqagainq"})
 		if err != nil && !isDiskFull(err) {
 			t.Fatalf("capture after freeing space: %v", err)
 		}
@@ -203,7 +203,7 @@ func TestDiskFullDuringCaptures(t *testing.T) {
 		}
 		word := fmt.Sprintf("zqrefill%dq", i)
 		cctx, cancel := context.WithTimeout(ctx, callBound)
-		res, err := c.Remember(cctx, node.RememberRequest{Namespace: "full", Content: "on the refilled disk " + word})
+		res, err := c.Remember(cctx, api.RememberRequest{Namespace: "full", Content: "on the refilled disk " + word})
 		cancel()
 		if isDiskFull(err) {
 			break
@@ -223,13 +223,13 @@ func TestDiskFullDuringCaptures(t *testing.T) {
 	stop()
 	cmd, c = startServe(t, home, "--no-mesh", "--http", "")
 	checkAcked(t, c, "full", loop.acked, 2)
-	if _, err := c.Remember(ctx, node.RememberRequest{Namespace: "full", Content: "after a start on a full disk"}); !isDiskFull(err) {
+	if _, err := c.Remember(ctx, api.RememberRequest{Namespace: "full", Content: "after a start on a full disk"}); !isDiskFull(err) {
 		t.Fatalf("capture after a start on a full disk: %v, want disk_full", err)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Remember(ctx, node.RememberRequest{Namespace: "full", Content: "space is back once more zqoncemoreq"})
+	res, err := c.Remember(ctx, api.RememberRequest{Namespace: "full", Content: "space is back once more zqoncemoreq"})
 	if err != nil {
 		t.Fatalf("capture once space is back after a start on a full disk: %v", err)
 	}
@@ -251,16 +251,16 @@ func checkReads(t *testing.T, home string, c *web.Client, acked map[string]strin
 		if _, err := c.Get(ctx, id); err != nil {
 			t.Fatalf("get on a full disk: %v", err)
 		}
-		res, err := c.Search(ctx, node.SearchRequest{Query: word, Namespace: "full"})
+		res, err := c.Search(ctx, api.SearchRequest{Query: word, Namespace: "full"})
 		if err != nil || len(res.Results) == 0 || res.Results[0].ID != id {
 			t.Fatalf("search %s on a full disk: %+v, %v", word, res.Results, err)
 		}
 		break
 	}
-	if l, err := c.List(ctx, node.ListRequest{Namespace: "full"}); err != nil || len(l) == 0 {
+	if l, err := c.List(ctx, api.ListRequest{Namespace: "full"}); err != nil || len(l) == 0 {
 		t.Fatalf("list on a full disk: %d memories, %v", len(l), err)
 	}
-	if _, err := c.Context(ctx, node.ContextRequest{Namespace: "full"}); err != nil {
+	if _, err := c.Context(ctx, api.ContextRequest{Namespace: "full"}); err != nil {
 		t.Fatalf("context on a full disk: %v", err)
 	}
 	var buf bytes.Buffer

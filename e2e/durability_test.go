@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -74,7 +74,7 @@ func TestKillDuringCaptures(t *testing.T) {
 				defer wg.Done()
 				for i := 0; ctx.Err() == nil; i++ {
 					word := fmt.Sprintf("zq%dx%dx%d", round, w, i)
-					res, err := c.Remember(ctx, node.RememberRequest{
+					res, err := c.Remember(ctx, api.RememberRequest{
 						Namespace: "durability",
 						Content:   "Acknowledged capture " + word + " must survive kill -9",
 					})
@@ -110,7 +110,7 @@ func checkAcked(t *testing.T, c *web.Client, ns string, acked map[string]string,
 		if _, err := c.Get(ctx, id); err != nil {
 			t.Fatalf("round %d: acknowledged capture %s lost: %v", round, id, err)
 		}
-		res, err := c.Search(ctx, node.SearchRequest{Query: word, Namespace: ns})
+		res, err := c.Search(ctx, api.SearchRequest{Query: word, Namespace: ns})
 		if err != nil {
 			t.Fatalf("round %d: search %s: %v", round, word, err)
 		}

@@ -7,7 +7,7 @@
 // this machine only (loopback listener, Host and Origin checked against
 // DNS rebinding) that hold the home's bearer token (LoadToken), with
 // bounded bodies and read times. recall answers excerpts of long memories
-// (node.SearchHit); get answers them whole.
+// (api.SearchHit); get answers them whole.
 //
 // Tools (each with an input schema and behaviour hints; a result is a
 // text rendering for the agent, with the same data as structured content;

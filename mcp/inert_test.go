@@ -8,9 +8,9 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/model"
 )
 
 // hostileText holds what takes over a terminal or reorders text: a screen
@@ -27,19 +27,19 @@ func TestTextIsInert(t *testing.T) {
 	ctx := context.Background()
 	title := "Pool sizing \x1b]0;pwned\x07 \u202eevil"
 	content := "The pool in internal/db/pool.go holds 20 connections. " + hostileText
-	first, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Title: title, Content: content})
+	first, err := n.Remember(ctx, api.RememberRequest{Namespace: testNamespace, Title: title, Content: content})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Title: "Limits " + hostileText[:4], Content: "The pool in internal/db/pool.go holds 20 connections at most. " + hostileText})
+	second, err := n.Remember(ctx, api.RememberRequest{Namespace: testNamespace, Title: "Limits " + hostileText[:4], Content: "The pool in internal/db/pool.go holds 20 connections at most. " + hostileText})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Link(ctx, node.LinkRequest{From: first.ID, Rel: "related_to", To: second.ID, Notes: "notes " + hostileText}); err != nil {
+	if _, err := n.Link(ctx, api.LinkRequest{From: first.ID, Rel: "related_to", To: second.ID, Notes: "notes " + hostileText}); err != nil {
 		t.Fatal(err)
 	}
-	stale := crdt.StatusStale
-	if _, err := n.Update(ctx, second.ID, node.UpdateRequest{Status: &stale}); err != nil {
+	stale := model.StatusStale
+	if _, err := n.Update(ctx, second.ID, api.UpdateRequest{Status: &stale}); err != nil {
 		t.Fatal(err)
 	}
 	c := connect(t, n)

@@ -8,7 +8,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 // recallContextLimit is how many memories the recall_context prompt shows.
@@ -81,10 +81,10 @@ func (h *handler) recallContextPrompt(ctx context.Context, req mcpgo.GetPromptRe
 		return nil, fmt.Errorf(`prompt recall_context needs the argument topic: what to recall, e.g. "database migrations"`)
 	}
 	ns := h.promptNamespace(req)
-	res, err := h.svc.Search(ctx, node.SearchRequest{Query: topic, Namespace: ns, Limit: recallContextLimit})
+	res, err := h.svc.Search(ctx, api.SearchRequest{Query: topic, Namespace: ns, Limit: recallContextLimit})
 	if err == nil && len(res.Results) == 0 && req.Params.Arguments["namespace"] == "" {
 		ns = "" // nothing in the default namespace: look in every one
-		res, err = h.svc.Search(ctx, node.SearchRequest{Query: topic, Limit: recallContextLimit})
+		res, err = h.svc.Search(ctx, api.SearchRequest{Query: topic, Limit: recallContextLimit})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("recall %q: %w", topic, err)

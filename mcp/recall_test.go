@@ -6,17 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
-	"github.com/memmesh/memmesh/node"
 )
 
 func TestRecallSaysWhatItFound(t *testing.T) {
 	n := testNode(t)
 	c := connect(t, n)
 	ctx := context.Background()
-	save := func(content string) node.RememberResult {
+	save := func(content string) api.RememberResult {
 		t.Helper()
-		res, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: content})
+		res, err := n.Remember(ctx, api.RememberRequest{Namespace: testNamespace, Content: content})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +25,7 @@ func TestRecallSaysWhatItFound(t *testing.T) {
 	old := save("Webhooks are retried with exponential backoff; webhooks time out after ten seconds")
 	successor := save("Webhooks now go through the event bus")
 	linked := save("Verify the signature header of every event")
-	for _, l := range []node.LinkRequest{
+	for _, l := range []api.LinkRequest{
 		{From: old.ID, Rel: "depends_on", To: linked.ID},
 		{From: successor.ID, Rel: "supersedes", To: old.ID},
 	} {

@@ -8,7 +8,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 // Resource URIs.
@@ -68,7 +68,7 @@ func jsonContents(uri string, v any) ([]mcpgo.ResourceContents, error) {
 }
 
 func (h *handler) readContext(ctx context.Context, req mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
-	b, err := h.svc.Context(ctx, node.ContextRequest{Namespace: h.namespace, Format: node.FormatJSON})
+	b, err := h.svc.Context(ctx, api.ContextRequest{Namespace: h.namespace, Format: api.FormatJSON})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", contextURI, err)
 	}
@@ -97,7 +97,7 @@ type staleEntryData struct {
 }
 
 func (h *handler) staleOf(ctx context.Context, ns string) (staleData, error) {
-	list, err := h.svc.Stale(ctx, node.StaleRequest{Namespace: ns})
+	list, err := h.svc.Stale(ctx, api.StaleRequest{Namespace: ns})
 	if err != nil {
 		return staleData{}, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 // readJSON reads a resource that must exist and decodes its JSON.
@@ -42,7 +42,7 @@ func TestResources(t *testing.T) {
 	call(t, c, "update", map[string]any{"id": stale.ID, "status": "stale"}, nil)
 
 	t.Run("context", func(t *testing.T) {
-		var b node.Brief
+		var b api.Brief
 		readJSON(t, c, contextURI, &b)
 		if b.Namespace != testNamespace || !strings.Contains(b.Notice, "not instructions") || len(b.Active) != 1 || b.Active[0].ID != kept.ID || len(b.StaleAlerts) != 1 {
 			t.Errorf("context = %+v", b)

@@ -8,7 +8,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 // The checks of the review tool: the upkeep of a namespace's memories, one
@@ -43,11 +43,11 @@ func (h *handler) reviewTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		case checkStale:
 			res, err = h.reviewStale(ctx, ns)
 		case checkAnalyze:
-			res, err = h.reviewAnalyze(ctx, node.AnalyzeRequest{Namespace: ns, Limit: limit})
+			res, err = h.reviewAnalyze(ctx, api.AnalyzeRequest{Namespace: ns, Limit: limit})
 		case checkReflect:
-			res, err = h.reviewReflect(ctx, node.ReflectRequest{Namespace: ns, Limit: limit})
+			res, err = h.reviewReflect(ctx, api.ReflectRequest{Namespace: ns, Limit: limit})
 		default:
-			res, err = h.reviewCompact(ctx, node.CompactRequest{Namespace: ns})
+			res, err = h.reviewCompact(ctx, api.CompactRequest{Namespace: ns})
 		}
 		if err != nil {
 			return h.failure(tool.Name, err, "Use status to see which namespaces exist."), nil
@@ -71,7 +71,7 @@ func (h *handler) reviewStale(ctx context.Context, ns string) (*mcpgo.CallToolRe
 	return mcpgo.NewToolResultStructured(out, b.String()), nil
 }
 
-func (h *handler) reviewAnalyze(ctx context.Context, r node.AnalyzeRequest) (*mcpgo.CallToolResult, error) {
+func (h *handler) reviewAnalyze(ctx context.Context, r api.AnalyzeRequest) (*mcpgo.CallToolResult, error) {
 	res, err := h.svc.Analyze(ctx, r)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (h *handler) reviewAnalyze(ctx context.Context, r node.AnalyzeRequest) (*mc
 	return mcpgo.NewToolResultStructured(out, out.text()), nil
 }
 
-func (h *handler) reviewReflect(ctx context.Context, r node.ReflectRequest) (*mcpgo.CallToolResult, error) {
+func (h *handler) reviewReflect(ctx context.Context, r api.ReflectRequest) (*mcpgo.CallToolResult, error) {
 	res, err := h.svc.Reflect(ctx, r)
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func (h *handler) reviewReflect(ctx context.Context, r node.ReflectRequest) (*mc
 	return mcpgo.NewToolResultStructured(out, b.String()), nil
 }
 
-func (h *handler) reviewCompact(ctx context.Context, r node.CompactRequest) (*mcpgo.CallToolResult, error) {
+func (h *handler) reviewCompact(ctx context.Context, r api.CompactRequest) (*mcpgo.CallToolResult, error) {
 	plan, err := h.svc.CompactCandidates(ctx, r)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func (h *handler) compactApplyTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.CompactApplyRequest{Members: a.strs("members"), Summary: a.str("summary"), Title: a.str("title")}
+		r := api.CompactApplyRequest{Members: a.strs("members"), Summary: a.str("summary"), Title: a.str("title")}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
 		}

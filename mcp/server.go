@@ -21,44 +21,43 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/secrets"
 )
 
 // Service is what the MCP server needs from a memmesh node. It is
 // implemented by *node.Node (in the daemon) and by *web.Client (in
 // `memmesh mcp`, which talks to the daemon over its socket). Errors wrap
-// node.ErrInvalid, node.ErrNotFound and node.ErrAmbiguous as node's do;
-// Peers fails with node.ErrNoMesh on a node that runs without the mesh.
+// api.ErrInvalid, api.ErrNotFound and api.ErrAmbiguous as node's do;
+// Peers fails with api.ErrNoMesh on a node that runs without the mesh.
 type Service interface {
-	Remember(ctx context.Context, req node.RememberRequest) (node.RememberResult, error)
-	Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error)
-	Get(ctx context.Context, ref string) (node.Memory, error)
-	Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error)
-	Forget(ctx context.Context, ref string) (node.Memory, error)
-	Restore(ctx context.Context, ref string) (node.Memory, error)
-	Delete(ctx context.Context, ref string) (node.Memory, error)
-	Purge(ctx context.Context, ref string) (node.Purged, error)
-	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
-	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
-	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
-	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
-	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
-	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
-	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
-	Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error)
-	CompactCandidates(ctx context.Context, req node.CompactRequest) (node.CompactPlan, error)
-	CompactApply(ctx context.Context, req node.CompactApplyRequest) (node.CompactResult, error)
-	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
-	Stats(ctx context.Context) (node.Stats, error)
-	Peers(ctx context.Context) ([]node.Peer, error)
+	Remember(ctx context.Context, req api.RememberRequest) (api.RememberResult, error)
+	Search(ctx context.Context, req api.SearchRequest) (api.SearchResult, error)
+	Get(ctx context.Context, ref string) (api.Memory, error)
+	Update(ctx context.Context, ref string, req api.UpdateRequest) (api.Memory, error)
+	Forget(ctx context.Context, ref string) (api.Memory, error)
+	Restore(ctx context.Context, ref string) (api.Memory, error)
+	Delete(ctx context.Context, ref string) (api.Memory, error)
+	Purge(ctx context.Context, ref string) (api.Purged, error)
+	List(ctx context.Context, req api.ListRequest) ([]api.Memory, error)
+	Link(ctx context.Context, req api.LinkRequest) (api.Edge, error)
+	Unlink(ctx context.Context, from, rel, to string) (api.Edge, error)
+	Traverse(ctx context.Context, req api.TraverseRequest) (api.TraverseResult, error)
+	Impact(ctx context.Context, req api.ImpactRequest) ([]api.Impacted, error)
+	Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemory, error)
+	Analyze(ctx context.Context, req api.AnalyzeRequest) (api.Analysis, error)
+	Reflect(ctx context.Context, req api.ReflectRequest) ([]api.Reflection, error)
+	CompactCandidates(ctx context.Context, req api.CompactRequest) (api.CompactPlan, error)
+	CompactApply(ctx context.Context, req api.CompactApplyRequest) (api.CompactResult, error)
+	Context(ctx context.Context, req api.ContextRequest) (api.Brief, error)
+	Stats(ctx context.Context) (api.Stats, error)
+	Peers(ctx context.Context) ([]api.Peer, error)
 }
-
-var _ Service = (*node.Node)(nil)
 
 // Options configure an MCP server.
 type Options struct {
 	// Namespace is the namespace that tools, resources and prompts use when
-	// the client names none; "" means node.DefaultNamespace.
+	// the client names none; "" means api.DefaultNamespace.
 	Namespace string
 	// Logger receives the server's logs; nil discards them. On stdio it must
 	// not write to standard output, which carries the protocol.
@@ -96,10 +95,10 @@ func NewServer(svc Service, opts Options) *server.MCPServer {
 		stdioSession: "stdio-" + strings.ToLower(rand.Text()[:12]),
 	}
 	if h.namespace == "" {
-		h.namespace = node.DefaultNamespace
+		h.namespace = api.DefaultNamespace
 	}
 	if h.version == "" {
-		h.version = node.Version()
+		h.version = api.Version()
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -145,7 +144,7 @@ func (h *handler) caller(ctx context.Context) (agent, session string) {
 		agent += "/" + v
 	}
 	// Secrets go before the cut: a secret cut short is no longer found.
-	agent, _ = node.Scrub(agent)
+	agent, _ = secrets.Scrub(agent)
 	if len(agent) > maxAgentLen {
 		agent = strings.ToValidUTF8(agent[:maxAgentLen], "")
 	}
@@ -173,19 +172,19 @@ func printable(s string) string {
 // unknown id ("" for none). Errors that are not the caller's are logged.
 func (h *handler) failure(tool string, err error, notFound string) *mcpgo.CallToolResult {
 	msg := err.Error()
-	for _, sentinel := range []error{node.ErrInvalid, node.ErrNotFound, node.ErrAmbiguous} {
+	for _, sentinel := range []error{api.ErrInvalid, api.ErrNotFound, api.ErrAmbiguous} {
 		msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
 	}
 	switch {
-	case errors.Is(err, node.ErrPurged):
+	case errors.Is(err, api.ErrPurged):
 		return mcpgo.NewToolResultErrorf("%s. Nothing was changed.", msg)
-	case errors.Is(err, node.ErrNotFound) && notFound != "":
+	case errors.Is(err, api.ErrNotFound) && notFound != "":
 		return mcpgo.NewToolResultErrorf("%s. %s Nothing was changed.", msg, notFound)
-	case errors.Is(err, node.ErrNotFound), errors.Is(err, node.ErrAmbiguous):
+	case errors.Is(err, api.ErrNotFound), errors.Is(err, api.ErrAmbiguous):
 		return mcpgo.NewToolResultErrorf("%s. Nothing was changed.", msg)
-	case errors.Is(err, node.ErrInvalid):
+	case errors.Is(err, api.ErrInvalid):
 		return mcpgo.NewToolResultErrorf("%s. Nothing was changed: correct the arguments and call %s again.", msg, tool)
-	case errors.Is(err, node.ErrDiskFull):
+	case errors.Is(err, api.ErrDiskFull):
 		return mcpgo.NewToolResultErrorf("%s. Nothing was stored; reading (search, recall, context) still works. Tell the user: memmesh stores again once space is freed.", msg)
 	}
 	h.log.Error("tool failed", "tool", tool, "err", err)

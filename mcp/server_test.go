@@ -20,9 +20,16 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
+)
+
+// The node serves the MCP server in the daemon.
+var (
+	_ Service             = (*node.Node)(nil)
+	_ ServerMemoryService = (*node.Node)(nil)
 )
 
 // testNamespace is the default namespace of the servers under test.
@@ -288,7 +295,7 @@ func TestProvenance(t *testing.T) {
 			if p.Agent != "test-agent/1.2" || !strings.HasPrefix(p.Session, "stdio-") || p.Device != n.DeviceID() {
 				t.Errorf("provenance = %+v, want agent test-agent/1.2, a stdio session, device %s", p, n.DeviceID())
 			}
-			if m.Tier != crdt.TierAgent || m.Namespace != testNamespace {
+			if m.Tier != model.TierAgent || m.Namespace != testNamespace {
 				t.Errorf("tier %s, namespace %s; want agent, %s", m.Tier, m.Namespace, testNamespace)
 			}
 			var st statusData
@@ -528,7 +535,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 func TestDiskFull(t *testing.T) {
 	home := t.TempDir()
 	n := startNode(t, node.Config{Home: home, Logger: testLogger(t)})
-	var kept node.RememberResult
+	var kept api.RememberResult
 	c := connect(t, n)
 	call(t, c, "remember", map[string]any{"content": "written while the disk had space"}, &kept)
 	if err := n.Close(); err != nil {

@@ -16,7 +16,7 @@ package mcp
 //
 // An entity is one memory of kind "entity", trust tier agent, evergreen (a
 // knowledge graph does not expire). Its title is the name, on one line and
-// at most node.MaxTitleRunes long, for display. Its content holds the exact
+// at most api.MaxTitleRunes long, for display. Its content holds the exact
 // name, type and observations, in order:
 //
 //	entity: "John Smith"
@@ -61,7 +61,7 @@ package mcp
 // a reference memory); a relation from a name that is no entity to itself
 // fails and changes nothing. A name given twice in one create_entities call, or a
 // relation given twice in one create_relations call, is created once.
-// Strings are scrubbed of secrets (node.Scrub) before they are stored or
+// Strings are scrubbed of secrets (secrets.Scrub) before they are stored or
 // compared. Entities are listed in the order they were created, relations
 // in the order they were last created.
 //
@@ -91,23 +91,22 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/secrets"
 )
 
 // ServerMemoryService is what the server-memory profile needs from a node.
 // It is implemented by *node.Node and by *web.Client.
 type ServerMemoryService interface {
-	Remember(ctx context.Context, req node.RememberRequest) (node.RememberResult, error)
-	Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error)
-	Delete(ctx context.Context, ref string) (node.Memory, error)
-	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
-	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
-	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
-	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
-	Changes(ctx context.Context, req node.ChangesRequest) (node.ChangesResult, error)
+	Remember(ctx context.Context, req api.RememberRequest) (api.RememberResult, error)
+	Update(ctx context.Context, ref string, req api.UpdateRequest) (api.Memory, error)
+	Delete(ctx context.Context, ref string) (api.Memory, error)
+	List(ctx context.Context, req api.ListRequest) ([]api.Memory, error)
+	Link(ctx context.Context, req api.LinkRequest) (api.Edge, error)
+	Unlink(ctx context.Context, from, rel, to string) (api.Edge, error)
+	Edges(ctx context.Context, req api.EdgesRequest) ([]api.Edge, error)
+	Changes(ctx context.Context, req api.ChangesRequest) (api.ChangesResult, error)
 }
-
-var _ ServerMemoryService = (*node.Node)(nil)
 
 // ServerMemoryNamespace holds the knowledge graph when no namespace is given.
 const ServerMemoryNamespace = "server-memory"
@@ -162,7 +161,7 @@ type serverMemoryDeletion struct {
 const (
 	serverMemoryKind     = "entity"
 	serverMemoryOrigin   = "server-memory"
-	serverMemoryPageSize = 1000 // the most memories node.List returns at once
+	serverMemoryPageSize = 1000 // the most memories List returns at once
 	serverMemoryGraphURI = "memory://knowledge-graph"
 )
 
@@ -183,7 +182,7 @@ func NewServerMemory(svc ServerMemoryService, opts ServerMemoryOptions) *server.
 		// Provenance is recorded as the memmesh profile records it.
 		provenance: &handler{stdioSession: "stdio-" + strings.ToLower(rand.Text()[:12])},
 	}
-	s := server.NewMCPServer("memmesh", node.Version(),
+	s := server.NewMCPServer("memmesh", api.Version(),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
 		server.WithOutputSchemaValidation(),
@@ -228,7 +227,7 @@ func (p *serverMemoryProfile) handle(run func(context.Context, *serverMemoryArgs
 			return res, nil
 		}
 		var user serverMemoryUserError
-		if errors.As(err, &user) || errors.Is(err, node.ErrInvalid) {
+		if errors.As(err, &user) || errors.Is(err, api.ErrInvalid) {
 			p.log.Debug("tool call refused", "tool", name, "err", err)
 		} else {
 			p.log.Error("tool call failed", "tool", name, "err", err)
@@ -745,7 +744,7 @@ func (a *serverMemoryArgs) relation(v any, path string) ServerMemoryRelation {
 
 // serverMemoryScrub removes secrets from s as the node would before storing it.
 func serverMemoryScrub(s string) string {
-	s, _ = node.Scrub(s)
+	s, _ = secrets.Scrub(s)
 	return s
 }
 
@@ -768,10 +767,10 @@ func serverMemoryContent(e ServerMemoryEntity) (string, error) {
 		b.WriteString("\n- ")
 		b.WriteString(serverMemoryValue(o))
 	}
-	if b.Len() > node.MaxContentBytes {
+	if b.Len() > api.MaxContentBytes {
 		return "", serverMemoryUserError(fmt.Sprintf(
 			"entity %s: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed",
-			e.Name, b.Len(), node.MaxContentBytes))
+			e.Name, b.Len(), api.MaxContentBytes))
 	}
 	return b.String(), nil
 }
@@ -864,8 +863,8 @@ func serverMemoryTitle(name string) string {
 	title := strings.Join(strings.FieldsFunc(name, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}), " ")
-	if utf8.RuneCountInString(title) > node.MaxTitleRunes {
-		title = string([]rune(title)[:node.MaxTitleRunes-1]) + "…"
+	if utf8.RuneCountInString(title) > api.MaxTitleRunes {
+		title = string([]rune(title)[:api.MaxTitleRunes-1]) + "…"
 	}
 	if title == "" {
 		return "(unnamed entity)"
@@ -908,7 +907,7 @@ func serverMemoryRel(relationType string) string {
 
 // serverMemoryRelationType returns the relationType of an edge: the one in
 // its notes when they hold the relationType its rel was made from.
-func serverMemoryRelationType(e node.Edge) string {
+func serverMemoryRelationType(e api.Edge) string {
 	if e.Notes != "" {
 		if t := serverMemoryUnquote(e.Notes); serverMemoryRel(t) == e.Rel {
 			return t

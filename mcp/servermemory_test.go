@@ -18,7 +18,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -474,11 +475,11 @@ func TestServerMemoryWorkload(t *testing.T) {
 	for i, step := range serverMemoryWorkload {
 		c := s.call(step.tool, json.RawMessage(step.args))
 		if i == 0 {
-			mems, err := n.List(context.Background(), node.ListRequest{Namespace: ServerMemoryNamespace})
+			mems, err := n.List(context.Background(), api.ListRequest{Namespace: ServerMemoryNamespace})
 			if err != nil || len(mems) != 3 {
 				t.Fatalf("%d memories (%v) after creating 3 entities", len(mems), err)
 			}
-			worksInc = mems[slices.IndexFunc(mems, func(m node.Memory) bool { return m.Title == "Works Inc" })].ID
+			worksInc = mems[slices.IndexFunc(mems, func(m api.Memory) bool { return m.Title == "Works Inc" })].ID
 		}
 		want := strings.ReplaceAll(step.text, "⏎", "\u2028")
 		if c.text() != want || c.IsError != step.isError {
@@ -511,19 +512,19 @@ func TestServerMemoryWorkload(t *testing.T) {
 	}
 
 	// The graph is stored as described in the package comment.
-	mems, err := n.List(context.Background(), node.ListRequest{Namespace: ServerMemoryNamespace, Limit: 100})
+	mems, err := n.List(context.Background(), api.ListRequest{Namespace: ServerMemoryNamespace, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(mems) != 2 {
 		t.Fatalf("%d memories in the namespace, want 2", len(mems))
 	}
-	bob := mems[slices.IndexFunc(mems, func(m node.Memory) bool { return m.Title == "Bob" })]
-	if bob.Content != "entity: \"Bob\"\ntype: person\n- b\n- b\n- c" || bob.Kind != "entity" || bob.Tier != crdt.TierAgent ||
+	bob := mems[slices.IndexFunc(mems, func(m api.Memory) bool { return m.Title == "Bob" })]
+	if bob.Content != "entity: \"Bob\"\ntype: person\n- b\n- b\n- c" || bob.Kind != "entity" || bob.Tier != model.TierAgent ||
 		!bob.Evergreen || !bob.ExpiresAt.IsZero() || bob.Provenance.Agent != "test-client/1.0" || !strings.HasPrefix(bob.Provenance.Session, "stdio-") || len(bob.Revisions) != 3 {
 		t.Errorf("Bob's memory: %+v", bob.Memory)
 	}
-	if m, err := n.Get(context.Background(), worksInc); err != nil || m.Status != crdt.StatusDeleted {
+	if m, err := n.Get(context.Background(), worksInc); err != nil || m.Status != model.StatusDeleted {
 		t.Errorf("Works Inc's memory: %v, status %s; want deleted", err, m.Status)
 	}
 }
@@ -675,12 +676,12 @@ func TestServerMemoryRelationTypes(t *testing.T) {
 
 	// Each is its own edge with a valid relation name.
 	a := g.Entities[0].Name
-	mems, err := n.List(context.Background(), node.ListRequest{Namespace: ServerMemoryNamespace})
+	mems, err := n.List(context.Background(), api.ListRequest{Namespace: ServerMemoryNamespace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	from := mems[slices.IndexFunc(mems, func(m node.Memory) bool { return m.Title == a })].ID
-	res, err := n.Traverse(context.Background(), node.TraverseRequest{Start: from, Direction: node.Out})
+	from := mems[slices.IndexFunc(mems, func(m api.Memory) bool { return m.Title == a })].ID
+	res, err := n.Traverse(context.Background(), api.TraverseRequest{Start: from, Direction: api.Out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -717,7 +718,7 @@ func TestServerMemoryBadInput(t *testing.T) {
 	before := s.graph()
 
 	const prefix = "MCP error -32602: Input validation error: Invalid arguments for tool "
-	big := strings.Repeat("x", node.MaxContentBytes)
+	big := strings.Repeat("x", api.MaxContentBytes)
 	tests := []struct {
 		tool, args, want string
 	}{
@@ -747,9 +748,9 @@ func TestServerMemoryBadInput(t *testing.T) {
 		{"create_relations", `{"relations":[{"from":"B","to":"A","relationType":"r"},{"from":"Nobody","to":"Nobody","relationType":"likes"}]}`,
 			"Relation likes from Nobody to itself, which is not an entity: memmesh stores a relation from an entity to itself once the entity exists; create it with create_entities first. Nothing was changed."},
 		{"create_entities", fmt.Sprintf(`{"entities":[{"name":"C","entityType":"t","observations":[]},{"name":"D","entityType":"t","observations":[%q]}]}`, big),
-			fmt.Sprintf("entity D: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed", len(big)+len("entity: \"D\"\ntype: t\n- "), node.MaxContentBytes)},
+			fmt.Sprintf("entity D: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed", len(big)+len("entity: \"D\"\ntype: t\n- "), api.MaxContentBytes)},
 		{"add_observations", fmt.Sprintf(`{"observations":[{"entityName":"B","contents":["ok"]},{"entityName":"A","contents":[%q]}]}`, big),
-			fmt.Sprintf("entity A: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed", len(big)+len("entity: \"A\"\ntype: t\n- o\n- "), node.MaxContentBytes)},
+			fmt.Sprintf("entity A: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed", len(big)+len("entity: \"A\"\ntype: t\n- o\n- "), api.MaxContentBytes)},
 	}
 	for _, tt := range tests {
 		c := s.call(tt.tool, json.RawMessage(tt.args))
@@ -789,13 +790,13 @@ func TestServerMemoryDevices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := n.Remember(ctx, node.RememberRequest{Namespace: ServerMemoryNamespace, Kind: "entity", Title: "Twin", Content: content,
+		if _, err := n.Remember(ctx, api.RememberRequest{Namespace: ServerMemoryNamespace, Kind: "entity", Title: "Twin", Content: content,
 			At: time.Now().Add(time.Duration(i-2) * time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// An entity of another namespace is not part of the graph.
-	if _, err := n.Remember(ctx, node.RememberRequest{Namespace: "elsewhere", Kind: "entity", Title: "Twin", Content: "entity: \"Twin\"\ntype: x"}); err != nil {
+	if _, err := n.Remember(ctx, api.RememberRequest{Namespace: "elsewhere", Kind: "entity", Title: "Twin", Content: "entity: \"Twin\"\ntype: x"}); err != nil {
 		t.Fatal(err)
 	}
 	s := serverMemoryConnect(t, n, "")
@@ -818,7 +819,7 @@ func TestServerMemoryDevices(t *testing.T) {
 	if g := s.graph(); len(g.Entities) != 1 || len(g.Relations) != 0 {
 		t.Fatalf("graph after deleting Twin: %s", serverMemoryJSONOf(t, g))
 	}
-	if mems, err := n.List(ctx, node.ListRequest{Namespace: "elsewhere"}); err != nil || len(mems) != 1 {
+	if mems, err := n.List(ctx, api.ListRequest{Namespace: "elsewhere"}); err != nil || len(mems) != 1 {
 		t.Errorf("other namespace: %d memories, %v", len(mems), err)
 	}
 }
@@ -839,7 +840,7 @@ func TestServerMemoryNamespaceAndResource(t *testing.T) {
 	if len(res.Contents) != 1 || res.Contents[0].Text != c.text() || res.Contents[0].URI != "memory://knowledge-graph" {
 		t.Errorf("resource %+v, want the text of read_graph %q", res.Contents, c.text())
 	}
-	if mems, err := n.List(context.Background(), node.ListRequest{Namespace: "graph-a"}); err != nil || len(mems) != 1 {
+	if mems, err := n.List(context.Background(), api.ListRequest{Namespace: "graph-a"}); err != nil || len(mems) != 1 {
 		t.Errorf("graph-a holds %d memories (%v), want 1", len(mems), err)
 	}
 }
@@ -937,7 +938,7 @@ func TestServerMemoryImport(t *testing.T) {
 		t.Errorf("graph after the second import: %s", serverMemoryJSONOf(t, g))
 	}
 	// Three entities, and the references of Nobody and of C (for C -self-> C).
-	if mems, err := n.List(ctx, node.ListRequest{Namespace: ServerMemoryNamespace}); err != nil || len(mems) != 5 {
+	if mems, err := n.List(ctx, api.ListRequest{Namespace: ServerMemoryNamespace}); err != nil || len(mems) != 5 {
 		t.Errorf("%d memories (%v), want 5", len(mems), err)
 	}
 }
@@ -957,8 +958,8 @@ func TestServerMemoryImportBadFiles(t *testing.T) {
 			"line 1: Invalid input: expected string, received number at name; Invalid input: expected string, received undefined at entityType; Invalid input: expected string, received null at observations[1]"},
 		{"bad relation", good + `{"type":"relation","from":"A","to":["B"]}`,
 			"line 2: Invalid input: expected string, received array at to; Invalid input: expected string, received undefined at relationType"},
-		{"too big", fmt.Sprintf(`{"type":"entity","name":"B","entityType":"t","observations":[%q]}`, strings.Repeat("x", node.MaxContentBytes)),
-			fmt.Sprintf("entity B: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed", node.MaxContentBytes+len("entity: \"B\"\ntype: t\n- "), node.MaxContentBytes)},
+		{"too big", fmt.Sprintf(`{"type":"entity","name":"B","entityType":"t","observations":[%q]}`, strings.Repeat("x", api.MaxContentBytes)),
+			fmt.Sprintf("entity B: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed", api.MaxContentBytes+len("entity: \"B\"\ntype: t\n- "), api.MaxContentBytes)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -966,7 +967,7 @@ func TestServerMemoryImportBadFiles(t *testing.T) {
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("error %v, want %s", err, tt.want)
 			}
-			if mems, err := n.List(ctx, node.ListRequest{Namespace: ServerMemoryNamespace}); err != nil || len(mems) != 0 {
+			if mems, err := n.List(ctx, api.ListRequest{Namespace: ServerMemoryNamespace}); err != nil || len(mems) != 0 {
 				t.Errorf("%d memories imported (%v)", len(mems), err)
 			}
 		})
@@ -1021,14 +1022,14 @@ func TestServerMemoryFollowsEveryWriter(t *testing.T) {
 		}
 	}
 
-	mems, err := a.List(ctx, node.ListRequest{Namespace: ServerMemoryNamespace, Kind: "entity", Limit: 10})
+	mems, err := a.List(ctx, api.ListRequest{Namespace: ServerMemoryNamespace, Kind: "entity", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range mems {
 		if m.Title == "Bob" {
 			away := "elsewhere"
-			if _, err := a.Update(ctx, m.ID, node.UpdateRequest{Namespace: &away}); err != nil {
+			if _, err := a.Update(ctx, m.ID, api.UpdateRequest{Namespace: &away}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 )
 
 // The server-memory profile's graph, kept in memory.
@@ -60,7 +60,7 @@ type serverMemorySnapshot struct {
 	sorted   bool                          // entities is in order
 	byName   map[string]*serverMemoryEntry // entries, with an entity memory or a reference
 	byID     map[string]*serverMemoryPart  // every memory of the graph by id
-	edges    map[string]node.Edge          // live edges at memories of the graph, by edge id
+	edges    map[string]api.Edge           // live edges at memories of the graph, by edge id
 	edgesAt  map[string][]string           // the ids of the edges in edges, by endpoint
 }
 
@@ -90,7 +90,7 @@ type serverMemoryPart struct {
 func newServerMemorySnapshot() *serverMemorySnapshot {
 	return &serverMemorySnapshot{
 		byName: map[string]*serverMemoryEntry{}, byID: map[string]*serverMemoryPart{},
-		edges: map[string]node.Edge{}, edgesAt: map[string][]string{},
+		edges: map[string]api.Edge{}, edgesAt: map[string][]string{},
 	}
 }
 
@@ -108,14 +108,14 @@ func serverMemoryRefName(content, title string) string {
 }
 
 // wanted reports whether a memory belongs to the graph of ns.
-func (s *serverMemoryStore) wanted(m *node.Memory) bool {
+func (s *serverMemoryStore) wanted(m *api.Memory) bool {
 	return m.Namespace == s.ns && (m.Kind == serverMemoryKind || m.Kind == serverMemoryRefKind) &&
-		(m.Status == crdt.StatusActive || m.Status == crdt.StatusStale) && !m.Expired(time.Now())
+		(m.Status == model.StatusActive || m.Status == model.StatusStale) && !m.Expired(time.Now())
 }
 
 // put records the current version of a memory of the graph; it reports
 // whether the memory is new to the snapshot.
-func (snap *serverMemorySnapshot) put(m *node.Memory) bool {
+func (snap *serverMemorySnapshot) put(m *api.Memory) bool {
 	old := snap.byID[m.ID]
 	p := &serverMemoryPart{id: m.ID, ref: m.Kind == serverMemoryRefKind, created: m.Provenance.CreatedAt, content: m.Content}
 	name := serverMemoryRefName(m.Content, m.Title)
@@ -178,7 +178,7 @@ func (snap *serverMemorySnapshot) remove(id string) {
 }
 
 // putEdge records an edge at a memory of the graph, or forgets a deleted one.
-func (snap *serverMemorySnapshot) putEdge(e node.Edge) {
+func (snap *serverMemorySnapshot) putEdge(e api.Edge) {
 	_, known := snap.edges[e.ID]
 	switch {
 	case e.Deleted:
@@ -194,7 +194,7 @@ func (snap *serverMemorySnapshot) putEdge(e node.Edge) {
 }
 
 // dropEdge forgets an edge.
-func (snap *serverMemorySnapshot) dropEdge(e node.Edge) {
+func (snap *serverMemorySnapshot) dropEdge(e api.Edge) {
 	if _, ok := snap.edges[e.ID]; !ok {
 		return
 	}
@@ -215,7 +215,7 @@ func (s *serverMemoryStore) sync(ctx context.Context) (*serverMemorySnapshot, er
 		}
 	}
 	for {
-		res, err := s.svc.Changes(ctx, node.ChangesRequest{After: s.snap.seq, Namespace: s.ns})
+		res, err := s.svc.Changes(ctx, api.ChangesRequest{After: s.snap.seq, Namespace: s.ns})
 		if err != nil {
 			return nil, fmt.Errorf("changes of the graph: %w", err)
 		}
@@ -253,7 +253,7 @@ func (s *serverMemoryStore) sync(ctx context.Context) (*serverMemorySnapshot, er
 // reload reads the whole graph: the change-log position first, so that
 // what changes while it reads is applied again by sync.
 func (s *serverMemoryStore) reload(ctx context.Context) error {
-	pos, err := s.svc.Changes(ctx, node.ChangesRequest{After: ^uint64(0), Namespace: s.ns})
+	pos, err := s.svc.Changes(ctx, api.ChangesRequest{After: ^uint64(0), Namespace: s.ns})
 	if err != nil {
 		return fmt.Errorf("changes of the graph: %w", err)
 	}
@@ -283,7 +283,7 @@ func (s *serverMemoryStore) reload(ctx context.Context) error {
 // readEdges adds the live edges at memories of the graph.
 func (s *serverMemoryStore) readEdges(ctx context.Context, ids []string) error {
 	for chunk := range slices.Chunk(ids, s.page) {
-		edges, err := s.svc.Edges(ctx, node.EdgesRequest{Endpoints: chunk})
+		edges, err := s.svc.Edges(ctx, api.EdgesRequest{Endpoints: chunk})
 		if err != nil {
 			return fmt.Errorf("relations: %w", err)
 		}
@@ -296,10 +296,10 @@ func (s *serverMemoryStore) readEdges(ctx context.Context, ids []string) error {
 
 // memories lists every memory of a kind of the namespace, a page at a
 // time from the most recently updated.
-func (s *serverMemoryStore) memories(ctx context.Context, kind string) ([]node.Memory, error) {
-	var all []node.Memory
+func (s *serverMemoryStore) memories(ctx context.Context, kind string) ([]api.Memory, error) {
+	var all []api.Memory
 	seen := map[string]bool{}
-	add := func(ms []node.Memory) {
+	add := func(ms []api.Memory) {
 		for _, m := range ms {
 			if !seen[m.ID] {
 				seen[m.ID] = true
@@ -307,8 +307,8 @@ func (s *serverMemoryStore) memories(ctx context.Context, kind string) ([]node.M
 			}
 		}
 	}
-	list := func(since, until time.Time) ([]node.Memory, error) {
-		ms, err := s.svc.List(ctx, node.ListRequest{Namespace: s.ns, Kind: kind, Since: since, Until: until, Limit: s.page})
+	list := func(since, until time.Time) ([]api.Memory, error) {
+		ms, err := s.svc.List(ctx, api.ListRequest{Namespace: s.ns, Kind: kind, Since: since, Until: until, Limit: s.page})
 		if err != nil {
 			return nil, fmt.Errorf("list %s memories: %w", kind, err)
 		}
@@ -377,7 +377,7 @@ func (snap *serverMemorySnapshot) list() []*serverMemoryEntry {
 
 // serverMemoryEdge is an edge of the graph with the relation it holds.
 type serverMemoryEdge struct {
-	node.Edge
+	api.Edge
 	relation ServerMemoryRelation
 }
 
@@ -395,7 +395,7 @@ func (snap *serverMemorySnapshot) relationEdges(entries []*serverMemoryEntry) []
 	}
 	edges := snap.edges
 	if entries != nil {
-		edges = map[string]node.Edge{}
+		edges = map[string]api.Edge{}
 		for _, entry := range entries {
 			for _, p := range slices.Concat(entry.parts, entry.refs) {
 				for _, id := range snap.edgesAt[p.id] {
@@ -407,7 +407,7 @@ func (snap *serverMemorySnapshot) relationEdges(entries []*serverMemoryEntry) []
 	var out []serverMemoryEdge
 	for _, e := range edges {
 		from, to := snap.byID[e.From], snap.byID[e.To]
-		if from == nil || to == nil || e.Origin == node.OriginAutoLink {
+		if from == nil || to == nil || e.Origin == api.OriginAutoLink {
 			continue
 		}
 		out = append(out, serverMemoryEdge{Edge: e, relation: ServerMemoryRelation{From: from.entry.name, To: to.entry.name, RelationType: serverMemoryRelationType(e)}})
@@ -564,12 +564,12 @@ func (s *serverMemoryStore) at() time.Time {
 func (s *serverMemoryStore) applyCreate(ctx context.Context, plan []serverMemoryCreate, prov serverMemoryProvenance) ([]ServerMemoryEntity, error) {
 	created := []ServerMemoryEntity{}
 	for _, c := range plan {
-		res, err := s.svc.Remember(ctx, node.RememberRequest{
+		res, err := s.svc.Remember(ctx, api.RememberRequest{
 			Namespace: s.ns,
 			Title:     serverMemoryTitle(c.entity.Name),
 			Content:   c.content,
 			Kind:      serverMemoryKind,
-			Tier:      crdt.TierAgent,
+			Tier:      model.TierAgent,
 			Evergreen: true,
 			Agent:     prov.agent,
 			Session:   prov.session,
@@ -633,7 +633,7 @@ func (e *serverMemoryEdits) encode() ([]*serverMemoryEdit, error) {
 // applyEdits stores encoded edits, each as a new revision of its memory.
 func (s *serverMemoryStore) applyEdits(ctx context.Context, edits []*serverMemoryEdit) error {
 	for _, ed := range edits {
-		if _, err := s.svc.Update(ctx, ed.part.id, node.UpdateRequest{Content: &ed.content}); err != nil {
+		if _, err := s.svc.Update(ctx, ed.part.id, api.UpdateRequest{Content: &ed.content}); err != nil {
 			return fmt.Errorf("update entity %s: %w", ed.part.entry.name, err)
 		}
 	}
@@ -744,7 +744,7 @@ func (s *serverMemoryStore) deleteEntities(ctx context.Context, names []string) 
 			continue
 		}
 		for _, p := range slices.Concat(entry.parts, entry.refs) {
-			if _, err := s.svc.Delete(ctx, p.id); err != nil && !errors.Is(err, node.ErrNotFound) {
+			if _, err := s.svc.Delete(ctx, p.id); err != nil && !errors.Is(err, api.ErrNotFound) {
 				return fmt.Errorf("delete entity %s: %w", entry.name, err)
 			}
 		}
@@ -756,7 +756,7 @@ func (s *serverMemoryStore) deleteEntities(ctx context.Context, names []string) 
 func (s *serverMemoryStore) unlink(ctx context.Context, snap *serverMemorySnapshot, edges []serverMemoryEdge) error {
 	var refs []*serverMemoryPart
 	for _, e := range edges {
-		if _, err := s.svc.Unlink(ctx, e.From, e.Rel, e.To); err != nil && !errors.Is(err, node.ErrNotFound) {
+		if _, err := s.svc.Unlink(ctx, e.From, e.Rel, e.To); err != nil && !errors.Is(err, api.ErrNotFound) {
 			return fmt.Errorf("delete relation %s %s %s: %w", e.relation.From, e.relation.RelationType, e.relation.To, err)
 		}
 		snap.dropEdge(e.Edge)
@@ -768,7 +768,7 @@ func (s *serverMemoryStore) unlink(ctx context.Context, snap *serverMemorySnapsh
 	}
 	for _, p := range refs {
 		if len(snap.edgesAt[p.id]) == 0 && snap.byID[p.id] != nil {
-			if _, err := s.svc.Delete(ctx, p.id); err != nil && !errors.Is(err, node.ErrNotFound) {
+			if _, err := s.svc.Delete(ctx, p.id); err != nil && !errors.Is(err, api.ErrNotFound) {
 				return fmt.Errorf("delete the reference to %s: %w", p.entry.name, err)
 			}
 			snap.remove(p.id)
@@ -826,15 +826,15 @@ func (s *serverMemoryStore) endpoint(ctx context.Context, snap *serverMemorySnap
 		return entry.refs[0].id, nil
 	}
 	content := serverMemoryReference(name)
-	res, err := s.svc.Remember(ctx, node.RememberRequest{
+	res, err := s.svc.Remember(ctx, api.RememberRequest{
 		Namespace: s.ns, Title: serverMemoryTitle(name), Content: content,
-		Kind: serverMemoryRefKind, Tier: crdt.TierAgent, Evergreen: true,
+		Kind: serverMemoryRefKind, Tier: model.TierAgent, Evergreen: true,
 	})
 	if err != nil {
 		return "", fmt.Errorf("reference to %s: %w", name, err)
 	}
-	m := node.Memory{ID: res.ID}
-	m.Namespace, m.Kind, m.Title, m.Content, m.Status = s.ns, serverMemoryRefKind, serverMemoryTitle(name), content, crdt.StatusActive
+	m := api.Memory{ID: res.ID}
+	m.Namespace, m.Kind, m.Title, m.Content, m.Status = s.ns, serverMemoryRefKind, serverMemoryTitle(name), content, model.StatusActive
 	snap.put(&m)
 	return res.ID, nil
 }
@@ -852,7 +852,7 @@ func (s *serverMemoryStore) applyRelations(ctx context.Context, snap *serverMemo
 			return created, err
 		}
 		t := r.RelationType
-		req := node.LinkRequest{From: from, Rel: serverMemoryRel(t), To: to, Origin: serverMemoryOrigin}
+		req := api.LinkRequest{From: from, Rel: serverMemoryRel(t), To: to, Origin: serverMemoryOrigin}
 		if req.Rel != t {
 			req.Notes = serverMemoryValue(t)
 		}

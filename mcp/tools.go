@@ -17,9 +17,9 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/model"
 )
 
 // Limits of the tools, on top of the node's own.
@@ -79,20 +79,20 @@ func (h *handler) rememberTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithString("namespace", mcpgo.Description(h.namespaceDescription())),
 		mcpgo.WithString("kind", mcpgo.Description("note (default), decision, convention, bug, fact, task, preference, summary, ...")),
 		mcpgo.WithArray("tags", mcpgo.WithStringItems(), mcpgo.Description(tagsDescription)),
-		mcpgo.WithString("tier", mcpgo.Enum(string(crdt.TierAgent), string(crdt.TierAuto)), mcpgo.Description("agent (default): learned in this session; auto: captured without review.")),
+		mcpgo.WithString("tier", mcpgo.Enum(string(model.TierAgent), string(model.TierAuto)), mcpgo.Description("agent (default): learned in this session; auto: captured without review.")),
 		mcpgo.WithNumber("confidence", mcpgo.Min(0.0), mcpgo.Max(1.0), mcpgo.Description("Default: 0.7 (agent), 0.5 (auto).")),
 		mcpgo.WithString("ttl", mcpgo.Description("e.g. 14d, 36h, none. Default: 90d (agent), 30d (auto).")),
 		mcpgo.WithBoolean("evergreen", mcpgo.Description("Never expires nor goes stale.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.RememberRequest{
+		r := api.RememberRequest{
 			Content:    a.str("content"),
 			Title:      a.str("title"),
 			Namespace:  a.namespace("namespace", h.namespace),
 			Kind:       a.str("kind"),
 			Tags:       a.strs("tags"),
-			Tier:       crdt.Tier(a.str("tier")),
+			Tier:       model.Tier(a.str("tier")),
 			Confidence: a.number("confidence"),
 			TTL:        a.str("ttl"),
 			Evergreen:  a.boolean("evergreen"),
@@ -122,16 +122,16 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithArray("tags", mcpgo.WithStringItems(), mcpgo.Description("Only with all these tags.")),
 		mcpgo.WithString("kind", mcpgo.Description("Only this kind.")),
 		mcpgo.WithArray("statuses", mcpgo.WithStringEnumItems(statusNames()), mcpgo.Description("Default: active, stale.")),
-		mcpgo.WithArray("tiers", mcpgo.WithStringEnumItems([]string{string(crdt.TierHuman), string(crdt.TierAgent), string(crdt.TierAuto)}), mcpgo.Description("Only these trust tiers.")),
+		mcpgo.WithArray("tiers", mcpgo.WithStringEnumItems([]string{string(model.TierHuman), string(model.TierAgent), string(model.TierAuto)}), mcpgo.Description("Only these trust tiers.")),
 		mcpgo.WithString("since", mcpgo.Description("Updated at or after: 2026-01-31, RFC 3339, or an age (7d).")),
 		mcpgo.WithString("until", mcpgo.Description("Updated before; as since.")),
 		mcpgo.WithInteger("limit", mcpgo.Min(1), mcpgo.Max(maxRecallLimit), mcpgo.Description("Default: 10.")),
 		mcpgo.WithBoolean("explain", mcpgo.Description("Return each score's components.")),
-		mcpgo.WithInteger("budget", mcpgo.Min(node.MinSearchBudget), mcpgo.Max(node.MaxSearchBudget), mcpgo.Description("Most tokens to return; long memories shrink to excerpts.")),
+		mcpgo.WithInteger("budget", mcpgo.Min(api.MinSearchBudget), mcpgo.Max(api.MaxSearchBudget), mcpgo.Description("Most tokens to return; long memories shrink to excerpts.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.SearchRequest{
+		r := api.SearchRequest{
 			Query:     a.str("query"),
 			Namespace: a.namespace("namespace", h.namespace),
 			Tags:      a.strs("tags"),
@@ -143,10 +143,10 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			Budget:    a.integer("budget"),
 		}
 		for _, s := range a.strs("statuses") {
-			r.Statuses = append(r.Statuses, crdt.Status(s))
+			r.Statuses = append(r.Statuses, model.Status(s))
 		}
 		for _, t := range a.strs("tiers") {
-			r.Tiers = append(r.Tiers, crdt.Tier(t))
+			r.Tiers = append(r.Tiers, model.Tier(t))
 		}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
@@ -208,12 +208,12 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithNumber("confidence", mcpgo.Min(0.0), mcpgo.Max(1.0), mcpgo.Description("0 to 1.")),
 		mcpgo.WithBoolean("evergreen", mcpgo.Description("Never expires nor goes stale.")),
 		mcpgo.WithString("ttl", mcpgo.Description("From now: 14d, 36h, none.")),
-		mcpgo.WithString("status", mcpgo.Enum(string(crdt.StatusActive), string(crdt.StatusStale), string(crdt.StatusArchived)), mcpgo.Description("stale: may no longer hold; archived: kept, out of searches.")),
+		mcpgo.WithString("status", mcpgo.Enum(string(model.StatusActive), string(model.StatusStale), string(model.StatusArchived)), mcpgo.Description("stale: may no longer hold; archived: kept, out of searches.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
 		id := a.str("id")
-		r := node.UpdateRequest{
+		r := api.UpdateRequest{
 			Content:    a.optStr("content"),
 			Title:      a.optStr("title"),
 			Namespace:  a.optStr("namespace"),
@@ -225,7 +225,7 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			TTL:        a.optStr("ttl"),
 		}
 		if s := a.optStr("status"); s != nil {
-			status := crdt.Status(*s)
+			status := model.Status(*s)
 			r.Status = &status
 		}
 		if bad := a.problem(); bad != nil {
@@ -243,8 +243,8 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 // update applies r to a memory. Status active is a restore, which brings
 // back deleted and compacted memories too (an update cannot change a
 // deleted memory); the other fields are then applied to the restored one.
-func (h *handler) update(ctx context.Context, id string, r node.UpdateRequest) (node.Memory, error) {
-	if r.Status == nil || *r.Status != crdt.StatusActive {
+func (h *handler) update(ctx context.Context, id string, r api.UpdateRequest) (api.Memory, error) {
+	if r.Status == nil || *r.Status != model.StatusActive {
 		return h.svc.Update(ctx, id, r)
 	}
 	m, err := h.svc.Restore(ctx, id)
@@ -299,7 +299,7 @@ func (h *handler) contextTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.ContextRequest{Namespace: a.namespace("namespace", h.namespace), Budget: a.integer("budget"), Query: a.str("query")}
+		r := api.ContextRequest{Namespace: a.namespace("namespace", h.namespace), Budget: a.integer("budget"), Query: a.str("query")}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
 		}
@@ -316,7 +316,7 @@ func (h *handler) contextTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 func (h *handler) linkTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	tool := mcpgo.NewTool("link",
 		hints("Link", false, true, true),
-		mcpgo.WithDescription(`Relate two memories, or a memory and a file, symbol or URL: from -rel-> to. Known relations: `+strings.Join(node.KnownRelations, ", ")+` (supersedes marks the target stale); others in snake_case allowed. Linking again updates notes and strength; remove deletes a wrong link.`),
+		mcpgo.WithDescription(`Relate two memories, or a memory and a file, symbol or URL: from -rel-> to. Known relations: `+strings.Join(api.KnownRelations, ", ")+` (supersedes marks the target stale); others in snake_case allowed. Linking again updates notes and strength; remove deletes a wrong link.`),
 		mcpgo.WithString("from", mcpgo.Required(), mcpgo.Description(endpointDescription)),
 		mcpgo.WithString("rel", mcpgo.Required(), mcpgo.Description("e.g. related_to, supersedes, depends_on.")),
 		mcpgo.WithString("to", mcpgo.Required(), mcpgo.Description(endpointDescription)),
@@ -326,7 +326,7 @@ func (h *handler) linkTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.LinkRequest{From: a.str("from"), Rel: a.str("rel"), To: a.str("to"), Notes: a.str("notes"), Strength: a.number("strength")}
+		r := api.LinkRequest{From: a.str("from"), Rel: a.str("rel"), To: a.str("to"), Notes: a.str("notes"), Strength: a.number("strength")}
 		remove := a.boolean("remove")
 		if bad := a.problem(); bad != nil {
 			return bad, nil
@@ -361,12 +361,12 @@ func (h *handler) traverseTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithString("start", mcpgo.Required(), mcpgo.Description(endpointDescription+" impact: a path; dir/ for a directory.")),
 		mcpgo.WithString("mode", mcpgo.Enum(modeLinks, modeImpact), mcpgo.Description("Default: links.")),
 		mcpgo.WithInteger("depth", mcpgo.Min(1), mcpgo.Max(5), mcpgo.Description("Hops. Default: 1 (links), 2 (impact).")),
-		mcpgo.WithString("direction", mcpgo.Enum(string(node.Out), string(node.In), string(node.Both)), mcpgo.Description("links only. Default: both.")),
+		mcpgo.WithString("direction", mcpgo.Enum(string(api.Out), string(api.In), string(api.Both)), mcpgo.Description("links only. Default: both.")),
 		mcpgo.WithArray("rels", mcpgo.WithStringItems(), mcpgo.Description("links only: follow these relations only.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
-		r := node.TraverseRequest{Start: a.str("start"), Depth: a.integer("depth"), Direction: node.Direction(a.str("direction")), Rels: a.strs("rels")}
+		r := api.TraverseRequest{Start: a.str("start"), Depth: a.integer("depth"), Direction: api.Direction(a.str("direction")), Rels: a.strs("rels")}
 		if a.str("mode") == modeImpact {
 			if r.Direction != "" || r.Rels != nil {
 				a.problems = append(a.problems, "direction and rels are for mode links")
@@ -374,7 +374,7 @@ func (h *handler) traverseTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			if bad := a.problem(); bad != nil {
 				return bad, nil
 			}
-			return h.impact(ctx, tool.Name, node.ImpactRequest{Path: strings.TrimPrefix(r.Start, "file:"), Depth: r.Depth}), nil
+			return h.impact(ctx, tool.Name, api.ImpactRequest{Path: strings.TrimPrefix(r.Start, "file:"), Depth: r.Depth}), nil
 		}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
@@ -389,7 +389,7 @@ func (h *handler) traverseTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 }
 
 // impact answers traverse's mode impact.
-func (h *handler) impact(ctx context.Context, tool string, r node.ImpactRequest) *mcpgo.CallToolResult {
+func (h *handler) impact(ctx context.Context, tool string, r api.ImpactRequest) *mcpgo.CallToolResult {
 	res, err := h.svc.Impact(ctx, r)
 	if err != nil {
 		return h.failure(tool, err, "Give a file path such as internal/db/pool.go.")
@@ -411,18 +411,18 @@ func (h *handler) namespaceOr(ns string) string {
 
 type compactData struct {
 	Notice string `json:"notice"`
-	node.CompactPlan
+	api.CompactPlan
 }
 
 type reflectData struct {
-	Notice    string            `json:"notice"`
-	Namespace string            `json:"namespace"`
-	Memories  []node.Reflection `json:"memories" jsonschema:"unlinked memories, each with candidate link targets"`
+	Notice    string           `json:"notice"`
+	Namespace string           `json:"namespace"`
+	Memories  []api.Reflection `json:"memories" jsonschema:"unlinked memories, each with candidate link targets"`
 }
 
 type analysisData struct {
 	Notice string `json:"notice"`
-	node.Analysis
+	api.Analysis
 }
 
 func (d *analysisData) text() string {
@@ -431,7 +431,7 @@ func (d *analysisData) text() string {
 	fmt.Fprintf(&b, "Namespace %q: %d memories, %d edges, %d with no edge.\n", d.Namespace, d.Memories, d.Edges, d.GapCount)
 	for _, list := range []struct {
 		title string
-		items []node.Ranked
+		items []api.Ranked
 	}{{"God nodes (degree)", d.GodNodes}, {"Bridges (betweenness)", d.Bridges}, {"PageRank", d.PageRank}, {"Gaps (no edge: link them)", d.Gaps}} {
 		if len(list.items) == 0 {
 			continue
@@ -458,7 +458,7 @@ func (h *handler) statusTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			return h.failure(tool.Name, err, ""), nil
 		}
 		peers, err := h.svc.Peers(ctx)
-		if err != nil && !errors.Is(err, node.ErrNoMesh) {
+		if err != nil && !errors.Is(err, api.ErrNoMesh) {
 			return h.failure(tool.Name, err, ""), nil
 		}
 		agent, session := h.caller(ctx)
@@ -473,8 +473,8 @@ func (h *handler) statusTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 
 func statusNames() []string {
 	return []string{
-		string(crdt.StatusActive), string(crdt.StatusStale), string(crdt.StatusArchived),
-		string(crdt.StatusCompacted), string(crdt.StatusDeleted),
+		string(model.StatusActive), string(model.StatusStale), string(model.StatusArchived),
+		string(model.StatusCompacted), string(model.StatusDeleted),
 	}
 }
 
@@ -710,7 +710,7 @@ func (a *args) time(name string) time.Time {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t
 	}
-	if age, err := node.ParseTTL(s); err == nil && age > 0 {
+	if age, err := api.ParseTTL(s); err == nil && age > 0 {
 		return time.Now().Add(-age)
 	}
 	a.problems = append(a.problems, fmt.Sprintf("argument %s is %q: use an RFC 3339 time (2026-01-31T12:00:00Z), a date (2026-01-31) or an age (7d, 36h)", name, s))
@@ -758,7 +758,7 @@ type memoryData struct {
 	Conflict   []revisionData `json:"conflict,omitempty" jsonschema:"versions of the content edited concurrently on different machines; update the content to resolve them"`
 }
 
-func newMemory(m node.Memory) memoryData {
+func newMemory(m api.Memory) memoryData {
 	out := memoryData{
 		ID: m.ID, ShortID: m.ShortID, Namespace: m.Namespace, Title: m.Title, Content: m.Content,
 		Kind: m.Kind, Tags: m.Tags, Touches: m.Touches, Tier: string(m.Tier), Confidence: m.Confidence,
@@ -866,12 +866,12 @@ type hitData struct {
 	memoryData
 	Score   float64      `json:"score"`
 	Explain *explainData `json:"explain,omitempty" jsonschema:"the text score's components; absent for a memory found through a link"`
-	Fusion  *node.Fusion `json:"fusion,omitempty" jsonschema:"text and graph ranks fused into score, and the link that pulled the memory in"`
+	Fusion  *api.Fusion  `json:"fusion,omitempty" jsonschema:"text and graph ranks fused into score, and the link that pulled the memory in"`
 	Related string       `json:"related,omitempty" jsonschema:"set when it does not match: the link that brought it"`
 	Labels  []string     `json:"labels,omitempty" jsonschema:"stale, superseded or contradicted, and by which id"`
 }
 
-func newHit(h node.SearchHit) hitData {
+func newHit(h api.SearchHit) hitData {
 	out := hitData{memoryData: newMemory(h.Memory), Score: h.Score, Fusion: h.Fusion, Related: h.Related, Labels: h.Labels}
 	out.Truncated = h.Truncated
 	if e := h.Explain; e != nil {
@@ -971,7 +971,7 @@ type edgeData struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-func newEdge(e node.Edge) edgeData {
+func newEdge(e api.Edge) edgeData {
 	return edgeData{
 		From: e.From, Rel: e.Rel, To: e.To, Notes: e.Notes, Strength: e.Strength, Origin: e.Origin,
 		ValidFrom: e.ValidFrom, ValidTo: e.ValidTo, Deleted: e.Deleted, UpdatedAt: e.UpdatedAt,
@@ -1002,7 +1002,7 @@ type traverseData struct {
 	Edges  []edgeData      `json:"edges" jsonschema:"the relations followed"`
 }
 
-func newTraversal(start string, res node.TraverseResult) traverseData {
+func newTraversal(start string, res api.TraverseResult) traverseData {
 	out := traverseData{Notice: dataNotice, Start: start, Nodes: []graphNodeData{}, Edges: []edgeData{}}
 	for _, n := range res.Nodes {
 		gn := graphNodeData{ID: n.ID, Depth: n.Depth}
@@ -1020,7 +1020,7 @@ func newTraversal(start string, res node.TraverseResult) traverseData {
 
 // previewMemory is a memory with its content shortened, for lists of
 // related memories.
-func previewMemory(mem node.Memory) memoryData {
+func previewMemory(mem api.Memory) memoryData {
 	m := newMemory(mem)
 	if r := []rune(m.Content); len(r) > previewRunes {
 		m.Content, m.Truncated = string(r[:previewRunes])+"…", true
@@ -1077,7 +1077,7 @@ type statusData struct {
 	DefaultNamespace string `json:"default_namespace"`
 	Agent            string `json:"agent,omitempty" jsonschema:"this client, as recorded on the memories it writes"`
 	Session          string `json:"session,omitempty" jsonschema:"this session, as recorded on the memories it writes"`
-	node.Stats
+	api.Stats
 	Mesh peersData `json:"mesh"`
 }
 

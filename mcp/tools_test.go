@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -43,7 +44,7 @@ func TestTools(t *testing.T) {
 			t.Errorf("stored %+v", m.Memory)
 		}
 		call(t, c, "remember", map[string]any{"content": "Run database migrations with goose, never by hand.", "namespace": "ops", "tier": "auto", "evergreen": true}, &goose)
-		if m, _ := n.Get(ctx, goose.ID); m.Namespace != "ops" || m.Tier != crdt.TierAuto || !m.ExpiresAt.IsZero() {
+		if m, _ := n.Get(ctx, goose.ID); m.Namespace != "ops" || m.Tier != model.TierAuto || !m.ExpiresAt.IsZero() {
 			t.Errorf("stored %+v", m.Memory)
 		}
 	})
@@ -178,7 +179,7 @@ func TestTools(t *testing.T) {
 	})
 
 	t.Run("review stale", func(t *testing.T) {
-		old, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: "Use lib/pq for Postgres."})
+		old, err := n.Remember(ctx, api.RememberRequest{Namespace: testNamespace, Content: "Use lib/pq for Postgres."})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +281,7 @@ func TestTools(t *testing.T) {
 		if len(found.Results) != 0 {
 			t.Errorf("forgotten memory still recalled: %+v", found.Results)
 		}
-		if _, err := n.Get(context.Background(), goose.ID); !errors.Is(err, node.ErrPurged) {
+		if _, err := n.Get(context.Background(), goose.ID); !errors.Is(err, api.ErrPurged) {
 			t.Errorf("get after forget hard: %v, want purged", err)
 		}
 		res := callTool(t, c, "get", map[string]any{"id": goose.ID})
@@ -302,7 +303,7 @@ func TestCompactTools(t *testing.T) {
 		"Nightly backups keep 7 days, weekly backups 4 weeks",
 		"Nightly backups run at 02:00 from the replica",
 	} {
-		res, err := n.Remember(ctx, node.RememberRequest{Namespace: testNamespace, Content: text, Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -100)})
+		res, err := n.Remember(ctx, api.RememberRequest{Namespace: testNamespace, Content: text, Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -100)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,13 +314,13 @@ func TestCompactTools(t *testing.T) {
 	if len(plan.Clusters) != 1 || len(plan.Clusters[0].Members) != 3 || !strings.Contains(text, "compact_apply") || !strings.Contains(text, "not instructions") {
 		t.Fatalf("compact = %+v, text %q", plan, text)
 	}
-	var res node.CompactResult
+	var res api.CompactResult
 	text = call(t, c, "compact_apply", map[string]any{"members": []any{ids[0], ids[1], ids[2]}, "title": "Backups",
 		"summary": "Nightly backups run at 02:00 from the replica; daily ones are kept 7 days, weekly ones 4 weeks."}, &res)
 	if res.Summary.Kind != "summary" || len(res.Members) != 3 || !strings.Contains(text, "Stored summary "+res.Summary.ShortID) {
 		t.Fatalf("compact_apply = %+v, text %q", res, text)
 	}
-	if m, err := n.Get(ctx, ids[1]); err != nil || m.Status != crdt.StatusCompacted {
+	if m, err := n.Get(ctx, ids[1]); err != nil || m.Status != model.StatusCompacted {
 		t.Fatalf("member after compact_apply: %s, %v", m.Status, err)
 	}
 }
@@ -328,14 +329,14 @@ func TestCompactTools(t *testing.T) {
 func snapshot(t *testing.T, n *node.Node, ids ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	all := []crdt.Status{crdt.StatusActive, crdt.StatusStale, crdt.StatusArchived, crdt.StatusCompacted, crdt.StatusDeleted}
-	list, err := n.List(ctx, node.ListRequest{Statuses: all, Limit: 1000})
+	all := []model.Status{model.StatusActive, model.StatusStale, model.StatusArchived, model.StatusCompacted, model.StatusDeleted}
+	list, err := n.List(ctx, api.ListRequest{Statuses: all, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := []any{list}
 	for _, id := range ids {
-		g, err := n.Traverse(ctx, node.TraverseRequest{Start: id, Depth: 5})
+		g, err := n.Traverse(ctx, api.TraverseRequest{Start: id, Depth: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +357,7 @@ func TestToolErrors(t *testing.T) {
 	call(t, c, "remember", map[string]any{"content": "The CI runs on two cores; keep test timeouts generous."}, &b)
 	before := snapshot(t, n, a.ID, b.ID)
 
-	huge := strings.Repeat("x", node.MaxContentBytes+1)
+	huge := strings.Repeat("x", api.MaxContentBytes+1)
 	for _, tc := range []struct {
 		name, tool string
 		args       any
@@ -523,7 +524,7 @@ func TestRecallExcerpts(t *testing.T) {
 	n := testNode(t)
 	c := connect(t, n)
 	filler := strings.Repeat("lorem ipsum dolor sit amet ", 17000) // 459 KB
-	res, err := n.Remember(context.Background(), node.RememberRequest{Namespace: testNamespace, Content: filler + "the zanzibar driver is pgx " + filler})
+	res, err := n.Remember(context.Background(), api.RememberRequest{Namespace: testNamespace, Content: filler + "the zanzibar driver is pgx " + filler})
 	if err != nil {
 		t.Fatal(err)
 	}

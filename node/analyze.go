@@ -6,36 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/graph"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
-
-// AnalyzeRequest asks for the shape of a namespace's graph.
-type AnalyzeRequest struct {
-	Namespace string `json:"namespace,omitempty"`
-	Limit     int    `json:"limit,omitempty"` // entries per list; default 10, at most 100
-}
-
-// Ranked is an endpoint with a score; Title is set for memories.
-type Ranked struct {
-	ID    string  `json:"id"`
-	Title string  `json:"title,omitempty"`
-	Score float64 `json:"score"`
-}
-
-// Analysis is the shape of a namespace's knowledge graph: its memories
-// (active and stale) and every edge at them, valid now.
-type Analysis struct {
-	Namespace string   `json:"namespace"`
-	Memories  int      `json:"memories"`
-	Edges     int      `json:"edges"`
-	GodNodes  []Ranked `json:"god_nodes"`         // most connected (degree)
-	Bridges   []Ranked `json:"bridges,omitempty"` // most shortest paths through them (betweenness); omitted for graphs over maxBetweenness
-	PageRank  []Ranked `json:"pagerank"`          // most linked-to, transitively
-	Gaps      []Ranked `json:"gaps"`              // memories with no edge at all
-	GapCount  int      `json:"gap_count"`         // all of them, beyond the list
-}
 
 // maxBetweenness bounds the graphs whose betweenness Analyze computes
 // (O(nodes × edges)).
@@ -43,14 +18,14 @@ const maxBetweenness = 5000
 
 // Analyze measures a namespace's graph with gonum: god nodes by degree,
 // bridges by betweenness, PageRank, and gaps (memories nothing links).
-func (n *Node) Analyze(ctx context.Context, req AnalyzeRequest) (Analysis, error) {
+func (n *Node) Analyze(ctx context.Context, req api.AnalyzeRequest) (api.Analysis, error) {
 	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
-		return Analysis{}, err
+		return api.Analysis{}, err
 	}
 	limit := cmp.Or(req.Limit, 10)
 	if limit < 1 || limit > 100 {
-		return Analysis{}, invalidf("limit %d: use 1 to 100", req.Limit)
+		return api.Analysis{}, api.Invalidf("limit %d: use 1 to 100", req.Limit)
 	}
 	now := n.now()
 	titles := map[string]string{}
@@ -65,13 +40,13 @@ func (n *Node) Analyze(ctx context.Context, req AnalyzeRequest) (Analysis, error
 		if err != nil {
 			return err
 		}
-		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+		if m.Status != model.StatusActive && m.Status != model.StatusStale {
 			return nil
 		}
 		at := DisplayID(id)
 		nodes = append(nodes, at)
 		titles[at] = cmp.Or(m.Title, snippetText(m.Content, 60))
-		es, err := n.edgesOf(at, Both)
+		es, err := n.edgesOf(at, api.Both)
 		for _, e := range es {
 			if !seenEdge[e.ID] && validAt(&e, now) {
 				seenEdge[e.ID] = true
@@ -81,18 +56,18 @@ func (n *Node) Analyze(ctx context.Context, req AnalyzeRequest) (Analysis, error
 		return err
 	})
 	if err != nil {
-		return Analysis{}, err
+		return api.Analysis{}, err
 	}
 	g := graph.Analyze(nodes, edges, maxBetweenness)
-	out := Analysis{Namespace: ns, Memories: len(nodes), Edges: len(edges), Gaps: []Ranked{}}
-	rank := func(scores map[string]float64) []Ranked {
-		list := make([]Ranked, 0, len(scores))
+	out := api.Analysis{Namespace: ns, Memories: len(nodes), Edges: len(edges), Gaps: []api.Ranked{}}
+	rank := func(scores map[string]float64) []api.Ranked {
+		list := make([]api.Ranked, 0, len(scores))
 		for id, s := range scores {
 			if s > 0 {
-				list = append(list, Ranked{ID: id, Title: titles[id], Score: roundTo(s, 4)})
+				list = append(list, api.Ranked{ID: id, Title: titles[id], Score: roundTo(s, 4)})
 			}
 		}
-		slices.SortFunc(list, func(a, b Ranked) int { return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.ID, b.ID)) })
+		slices.SortFunc(list, func(a, b api.Ranked) int { return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.ID, b.ID)) })
 		return list[:min(len(list), limit)]
 	}
 	degree := map[string]float64{}
@@ -107,7 +82,7 @@ func (n *Node) Analyze(ctx context.Context, req AnalyzeRequest) (Analysis, error
 		if g.Degree[id] == 0 {
 			out.GapCount++
 			if len(out.Gaps) < limit {
-				out.Gaps = append(out.Gaps, Ranked{ID: id, Title: titles[id]})
+				out.Gaps = append(out.Gaps, api.Ranked{ID: id, Title: titles[id]})
 			}
 		}
 	}

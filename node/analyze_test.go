@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/memmesh/memmesh/api"
 )
 
 func TestAnalyze(t *testing.T) {
@@ -15,14 +17,14 @@ func TestAnalyze(t *testing.T) {
 		"Rate limits live in the gateway config", "Billing reads usage from the gateway logs",
 		"Unrelated: the office plant needs water",
 	} {
-		ids = append(ids, remember(t, n, RememberRequest{Namespace: "arch", Content: text}).ID)
+		ids = append(ids, remember(t, n, api.RememberRequest{Namespace: "arch", Content: text}).ID)
 	}
 	for _, from := range ids[1:4] {
-		if _, err := n.Link(ctx, LinkRequest{From: from, Rel: "depends_on", To: ids[0]}); err != nil {
+		if _, err := n.Link(ctx, api.LinkRequest{From: from, Rel: "depends_on", To: ids[0]}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a, err := n.Analyze(ctx, AnalyzeRequest{Namespace: "arch"})
+	a, err := n.Analyze(ctx, api.AnalyzeRequest{Namespace: "arch"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestAnalyze(t *testing.T) {
 	if a.Bridges[0].ID != ids[0] {
 		t.Errorf("bridges %+v: want the gateway first", a.Bridges)
 	}
-	if _, err := n.Analyze(ctx, AnalyzeRequest{Limit: 1000}); !errors.Is(err, ErrInvalid) {
+	if _, err := n.Analyze(ctx, api.AnalyzeRequest{Limit: 1000}); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("limit 1000: %v", err)
 	}
 }
@@ -46,13 +48,13 @@ func TestAnalyze(t *testing.T) {
 func TestReflect(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	linkedA := remember(t, n, RememberRequest{Namespace: "ops", Content: "Backups of the Postgres cluster run nightly"})
-	linkedB := remember(t, n, RememberRequest{Namespace: "ops", Content: "Restore drills happen monthly"})
-	if _, err := n.Link(ctx, LinkRequest{From: linkedB.ID, Rel: "depends_on", To: linkedA.ID}); err != nil {
+	linkedA := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Backups of the Postgres cluster run nightly"})
+	linkedB := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Restore drills happen monthly"})
+	if _, err := n.Link(ctx, api.LinkRequest{From: linkedB.ID, Rel: "depends_on", To: linkedA.ID}); err != nil {
 		t.Fatal(err)
 	}
-	gap := remember(t, n, RememberRequest{Namespace: "ops", Content: "Postgres backups are encrypted before upload to the bucket"})
-	refl, err := n.Reflect(ctx, ReflectRequest{Namespace: "ops"})
+	gap := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Postgres backups are encrypted before upload to the bucket"})
+	refl, err := n.Reflect(ctx, api.ReflectRequest{Namespace: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestReflect(t *testing.T) {
 	if len(refl[0].Candidates) == 0 || refl[0].Candidates[0].ID != linkedA.ID {
 		t.Fatalf("candidates %+v, want the backups memory first", refl[0].Candidates)
 	}
-	if _, err := n.Reflect(ctx, ReflectRequest{Limit: 51}); !errors.Is(err, ErrInvalid) {
+	if _, err := n.Reflect(ctx, api.ReflectRequest{Limit: 51}); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("limit 51: %v", err)
 	}
 }

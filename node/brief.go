@@ -11,70 +11,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 )
-
-// ContextRequest asks for a namespace's brief.
-type ContextRequest struct {
-	Namespace string `json:"namespace,omitempty"`
-	Budget    int    `json:"budget,omitempty"` // tokens; default 2000, or 600 with Query
-	// Query aims the brief at a task (an agent's prompt): it then holds
-	// only the memories that match it well, and nothing when none does.
-	Query string `json:"query,omitempty"`
-	// Format is the form whose tokens the budget counts: FormatMarkdown
-	// (the default) or FormatJSON.
-	Format string `json:"format,omitempty"`
-}
-
-// The forms of a brief (ContextRequest.Format).
-const (
-	FormatMarkdown = "markdown"
-	FormatJSON     = "json"
-)
-
-// BriefItem is one memory in a brief, shortened to fit.
-type BriefItem struct {
-	ID         string    `json:"id"`
-	ShortID    string    `json:"short_id"`
-	Title      string    `json:"title,omitempty"`
-	Kind       string    `json:"kind"`
-	Tier       crdt.Tier `json:"tier"`
-	Confidence float64   `json:"confidence"`
-	Device     string    `json:"device,omitempty"` // the machine that wrote it: for what was learned on other machines
-	Agent      string    `json:"agent,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	Content    string    `json:"content"`
-	Truncated  bool      `json:"truncated,omitempty"`
-	Reason     string    `json:"reason,omitempty"`  // conflicts and stale alerts: why it is listed there
-	Similar    int       `json:"similar,omitempty"` // near duplicates it stands for, not shown
-}
-
-// Brief is what an agent should know at the start of a session in a
-// namespace (or, with a query, for a task), cut to a token budget counted
-// on the text emitted: Markdown or JSON, as Format says.
-type Brief struct {
-	Namespace   string      `json:"namespace"`
-	Notice      string      `json:"notice"`
-	Query       string      `json:"query,omitempty"`
-	Format      string      `json:"format"`
-	LoadedAt    time.Time   `json:"loaded_at"`
-	Budget      int         `json:"budget"`
-	Tokens      int         `json:"tokens"`            // tokens of the brief in Format, by internal/tokens
-	Matches     []BriefItem `json:"matches,omitempty"` // with a query: the memories that match it, best first
-	Conflicts   []BriefItem `json:"conflicts"`
-	Cycles      []Cycle     `json:"cycles"`           // acyclic relations that merged into a cycle through this namespace
-	FromPeers   []BriefItem `json:"from_peers"`       // written or changed on other machines since this one last asked
-	Decisions   []BriefItem `json:"recent_decisions"` // kind decision, changed in the last 14 days
-	Tasks       []BriefItem `json:"open_tasks"`       // kind task, active
-	Active      []BriefItem `json:"active"`           // the other active memories, most important first
-	StaleAlerts []BriefItem `json:"stale_alerts"`
-}
-
-// Empty reports whether the brief lists nothing.
-func (b *Brief) Empty() bool {
-	return len(b.Matches)+len(b.Conflicts)+len(b.Cycles)+len(b.FromPeers)+len(b.Decisions)+len(b.Tasks)+len(b.Active)+len(b.StaleAlerts) == 0
-}
 
 const (
 	defaultBudget      = 2000
@@ -124,11 +65,11 @@ const (
 	classOther                // everything else, by score
 )
 
-func rankClass(kind string, tier crdt.Tier) int {
+func rankClass(kind string, tier model.Tier) int {
 	switch {
 	case kind == "task":
 		return classTask
-	case kind == "decision" && tier == crdt.TierHuman:
+	case kind == "decision" && tier == model.TierHuman:
 		return classHumanDecision
 	case kind == "convention" || kind == "preference":
 		return classConvention
@@ -140,12 +81,12 @@ func rankClass(kind string, tier crdt.Tier) int {
 // decay, centrality (valid edges at the memory, not counting the links
 // between near duplicates), access (maturity from reads), recency, and a
 // little for decisions of any tier.
-func briefScore(e *rankEntry, confidenceNow float64, degree int, maturity Maturity, now time.Time) float64 {
+func briefScore(e *rankEntry, confidenceNow float64, degree int, maturity api.Maturity, now time.Time) float64 {
 	tier := 1.0
 	switch e.tier {
-	case crdt.TierHuman:
+	case model.TierHuman:
 		tier = 1.2
-	case crdt.TierAuto:
+	case model.TierAuto:
 		tier = 0.85
 	}
 	age := max(now.Sub(e.updated).Hours()/24, 0)
@@ -217,18 +158,6 @@ func (n *Node) reason(w *why) string {
 	return strings.Join(stale, "; ")
 }
 
-// The sections of a brief, in the order they are shown.
-const (
-	sectionMatches = iota
-	sectionConflicts
-	sectionFromPeers
-	sectionDecisions
-	sectionTasks
-	sectionActive
-	sectionStale
-	sectionCount
-)
-
 // Context returns the brief of a namespace within the budget. Every live
 // memory of the namespace is ranked, from an index kept up to date with
 // each change. Conflicts (sync conflicts and contradictions) come first,
@@ -239,20 +168,20 @@ const (
 // conflicts, cycles, what other machines learned since this one last
 // asked, recent decisions, open tasks, the other active memories and
 // stale alerts. With a query, the brief holds the memories matching it.
-func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
+func (n *Node) Context(ctx context.Context, req api.ContextRequest) (api.Brief, error) {
 	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
-		return Brief{}, err
+		return api.Brief{}, err
 	}
-	format := cmp.Or(req.Format, FormatMarkdown)
-	if format != FormatMarkdown && format != FormatJSON {
-		return Brief{}, invalidf("format %q: use %s or %s", req.Format, FormatMarkdown, FormatJSON)
+	format := cmp.Or(req.Format, api.FormatMarkdown)
+	if format != api.FormatMarkdown && format != api.FormatJSON {
+		return api.Brief{}, api.Invalidf("format %q: use %s or %s", req.Format, api.FormatMarkdown, api.FormatJSON)
 	}
 	aimed := req.Query != ""
-	scrubbed, _ := Scrub(req.Query) // the brief repeats it
+	scrubbed, _ := secrets.Scrub(req.Query) // the brief repeats it
 	req.Query = aimQuery(scrubbed)
 	if err := CheckQuery(req.Query); req.Query != "" && err != nil {
-		return Brief{}, err
+		return api.Brief{}, err
 	}
 	budget := req.Budget
 	if budget == 0 {
@@ -262,11 +191,11 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 		}
 	}
 	if budget < 100 || budget > maxBudget {
-		return Brief{}, invalidf("budget %d: use 100 to %d tokens", budget, maxBudget)
+		return api.Brief{}, api.Invalidf("budget %d: use 100 to %d tokens", budget, maxBudget)
 	}
 	now := n.now()
-	b := Brief{Namespace: ns, Notice: briefNotice, Query: req.Query, Format: format, LoadedAt: now.UTC().Truncate(time.Second), Budget: budget, Conflicts: []BriefItem{}, Cycles: []Cycle{},
-		FromPeers: []BriefItem{}, Decisions: []BriefItem{}, Tasks: []BriefItem{}, Active: []BriefItem{}, StaleAlerts: []BriefItem{}}
+	b := api.Brief{Namespace: ns, Notice: briefNotice, Query: req.Query, Format: format, LoadedAt: now.UTC().Truncate(time.Second), Budget: budget, Conflicts: []api.BriefItem{}, Cycles: []api.Cycle{},
+		FromPeers: []api.BriefItem{}, Decisions: []api.BriefItem{}, Tasks: []api.BriefItem{}, Active: []api.BriefItem{}, StaleAlerts: []api.BriefItem{}}
 	switch {
 	case aimed && req.Query == "":
 		// nothing in the prompt to search for
@@ -299,9 +228,9 @@ func (n *Node) Context(ctx context.Context, req ContextRequest) (Brief, error) {
 // classes; stale alerts rank with the ordinary memories.
 func (c *candidate) priority() int {
 	switch c.section {
-	case sectionConflicts:
+	case api.SectionConflicts:
 		return -1
-	case sectionStale:
+	case api.SectionStale:
 		return classOther
 	}
 	return c.class
@@ -318,7 +247,7 @@ func (c *candidate) compare(d *candidate) int {
 
 // briefItem is a memory shown in a brief, its content cut to
 // briefItemMaxRunes.
-func (n *Node) briefItem(m *crdt.Memory) BriefItem {
+func (n *Node) briefItem(m *model.Memory) api.BriefItem {
 	content, truncated := m.Content, false
 	if utf8.RuneCountInString(content) > briefItemMaxRunes {
 		content, truncated = string([]rune(content)[:briefItemMaxRunes])+"…", true
@@ -327,7 +256,7 @@ func (n *Node) briefItem(m *crdt.Memory) BriefItem {
 	if titleRepeats(title, content) {
 		title = ""
 	}
-	return BriefItem{
+	return api.BriefItem{
 		ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Title: title, Kind: m.Kind, Tier: m.Tier, Confidence: m.Confidence,
 		Device: m.Provenance.Device, Agent: m.Provenance.Agent, UpdatedAt: m.Provenance.UpdatedAt,
 		Content: content, Truncated: truncated,
@@ -383,7 +312,7 @@ const maxAimedWordBytes = 64
 // queryCandidates returns the memories of ns that match query well, best
 // first, as candidates of an aimed brief.
 func (n *Node) queryCandidates(ctx context.Context, ns, query string) ([]candidate, error) {
-	res, err := n.Search(ctx, SearchRequest{Query: query, Namespace: ns, Limit: aimedCandidates, NoGraph: true, Statuses: []crdt.Status{crdt.StatusActive}})
+	res, err := n.Search(ctx, api.SearchRequest{Query: query, Namespace: ns, Limit: aimedCandidates, NoGraph: true, Statuses: []model.Status{model.StatusActive}})
 	if err != nil || res.Fuzzy || len(res.Results) == 0 {
 		return nil, err
 	}
@@ -407,7 +336,7 @@ func (n *Node) queryCandidates(ctx context.Context, ns, query string) ([]candida
 		if matched < need {
 			continue
 		}
-		out = append(out, candidate{id: h.Memory.Memory.ID, score: h.Score, key: -h.Score, section: sectionMatches})
+		out = append(out, candidate{id: h.Memory.Memory.ID, score: h.Score, key: -h.Score, section: api.SectionMatches})
 	}
 	return out, nil
 }

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 )
 
 // importProject imports a generated project of size memories into ns and
@@ -30,9 +32,9 @@ func importProject(t *testing.T, n *Node, ns string, size int, seed uint64) []st
 }
 
 // briefIDs returns the ids of every memory a brief shows.
-func briefIDs(b *Brief) []string {
+func briefIDs(b *api.Brief) []string {
 	var ids []string
-	for _, items := range b.sections() {
+	for _, items := range b.Sections() {
 		for _, it := range *items {
 			ids = append(ids, it.ID)
 		}
@@ -42,7 +44,7 @@ func briefIDs(b *Brief) []string {
 
 // checkTokens fails unless b's text holds its budget by the tokenizer and
 // b.Tokens is within 2 % of the tokenizer's count.
-func checkTokens(t *testing.T, b *Brief) {
+func checkTokens(t *testing.T, b *api.Brief) {
 	t.Helper()
 	text := b.Text()
 	got := tokens.Count(text)
@@ -63,7 +65,7 @@ func TestBriefShowsKeyMemories(t *testing.T) {
 	t.Logf("seed %d", seed)
 	n := testNode(t, "")
 	keys := importProject(t, n, "shop", 300, seed)
-	b, err := n.Context(context.Background(), ContextRequest{Namespace: "shop", Budget: 2000})
+	b, err := n.Context(context.Background(), api.ContextRequest{Namespace: "shop", Budget: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +95,9 @@ func TestBriefTokensAreCounted(t *testing.T) {
 	t.Logf("seed %d", seed)
 	n := testNode(t, "")
 	importProject(t, n, "shop", 400, seed)
-	for _, format := range []string{FormatMarkdown, FormatJSON} {
+	for _, format := range []string{api.FormatMarkdown, api.FormatJSON} {
 		for _, budget := range []int{300, 500, 2000, 8000} {
-			b, err := n.Context(context.Background(), ContextRequest{Namespace: "shop", Budget: budget, Format: format})
+			b, err := n.Context(context.Background(), api.ContextRequest{Namespace: "shop", Budget: budget, Format: format})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,14 +117,14 @@ func TestBriefTokensAreCounted(t *testing.T) {
 
 // partsCount sums the token counts of a brief's parts, as the brief is
 // filled: its head (or empty JSON), each section's heading, each item.
-func partsCount(b *Brief) int {
-	items := b.sections()
-	if b.Format == FormatJSON {
+func partsCount(b *api.Brief) int {
+	items := b.Sections()
+	if b.Format == api.FormatJSON {
 		empty := *b
-		for _, it := range empty.sections() {
-			*it = []BriefItem{}
+		for _, it := range empty.Sections() {
+			*it = []api.BriefItem{}
 		}
-		empty.Cycles = []Cycle{}
+		empty.Cycles = []api.Cycle{}
 		sum := tokens.Count(string(empty.JSON()))
 		for _, it := range items {
 			for i := range *it {
@@ -131,13 +133,13 @@ func partsCount(b *Brief) int {
 		}
 		return sum
 	}
-	sum := tokens.Count(b.markdownHead())
+	sum := tokens.Count(b.Head())
 	for sec, it := range items {
 		if len(*it) > 0 {
-			sum += tokens.Count(sectionHead(sec))
+			sum += tokens.Count(api.SectionHead(sec))
 		}
 		for i := range *it {
-			sum += tokens.Count(markdownItem(&(*it)[i]))
+			sum += tokens.Count((*it)[i].Markdown())
 		}
 	}
 	return sum
@@ -151,19 +153,19 @@ func TestBriefNearDuplicates(t *testing.T) {
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour)
 	base := "The nightly export job writes CSV files to the reports bucket in eu-west-1 and retries three times on failure"
-	first := remember(t, n, RememberRequest{Namespace: "ops", Content: base, At: at})
+	first := remember(t, n, api.RememberRequest{Namespace: "ops", Content: base, At: at})
 	for i := range 4 {
-		res := remember(t, n, RememberRequest{Namespace: "ops", Content: base + " again " + strings.Repeat("x", i+2), At: at})
+		res := remember(t, n, api.RememberRequest{Namespace: "ops", Content: base + " again " + strings.Repeat("x", i+2), At: at})
 		if len(res.Similar) == 0 {
 			t.Fatalf("near duplicate %d found nothing similar", i)
 		}
 	}
 	// Older, so that only its link can put it first.
-	linked := remember(t, n, RememberRequest{Namespace: "ops", Content: "Grafana alerts page the on-call engineer through PagerDuty", At: at.Add(-time.Hour)})
-	if _, err := n.Link(ctx, LinkRequest{From: linked.ID, Rel: "touches", To: "file:deploy/alerts.yaml"}); err != nil {
+	linked := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Grafana alerts page the on-call engineer through PagerDuty", At: at.Add(-time.Hour)})
+	if _, err := n.Link(ctx, api.LinkRequest{From: linked.ID, Rel: "touches", To: "file:deploy/alerts.yaml"}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := n.Context(ctx, ContextRequest{Namespace: "ops"})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,19 +184,19 @@ func TestBriefNearDuplicates(t *testing.T) {
 func TestBriefFollowsChanges(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	old := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Tier: crdt.TierHuman, Content: "Sessions are stored in Postgres"})
-	gone := remember(t, n, RememberRequest{Namespace: "p", Content: "The build cache lives in /var/cache/build"})
-	if _, err := n.Context(ctx, ContextRequest{Namespace: "p"}); err != nil {
+	old := remember(t, n, api.RememberRequest{Namespace: "p", Kind: "decision", Tier: model.TierHuman, Content: "Sessions are stored in Postgres"})
+	gone := remember(t, n, api.RememberRequest{Namespace: "p", Content: "The build cache lives in /var/cache/build"})
+	if _, err := n.Context(ctx, api.ContextRequest{Namespace: "p"}); err != nil {
 		t.Fatal(err)
 	}
-	repl := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Tier: crdt.TierHuman, Content: "Sessions are stored in Redis"})
-	if _, err := n.Link(ctx, LinkRequest{From: repl.ID, Rel: "supersedes", To: old.ID}); err != nil {
+	repl := remember(t, n, api.RememberRequest{Namespace: "p", Kind: "decision", Tier: model.TierHuman, Content: "Sessions are stored in Redis"})
+	if _, err := n.Link(ctx, api.LinkRequest{From: repl.ID, Rel: "supersedes", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.Forget(ctx, gone.ID); err != nil {
 		t.Fatal(err)
 	}
-	b, err := n.Context(ctx, ContextRequest{Namespace: "p"})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,22 +207,22 @@ func TestBriefFollowsChanges(t *testing.T) {
 	if _, err := n.Restore(ctx, gone.ID); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ = n.Context(ctx, ContextRequest{Namespace: "p"}); !slices.Contains(briefIDs(&b), gone.ID) {
+	if b, _ = n.Context(ctx, api.ContextRequest{Namespace: "p"}); !slices.Contains(briefIDs(&b), gone.ID) {
 		t.Fatalf("a restored memory is missing: %+v", b)
 	}
 	// A contradiction is a conflict until one side is retired: the other
 	// side's standing follows the change of a memory it is linked to.
-	wrong := remember(t, n, RememberRequest{Namespace: "p", Content: "The build cache lives in /tmp"})
-	if _, err := n.Link(ctx, LinkRequest{From: wrong.ID, Rel: "contradicts", To: gone.ID}); err != nil {
+	wrong := remember(t, n, api.RememberRequest{Namespace: "p", Content: "The build cache lives in /tmp"})
+	if _, err := n.Link(ctx, api.LinkRequest{From: wrong.ID, Rel: "contradicts", To: gone.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ = n.Context(ctx, ContextRequest{Namespace: "p"}); len(b.Conflicts) != 2 {
+	if b, _ = n.Context(ctx, api.ContextRequest{Namespace: "p"}); len(b.Conflicts) != 2 {
 		t.Fatalf("conflicts %+v, want the two sides of the contradiction", b.Conflicts)
 	}
 	if _, err := n.Forget(ctx, wrong.ID); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ = n.Context(ctx, ContextRequest{Namespace: "p"}); len(b.Conflicts) != 0 || !slices.ContainsFunc(b.Active, func(it BriefItem) bool { return it.ID == gone.ID }) {
+	if b, _ = n.Context(ctx, api.ContextRequest{Namespace: "p"}); len(b.Conflicts) != 0 || !slices.ContainsFunc(b.Active, func(it api.BriefItem) bool { return it.ID == gone.ID }) {
 		t.Fatalf("after forgetting one side: conflicts %+v, active %+v", b.Conflicts, b.Active)
 	}
 }
@@ -229,9 +231,9 @@ func TestBriefFollowsChanges(t *testing.T) {
 // not shown again.
 func TestBriefTitleNotRepeated(t *testing.T) {
 	n := testNode(t, "")
-	remember(t, n, RememberRequest{Namespace: "p", Content: "Releases are tagged from main after the smoke tests pass"})
-	remember(t, n, RememberRequest{Namespace: "p", Title: "Release tags", Content: "Tag from main after the smoke tests pass"})
-	b, err := n.Context(context.Background(), ContextRequest{Namespace: "p"})
+	remember(t, n, api.RememberRequest{Namespace: "p", Content: "Releases are tagged from main after the smoke tests pass"})
+	remember(t, n, api.RememberRequest{Namespace: "p", Title: "Release tags", Content: "Tag from main after the smoke tests pass"})
+	b, err := n.Context(context.Background(), api.ContextRequest{Namespace: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,13 +249,13 @@ func TestBriefTitleNotRepeated(t *testing.T) {
 func TestBriefAimedAtQuery(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	pgx := remember(t, n, RememberRequest{Namespace: "shop", Kind: "decision", Content: "Use pgx, not lib/pq, for every Postgres connection: lib/pq is in maintenance mode."})
-	remember(t, n, RememberRequest{Namespace: "shop", Content: "The reports service exports CSV files every night."})
-	remember(t, n, RememberRequest{Namespace: "shop", Content: "Payments go through the Stripe adapter in billing/stripe.go."})
+	pgx := remember(t, n, api.RememberRequest{Namespace: "shop", Kind: "decision", Content: "Use pgx, not lib/pq, for every Postgres connection: lib/pq is in maintenance mode."})
+	remember(t, n, api.RememberRequest{Namespace: "shop", Content: "The reports service exports CSV files every night."})
+	remember(t, n, api.RememberRequest{Namespace: "shop", Content: "Payments go through the Stripe adapter in billing/stripe.go."})
 	for i := range 30 {
-		remember(t, n, RememberRequest{Namespace: "shop", Content: strings.Repeat("Postgres connection pools need tuning under load. ", 8) + crdt.NewID() + strings.Repeat(" x", i)})
+		remember(t, n, api.RememberRequest{Namespace: "shop", Content: strings.Repeat("Postgres connection pools need tuning under load. ", 8) + crdt.NewID() + strings.Repeat(" x", i)})
 	}
-	b, err := n.Context(ctx, ContextRequest{Namespace: "shop", Query: `Please switch the reports service to the "lib/pq" Postgres driver, it should be simple`})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "shop", Query: `Please switch the reports service to the "lib/pq" Postgres driver, it should be simple`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,18 +264,18 @@ func TestBriefAimedAtQuery(t *testing.T) {
 	}
 	checkTokens(t, &b)
 	for _, q := range []string{"bake a chocolate cake for the birthday party", "kubernetes"} {
-		b, err = n.Context(ctx, ContextRequest{Namespace: "shop", Query: q})
+		b, err = n.Context(ctx, api.ContextRequest{Namespace: "shop", Query: q})
 		if err != nil || !b.Empty() {
 			t.Fatalf("query %q matches nothing well, yet: %+v, %v", q, b.Matches, err)
 		}
 	}
 	long := strings.Repeat("postgres driver lib/pq ", 500) + strings.Repeat("x", 300)
-	if b, err = n.Context(ctx, ContextRequest{Namespace: "shop", Query: long}); err != nil || len(b.Matches) == 0 {
+	if b, err = n.Context(ctx, api.ContextRequest{Namespace: "shop", Query: long}); err != nil || len(b.Matches) == 0 {
 		t.Fatalf("a long prompt: %+v, %v", b.Matches, err)
 	}
 	// The brief says what it was aimed at, without a secret the prompt held.
 	const secret = "hunter2-Sup3r-s3cret"
-	if b, err = n.Context(ctx, ContextRequest{Namespace: "shop", Query: "replace lib/pq in every Postgres connection, DB_PASSWORD=" + secret}); err != nil || len(b.Matches) == 0 {
+	if b, err = n.Context(ctx, api.ContextRequest{Namespace: "shop", Query: "replace lib/pq in every Postgres connection, DB_PASSWORD=" + secret}); err != nil || len(b.Matches) == 0 {
 		t.Fatalf("a prompt with a secret: %+v, %v", b.Matches, err)
 	}
 	if strings.Contains(b.Query, secret) || strings.Contains(string(b.JSON()), secret) {
@@ -301,18 +303,18 @@ func TestBriefRankingAges(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	ctx := context.Background()
-	old := remember(t, n, RememberRequest{Namespace: "p", Content: "The VPN concentrator is in rack 4", Tier: crdt.TierHuman, At: now.Add(-60*24*time.Hour + time.Hour)})
-	linked := remember(t, n, RememberRequest{Namespace: "p", Content: "Rack 4 is in the second row"})
-	if _, err := n.Link(ctx, LinkRequest{From: linked.ID, Rel: "related_to", To: old.ID}); err != nil {
+	old := remember(t, n, api.RememberRequest{Namespace: "p", Content: "The VPN concentrator is in rack 4", Tier: model.TierHuman, At: now.Add(-60*24*time.Hour + time.Hour)})
+	linked := remember(t, n, api.RememberRequest{Namespace: "p", Content: "Rack 4 is in the second row"})
+	if _, err := n.Link(ctx, api.LinkRequest{From: linked.ID, Rel: "related_to", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := n.Context(ctx, ContextRequest{Namespace: "p"}); len(b.StaleAlerts) != 0 || len(b.Active) != 2 {
+	if b, _ := n.Context(ctx, api.ContextRequest{Namespace: "p"}); len(b.StaleAlerts) != 0 || len(b.Active) != 2 {
 		t.Fatalf("59 days old: stale %+v, active %+v", b.StaleAlerts, b.Active)
 	}
 	mu.Lock()
 	now = now.Add(2 * time.Hour)
 	mu.Unlock()
-	if b, _ := n.Context(ctx, ContextRequest{Namespace: "p"}); len(b.StaleAlerts) != 1 || b.StaleAlerts[0].ID != old.ID || !strings.Contains(b.StaleAlerts[0].Reason, "not updated for 60 days") {
+	if b, _ := n.Context(ctx, api.ContextRequest{Namespace: "p"}); len(b.StaleAlerts) != 1 || b.StaleAlerts[0].ID != old.ID || !strings.Contains(b.StaleAlerts[0].Reason, "not updated for 60 days") {
 		t.Fatalf("60 days old: stale %+v, active %+v", b.StaleAlerts, b.Active)
 	}
 }

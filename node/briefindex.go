@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/graph"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -45,7 +46,7 @@ type rankIndex struct {
 	acyclicVer uint64
 	cycleVer   uint64
 	cycleAt    time.Time
-	cycleList  []Cycle
+	cycleList  []api.Cycle
 }
 
 // rankEntry is what the brief knows of a memory without reading it. Its
@@ -53,8 +54,8 @@ type rankIndex struct {
 type rankEntry struct {
 	adj                       *rankAdj
 	ns, kind, device          string
-	tier                      crdt.Tier
-	status                    crdt.Status
+	tier                      model.Tier
+	status                    model.Status
 	confidence                float64
 	evergreen, conflict       bool
 	created, updated, expires time.Time
@@ -218,13 +219,13 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		ri.touched(rec.ID)
 		ri.removeMemory(rec.ID)
 	case storage.KindMemory:
-		var m crdt.Memory
+		var m model.Memory
 		if err := json.Unmarshal(rec.Value, &m); err != nil {
 			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 		}
 		ri.removeMemory(m.ID)
 		ri.touched(m.ID)
-		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+		if m.Status != model.StatusActive && m.Status != model.StatusStale {
 			return nil
 		}
 		e := &rankEntry{adj: ri.adjOf(m.ID), ns: ri.intern(m.Namespace), kind: ri.intern(m.Kind), device: ri.intern(m.Provenance.Device),
@@ -236,7 +237,7 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		}
 		ri.byNS[m.Namespace][m.ID] = e
 	case storage.KindEdge:
-		var e crdt.Edge
+		var e model.Edge
 		if err := json.Unmarshal(rec.Value, &e); err != nil {
 			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 		}
@@ -255,7 +256,7 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 		re := &rankEdge{from: e.From, rel: ri.intern(e.Rel), to: e.To, origin: ri.intern(e.Origin),
 			fromID: from, toID: to, validFrom: e.ValidFrom, validTo: e.ValidTo}
 		ri.edges[e.ID] = re
-		if slices.Contains(AcyclicRelations, re.rel) {
+		if slices.Contains(api.AcyclicRelations, re.rel) {
 			ri.acyclic[e.ID] = re
 			ri.acyclicVer++
 		}
@@ -311,7 +312,7 @@ func (ri *rankIndex) removeEdge(id string) {
 // active reports whether the memory with full id is live and active.
 func (ri *rankIndex) active(id string) bool {
 	e, ok := ri.mems[id]
-	return ok && e.status == crdt.StatusActive
+	return ok && e.status == model.StatusActive
 }
 
 // touchesNamespace reports whether any of the endpoints is a live memory
@@ -330,12 +331,12 @@ func (ri *rankIndex) touchesNamespace(endpoints []string, ns string) bool {
 // nearDuplicate reports whether e is a link memmesh made between two near
 // duplicates: it says they are alike, not that either matters more.
 func nearDuplicate(e *rankEdge) bool {
-	return e.origin == OriginAutoLink && e.fromID != "" && e.toID != ""
+	return e.origin == api.OriginAutoLink && e.fromID != "" && e.toID != ""
 }
 
 // cycles returns the cycles of every acyclic relation among the edges
 // valid at now.
-func (ri *rankIndex) cycles(now time.Time) []Cycle {
+func (ri *rankIndex) cycles(now time.Time) []api.Cycle {
 	if ri.cycleList != nil && ri.cycleVer == ri.acyclicVer && !now.Before(ri.cycleAt) && now.Sub(ri.cycleAt) < factsMaxAge {
 		return ri.cycleList
 	}
@@ -345,12 +346,12 @@ func (ri *rankIndex) cycles(now time.Time) []Cycle {
 			byRel[e.rel] = append(byRel[e.rel], graph.Edge{From: e.from, To: e.to})
 		}
 	}
-	var out []Cycle
-	for _, rel := range AcyclicRelations {
+	var out []api.Cycle
+	for _, rel := range api.AcyclicRelations {
 		for _, members := range graph.Cycles(byRel[rel]) {
-			out = append(out, Cycle{Rel: rel, Members: members})
+			out = append(out, api.Cycle{Rel: rel, Members: members})
 		}
 	}
-	ri.cycleVer, ri.cycleAt, ri.cycleList = ri.acyclicVer, now, append([]Cycle{}, out...)
+	ri.cycleVer, ri.cycleAt, ri.cycleList = ri.acyclicVer, now, append([]api.Cycle{}, out...)
 	return out
 }

@@ -6,7 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 )
 
 // A namespace's ranking is kept between briefs: every live memory scored
@@ -39,7 +40,7 @@ type rankParams struct {
 // near duplicates shows as its best-ranked member, counting the others.
 // Call it with n.ranks.mu held; the sequence reads the ranking, so use it
 // before releasing the lock.
-func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (iter.Seq[candidate], []Cycle, error) {
+func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (iter.Seq[candidate], []api.Cycle, error) {
 	ri := n.ranks
 	if err := ri.sync(ctx, n.store); err != nil {
 		return nil, nil, err
@@ -49,7 +50,7 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (ite
 		p.staleDays = defaultStaleDays
 	}
 	r := n.ranking(ns, p)
-	var cycles []Cycle
+	var cycles []api.Cycle
 	for _, c := range ri.cycles(now) {
 		if ri.touchesNamespace(c.Members, ns) {
 			cycles = append(cycles, c)
@@ -67,20 +68,20 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (ite
 				return true
 			}
 			out := *c
-			if c.dup && c.section != sectionConflicts {
+			if c.dup && c.section != api.SectionConflicts {
 				out.similar = n.cluster(r, c.id, now, seen)
 			}
 			switch {
-			case out.section != sectionActive:
+			case out.section != api.SectionActive:
 			case e.device != n.id.DeviceID && !e.updated.Before(since):
-				out.section = sectionFromPeers
+				out.section = api.SectionFromPeers
 			case e.kind == "decision" && now.Sub(e.updated) <= recentDecisions:
-				out.section = sectionDecisions
+				out.section = api.SectionDecisions
 			}
 			return yield(out)
 		}
 		lead := 0
-		for lead < len(r.order) && r.order[lead].section == sectionConflicts {
+		for lead < len(r.order) && r.order[lead].section == api.SectionConflicts {
 			if !emit(r.order[lead]) {
 				return
 			}
@@ -88,7 +89,7 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (ite
 		}
 		// The top open task and the top stale alert always get room.
 		first := map[string]bool{}
-		for _, sec := range []int{sectionTasks, sectionStale} {
+		for _, sec := range []int{api.SectionTasks, api.SectionStale} {
 			if i := slices.IndexFunc(r.order[lead:], func(c *candidate) bool { return c.section == sec }); i >= 0 {
 				first[r.order[lead+i].id] = true
 				if !emit(r.order[lead+i]) {
@@ -166,13 +167,13 @@ func (r *nsRanking) insert(c *candidate) {
 func (n *Node) score(id string, e *rankEntry, p rankParams) *candidate {
 	c := &candidate{id: id, class: rankClass(e.kind, e.tier)}
 	sum := n.ranks.summary(id, e.adj, p.now)
-	if e.status == crdt.StatusActive {
+	if e.status == model.StatusActive {
 		c.why.contradicts = sum.contradicts
 	}
 	c.why.supersededBy = sum.supersededBy
 	c.dup = sum.dup
 	c.score = briefScore(e, e.confidence*decay(e.evergreen, e.updated, p.now, p.halfLife), sum.degree, maturityOf(n.life.readsOf(id)), p.now)
-	c.why.marked = e.status == crdt.StatusStale
+	c.why.marked = e.status == model.StatusStale
 	if !e.evergreen {
 		if age := p.now.Sub(e.updated); age > time.Duration(p.staleDays)*24*time.Hour {
 			c.why.ageDays, c.why.staleDays = int(age.Hours()/24), p.staleDays
@@ -180,17 +181,17 @@ func (n *Node) score(id string, e *rankEntry, p rankParams) *candidate {
 		c.why.orphan = p.now.Sub(e.created) > orphanAge && !sum.linked
 	}
 	switch {
-	case e.conflict && e.status == crdt.StatusActive:
-		c.section, c.why.conflict = sectionConflicts, true
+	case e.conflict && e.status == model.StatusActive:
+		c.section, c.why.conflict = api.SectionConflicts, true
 	case len(c.why.contradicts) > 0:
-		c.section = sectionConflicts
+		c.section = api.SectionConflicts
 	case c.why.stale():
-		c.section = sectionStale
+		c.section = api.SectionStale
 		c.score /= 2
 	case e.kind == "task":
-		c.section = sectionTasks
+		c.section = api.SectionTasks
 	default:
-		c.section = sectionActive
+		c.section = api.SectionActive
 	}
 	c.key = float64(c.priority())*100 - c.score
 	return c
@@ -215,7 +216,7 @@ func (n *Node) cluster(r *nsRanking, id string, now time.Time, seen map[string]b
 				other = ed.fromID
 			}
 			c, ok := r.byID[other]
-			if !ok || seen[other] || c.section == sectionConflicts {
+			if !ok || seen[other] || c.section == api.SectionConflicts {
 				continue
 			}
 			seen[other] = true

@@ -1,148 +1,23 @@
 package node
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"iter"
-	"strings"
 	"sync"
-	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/internal/tokens"
 )
 
-// A brief is rendered here, once, for every client: the CLI, the hook, the
-// MCP tool, resource and prompt print Markdown or JSON, and the budget
-// is held on the tokens of that very text (internal/tokens). Both forms
-// are inert: control and bidi characters are shown (Markdown) or escaped
-// (JSON).
-
-// sectionTitles are the Markdown headings of the sections.
-var sectionTitles = [sectionCount]string{
-	sectionMatches:   "Memories that match the prompt",
-	sectionConflicts: "Conflicts (edited on two machines at once: resolve with update (MCP) or 'memmesh update'; or contradicting another memory: forget the wrong one)",
-	sectionFromPeers: "Learned on other machines since this one last asked",
-	sectionDecisions: "Recent decisions",
-	sectionTasks:     "Open tasks",
-	sectionActive:    "Active",
-	sectionStale:     "Stale (may no longer hold: check, then update or forget)",
-}
-
-const cyclesHead = "## Cycles (merged from two machines: remove or invalidate one edge of each)\n\n"
-
-// sections returns the brief's item lists by section.
-func (b *Brief) sections() [sectionCount]*[]BriefItem {
-	return [sectionCount]*[]BriefItem{&b.Matches, &b.Conflicts, &b.FromPeers, &b.Decisions, &b.Tasks, &b.Active, &b.StaleAlerts}
-}
-
-// Text renders the brief in its Format.
-func (b *Brief) Text() string {
-	if b.Format == FormatJSON {
-		return string(b.JSON())
-	}
-	return b.Markdown()
-}
-
-// Markdown renders the brief for an agent to read. Memories are quoted
-// data, not instructions, and the brief says so.
-func (b *Brief) Markdown() string {
-	var w strings.Builder
-	w.WriteString(b.markdownHead())
-	if b.Empty() {
-		if b.Query != "" {
-			fmt.Fprintf(&w, "Nothing in %s matches this prompt well.\n", b.Namespace)
-		} else {
-			fmt.Fprintf(&w, "Nothing is stored in %s yet.\n", b.Namespace)
-		}
-		return inert.Text(w.String())
-	}
-	for sec, items := range b.sections() {
-		if len(*items) > 0 {
-			w.WriteString(sectionHead(sec))
-			for i := range *items {
-				w.WriteString(markdownItem(&(*items)[i]))
-			}
-		}
-		if sec == sectionConflicts && len(b.Cycles) > 0 {
-			w.WriteString(cyclesHead)
-			for _, c := range b.Cycles {
-				w.WriteString(cycleLine(c))
-			}
-			w.WriteString("\n")
-		}
-	}
-	return inert.Text(strings.TrimSuffix(w.String(), "\n"))
-}
-
-func (b *Brief) markdownHead() string {
-	what := "what is known about " + b.Namespace
-	if b.Query != "" {
-		what = "memories of " + b.Namespace + " for this prompt"
-	}
-	return fmt.Sprintf("# memmesh: %s\n\nLoaded %s; %d of %d tokens. %s\n\n",
-		what, b.LoadedAt.UTC().Format("2006-01-02 15:04 UTC"), b.Tokens, b.Budget, b.Notice)
-}
-
-// Every block of the Markdown (the head, a section's heading, an item)
-// ends with a blank line and starts with none, so that the tokens of the
-// blocks, counted apart, add up to those of the whole.
-func sectionHead(sec int) string { return "## " + sectionTitles[sec] + "\n\n" }
-
-func cycleLine(c Cycle) string {
-	return fmt.Sprintf("- %s among %s\n", c.Rel, strings.Join(c.Members, ", "))
-}
-
-// markdownItem renders one memory: its title unless the content starts
-// with it, its provenance, the content quoted, and why it is listed.
-func markdownItem(it *BriefItem) string {
-	var w strings.Builder
-	if it.Title != "" {
-		fmt.Fprintf(&w, "**%s** · ", strings.ReplaceAll(it.Title, "\n", " "))
-	}
-	fmt.Fprintf(&w, "%s · %s · %s tier · confidence %.2f · %s\n", it.ShortID, it.Kind, it.Tier, it.Confidence, it.UpdatedAt.UTC().Format(time.DateOnly))
-	for _, line := range strings.Split(it.Content, "\n") {
-		fmt.Fprintf(&w, "> %s\n", line)
-	}
-	if it.Reason != "" {
-		fmt.Fprintf(&w, "Why listed here: %s\n", it.Reason)
-	}
-	if it.Similar > 0 {
-		fmt.Fprintf(&w, "And %d similar %s, not shown.\n", it.Similar, plural(it.Similar, "note", "notes"))
-	}
-	w.WriteString("\n")
-	return w.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// JSON renders the brief as one line of JSON.
-func (b *Brief) JSON() []byte {
-	return inert.JSON(marshalCompact(b))
-}
-
-func marshalCompact(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return []byte("null")
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
-}
+// A brief is filled here to its budget, counted on the tokens of the text
+// the api package renders (internal/tokens).
 
 // jsonItemTokens is what an item adds to a brief's JSON: its object
 // without the braces, and one token: the braces and the comma between
 // items fall into runs of punctuation with the quotes around them.
-func (c *tokenCache) jsonItemTokens(it *BriefItem) int {
-	j := marshalCompact(it)
+func (c *tokenCache) jsonItemTokens(it *api.BriefItem) int {
+	j := api.CompactJSON(it)
 	return c.count(string(j[1:len(j)-1])) + 1
 }
 
@@ -184,30 +59,30 @@ const maxMisses = 32
 // fill puts candidates into b in order while they fit its budget,
 // counting each item's rendered text once and summing, then counts the
 // whole text and drops the last items should it exceed the budget.
-func (n *Node) fill(b *Brief, order iter.Seq[candidate]) error {
-	sections := b.sections()
-	cost := func(it *BriefItem) int {
-		if b.Format == FormatJSON {
+func (n *Node) fill(b *api.Brief, order iter.Seq[candidate]) error {
+	sections := b.Sections()
+	cost := func(it *api.BriefItem) int {
+		if b.Format == api.FormatJSON {
 			return n.tokenCounts.jsonItemTokens(it)
 		}
-		return n.tokenCounts.count(inert.Text(markdownItem(it)))
+		return n.tokenCounts.count(inert.Text(it.Markdown()))
 	}
 	cycles := b.Cycles
-	b.Cycles = []Cycle{}
+	b.Cycles = []api.Cycle{}
 	var used int
-	if b.Format == FormatJSON {
+	if b.Format == api.FormatJSON {
 		used = tokens.Count(string(b.JSON()))
 	} else {
-		used = tokens.Count(b.markdownHead())
+		used = tokens.Count(b.Head())
 	}
 	for _, c := range cycles {
 		var k int
-		if b.Format == FormatJSON {
-			k = tokens.Count(string(marshalCompact(c))) + 1
+		if b.Format == api.FormatJSON {
+			k = tokens.Count(string(api.CompactJSON(c))) + 1
 		} else {
-			k = tokens.Count(inert.Text(cycleLine(c)))
+			k = tokens.Count(inert.Text(c.Markdown()))
 			if len(b.Cycles) == 0 {
-				k += tokens.Count(cyclesHead)
+				k += tokens.Count(api.CyclesHead)
 			}
 		}
 		if used+k <= b.Budget {
@@ -231,12 +106,12 @@ func (n *Node) fill(b *Brief, order iter.Seq[candidate]) error {
 		}
 		it := n.briefItem(&m)
 		it.Reason, it.Similar = n.reason(&c.why), c.similar
-		if c.section != sectionFromPeers {
+		if c.section != api.SectionFromPeers {
 			it.Device = ""
 		}
 		k := cost(&it)
-		if b.Format == FormatMarkdown && len(*sections[c.section]) == 0 {
-			k += tokens.Count(sectionHead(c.section))
+		if b.Format == api.FormatMarkdown && len(*sections[c.section]) == 0 {
+			k += tokens.Count(api.SectionHead(c.section))
 		}
 		if used+k > b.Budget {
 			misses++

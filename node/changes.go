@@ -6,55 +6,23 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
-
-// ChangesRequest asks what changed after a position of the change log, so
-// that a client keeping a copy of part of the store (the server-memory
-// profile's graph) updates it instead of reading it all again.
-type ChangesRequest struct {
-	// After is the position the client's copy is at: the Next of the last
-	// answer. A position beyond the log's end (a client that started from
-	// ^uint64(0), or whose node was replaced) answers Reset.
-	After uint64 `json:"after"`
-	// Namespace keeps the memories of this namespace only; "" keeps all.
-	Namespace string `json:"namespace,omitempty"`
-	// Limit bounds the documents read, up to and by default
-	// MaxChangesLimit; a commit of several documents comes whole.
-	Limit int `json:"limit,omitempty"`
-}
-
-// MaxChangesLimit is the most documents one Changes call reads.
-const MaxChangesLimit = 10_000
-
-// ChangesResult is what changed, each document in its newest version.
-type ChangesResult struct {
-	Memories []Memory `json:"memories"` // any status: a memory deleted or moved away changed too
-	Edges    []Edge   `json:"edges"`    // deleted ones too
-	Purged   []string `json:"purged"`   // ids (m-...) of memories erased
-	// Elsewhere holds the ids of the memories changed in other namespaces
-	// than the one asked for: one of them may have moved out of it.
-	Elsewhere []string `json:"elsewhere,omitempty"`
-	Next      uint64   `json:"next"` // the position to ask from next
-	More      bool     `json:"more"` // Limit cut the answer: ask again from Next
-	// Reset says that After is beyond the log: the client's copy cannot be
-	// brought up to date and must be read again; Next is the log's end.
-	Reset bool `json:"reset,omitempty"`
-}
 
 // Changes returns the memories, edges and erasures committed, locally or
 // by a peer, after req.After, in the order of the change log. It reads
 // the materialised records of the changed documents only.
-func (n *Node) Changes(ctx context.Context, req ChangesRequest) (ChangesResult, error) {
+func (n *Node) Changes(ctx context.Context, req api.ChangesRequest) (api.ChangesResult, error) {
 	limit := req.Limit
 	if limit == 0 {
-		limit = MaxChangesLimit
+		limit = api.MaxChangesLimit
 	}
-	if limit < 0 || limit > MaxChangesLimit {
-		return ChangesResult{}, invalidf("limit %d: use 1 to %d", req.Limit, MaxChangesLimit)
+	if limit < 0 || limit > api.MaxChangesLimit {
+		return api.ChangesResult{}, api.Invalidf("limit %d: use 1 to %d", req.Limit, api.MaxChangesLimit)
 	}
-	out := ChangesResult{Memories: []Memory{}, Edges: []Edge{}, Purged: []string{}}
+	out := api.ChangesResult{Memories: []api.Memory{}, Edges: []api.Edge{}, Purged: []string{}}
 	end := n.store.DurableSeq()
 	if req.After > end {
 		out.Next, out.Reset = end, true
@@ -71,17 +39,17 @@ func (n *Node) Changes(ctx context.Context, req ChangesRequest) (ChangesResult, 
 		case storage.KindPurge:
 			out.Purged = append(out.Purged, DisplayID(rec.ID))
 		case storage.KindEdge:
-			var e crdt.Edge
+			var e model.Edge
 			if err := json.Unmarshal(rec.Value, &e); err != nil {
 				return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 			}
-			out.Edges = append(out.Edges, Edge{e})
+			out.Edges = append(out.Edges, api.Edge{Edge: e})
 		case storage.KindMemory:
 			if req.Namespace != "" && !slices.Contains(rec.Terms, nsTerm) {
 				out.Elsewhere = append(out.Elsewhere, DisplayID(rec.ID))
 				return nil
 			}
-			var m crdt.Memory
+			var m model.Memory
 			if err := json.Unmarshal(rec.Value, &m); err != nil {
 				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 			}
@@ -90,7 +58,7 @@ func (n *Node) Changes(ctx context.Context, req ChangesRequest) (ChangesResult, 
 		return nil
 	})
 	if err != nil {
-		return ChangesResult{}, fmt.Errorf("changes after %d: %w", req.After, err)
+		return api.ChangesResult{}, fmt.Errorf("changes after %d: %w", req.After, err)
 	}
 	out.Next, out.More = next, read >= limit && next < end
 	return out, nil

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -21,24 +23,6 @@ const (
 	OriginCompaction = "compaction"
 )
 
-// CompactRequest asks for the clusters of stale memories worth compacting.
-type CompactRequest struct {
-	Namespace string `json:"namespace,omitempty"`
-}
-
-// CompactCluster is a group of stale memories that say related things:
-// connected by related_to edges or word similarity.
-type CompactCluster struct {
-	Members []StaleMemory `json:"members"`
-}
-
-// CompactPlan lists a namespace's clusters and how to summarise one.
-type CompactPlan struct {
-	Namespace string           `json:"namespace"`
-	Clusters  []CompactCluster `json:"clusters"`
-	Prompt    string           `json:"prompt"` // instructions for whoever writes a summary
-}
-
 // compactPrompt asks an agent to write a cluster's summary.
 const compactPrompt = `Each cluster below is a group of stale memories (with why each is stale) that say related things.
 For each cluster worth keeping, write one summary that keeps every fact, decision, caveat and file
@@ -50,13 +34,13 @@ the links that pointed at the members to it, and marks the members compacted (th
 // CompactCandidates finds the clusters of at least three stale memories in
 // a namespace (Stale's memories, with their reasons) that related_to edges
 // or word similarity connect. It changes nothing.
-func (n *Node) CompactCandidates(ctx context.Context, req CompactRequest) (CompactPlan, error) {
-	stale, err := n.Stale(ctx, StaleRequest(req))
+func (n *Node) CompactCandidates(ctx context.Context, req api.CompactRequest) (api.CompactPlan, error) {
+	stale, err := n.Stale(ctx, api.StaleRequest(req))
 	if err != nil {
-		return CompactPlan{}, err
+		return api.CompactPlan{}, err
 	}
 	ns, _ := NormalizeNamespace(req.Namespace) // Stale checked it
-	plan := CompactPlan{Namespace: ns, Clusters: []CompactCluster{}, Prompt: compactPrompt}
+	plan := api.CompactPlan{Namespace: ns, Clusters: []api.CompactCluster{}, Prompt: compactPrompt}
 
 	index := make(map[string]int, len(stale)) // display id -> position in stale
 	words := make([]map[string]struct{}, len(stale))
@@ -81,11 +65,11 @@ func (n *Node) CompactCandidates(ctx context.Context, req CompactRequest) (Compa
 	now := n.now()
 	for i := range stale {
 		if err := ctx.Err(); err != nil {
-			return CompactPlan{}, err
+			return api.CompactPlan{}, err
 		}
-		edges, err := n.edgesOf(stale[i].Memory.ID, Out)
+		edges, err := n.edgesOf(stale[i].Memory.ID, api.Out)
 		if err != nil {
-			return CompactPlan{}, err
+			return api.CompactPlan{}, err
 		}
 		for _, e := range edges {
 			if j, ok := index[e.To]; ok && e.Rel == "related_to" && validAt(&e, now) {
@@ -98,34 +82,17 @@ func (n *Node) CompactCandidates(ctx context.Context, req CompactRequest) (Compa
 			}
 		}
 	}
-	groups := map[int][]StaleMemory{}
+	groups := map[int][]api.StaleMemory{}
 	for i := range stale {
 		groups[root(i)] = append(groups[root(i)], stale[i])
 	}
 	for i := range stale {
 		if g := groups[i]; len(g) >= minClusterSize {
-			plan.Clusters = append(plan.Clusters, CompactCluster{Members: g[:min(len(g), maxCompactSize)]})
+			plan.Clusters = append(plan.Clusters, api.CompactCluster{Members: g[:min(len(g), maxCompactSize)]})
 		}
 	}
-	slices.SortStableFunc(plan.Clusters, func(a, b CompactCluster) int { return len(b.Members) - len(a.Members) })
+	slices.SortStableFunc(plan.Clusters, func(a, b api.CompactCluster) int { return len(b.Members) - len(a.Members) })
 	return plan, nil
-}
-
-// CompactApplyRequest replaces memories with a summary of them.
-type CompactApplyRequest struct {
-	Members []string  `json:"members"` // ids of the memories the summary replaces
-	Title   string    `json:"title,omitempty"`
-	Summary string    `json:"summary"`
-	Tier    crdt.Tier `json:"tier,omitempty"` // of the summary; default agent
-	Agent   string    `json:"agent,omitempty"`
-	Session string    `json:"session,omitempty"`
-}
-
-// CompactResult is what a compaction wrote.
-type CompactResult struct {
-	Summary   Memory   `json:"summary"`
-	Members   []string `json:"members"`   // now compacted into the summary
-	Repointed []Edge   `json:"repointed"` // the new edges to the summary
 }
 
 // CompactApply stores a summary of two or more live memories of one
@@ -134,26 +101,26 @@ type CompactResult struct {
 // ones are invalidated and stay as history) and marks them compacted, with
 // compacted_into set to the summary. The members are kept: Restore brings
 // one back. Everything is one durable commit; on an error nothing changes.
-func (n *Node) CompactApply(ctx context.Context, req CompactApplyRequest) (CompactResult, error) {
+func (n *Node) CompactApply(ctx context.Context, req api.CompactApplyRequest) (api.CompactResult, error) {
 	ids, err := n.compactMembers(req.Members)
 	if err != nil {
-		return CompactResult{}, err
+		return api.CompactResult{}, err
 	}
 	first, err := n.load(ids[0])
 	if err != nil {
-		return CompactResult{}, n.notFound(ids[0], req.Members[0], err)
+		return api.CompactResult{}, n.notFound(ids[0], req.Members[0], err)
 	}
-	sum, _, err := n.newMemory(RememberRequest{
+	sum, _, err := n.newMemory(api.RememberRequest{
 		Namespace: first.Namespace, Title: req.Title, Content: req.Summary, Kind: "summary",
 		Tier: req.Tier, Agent: req.Agent, Session: req.Session, TTL: "none", // it stands for memories that no longer expire
 	})
 	if err != nil {
-		return CompactResult{}, err
+		return api.CompactResult{}, err
 	}
 	sumID := DisplayID(sum.ID)
 	inbound, err := n.inboundEdges(ids)
 	if err != nil {
-		return CompactResult{}, err
+		return api.CompactResult{}, err
 	}
 	locked := append(slices.Clone(ids), sum.ID)
 	for _, e := range inbound {
@@ -167,17 +134,17 @@ func (n *Node) CompactApply(ctx context.Context, req CompactApplyRequest) (Compa
 	for _, id := range ids {
 		rec, err := n.compactMember(id, first.Namespace, sum.ID)
 		if err != nil {
-			return CompactResult{}, err
+			return api.CompactResult{}, err
 		}
 		recs = append(recs, rec)
 	}
-	res := CompactResult{Members: make([]string, len(ids)), Repointed: []Edge{}}
+	res := api.CompactResult{Members: make([]string, len(ids)), Repointed: []api.Edge{}}
 	for i, id := range ids {
 		res.Members[i] = DisplayID(id)
 	}
 	moved := map[string]bool{}
 	for _, old := range inbound {
-		e := crdt.Edge{
+		e := model.Edge{
 			ID: crdt.EdgeID(old.From, old.Rel, sumID), From: old.From, Rel: old.Rel, To: sumID,
 			Notes:    strings.TrimSpace(old.Notes + " (re-pointed from " + n.shortID(strings.TrimPrefix(old.To, IDPrefix)) + ")"),
 			Strength: old.Strength, Origin: OriginCompaction, ValidFrom: old.ValidFrom, ValidTo: old.ValidTo,
@@ -187,28 +154,28 @@ func (n *Node) CompactApply(ctx context.Context, req CompactApplyRequest) (Compa
 			moved[e.ID] = true
 			rec, edge, err := newEdgeRecord(n.actor, &e)
 			if err != nil {
-				return CompactResult{}, err
+				return api.CompactResult{}, err
 			}
 			recs = append(recs, rec)
 			res.Repointed = append(res.Repointed, edge)
 		}
 		rec, err := n.endEdge(old.ID, now)
 		if err != nil {
-			return CompactResult{}, err
+			return api.CompactResult{}, err
 		}
 		recs = append(recs, rec)
 	}
 	doc, err := crdt.NewMemoryDoc(n.actor, &sum)
 	if err != nil {
-		return CompactResult{}, fmt.Errorf("create summary: %w", err)
+		return api.CompactResult{}, fmt.Errorf("create summary: %w", err)
 	}
 	defer doc.Close()
 	if err := n.commit(doc, nil, recs...); err != nil {
-		return CompactResult{}, err
+		return api.CompactResult{}, err
 	}
 	stored, err := n.load(sum.ID)
 	if err != nil {
-		return CompactResult{}, err
+		return api.CompactResult{}, err
 	}
 	res.Summary = n.view(stored)
 	return res, nil
@@ -228,7 +195,7 @@ func (n *Node) compactMembers(refs []string) ([]string, error) {
 		}
 	}
 	if len(ids) < 2 || len(ids) > maxCompactSize {
-		return nil, invalidf("a compaction takes 2 to %d distinct memories, got %d", maxCompactSize, len(ids))
+		return nil, api.Invalidf("a compaction takes 2 to %d distinct memories, got %d", maxCompactSize, len(ids))
 	}
 	return ids, nil
 }
@@ -241,10 +208,10 @@ func (n *Node) compactMember(id, ns, summary string) (storage.Record, error) {
 		return storage.Record{}, n.notFound(id, DisplayID(id), err)
 	}
 	if !live(&m, n.now()) {
-		return storage.Record{}, invalidf("memory %s is %s: only active and stale memories can be compacted", n.shortID(id), m.Status)
+		return storage.Record{}, api.Invalidf("memory %s is %s: only active and stale memories can be compacted", n.shortID(id), m.Status)
 	}
 	if m.Namespace != ns {
-		return storage.Record{}, invalidf("memory %s is in namespace %q, not %q: a summary covers one namespace", n.shortID(id), m.Namespace, ns)
+		return storage.Record{}, api.Invalidf("memory %s is in namespace %q, not %q: a summary covers one namespace", n.shortID(id), m.Namespace, ns)
 	}
 	data, err := n.store.GetDoc(storage.KindMemory, id)
 	if err != nil {
@@ -255,7 +222,7 @@ func (n *Node) compactMember(id, ns, summary string) (storage.Record, error) {
 		return storage.Record{}, fmt.Errorf("load memory %s: %w", DisplayID(id), err)
 	}
 	defer doc.Close()
-	if err := errors.Join(doc.SetStatus(crdt.StatusCompacted, summary), doc.SetUpdated(n.now().UTC()), doc.Commit("compact")); err != nil {
+	if err := errors.Join(doc.SetStatus(model.StatusCompacted, summary), doc.SetUpdated(n.now().UTC()), doc.Commit("compact")); err != nil {
 		return storage.Record{}, fmt.Errorf("compact memory %s: %w", DisplayID(id), err)
 	}
 	m, err = doc.Materialize()
@@ -272,15 +239,15 @@ func (n *Node) compactMember(id, ns, summary string) (storage.Record, error) {
 
 // inboundEdges returns the edges valid now that reach one of ids from
 // outside them.
-func (n *Node) inboundEdges(ids []string) ([]crdt.Edge, error) {
+func (n *Node) inboundEdges(ids []string) ([]model.Edge, error) {
 	group := map[string]bool{}
 	for _, id := range ids {
 		group[DisplayID(id)] = true
 	}
 	now := n.now()
-	var out []crdt.Edge
+	var out []model.Edge
 	for _, id := range ids {
-		edges, err := n.edgesOf(DisplayID(id), In)
+		edges, err := n.edgesOf(DisplayID(id), api.In)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/memmesh/memmesh/api"
 )
 
 // fullDisk is more free space than any disk has: a node that keeps it in
@@ -19,7 +21,7 @@ func TestDiskFull(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)
-	kept := remember(t, n, RememberRequest{Namespace: "full", Content: "written while the disk had space"})
+	kept := remember(t, n, api.RememberRequest{Namespace: "full", Content: "written while the disk had space"})
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -34,18 +36,18 @@ func TestDiskFull(t *testing.T) {
 
 	writes := map[string]func() error{
 		"remember": func() error {
-			_, err := n.Remember(ctx, RememberRequest{Namespace: "full", Content: "refused on a full disk"})
+			_, err := n.Remember(ctx, api.RememberRequest{Namespace: "full", Content: "refused on a full disk"})
 			return err
 		},
 		"forget": func() error { _, err := n.Forget(ctx, kept.ID); return err },
 		"link": func() error {
-			_, err := n.Link(ctx, LinkRequest{From: kept.ID, Rel: "related_to", To: "file:main.go"})
+			_, err := n.Link(ctx, api.LinkRequest{From: kept.ID, Rel: "related_to", To: "file:main.go"})
 			return err
 		},
 	}
 	for name, write := range writes {
 		err := write()
-		if !errors.Is(err, ErrDiskFull) || !strings.HasPrefix(err.Error(), "disk full: ") || !strings.Contains(err.Error(), "free some space") {
+		if !errors.Is(err, api.ErrDiskFull) || !strings.HasPrefix(err.Error(), "disk full: ") || !strings.Contains(err.Error(), "free some space") {
 			t.Errorf("%s on a full disk: %v, want ErrDiskFull saying what to do", name, err)
 		}
 	}
@@ -53,13 +55,13 @@ func TestDiskFull(t *testing.T) {
 	if m, err := n.Get(ctx, kept.ID); err != nil || m.Status != "active" {
 		t.Fatalf("get on a full disk: %+v, %v", m, err)
 	}
-	if l, err := n.List(ctx, ListRequest{Namespace: "full"}); err != nil || len(l) != 1 {
+	if l, err := n.List(ctx, api.ListRequest{Namespace: "full"}); err != nil || len(l) != 1 {
 		t.Fatalf("list on a full disk: %d memories, %v", len(l), err)
 	}
-	if res, err := n.Search(ctx, SearchRequest{Namespace: "full", Query: "written disk"}); err != nil || len(res.Results) != 1 {
+	if res, err := n.Search(ctx, api.SearchRequest{Namespace: "full", Query: "written disk"}); err != nil || len(res.Results) != 1 {
 		t.Fatalf("search on a full disk: %+v, %v", res, err)
 	}
-	if _, err := n.Context(ctx, ContextRequest{Namespace: "full"}); err != nil {
+	if _, err := n.Context(ctx, api.ContextRequest{Namespace: "full"}); err != nil {
 		t.Fatalf("context on a full disk: %v", err)
 	}
 	if h, err := n.Export(ctx, io.Discard); err != nil || h.Memories != 1 {

@@ -9,7 +9,7 @@
 //	if err := n.Start(ctx); err != nil { ... }
 //	defer n.Close()
 //
-//	res, err := n.Remember(ctx, node.RememberRequest{
+//	res, err := n.Remember(ctx, api.RememberRequest{
 //		Namespace: "myproject",
 //		Content:   "Use pgx, not lib/pq: lib/pq is in maintenance mode.",
 //		Kind:      "decision",
@@ -18,9 +18,9 @@
 //	// res.ID is "m-" + the new id; res.DuplicateOf is set when the same text
 //	// already existed in the namespace, res.Similar lists close matches.
 //
-//	hits, err := n.Search(ctx, node.SearchRequest{Query: "postgres driver", Namespace: "myproject"})
+//	hits, err := n.Search(ctx, api.SearchRequest{Query: "postgres driver", Namespace: "myproject"})
 //	m, err := n.Get(ctx, "m-k3j5x2ab") // full or short id
-//	m, err = n.Update(ctx, m.ID, node.UpdateRequest{AddTags: []string{"decided"}})
+//	m, err = n.Update(ctx, m.ID, api.UpdateRequest{AddTags: []string{"decided"}})
 //	m, err = n.Forget(ctx, m.ID) // archive: out of searches, kept
 //	m, err = n.Delete(ctx, m.ID) // out of view on every node; Restore undoes it
 //	p, err := n.Purge(ctx, m.ID) // erased on every node, for good
@@ -67,9 +67,9 @@
 // from an in-memory index that follows the change log, cut to a budget
 // counted with a real tokenizer on the text emitted:
 //
-//	b, err := n.Context(ctx, node.ContextRequest{Namespace: "myproject"})
+//	b, err := n.Context(ctx, api.ContextRequest{Namespace: "myproject"})
 //	fmt.Print(b.Markdown()) // b.Tokens is the o200k count of this text
-//	b, err = n.Context(ctx, node.ContextRequest{Namespace: "myproject", Query: prompt})
+//	b, err = n.Context(ctx, api.ContextRequest{Namespace: "myproject", Query: prompt})
 //	// only the memories that match the prompt well, within 600 tokens
 //
 // # The mesh

@@ -5,31 +5,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/graph"
 	"github.com/memmesh/memmesh/storage"
 )
 
-// Cycle is a set of endpoints that edges of one acyclic relation connect
-// in a cycle. Link refuses to close one, but two machines can each add an
-// edge that is fine alone and closes a cycle once both are merged: such a
-// cycle is reported, not hidden, until someone unlinks or invalidates an
-// edge on it.
-type Cycle struct {
-	Rel     string   `json:"rel"`
-	Members []string `json:"members"` // endpoints on the cycle, sorted
-}
-
-// DoctorReport lists what needs a person's or an agent's decision.
-type DoctorReport struct {
-	Cycles         []Cycle     `json:"cycles"`
-	Conflicts      []string    `json:"conflicts"`      // memories with unresolved sync conflicts
-	Contradictions [][2]string `json:"contradictions"` // live memories a contradicts edge connects
-}
-
 // Doctor checks the replicated graph and memories for what merging cannot
 // decide: cycles in acyclic relations, sync conflicts and contradictions.
-func (n *Node) Doctor(ctx context.Context) (DoctorReport, error) {
-	rep := DoctorReport{Cycles: []Cycle{}, Conflicts: []string{}, Contradictions: [][2]string{}}
+func (n *Node) Doctor(ctx context.Context) (api.DoctorReport, error) {
+	rep := api.DoctorReport{Cycles: []api.Cycle{}, Conflicts: []string{}, Contradictions: [][2]string{}}
 	facts, err := n.graphFacts(ctx)
 	if err != nil {
 		return rep, err
@@ -56,7 +40,7 @@ type graphFacts struct {
 	seq    uint64
 	at     time.Time
 	pairs  []contradiction
-	cycles []Cycle
+	cycles []api.Cycle
 }
 
 const factsMaxAge = time.Minute
@@ -80,10 +64,10 @@ func (n *Node) graphFacts(ctx context.Context) (graphFacts, error) {
 	return *n.facts, nil
 }
 
-func (n *Node) cycles(ctx context.Context) ([]Cycle, error) {
+func (n *Node) cycles(ctx context.Context) ([]api.Cycle, error) {
 	now := n.now()
-	var out []Cycle
-	for _, rel := range AcyclicRelations {
+	var out []api.Cycle
+	for _, rel := range api.AcyclicRelations {
 		var edges []graph.Edge
 		err := n.store.Scan(storage.KindEdge, storage.Term{Field: "rel", Value: rel}, func(id string) error {
 			if err := ctx.Err(); err != nil {
@@ -102,7 +86,7 @@ func (n *Node) cycles(ctx context.Context) ([]Cycle, error) {
 			return nil, fmt.Errorf("cycles of %s: %w", rel, err)
 		}
 		for _, members := range graph.Cycles(edges) {
-			out = append(out, Cycle{Rel: rel, Members: members})
+			out = append(out, api.Cycle{Rel: rel, Members: members})
 		}
 	}
 	return out, nil

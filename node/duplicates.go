@@ -8,7 +8,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -35,8 +37,8 @@ func newDuplicateLinker() *duplicateLinker {
 }
 
 // note queues the text of a memory the indexer has just indexed.
-func (d *duplicateLinker) note(m *crdt.Memory) {
-	if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+func (d *duplicateLinker) note(m *model.Memory) {
+	if m.Status != model.StatusActive && m.Status != model.StatusStale {
 		return
 	}
 	hash := contentHash(m.Namespace, m.Content)
@@ -89,7 +91,7 @@ func (n *Node) linkCopies(hash string) error {
 	if len(ids) < 2 {
 		return nil // the usual case, read from the term index alone
 	}
-	var copies []crdt.Memory
+	var copies []model.Memory
 	for _, id := range ids {
 		m, err := n.load(id)
 		if storageNotFound(err) {
@@ -106,12 +108,12 @@ func (n *Node) linkCopies(hash string) error {
 	// against the (vanishing) chance of two texts sharing one.
 	if len(copies) > 0 {
 		ns := copies[0].Namespace
-		copies = slices.DeleteFunc(copies, func(m crdt.Memory) bool { return m.Namespace != ns })
+		copies = slices.DeleteFunc(copies, func(m model.Memory) bool { return m.Namespace != ns })
 	}
 	if len(copies) < 2 {
 		return nil
 	}
-	slices.SortFunc(copies, func(a, b crdt.Memory) int {
+	slices.SortFunc(copies, func(a, b model.Memory) int {
 		return cmp.Or(a.Provenance.CreatedAt.Compare(b.Provenance.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	first := DisplayID(copies[0].ID)
@@ -135,8 +137,8 @@ func (n *Node) linkCopy(from, to string) error {
 		return err // there already, or removed by someone: nil; or a read error
 	}
 	now := n.now().UTC()
-	rec, _, err := newEdgeRecord(n.actor, &crdt.Edge{
-		ID: id, From: from, Rel: "related_to", To: to, Strength: 1, Origin: OriginAutoLink, Notes: dupNotes,
+	rec, _, err := newEdgeRecord(n.actor, &model.Edge{
+		ID: id, From: from, Rel: "related_to", To: to, Strength: 1, Origin: api.OriginAutoLink, Notes: dupNotes,
 		CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/api"
 )
 
 // copiesOf returns a node holding two memories of one text, made apart on
@@ -16,7 +18,7 @@ func copiesOf(t *testing.T, text string) (n *Node, first, later string) {
 	n = testNode(t, "")
 	for _, id := range []*string{&first, &later} {
 		apart := testNode(t, "")
-		*id = remember(t, apart, RememberRequest{Namespace: "team", Content: text}).ID
+		*id = remember(t, apart, api.RememberRequest{Namespace: "team", Content: text}).ID
 		if _, err := n.Import(ctx, bytes.NewReader(exportOf(t, apart))); err != nil {
 			t.Fatal(err)
 		}
@@ -25,11 +27,11 @@ func copiesOf(t *testing.T, text string) (n *Node, first, later string) {
 }
 
 // waitForEdges polls the live edges at id until want says they are right.
-func waitForEdges(t *testing.T, n *Node, id string, what string, want func([]Edge) bool) []Edge {
+func waitForEdges(t *testing.T, n *Node, id string, what string, want func([]api.Edge) bool) []api.Edge {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		edges, err := n.Edges(context.Background(), EdgesRequest{Endpoints: []string{id}})
+		edges, err := n.Edges(context.Background(), api.EdgesRequest{Endpoints: []string{id}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,9 +49,9 @@ func TestCopiesOfOneTextAreLinkedOnceAndAnUnlinkStays(t *testing.T) {
 	ctx := context.Background()
 	const text = "Run make migrate before starting the API"
 	n, first, later := copiesOf(t, text)
-	edges := waitForEdges(t, n, first, "no link between the copies", func(e []Edge) bool { return len(e) > 0 })
+	edges := waitForEdges(t, n, first, "no link between the copies", func(e []api.Edge) bool { return len(e) > 0 })
 	if len(edges) != 1 || edges[0].From != later || edges[0].Rel != "related_to" || edges[0].To != first ||
-		edges[0].Origin != OriginAutoLink || edges[0].Notes != dupNotes {
+		edges[0].Origin != api.OriginAutoLink || edges[0].Notes != dupNotes {
 		t.Fatalf("edges = %+v, want one auto-link related_to from the later copy %s to the first %s", edges, later, first)
 	}
 
@@ -61,7 +63,7 @@ func TestCopiesOfOneTextAreLinkedOnceAndAnUnlinkStays(t *testing.T) {
 	if err := n.linkCopies(contentHash("team", text)); err != nil {
 		t.Fatal(err)
 	}
-	if edges, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{first}}); err != nil || len(edges) != 0 {
+	if edges, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{first}}); err != nil || len(edges) != 0 {
 		t.Fatalf("after an unlink and another check: edges %+v, %v; want none", edges, err)
 	}
 }

@@ -10,61 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
-
-// Edge is a typed, directed link as the service shows it. Endpoints are
-// memory ids ("m-" + id) or artefacts ("file:path", "file:path:10-20",
-// "code:path::symbol", "url:https://...").
-type Edge struct {
-	crdt.Edge
-}
-
-// LinkRequest creates (or revives) the edge From -Rel-> To.
-type LinkRequest struct {
-	From      string    `json:"from"`
-	Rel       string    `json:"rel"`
-	To        string    `json:"to"`
-	Notes     string    `json:"notes,omitempty"`
-	Strength  *float64  `json:"strength,omitempty"` // 0..1, default 1
-	Origin    string    `json:"origin,omitempty"`   // default "manual"
-	ValidFrom time.Time `json:"valid_from,omitzero"`
-	ValidTo   time.Time `json:"valid_to,omitzero"`
-}
-
-// Direction selects which edges of a node a traversal follows.
-type Direction string
-
-// Traversal directions.
-const (
-	Out  Direction = "out"
-	In   Direction = "in"
-	Both Direction = "both"
-)
-
-// TraverseRequest walks the graph breadth-first from Start.
-type TraverseRequest struct {
-	Start     string    `json:"start"`               // memory id or artefact
-	Depth     int       `json:"depth,omitempty"`     // default 1, at most 5
-	Direction Direction `json:"direction,omitempty"` // default both
-	Rels      []string  `json:"rels,omitempty"`      // only these relations; default all
-	AsOf      time.Time `json:"as_of,omitzero"`      // only edges valid then; default now
-}
-
-// GraphNode is one node reached by a traversal.
-type GraphNode struct {
-	ID     string  `json:"id"`               // memory id or artefact
-	Depth  int     `json:"depth"`            // hops from the start
-	Memory *Memory `json:"memory,omitempty"` // set for memories
-}
-
-// TraverseResult holds what a traversal reached, nearest first, and the
-// edges it followed.
-type TraverseResult struct {
-	Nodes []GraphNode `json:"nodes"`
-	Edges []Edge      `json:"edges"`
-}
 
 // Limits on edges and traversals.
 const (
@@ -76,19 +27,6 @@ const (
 )
 
 var relRE = regexp.MustCompile(`^[a-z][a-z0-9]*([_-][a-z0-9]+)*$`)
-
-// KnownRelations are the relation types with a meaning of their own; other
-// kebab-case or snake_case relations are allowed too.
-var KnownRelations = []string{
-	"related_to", "supersedes", "contradicts", "depends_on", "specializes", "part_of",
-	"alternative_to", "builds_on", "caused_by", "led_to", "learned_in", "touches",
-	"calls", "imports", "inherits", "defined_in",
-}
-
-// AcyclicRelations may not form a cycle: each orders its endpoints (in
-// time, or as part and whole). Link refuses an edge that would close one;
-// a cycle that appears only when two machines' edges merge is reported.
-var AcyclicRelations = []string{"caused_by", "led_to", "supersedes", "part_of"}
 
 // cyclePath returns the path to -> ... -> from along live edges of rel, if
 // one exists: then from -rel-> to would close a cycle. The walk is
@@ -108,7 +46,7 @@ func (n *Node) cyclePath(from, rel, to string) ([]string, error) {
 			slices.Reverse(path)
 			return path, nil
 		}
-		edges, err := n.edgesOf(at, Out)
+		edges, err := n.edgesOf(at, api.Out)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +70,7 @@ func checkRel(rel string) (string, error) {
 		return "", err
 	}
 	if !relRE.MatchString(rel) {
-		return "", invalidf("relation %q: use kebab-case or snake_case, lower-case letters and digits (e.g. related_to, depends_on, supersedes)", rel)
+		return "", api.Invalidf("relation %q: use kebab-case or snake_case, lower-case letters and digits (e.g. related_to, depends_on, supersedes)", rel)
 	}
 	return rel, nil
 }
@@ -142,9 +80,9 @@ func checkRel(rel string) (string, error) {
 // checkNotes bounds an edge's notes and scrubs secrets from them.
 func checkNotes(notes string) (string, error) {
 	if len(notes) > maxNotesLen {
-		return "", invalidf("notes of %d bytes: at most %d are allowed", len(notes), maxNotesLen)
+		return "", api.Invalidf("notes of %d bytes: at most %d are allowed", len(notes), maxNotesLen)
 	}
-	notes, _ = Scrub(strings.TrimSpace(notes))
+	notes, _ = secrets.Scrub(strings.TrimSpace(notes))
 	return notes, nil
 }
 
@@ -157,7 +95,7 @@ func checkOrigin(origin string) (string, error) {
 		return "", err
 	}
 	if !relRE.MatchString(origin) {
-		return "", invalidf("origin %q: use kebab-case or snake_case, lower-case letters and digits (e.g. manual, import)", origin)
+		return "", api.Invalidf("origin %q: use kebab-case or snake_case, lower-case letters and digits (e.g. manual, import)", origin)
 	}
 	return origin, nil
 }
@@ -172,9 +110,9 @@ func (n *Node) endpoint(ref string) (string, error) {
 	for _, p := range artefactPrefixes {
 		if strings.HasPrefix(ref, p) {
 			if len(ref) == len(p) || len(ref) > maxEndpointLen || strings.ContainsAny(ref, "\x00\n") {
-				return "", invalidf("artefact %q: give a path, symbol or URL after %s (at most %d bytes, one line)", ref, p, maxEndpointLen)
+				return "", api.Invalidf("artefact %q: give a path, symbol or URL after %s (at most %d bytes, one line)", ref, p, maxEndpointLen)
 			}
-			ref, _ = Scrub(ref)
+			ref, _ = secrets.Scrub(ref)
 			return ref, nil
 		}
 	}
@@ -187,59 +125,59 @@ func (n *Node) endpoint(ref string) (string, error) {
 
 // Link creates the edge From -Rel-> To, or updates and revives it when it
 // exists: the same edge made on two machines is one edge.
-func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
+func (n *Node) Link(ctx context.Context, req api.LinkRequest) (api.Edge, error) {
 	rel, err := checkRel(req.Rel)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	from, err := n.endpoint(req.From)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	to, err := n.endpoint(req.To)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	if from == to {
-		return Edge{}, invalidf("an edge needs two different endpoints")
+		return api.Edge{}, api.Invalidf("an edge needs two different endpoints")
 	}
 	strength := 1.0
 	if req.Strength != nil {
 		strength = *req.Strength
 		if !(strength >= 0 && strength <= 1) {
-			return Edge{}, invalidf("strength %v: use a number from 0 to 1", strength)
+			return api.Edge{}, api.Invalidf("strength %v: use a number from 0 to 1", strength)
 		}
 	}
 	if !req.ValidFrom.IsZero() && !req.ValidTo.IsZero() && !req.ValidTo.After(req.ValidFrom) {
-		return Edge{}, invalidf("valid_to must be after valid_from")
+		return api.Edge{}, api.Invalidf("valid_to must be after valid_from")
 	}
 	notes, err := checkNotes(req.Notes)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	origin, err := checkOrigin(req.Origin)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	now := n.now().UTC()
 	id := crdt.EdgeID(from, rel, to)
 
 	unlock, err := n.lockEdge(id, from, to)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	defer unlock()
-	if slices.Contains(AcyclicRelations, rel) {
+	if slices.Contains(api.AcyclicRelations, rel) {
 		// One check-and-insert at a time, so that two local links cannot
 		// close a cycle together.
 		n.acyclicMu.Lock()
 		defer n.acyclicMu.Unlock()
 		path, err := n.cyclePath(from, rel, to)
 		if err != nil {
-			return Edge{}, err
+			return api.Edge{}, err
 		}
 		if path != nil {
-			return Edge{}, invalidf("%s %s %s would close a cycle, since %s already holds: %s edges may not form one",
+			return api.Edge{}, api.Invalidf("%s %s %s would close a cycle, since %s already holds: %s edges may not form one",
 				from, rel, to, strings.Join(path, " -"+rel+"-> "), rel)
 		}
 	}
@@ -247,7 +185,7 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 	var doc *crdt.EdgeDoc
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		doc, err = crdt.NewEdgeDoc(n.actor, &crdt.Edge{
+		doc, err = crdt.NewEdgeDoc(n.actor, &model.Edge{
 			ID: id, From: from, Rel: rel, To: to, Notes: notes, Strength: strength, Origin: origin,
 			ValidFrom: req.ValidFrom, ValidTo: req.ValidTo, CreatedAt: now, UpdatedAt: now,
 		})
@@ -262,15 +200,15 @@ func (n *Node) Link(ctx context.Context, req LinkRequest) (Edge, error) {
 		if doc != nil {
 			doc.Close()
 		}
-		return Edge{}, fmt.Errorf("link %s %s %s: %w", from, rel, to, err)
+		return api.Edge{}, fmt.Errorf("link %s %s %s: %w", from, rel, to, err)
 	}
 	defer doc.Close()
 	return n.commitEdge(doc)
 }
 
 // Unlink deletes the edge From -Rel-> To. The tombstone replicates.
-func (n *Node) Unlink(ctx context.Context, from, rel, to string) (Edge, error) {
-	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *crdt.Edge) error {
+func (n *Node) Unlink(ctx context.Context, from, rel, to string) (api.Edge, error) {
+	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *model.Edge) error {
 		if e.Deleted {
 			return errUnchanged
 		}
@@ -280,53 +218,53 @@ func (n *Node) Unlink(ctx context.Context, from, rel, to string) (Edge, error) {
 
 // Invalidate ends an edge's validity at now without deleting it: the edge
 // stays as history, and traversals as of earlier times still follow it.
-func (n *Node) Invalidate(ctx context.Context, from, rel, to string) (Edge, error) {
-	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *crdt.Edge) error {
+func (n *Node) Invalidate(ctx context.Context, from, rel, to string) (api.Edge, error) {
+	return n.editEdge(from, rel, to, func(doc *crdt.EdgeDoc, e *model.Edge) error {
 		return doc.SetValidity(e.ValidFrom, n.now().UTC())
 	})
 }
 
-func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDoc, *crdt.Edge) error) (Edge, error) {
+func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDoc, *model.Edge) error) (api.Edge, error) {
 	rel, err := checkRel(relName)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	from, err := n.endpoint(fromRef)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	to, err := n.endpoint(toRef)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	id := crdt.EdgeID(from, rel, to)
 	unlock, err := n.lockEdge(id, from, to)
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	defer unlock()
 	e, err := n.loadEdge(id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return Edge{}, fmt.Errorf("%w: there is no edge %s %s %s", ErrNotFound, from, rel, to)
+		return api.Edge{}, fmt.Errorf("%w: there is no edge %s %s %s", api.ErrNotFound, from, rel, to)
 	} else if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	data, err := n.store.GetDoc(storage.KindEdge, id)
 	if err != nil {
-		return Edge{}, fmt.Errorf("read edge: %w", err)
+		return api.Edge{}, fmt.Errorf("read edge: %w", err)
 	}
 	doc, err := crdt.LoadEdgeDoc(n.actor, data)
 	if err != nil {
-		return Edge{}, fmt.Errorf("load edge: %w", err)
+		return api.Edge{}, fmt.Errorf("load edge: %w", err)
 	}
 	defer doc.Close()
 	if err := change(doc, &e); errors.Is(err, errUnchanged) {
-		return Edge{e}, nil
+		return api.Edge{Edge: e}, nil
 	} else if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	if err := errors.Join(doc.SetUpdated(n.now().UTC()), doc.Commit("edit edge")); err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	return n.commitEdge(doc)
 }
@@ -353,41 +291,41 @@ func (n *Node) lockEdge(id, from, to string) (unlock func(), err error) {
 }
 
 // commitEdge stores an edge document with its adjacency terms.
-func (n *Node) commitEdge(doc *crdt.EdgeDoc) (Edge, error) {
+func (n *Node) commitEdge(doc *crdt.EdgeDoc) (api.Edge, error) {
 	e, err := doc.Materialize()
 	if err != nil {
-		return Edge{}, fmt.Errorf("materialise edge: %w", err)
+		return api.Edge{}, fmt.Errorf("materialise edge: %w", err)
 	}
 	rec, err := edgeRecord(&e, doc.Save())
 	if err != nil {
-		return Edge{}, err
+		return api.Edge{}, err
 	}
 	if _, err := n.store.Commit(rec); err != nil {
-		return Edge{}, writeFailed("store edge", err)
+		return api.Edge{}, writeFailed("store edge", err)
 	}
 	n.changed()
-	return Edge{e}, nil
+	return api.Edge{Edge: e}, nil
 }
 
 // newEdgeRecord creates the document of a new edge and returns its record
 // to commit, with the edge as stored.
-func newEdgeRecord(actor string, e *crdt.Edge) (storage.Record, Edge, error) {
+func newEdgeRecord(actor string, e *model.Edge) (storage.Record, api.Edge, error) {
 	doc, err := crdt.NewEdgeDoc(actor, e)
 	if err != nil {
-		return storage.Record{}, Edge{}, err
+		return storage.Record{}, api.Edge{}, err
 	}
 	defer doc.Close()
 	stored, err := doc.Materialize()
 	if err != nil {
-		return storage.Record{}, Edge{}, fmt.Errorf("materialise edge: %w", err)
+		return storage.Record{}, api.Edge{}, fmt.Errorf("materialise edge: %w", err)
 	}
 	rec, err := edgeRecord(&stored, doc.Save())
-	return rec, Edge{stored}, err
+	return rec, api.Edge{Edge: stored}, err
 }
 
 // edgeRecord builds the storage record of an edge: its materialised JSON
 // and, while it is live, its adjacency terms.
-func edgeRecord(e *crdt.Edge, doc []byte) (storage.Record, error) {
+func edgeRecord(e *model.Edge, doc []byte) (storage.Record, error) {
 	value, err := json.Marshal(e)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("encode edge: %w", err)
@@ -399,22 +337,22 @@ func edgeRecord(e *crdt.Edge, doc []byte) (storage.Record, error) {
 	return rec, nil
 }
 
-func (n *Node) loadEdge(id string) (crdt.Edge, error) {
+func (n *Node) loadEdge(id string) (model.Edge, error) {
 	rec, err := n.store.Get(storage.KindEdge, id)
 	if err != nil {
-		return crdt.Edge{}, err
+		return model.Edge{}, err
 	}
-	var e crdt.Edge
+	var e model.Edge
 	if err := json.Unmarshal(rec.Value, &e); err != nil {
-		return crdt.Edge{}, fmt.Errorf("decode edge %s: %w", id, err)
+		return model.Edge{}, fmt.Errorf("decode edge %s: %w", id, err)
 	}
 	return e, nil
 }
 
 // edgesOf returns the live edges at an endpoint in one direction.
-func (n *Node) edgesOf(endpoint string, dir Direction) ([]crdt.Edge, error) {
-	var out []crdt.Edge
-	fields := map[Direction][]string{Out: {"from"}, In: {"to"}, Both: {"from", "to"}}[dir]
+func (n *Node) edgesOf(endpoint string, dir api.Direction) ([]model.Edge, error) {
+	var out []model.Edge
+	fields := map[api.Direction][]string{api.Out: {"from"}, api.In: {"to"}, api.Both: {"from", "to"}}[dir]
 	for _, field := range fields {
 		err := n.store.Scan(storage.KindEdge, storage.Term{Field: field, Value: endpoint}, func(id string) error {
 			e, err := n.loadEdge(id)
@@ -439,22 +377,22 @@ const OriginExtracted = "extracted"
 // touchEdges returns the derived touches edges at an endpoint: out of a
 // memory to the artefacts it mentions, into an artefact from the memories
 // that mention it (at most limit of them).
-func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]crdt.Edge, error) {
-	touch := func(m *crdt.Memory, artefact string) crdt.Edge {
+func (n *Node) touchEdges(endpoint string, dir api.Direction, limit int) ([]model.Edge, error) {
+	touch := func(m *model.Memory, artefact string) model.Edge {
 		from := DisplayID(m.ID)
-		return crdt.Edge{ID: crdt.EdgeID(from, "touches", artefact), From: from, Rel: "touches", To: artefact,
+		return model.Edge{ID: crdt.EdgeID(from, "touches", artefact), From: from, Rel: "touches", To: artefact,
 			Strength: 0.5, Origin: OriginExtracted, CreatedAt: m.Provenance.CreatedAt, UpdatedAt: m.Provenance.UpdatedAt}
 	}
-	var out []crdt.Edge
+	var out []model.Edge
 	if id, ok := strings.CutPrefix(endpoint, IDPrefix); ok {
-		if dir == In {
+		if dir == api.In {
 			return nil, nil
 		}
 		m, err := n.load(id)
 		if storageNotFound(err) {
 			return nil, nil
 		}
-		if err != nil || m.Status == crdt.StatusDeleted {
+		if err != nil || m.Status == model.StatusDeleted {
 			return nil, err
 		}
 		for _, t := range m.Touches {
@@ -464,7 +402,7 @@ func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]crdt.Edg
 		}
 		return out, nil
 	}
-	if dir == Out {
+	if dir == api.Out {
 		return nil, nil
 	}
 	err := n.store.Scan(storage.KindMemory, storage.Term{Field: "touch", Value: endpoint}, func(id string) error {
@@ -472,7 +410,7 @@ func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]crdt.Edg
 			return errStop
 		}
 		m, err := n.load(id)
-		if err != nil || m.Status == crdt.StatusDeleted {
+		if err != nil || m.Status == model.StatusDeleted {
 			return err
 		}
 		out = append(out, touch(&m, endpoint))
@@ -484,29 +422,23 @@ func (n *Node) touchEdges(endpoint string, dir Direction, limit int) ([]crdt.Edg
 	return out, err
 }
 
-// EdgesRequest asks for the live edges at a set of endpoints.
-type EdgesRequest struct {
-	Endpoints []string  `json:"endpoints"`           // memory ids or artefacts
-	Direction Direction `json:"direction,omitempty"` // default both
-}
-
 // maxEdgeEndpoints caps the endpoints of one Edges call.
 const maxEdgeEndpoints = 10_000
 
 // Edges returns the live (not deleted) edges that start (out), end (in) or
 // either (both) at any of the endpoints, each once. It reads no memory.
-func (n *Node) Edges(ctx context.Context, req EdgesRequest) ([]Edge, error) {
+func (n *Node) Edges(ctx context.Context, req api.EdgesRequest) ([]api.Edge, error) {
 	dir := req.Direction
 	if dir == "" {
-		dir = Both
+		dir = api.Both
 	}
-	if dir != Out && dir != In && dir != Both {
-		return nil, invalidf("direction %q: use out, in or both", req.Direction)
+	if dir != api.Out && dir != api.In && dir != api.Both {
+		return nil, api.Invalidf("direction %q: use out, in or both", req.Direction)
 	}
 	if len(req.Endpoints) > maxEdgeEndpoints {
-		return nil, invalidf("%d endpoints: at most %d per call", len(req.Endpoints), maxEdgeEndpoints)
+		return nil, api.Invalidf("%d endpoints: at most %d per call", len(req.Endpoints), maxEdgeEndpoints)
 	}
-	out := []Edge{}
+	out := []api.Edge{}
 	seen := map[string]bool{}
 	for _, ref := range req.Endpoints {
 		if err := ctx.Err(); err != nil {
@@ -523,7 +455,7 @@ func (n *Node) Edges(ctx context.Context, req EdgesRequest) ([]Edge, error) {
 		for _, e := range edges {
 			if !e.Deleted && !seen[e.ID] {
 				seen[e.ID] = true
-				out = append(out, Edge{e})
+				out = append(out, api.Edge{Edge: e})
 			}
 		}
 	}
@@ -531,33 +463,33 @@ func (n *Node) Edges(ctx context.Context, req EdgesRequest) ([]Edge, error) {
 }
 
 // validAt reports whether an edge holds at t.
-func validAt(e *crdt.Edge, t time.Time) bool {
+func validAt(e *model.Edge, t time.Time) bool {
 	return !e.Deleted && (e.ValidFrom.IsZero() || !t.Before(e.ValidFrom)) && (e.ValidTo.IsZero() || t.Before(e.ValidTo))
 }
 
 // Traverse walks the graph breadth-first from req.Start.
-func (n *Node) Traverse(ctx context.Context, req TraverseRequest) (TraverseResult, error) {
+func (n *Node) Traverse(ctx context.Context, req api.TraverseRequest) (api.TraverseResult, error) {
 	start, err := n.endpoint(req.Start)
 	if err != nil {
-		return TraverseResult{}, err
+		return api.TraverseResult{}, err
 	}
 	depth := req.Depth
 	if depth == 0 {
 		depth = 1
 	}
 	if depth < 0 || depth > maxDepth {
-		return TraverseResult{}, invalidf("depth %d: use 1 to %d", req.Depth, maxDepth)
+		return api.TraverseResult{}, api.Invalidf("depth %d: use 1 to %d", req.Depth, maxDepth)
 	}
 	dir := req.Direction
 	if dir == "" {
-		dir = Both
+		dir = api.Both
 	}
-	if dir != Out && dir != In && dir != Both {
-		return TraverseResult{}, invalidf("direction %q: use out, in or both", req.Direction)
+	if dir != api.Out && dir != api.In && dir != api.Both {
+		return api.TraverseResult{}, api.Invalidf("direction %q: use out, in or both", req.Direction)
 	}
 	for _, r := range req.Rels {
 		if _, err := checkRel(r); err != nil {
-			return TraverseResult{}, err
+			return api.TraverseResult{}, err
 		}
 	}
 	asOf := req.AsOf
@@ -565,7 +497,7 @@ func (n *Node) Traverse(ctx context.Context, req TraverseRequest) (TraverseResul
 		asOf = n.now()
 	}
 
-	res := TraverseResult{Nodes: []GraphNode{}, Edges: []Edge{}}
+	res := api.TraverseResult{Nodes: []api.GraphNode{}, Edges: []api.Edge{}}
 	seen := map[string]bool{start: true}
 	seenEdge := map[string]bool{}
 	frontier := []string{start}
@@ -590,7 +522,7 @@ func (n *Node) Traverse(ctx context.Context, req TraverseRequest) (TraverseResul
 					continue
 				}
 				seenEdge[e.ID] = true
-				res.Edges = append(res.Edges, Edge{e})
+				res.Edges = append(res.Edges, api.Edge{Edge: e})
 				other := e.To
 				if other == at {
 					other = e.From
@@ -612,8 +544,8 @@ func (n *Node) Traverse(ctx context.Context, req TraverseRequest) (TraverseResul
 
 // addGraphNode appends a reached node, with its memory when it is one.
 // Archived memories stay visible as traces; deleted ones too, marked so.
-func (n *Node) addGraphNode(res *TraverseResult, endpoint string, depth int) error {
-	gn := GraphNode{ID: endpoint, Depth: depth}
+func (n *Node) addGraphNode(res *api.TraverseResult, endpoint string, depth int) error {
+	gn := api.GraphNode{ID: endpoint, Depth: depth}
 	if id, ok := strings.CutPrefix(endpoint, IDPrefix); ok {
 		m, err := n.load(id)
 		if err != nil && !storageNotFound(err) {

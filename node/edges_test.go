@@ -8,17 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 func TestLinkTraverseUnlink(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	a := remember(t, n, RememberRequest{Content: "Adopt sqlc for queries"})
-	b := remember(t, n, RememberRequest{Content: "Hand-written SQL helpers"})
-	c := remember(t, n, RememberRequest{Content: "Query layer lives in internal/db"})
+	a := remember(t, n, api.RememberRequest{Content: "Adopt sqlc for queries"})
+	b := remember(t, n, api.RememberRequest{Content: "Hand-written SQL helpers"})
+	c := remember(t, n, api.RememberRequest{Content: "Query layer lives in internal/db"})
 
-	e, err := n.Link(ctx, LinkRequest{From: a.ShortID, Rel: "supersedes", To: b.ID, Notes: "decided in review"})
+	e, err := n.Link(ctx, api.LinkRequest{From: a.ShortID, Rel: "supersedes", To: b.ID, Notes: "decided in review"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,18 +28,18 @@ func TestLinkTraverseUnlink(t *testing.T) {
 		t.Fatalf("edge: %+v", e.Edge)
 	}
 	// Linking again is the same edge, updated.
-	again, err := n.Link(ctx, LinkRequest{From: a.ID, Rel: "supersedes", To: b.ID, Notes: "confirmed"})
+	again, err := n.Link(ctx, api.LinkRequest{From: a.ID, Rel: "supersedes", To: b.ID, Notes: "confirmed"})
 	if err != nil || again.ID != e.ID || again.Notes != "confirmed" {
 		t.Fatalf("relink: %+v %v", again.Edge, err)
 	}
-	if _, err := n.Link(ctx, LinkRequest{From: c.ID, Rel: "part_of", To: a.ID}); err != nil {
+	if _, err := n.Link(ctx, api.LinkRequest{From: c.ID, Rel: "part_of", To: a.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Link(ctx, LinkRequest{From: a.ID, Rel: "touches", To: "file:internal/db/queries.sql"}); err != nil {
+	if _, err := n.Link(ctx, api.LinkRequest{From: a.ID, Rel: "touches", To: "file:internal/db/queries.sql"}); err != nil {
 		t.Fatal(err)
 	}
 
-	res, err := n.Traverse(ctx, TraverseRequest{Start: b.ID, Depth: 2})
+	res, err := n.Traverse(ctx, api.TraverseRequest{Start: b.ID, Depth: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +59,12 @@ func TestLinkTraverseUnlink(t *testing.T) {
 			t.Errorf("depth of %s = %d, want %d", id, depth[id], d)
 		}
 	}
-	out, err := n.Traverse(ctx, TraverseRequest{Start: a.ID, Direction: Out, Rels: []string{"supersedes"}})
+	out, err := n.Traverse(ctx, api.TraverseRequest{Start: a.ID, Direction: api.Out, Rels: []string{"supersedes"}})
 	if err != nil || len(out.Nodes) != 2 || out.Nodes[1].ID != b.ID {
 		t.Fatalf("out/supersedes from a: %+v %v", out.Nodes, err)
 	}
 	// Artefacts are endpoints too: what touches the file?
-	in, err := n.Traverse(ctx, TraverseRequest{Start: "file:internal/db/queries.sql", Direction: In})
+	in, err := n.Traverse(ctx, api.TraverseRequest{Start: "file:internal/db/queries.sql", Direction: api.In})
 	if err != nil || len(in.Nodes) != 2 || in.Nodes[1].ID != a.ID {
 		t.Fatalf("in from file: %+v %v", in.Nodes, err)
 	}
@@ -70,11 +72,11 @@ func TestLinkTraverseUnlink(t *testing.T) {
 	if _, err := n.Unlink(ctx, a.ID, "supersedes", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = n.Traverse(ctx, TraverseRequest{Start: b.ID, Depth: 2})
+	res, _ = n.Traverse(ctx, api.TraverseRequest{Start: b.ID, Depth: 2})
 	if len(res.Nodes) != 1 {
 		t.Fatalf("after unlink b still reaches %+v", res.Nodes)
 	}
-	if _, err := n.Unlink(ctx, a.ID, "depends_on", b.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := n.Unlink(ctx, a.ID, "depends_on", b.ID); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("unlinking a missing edge: %v", err)
 	}
 }
@@ -88,9 +90,9 @@ func TestInvalidatedEdgesStayAsHistory(t *testing.T) {
 	}
 	n.Start(ctx)
 	defer n.Close()
-	a, _ := n.Remember(ctx, RememberRequest{Content: "Deploy from the release branch"})
-	b, _ := n.Remember(ctx, RememberRequest{Content: "Release branch is cut on Mondays"})
-	if _, err := n.Link(ctx, LinkRequest{From: a.ID, Rel: "depends_on", To: b.ID}); err != nil {
+	a, _ := n.Remember(ctx, api.RememberRequest{Content: "Deploy from the release branch"})
+	b, _ := n.Remember(ctx, api.RememberRequest{Content: "Release branch is cut on Mondays"})
+	if _, err := n.Link(ctx, api.LinkRequest{From: a.ID, Rel: "depends_on", To: b.ID}); err != nil {
 		t.Fatal(err)
 	}
 	before := now
@@ -98,10 +100,10 @@ func TestInvalidatedEdgesStayAsHistory(t *testing.T) {
 	if _, err := n.Invalidate(ctx, a.ID, "depends_on", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := n.Traverse(ctx, TraverseRequest{Start: a.ID}); len(res.Nodes) != 1 {
+	if res, _ := n.Traverse(ctx, api.TraverseRequest{Start: a.ID}); len(res.Nodes) != 1 {
 		t.Fatalf("an invalidated edge is still followed today: %+v", res.Nodes)
 	}
-	if res, _ := n.Traverse(ctx, TraverseRequest{Start: a.ID, AsOf: before}); len(res.Nodes) != 2 {
+	if res, _ := n.Traverse(ctx, api.TraverseRequest{Start: a.ID, AsOf: before}); len(res.Nodes) != 2 {
 		t.Fatalf("as of before the invalidation the edge is not followed: %+v", res.Nodes)
 	}
 }
@@ -109,22 +111,22 @@ func TestInvalidatedEdgesStayAsHistory(t *testing.T) {
 func TestLinkRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	a := remember(t, n, RememberRequest{Content: "one"})
-	b := remember(t, n, RememberRequest{Content: "two"})
+	a := remember(t, n, api.RememberRequest{Content: "one"})
+	b := remember(t, n, api.RememberRequest{Content: "two"})
 	bad := 2.0
 	cases := []struct {
 		name string
-		req  LinkRequest
+		req  api.LinkRequest
 		want error
 	}{
-		{"relation with spaces", LinkRequest{From: a.ID, Rel: "works at", To: b.ID}, ErrInvalid},
-		{"relation upper case", LinkRequest{From: a.ID, Rel: "DependsOn", To: b.ID}, ErrInvalid},
-		{"unknown memory", LinkRequest{From: a.ID, Rel: "related_to", To: "m-zzzzzzzz"}, ErrNotFound},
-		{"path without file:", LinkRequest{From: a.ID, Rel: "related_to", To: "docs/readme.md"}, ErrInvalid},
-		{"empty artefact", LinkRequest{From: a.ID, Rel: "touches", To: "file:"}, ErrInvalid},
-		{"self loop", LinkRequest{From: a.ID, Rel: "related_to", To: a.ShortID}, ErrInvalid},
-		{"strength", LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, Strength: &bad}, ErrInvalid},
-		{"validity", LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, ValidFrom: time.Now(), ValidTo: time.Now().Add(-time.Hour)}, ErrInvalid},
+		{"relation with spaces", api.LinkRequest{From: a.ID, Rel: "works at", To: b.ID}, api.ErrInvalid},
+		{"relation upper case", api.LinkRequest{From: a.ID, Rel: "DependsOn", To: b.ID}, api.ErrInvalid},
+		{"unknown memory", api.LinkRequest{From: a.ID, Rel: "related_to", To: "m-zzzzzzzz"}, api.ErrNotFound},
+		{"path without file:", api.LinkRequest{From: a.ID, Rel: "related_to", To: "docs/readme.md"}, api.ErrInvalid},
+		{"empty artefact", api.LinkRequest{From: a.ID, Rel: "touches", To: "file:"}, api.ErrInvalid},
+		{"self loop", api.LinkRequest{From: a.ID, Rel: "related_to", To: a.ShortID}, api.ErrInvalid},
+		{"strength", api.LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, Strength: &bad}, api.ErrInvalid},
+		{"validity", api.LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, ValidFrom: time.Now(), ValidTo: time.Now().Add(-time.Hour)}, api.ErrInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,12 +135,12 @@ func TestLinkRejectsBadInput(t *testing.T) {
 			}
 		})
 	}
-	for _, req := range []TraverseRequest{{Start: a.ID, Depth: 9}, {Start: a.ID, Direction: "up"}, {Start: a.ID, Rels: []string{"Bad Rel"}}} {
-		if _, err := n.Traverse(ctx, req); !errors.Is(err, ErrInvalid) {
+	for _, req := range []api.TraverseRequest{{Start: a.ID, Depth: 9}, {Start: a.ID, Direction: "up"}, {Start: a.ID, Rels: []string{"Bad Rel"}}} {
+		if _, err := n.Traverse(ctx, req); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("traverse %+v: %v, want ErrInvalid", req, err)
 		}
 	}
-	if res, _ := n.Traverse(ctx, TraverseRequest{Start: a.ID}); len(res.Edges) != 0 {
+	if res, _ := n.Traverse(ctx, api.TraverseRequest{Start: a.ID}); len(res.Edges) != 0 {
 		t.Fatalf("bad links created edges: %+v", res.Edges)
 	}
 }
@@ -146,16 +148,16 @@ func TestLinkRejectsBadInput(t *testing.T) {
 func TestContextBrief(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	human := remember(t, n, RememberRequest{Namespace: "app", Content: "Never log request bodies: they hold tokens", Tier: crdt.TierHuman})
-	remember(t, n, RememberRequest{Namespace: "app", Content: "The cache warms in about a minute", Tier: crdt.TierAuto})
-	stale := remember(t, n, RememberRequest{Namespace: "app", Content: "Builds use Go 1.21"})
-	status := crdt.StatusStale
-	if _, err := n.Update(ctx, stale.ID, UpdateRequest{Status: &status}); err != nil {
+	human := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Never log request bodies: they hold tokens", Tier: model.TierHuman})
+	remember(t, n, api.RememberRequest{Namespace: "app", Content: "The cache warms in about a minute", Tier: model.TierAuto})
+	stale := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Builds use Go 1.21"})
+	status := model.StatusStale
+	if _, err := n.Update(ctx, stale.ID, api.UpdateRequest{Status: &status}); err != nil {
 		t.Fatal(err)
 	}
-	remember(t, n, RememberRequest{Namespace: "other", Content: "Not part of this brief"})
+	remember(t, n, api.RememberRequest{Namespace: "other", Content: "Not part of this brief"})
 
-	b, err := n.Context(ctx, ContextRequest{Namespace: "app"})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "app"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,16 +168,16 @@ func TestContextBrief(t *testing.T) {
 		t.Fatalf("tokens %d of budget %d", b.Tokens, b.Budget)
 	}
 	for range 40 {
-		remember(t, n, RememberRequest{Namespace: "app", Content: strings.Repeat("A long convention about error handling. ", 20) + crdt.NewID()})
+		remember(t, n, api.RememberRequest{Namespace: "app", Content: strings.Repeat("A long convention about error handling. ", 20) + crdt.NewID()})
 	}
-	small, err := n.Context(ctx, ContextRequest{Namespace: "app", Budget: 500})
+	small, err := n.Context(ctx, api.ContextRequest{Namespace: "app", Budget: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if small.Tokens > 500 || len(small.Active) == 0 || len(small.Active) >= 42 {
 		t.Fatalf("budget 500: %d tokens, %d items", small.Tokens, len(small.Active))
 	}
-	if _, err := n.Context(ctx, ContextRequest{Budget: 5}); !errors.Is(err, ErrInvalid) {
+	if _, err := n.Context(ctx, api.ContextRequest{Budget: 5}); !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("tiny budget: %v", err)
 	}
 }
@@ -183,10 +185,10 @@ func TestContextBrief(t *testing.T) {
 func TestEdgesAtManyEndpoints(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	a := remember(t, n, RememberRequest{Content: "alpha"})
-	b := remember(t, n, RememberRequest{Content: "beta"})
-	c := remember(t, n, RememberRequest{Content: "gamma"})
-	for _, l := range []LinkRequest{{From: a.ID, Rel: "related_to", To: b.ID}, {From: b.ID, Rel: "depends_on", To: c.ID}, {From: c.ID, Rel: "touches", To: "file:go.mod"}} {
+	a := remember(t, n, api.RememberRequest{Content: "alpha"})
+	b := remember(t, n, api.RememberRequest{Content: "beta"})
+	c := remember(t, n, api.RememberRequest{Content: "gamma"})
+	for _, l := range []api.LinkRequest{{From: a.ID, Rel: "related_to", To: b.ID}, {From: b.ID, Rel: "depends_on", To: c.ID}, {From: c.ID, Rel: "touches", To: "file:go.mod"}} {
 		if _, err := n.Link(ctx, l); err != nil {
 			t.Fatal(err)
 		}
@@ -194,18 +196,18 @@ func TestEdgesAtManyEndpoints(t *testing.T) {
 	if _, err := n.Unlink(ctx, c.ID, "touches", "file:go.mod"); err != nil {
 		t.Fatal(err)
 	}
-	all, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{a.ID, b.ID, c.ID}})
+	all, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{a.ID, b.ID, c.ID}})
 	if err != nil || len(all) != 2 {
 		t.Fatalf("edges at a, b, c: %d %v (want the two live edges, each once)", len(all), err)
 	}
-	out, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{b.ID}, Direction: Out})
+	out, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{b.ID}, Direction: api.Out})
 	if err != nil || len(out) != 1 || out[0].To != c.ID {
 		t.Fatalf("out of b: %+v %v", out, err)
 	}
-	if _, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{"m-zzzzzzzz"}}); !errors.Is(err, ErrNotFound) {
+	if _, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{"m-zzzzzzzz"}}); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("unknown endpoint: %v", err)
 	}
-	if _, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{a.ID}, Direction: "sideways"}); !errors.Is(err, ErrInvalid) {
+	if _, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{a.ID}, Direction: "sideways"}); !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("bad direction: %v", err)
 	}
 }
@@ -216,11 +218,11 @@ func TestEdgesAtManyEndpoints(t *testing.T) {
 func TestLinkRefusesCycles(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	a := remember(t, n, RememberRequest{Content: "Use pgx v5"})
-	b := remember(t, n, RememberRequest{Content: "Use pgx v4"})
-	c := remember(t, n, RememberRequest{Content: "Use lib/pq"})
+	a := remember(t, n, api.RememberRequest{Content: "Use pgx v5"})
+	b := remember(t, n, api.RememberRequest{Content: "Use pgx v4"})
+	c := remember(t, n, api.RememberRequest{Content: "Use lib/pq"})
 	link := func(from, rel, to string) error {
-		_, err := n.Link(ctx, LinkRequest{From: from, Rel: rel, To: to})
+		_, err := n.Link(ctx, api.LinkRequest{From: from, Rel: rel, To: to})
 		return err
 	}
 	for _, e := range [][3]string{{a.ID, "supersedes", b.ID}, {b.ID, "supersedes", c.ID}} {
@@ -229,10 +231,10 @@ func TestLinkRefusesCycles(t *testing.T) {
 		}
 	}
 	err := link(c.ID, "supersedes", a.ID)
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cycle") {
+	if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "cycle") {
 		t.Fatalf("closing a supersedes cycle: %v, want ErrInvalid naming the cycle", err)
 	}
-	if edges, _ := n.Edges(ctx, EdgesRequest{Endpoints: []string{c.ID}, Direction: Out}); len(edges) != 0 {
+	if edges, _ := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{c.ID}, Direction: api.Out}); len(edges) != 0 {
 		t.Fatalf("the refused edge was stored: %+v", edges)
 	}
 	if err := link(c.ID, "related_to", a.ID); err != nil {
@@ -255,24 +257,24 @@ func TestLinkRefusesCycles(t *testing.T) {
 func TestRestore(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	m := remember(t, n, RememberRequest{Content: "Pin the Node version in .nvmrc"})
+	m := remember(t, n, api.RememberRequest{Content: "Pin the Node version in .nvmrc"})
 	if _, err := n.Forget(ctx, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := n.Search(ctx, SearchRequest{Query: "nvmrc"}); len(res.Results) != 0 {
+	if res, _ := n.Search(ctx, api.SearchRequest{Query: "nvmrc"}); len(res.Results) != 0 {
 		t.Fatal("an archived memory was found")
 	}
 	got, err := n.Restore(ctx, m.ShortID)
-	if err != nil || got.Status != crdt.StatusActive {
+	if err != nil || got.Status != model.StatusActive {
 		t.Fatalf("restore: %+v %v", got.Status, err)
 	}
-	if res, _ := n.Search(ctx, SearchRequest{Query: "nvmrc"}); len(res.Results) != 1 {
+	if res, _ := n.Search(ctx, api.SearchRequest{Query: "nvmrc"}); len(res.Results) != 1 {
 		t.Fatal("a restored memory is not found")
 	}
 	if _, err := n.Delete(ctx, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := n.Restore(ctx, m.ID); err != nil || got.Status != crdt.StatusActive {
+	if got, err := n.Restore(ctx, m.ID); err != nil || got.Status != model.StatusActive {
 		t.Fatalf("restoring a deleted memory: %v %v, want it active", got.Status, err)
 	}
 }
@@ -283,20 +285,20 @@ func TestRestore(t *testing.T) {
 func TestAutoLink(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	first := remember(t, n, RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server in development mode"})
-	near := remember(t, n, RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server in development mode always"})
+	first := remember(t, n, api.RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server in development mode"})
+	near := remember(t, n, api.RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server in development mode always"})
 	if len(near.Similar) != 1 || near.Similar[0].Similarity < autoLinkThreshold {
 		t.Fatalf("near duplicate: %+v", near.Similar)
 	}
-	edges, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{near.ID}, Direction: Out})
+	edges, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{near.ID}, Direction: api.Out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(edges) != 1 || edges[0].To != first.ID || edges[0].Rel != "related_to" || edges[0].Origin != "auto-link" {
 		t.Fatalf("edges of the near duplicate = %+v, want one auto-link related_to %s", edges, first.ID)
 	}
-	loose := remember(t, n, RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the worker in staging"})
-	edges, _ = n.Edges(ctx, EdgesRequest{Endpoints: []string{loose.ID}, Direction: Out})
+	loose := remember(t, n, api.RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the worker in staging"})
+	edges, _ = n.Edges(ctx, api.EdgesRequest{Endpoints: []string{loose.ID}, Direction: api.Out})
 	for _, s := range loose.Similar {
 		if s.Similarity >= autoLinkThreshold {
 			t.Fatalf("test text too close: %+v", loose.Similar)
@@ -312,8 +314,8 @@ func TestAutoLink(t *testing.T) {
 func TestTraverseDerivedTouches(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	m := remember(t, n, RememberRequest{Content: "The retry budget lives in internal/client/retry.go and is read by `NewClient`"})
-	res, err := n.Traverse(ctx, TraverseRequest{Start: m.ID, Direction: Out})
+	m := remember(t, n, api.RememberRequest{Content: "The retry budget lives in internal/client/retry.go and is read by `NewClient`"})
+	res, err := n.Traverse(ctx, api.TraverseRequest{Start: m.ID, Direction: api.Out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +326,7 @@ func TestTraverseDerivedTouches(t *testing.T) {
 	if !slices.Contains(reached, "file:internal/client/retry.go") || len(res.Edges) != len(reached) || res.Edges[0].Origin != OriginExtracted {
 		t.Fatalf("out of the memory: nodes %v, edges %+v", reached, res.Edges)
 	}
-	back, err := n.Traverse(ctx, TraverseRequest{Start: "file:internal/client/retry.go", Direction: In})
+	back, err := n.Traverse(ctx, api.TraverseRequest{Start: "file:internal/client/retry.go", Direction: api.In})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +334,7 @@ func TestTraverseDerivedTouches(t *testing.T) {
 		t.Fatalf("into the file: %+v", back.Nodes)
 	}
 	// Derived edges are not stored: the edge list of the memory is empty.
-	if stored, _ := n.Edges(ctx, EdgesRequest{Endpoints: []string{m.ID}}); len(stored) != 0 {
+	if stored, _ := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{m.ID}}); len(stored) != 0 {
 		t.Fatalf("stored edges: %+v", stored)
 	}
 }
@@ -344,33 +346,33 @@ func TestTraverseDerivedTouches(t *testing.T) {
 func TestSupersededIsStale(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	old := remember(t, n, RememberRequest{Namespace: "db", Content: "Use lib/pq as the Postgres driver"})
-	newer := remember(t, n, RememberRequest{Namespace: "db", Content: "Use pgx v5 as the Postgres driver"})
+	old := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Use lib/pq as the Postgres driver"})
+	newer := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Use pgx v5 as the Postgres driver"})
 	before, _ := n.Get(ctx, old.ID)
-	if _, err := n.Link(ctx, LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
+	if _, err := n.Link(ctx, api.LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
-	stale, err := n.Stale(ctx, StaleRequest{Namespace: "db"})
+	stale, err := n.Stale(ctx, api.StaleRequest{Namespace: "db"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(stale) != 1 || stale[0].Memory.ID != old.ID || !strings.Contains(stale[0].Reasons[0], "superseded by "+newer.ShortID) {
 		t.Fatalf("stale = %+v", stale)
 	}
-	b, err := n.Context(ctx, ContextRequest{Namespace: "db"})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "db"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(b.Active) != 1 || b.Active[0].ID != newer.ID || len(b.StaleAlerts) != 1 || b.StaleAlerts[0].ID != old.ID || b.StaleAlerts[0].Reason == "" {
 		t.Fatalf("brief active %+v, stale alerts %+v", b.Active, b.StaleAlerts)
 	}
-	if after, _ := n.Get(ctx, old.ID); after.Status != crdt.StatusActive || !slices.Equal(after.Heads, before.Heads) {
+	if after, _ := n.Get(ctx, old.ID); after.Status != model.StatusActive || !slices.Equal(after.Heads, before.Heads) {
 		t.Fatalf("the superseded memory was changed: %s %v", after.Status, after.Heads)
 	}
 	if _, err := n.Invalidate(ctx, newer.ID, "supersedes", old.ID); err != nil {
 		t.Fatal(err)
 	}
-	if stale, _ := n.Stale(ctx, StaleRequest{Namespace: "db"}); len(stale) != 0 {
+	if stale, _ := n.Stale(ctx, api.StaleRequest{Namespace: "db"}); len(stale) != 0 {
 		t.Fatalf("after invalidating: %+v", stale)
 	}
 }
@@ -381,13 +383,13 @@ func TestSupersededIsStale(t *testing.T) {
 func TestContradictsIsConflict(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	a := remember(t, n, RememberRequest{Namespace: "ci", Content: "CI runs on two cores"})
-	b := remember(t, n, RememberRequest{Namespace: "ci", Content: "CI runs on eight cores"})
-	c := remember(t, n, RememberRequest{Namespace: "ci", Content: "CI caches the Go build cache"})
-	if _, err := n.Link(ctx, LinkRequest{From: a.ID, Rel: "contradicts", To: b.ID}); err != nil {
+	a := remember(t, n, api.RememberRequest{Namespace: "ci", Content: "CI runs on two cores"})
+	b := remember(t, n, api.RememberRequest{Namespace: "ci", Content: "CI runs on eight cores"})
+	c := remember(t, n, api.RememberRequest{Namespace: "ci", Content: "CI caches the Go build cache"})
+	if _, err := n.Link(ctx, api.LinkRequest{From: a.ID, Rel: "contradicts", To: b.ID}); err != nil {
 		t.Fatal(err)
 	}
-	brief, err := n.Context(ctx, ContextRequest{Namespace: "ci"})
+	brief, err := n.Context(ctx, api.ContextRequest{Namespace: "ci"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +414,7 @@ func TestContradictsIsConflict(t *testing.T) {
 	if _, err := n.Invalidate(ctx, a.ID, "contradicts", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	if brief, _ := n.Context(ctx, ContextRequest{Namespace: "ci"}); len(brief.Conflicts) != 0 || len(brief.Active) != 3 {
+	if brief, _ := n.Context(ctx, api.ContextRequest{Namespace: "ci"}); len(brief.Conflicts) != 0 || len(brief.Active) != 3 {
 		t.Fatalf("after resolving: conflicts %+v, active %d", brief.Conflicts, len(brief.Active))
 	}
 }
@@ -422,10 +424,10 @@ func TestContradictsIsConflict(t *testing.T) {
 func TestBriefSections(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	dec := remember(t, n, RememberRequest{Namespace: "p", Kind: "decision", Content: "We deploy on Tuesdays"})
-	task := remember(t, n, RememberRequest{Namespace: "p", Kind: "task", Content: "Migrate the cron jobs to the scheduler"})
-	note := remember(t, n, RememberRequest{Namespace: "p", Content: "The staging database is reset every Sunday"})
-	b, err := n.Context(ctx, ContextRequest{Namespace: "p"})
+	dec := remember(t, n, api.RememberRequest{Namespace: "p", Kind: "decision", Content: "We deploy on Tuesdays"})
+	task := remember(t, n, api.RememberRequest{Namespace: "p", Kind: "task", Content: "Migrate the cron jobs to the scheduler"})
+	note := remember(t, n, api.RememberRequest{Namespace: "p", Content: "The staging database is reset every Sunday"})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +435,7 @@ func TestBriefSections(t *testing.T) {
 		len(b.Active) != 1 || b.Active[0].ID != note.ID {
 		t.Fatalf("decisions %+v, tasks %+v, active %+v", b.Decisions, b.Tasks, b.Active)
 	}
-	small, err := n.Context(ctx, ContextRequest{Namespace: "p", Budget: 100})
+	small, err := n.Context(ctx, api.ContextRequest{Namespace: "p", Budget: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,12 +451,12 @@ func TestBriefSections(t *testing.T) {
 func TestStaleByAge(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	old := remember(t, n, RememberRequest{Namespace: "ops", Content: "The VPN concentrator is in rack 4", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -90)})
-	remember(t, n, RememberRequest{Namespace: "ops", Content: "On-call rotates weekly", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -90), Evergreen: true})
-	fresh := remember(t, n, RememberRequest{Namespace: "ops", Content: "The new VPN is WireGuard"})
+	old := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "The VPN concentrator is in rack 4", Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -90)})
+	remember(t, n, api.RememberRequest{Namespace: "ops", Content: "On-call rotates weekly", Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -90), Evergreen: true})
+	fresh := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "The new VPN is WireGuard"})
 	reasons := func() map[string][]string {
 		t.Helper()
-		list, err := n.Stale(ctx, StaleRequest{Namespace: "ops"})
+		list, err := n.Stale(ctx, api.StaleRequest{Namespace: "ops"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -469,21 +471,21 @@ func TestStaleByAge(t *testing.T) {
 		t.Fatalf("stale = %v, want only the 90-day-old memory, by age and as an orphan", got)
 	}
 	month := "120d"
-	if _, err := n.SetNamespace(ctx, "ops", NamespaceChange{StaleAfter: &month}); err != nil {
+	if _, err := n.SetNamespace(ctx, "ops", api.NamespaceChange{StaleAfter: &month}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Link(ctx, LinkRequest{From: fresh.ID, Rel: "related_to", To: old.ID}); err != nil {
+	if _, err := n.Link(ctx, api.LinkRequest{From: fresh.ID, Rel: "related_to", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if got := reasons(); len(got) != 0 {
 		t.Fatalf("after stale-after 120d and a link: %v", got)
 	}
-	b, err := n.Context(ctx, ContextRequest{Namespace: "ops"})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "ops"})
 	if err != nil || len(b.StaleAlerts) != 0 || len(b.Active) != 3 {
 		t.Fatalf("brief: stale %+v, %d active, %v", b.StaleAlerts, len(b.Active), err)
 	}
 	for _, bad := range []string{"36h", "0d", "99999d", "soon"} {
-		if _, err := n.SetNamespace(ctx, "ops", NamespaceChange{StaleAfter: &bad}); !errors.Is(err, ErrInvalid) {
+		if _, err := n.SetNamespace(ctx, "ops", api.NamespaceChange{StaleAfter: &bad}); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("stale after %q: %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -493,15 +495,15 @@ func TestBriefRanksCentralMemoriesFirst(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour)
-	lone := remember(t, n, RememberRequest{Namespace: "web", Content: "Templates render on the server", At: at})
+	lone := remember(t, n, api.RememberRequest{Namespace: "web", Content: "Templates render on the server", At: at})
 	// Older, so that only its links can put it first.
-	hub := remember(t, n, RememberRequest{Namespace: "web", Content: "Routing lives in one table", At: at.Add(-time.Hour)})
+	hub := remember(t, n, api.RememberRequest{Namespace: "web", Content: "Routing lives in one table", At: at.Add(-time.Hour)})
 	for _, file := range []string{"file:web/routes.go", "file:web/api.go", "file:web/client.go"} {
-		if _, err := n.Link(ctx, LinkRequest{From: hub.ID, Rel: "touches", To: file}); err != nil {
+		if _, err := n.Link(ctx, api.LinkRequest{From: hub.ID, Rel: "touches", To: file}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b, err := n.Context(ctx, ContextRequest{Namespace: "web"})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "web"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,20 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/inert"
+	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
-)
-
-// An export file (JSON Lines) holds everything a home knows that matters
-// to restore it: a header, then the namespace settings, the tombstones of
-// purged memories, every memory (deleted ones included) with every field
-// and revision, and every edge with its notes, strength, origin, validity
-// and deletion. Each line is a JSON object whose "type" says what it
-// holds. Files of version 1 (memories only, no header) import too.
-const (
-	ExportFormat  = "memmesh-export"
-	ExportVersion = 2
 )
 
 // Line types of an export file.
@@ -38,34 +30,17 @@ const (
 	lineEdge      = "edge"
 )
 
-// ExportHeader is the first line of an export file: what wrote it, and how
-// many records of each type follow (as counted when the export started).
-type ExportHeader struct {
-	Type       string    `json:"type"` // "header"
-	Format     string    `json:"format"`
-	Version    int       `json:"version"`
-	Device     string    `json:"device"`
-	ExportedAt time.Time `json:"exported_at"`
-	Namespaces int       `json:"namespaces"`
-	Purged     int       `json:"purged"`
-	Memories   int       `json:"memories"`
-	Edges      int       `json:"edges"`
-}
-
-// Records is how many records the header announces.
-func (h ExportHeader) Records() int { return h.Namespaces + h.Purged + h.Memories + h.Edges }
-
 // ExportLine is a memory line of an export file: a whole memory, every
 // field and revision.
 type ExportLine struct {
 	Type string `json:"type"` // "memory"
-	crdt.Memory
+	model.Memory
 }
 
 // exportEdge is an edge line.
 type exportEdge struct {
 	Type string `json:"type"` // "edge"
-	crdt.Edge
+	model.Edge
 }
 
 // exportNamespace is a line of namespace settings.
@@ -93,7 +68,7 @@ const importBatch = 256
 
 // Export writes the home's export file (see ExportFormat) and returns its
 // header.
-func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
+func (n *Node) Export(ctx context.Context, w io.Writer) (api.ExportHeader, error) {
 	h, err := n.exportHeader()
 	if err != nil {
 		return h, fmt.Errorf("export: %w", err)
@@ -119,11 +94,11 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 		return h, err
 	}
 	err = n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		if err := json.Unmarshal(rec.Value, &r); err != nil {
 			return fmt.Errorf("decode mesh record %s: %w", rec.ID, err)
 		}
-		if r.What != crdt.MeshNamespace {
+		if r.What != model.MeshNamespace {
 			return nil
 		}
 		return line(exportNamespace{Type: lineNamespace, Namespace: r.Key, Sync: r.Sync, StaleAfterDays: r.StaleDays})
@@ -139,7 +114,7 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 	}
 	if err == nil {
 		err = n.store.All(storage.KindMemory, func(rec storage.Record) error {
-			var m crdt.Memory
+			var m model.Memory
 			if err := json.Unmarshal(rec.Value, &m); err != nil {
 				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 			}
@@ -150,7 +125,7 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 	}
 	if err == nil {
 		err = n.store.All(storage.KindEdge, func(rec storage.Record) error {
-			var e crdt.Edge
+			var e model.Edge
 			if err := json.Unmarshal(rec.Value, &e); err != nil {
 				return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 			}
@@ -165,8 +140,8 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (ExportHeader, error) {
 }
 
 // exportHeader counts what Export is about to write.
-func (n *Node) exportHeader() (ExportHeader, error) {
-	h := ExportHeader{Type: lineHeader, Format: ExportFormat, Version: ExportVersion, Device: n.id.DeviceID, ExportedAt: n.now().UTC()}
+func (n *Node) exportHeader() (api.ExportHeader, error) {
+	h := api.ExportHeader{Type: lineHeader, Format: api.ExportFormat, Version: api.ExportVersion, Device: n.id.DeviceID, ExportedAt: n.now().UTC()}
 	var err error
 	for _, c := range []struct {
 		kind storage.Kind
@@ -177,8 +152,8 @@ func (n *Node) exportHeader() (ExportHeader, error) {
 		}
 	}
 	err = n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
-		if json.Unmarshal(rec.Value, &r) == nil && r.What == crdt.MeshNamespace {
+		var r model.MeshRecord
+		if json.Unmarshal(rec.Value, &r) == nil && r.What == model.MeshNamespace {
 			h.Namespaces++
 		}
 		return nil
@@ -186,33 +161,20 @@ func (n *Node) exportHeader() (ExportHeader, error) {
 	return h, err
 }
 
-// ImportResult reports what Import did.
-type ImportResult struct {
-	Lines          int `json:"lines"`           // lines read
-	Imported       int `json:"imported"`        // memories stored
-	Skipped        int `json:"skipped"`         // memories already here (same id)
-	Erased         int `json:"erased"`          // memories not stored: they were purged
-	Edges          int `json:"edges"`           // edges stored
-	EdgesSkipped   int `json:"edges_skipped"`   // edges already here, or at a memory that is not
-	Namespaces     int `json:"namespaces"`      // namespace settings stored
-	Purged         int `json:"purged"`          // tombstones stored (their memories erased)
-	NamespacesKept int `json:"namespaces_kept"` // namespace settings already here, kept as they are
-}
-
 // importItem is one parsed line of an import file.
 type importItem struct {
-	header    *ExportHeader
+	header    *api.ExportHeader
 	namespace *exportNamespace
 	tombstone *crdt.Tombstone
-	memory    *crdt.Memory
-	edge      *crdt.Edge
+	memory    *model.Memory
+	edge      *model.Edge
 }
 
 // ImportCheck is what CheckImport found in an import file.
 type ImportCheck struct {
-	Header  *ExportHeader `json:"header,omitempty"` // nil for a file of version 1
-	Lines   int           `json:"lines"`
-	Records int           `json:"records"` // lines that Import stores or skips
+	Header  *api.ExportHeader `json:"header,omitempty"` // nil for a file of version 1
+	Lines   int               `json:"lines"`
+	Records int               `json:"records"` // lines that Import stores or skips
 }
 
 // CheckImport reads a whole import file and checks every line with the
@@ -247,15 +209,15 @@ func scanImport(r io.Reader, fn func(line int, it importItem) error) error {
 		it, err := parseImportLine(text, line)
 		if err != nil {
 			// The message may quote the line: it must not carry a secret.
-			msg, _ := Scrub(err.Error())
-			return fmt.Errorf("%w: line %d: %s", ErrInvalid, line, msg)
+			msg, _ := secrets.Scrub(err.Error())
+			return fmt.Errorf("%w: line %d: %s", api.ErrInvalid, line, msg)
 		}
 		if err := fn(line, it); err != nil {
 			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%w: line %d: %v", ErrInvalid, line+1, err)
+		return fmt.Errorf("%w: line %d: %v", api.ErrInvalid, line+1, err)
 	}
 	return nil
 }
@@ -268,7 +230,7 @@ func scanImport(r io.Reader, fn func(line int, it importItem) error) error {
 // import, completes the job. Import stops at the first bad line: what came
 // before it is stored, nothing after it (CheckImport checks a whole file
 // first). It commits in batches, so the memory it holds is bounded.
-func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
+func (n *Node) Import(ctx context.Context, r io.Reader) (api.ImportResult, error) {
 	n.importMu.Lock()
 	defer n.importMu.Unlock()
 	release := n.indexer.hold()
@@ -293,9 +255,9 @@ func (n *Node) Import(ctx context.Context, r io.Reader) (ImportResult, error) {
 type importer struct {
 	n        *Node
 	ctx      context.Context
-	res      ImportResult
-	memories []crdt.Memory
-	edges    []crdt.Edge
+	res      api.ImportResult
+	memories []model.Memory
+	edges    []model.Edge
 	erased   bool
 }
 
@@ -338,7 +300,7 @@ func (imp *importer) single(line int, it importItem) error {
 	switch {
 	case it.namespace != nil:
 		ns := it.namespace
-		if _, err := n.store.Get(storage.KindMesh, crdt.MeshID(crdt.MeshNamespace, ns.Namespace)); err == nil {
+		if _, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshNamespace, ns.Namespace)); err == nil {
 			imp.res.NamespacesKept++
 			return nil
 		} else if !storageNotFound(err) {
@@ -348,7 +310,7 @@ func (imp *importer) single(line int, it importItem) error {
 		if ns.StaleAfterDays > 0 {
 			stale = fmt.Sprintf("%dd", ns.StaleAfterDays)
 		}
-		if _, err := n.SetNamespace(imp.ctx, ns.Namespace, NamespaceChange{Sync: &ns.Sync, StaleAfter: &stale}); err != nil {
+		if _, err := n.SetNamespace(imp.ctx, ns.Namespace, api.NamespaceChange{Sync: &ns.Sync, StaleAfter: &stale}); err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
 		imp.res.Namespaces++
@@ -386,7 +348,7 @@ func (imp *importer) flushMemories() error {
 		return err
 	}
 	if _, err := imp.n.store.Commit(recs...); err != nil {
-		return fmt.Errorf("import: %w", err)
+		return fmt.Errorf("import: %w", storeError(err))
 	}
 	imp.res.Imported += len(recs)
 	imp.n.changed()
@@ -414,7 +376,7 @@ func (imp *importer) flushEdges() error {
 		return nil
 	}
 	if _, err := imp.n.store.Commit(recs...); err != nil {
-		return fmt.Errorf("import: %w", err)
+		return fmt.Errorf("import: %w", storeError(err))
 	}
 	imp.res.Edges += len(recs)
 	imp.n.changed()
@@ -423,8 +385,8 @@ func (imp *importer) flushEdges() error {
 
 // importRecords builds, on every core, the records of the memories of batch
 // that are not stored yet, nor purged; it counts the others in res.
-func (n *Node) importRecords(batch []crdt.Memory, res *ImportResult) ([]storage.Record, error) {
-	var todo []*crdt.Memory
+func (n *Node) importRecords(batch []model.Memory, res *api.ImportResult) ([]storage.Record, error) {
+	var todo []*model.Memory
 	seen := make(map[string]bool, len(batch))
 	for i := range batch {
 		id := batch[i].ID
@@ -459,7 +421,7 @@ func (n *Node) importRecords(batch []crdt.Memory, res *ImportResult) ([]storage.
 }
 
 // importRecord builds the document and storage record of an imported memory.
-func (n *Node) importRecord(m *crdt.Memory) (storage.Record, error) {
+func (n *Node) importRecord(m *model.Memory) (storage.Record, error) {
 	doc, err := crdt.NewMemoryDoc(n.actor, m)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
@@ -480,10 +442,10 @@ func (n *Node) importRecord(m *crdt.Memory) (storage.Record, error) {
 // importEdge returns the record of an imported edge, or ok=false when the
 // edge is here already, or one of its memories is not (never imported,
 // or purged).
-func (n *Node) importEdge(e *crdt.Edge) (rec storage.Record, ok bool, err error) {
+func (n *Node) importEdge(e *model.Edge) (rec storage.Record, ok bool, err error) {
 	from, ferr := n.endpoint(e.From)
 	to, terr := n.endpoint(e.To)
-	if errors.Is(ferr, ErrNotFound) || errors.Is(terr, ErrNotFound) {
+	if errors.Is(ferr, api.ErrNotFound) || errors.Is(terr, api.ErrNotFound) {
 		return storage.Record{}, false, nil
 	}
 	if err := errors.Join(ferr, terr); err != nil {
@@ -517,15 +479,15 @@ func parseImportLine(text []byte, line int) (importItem, error) {
 		if line != 1 {
 			return importItem{}, errors.New("a header belongs on the first line")
 		}
-		var h ExportHeader
+		var h api.ExportHeader
 		if err := json.Unmarshal(text, &h); err != nil {
 			return importItem{}, err
 		}
-		if h.Format != ExportFormat || h.Version < 1 {
+		if h.Format != api.ExportFormat || h.Version < 1 {
 			return importItem{}, fmt.Errorf("not a memmesh export (format %q, version %d)", h.Format, h.Version)
 		}
-		if h.Version > ExportVersion {
-			return importItem{}, fmt.Errorf("written by a newer memmesh (format version %d; this one reads up to %d): upgrade memmesh to import it", h.Version, ExportVersion)
+		if h.Version > api.ExportVersion {
+			return importItem{}, fmt.Errorf("written by a newer memmesh (format version %d; this one reads up to %d): upgrade memmesh to import it", h.Version, api.ExportVersion)
 		}
 		return importItem{header: &h}, nil
 	case lineNamespace:
@@ -551,13 +513,13 @@ func parseNamespaceLine(text []byte) (importItem, error) {
 		return importItem{}, err
 	}
 	if l.Sync == "" {
-		l.Sync = crdt.SyncAll
+		l.Sync = model.SyncAll
 	}
-	if l.Sync != crdt.SyncAll && l.Sync != crdt.SyncLocal {
-		return importItem{}, fmt.Errorf("sync %q: want %q or %q", l.Sync, crdt.SyncAll, crdt.SyncLocal)
+	if l.Sync != model.SyncAll && l.Sync != model.SyncLocal {
+		return importItem{}, fmt.Errorf("sync %q: want %q or %q", l.Sync, model.SyncAll, model.SyncLocal)
 	}
-	if l.StaleAfterDays < 0 || l.StaleAfterDays > crdt.MaxStaleDays {
-		return importItem{}, fmt.Errorf("stale_after_days %d: want 0 (the default) to %d", l.StaleAfterDays, crdt.MaxStaleDays)
+	if l.StaleAfterDays < 0 || l.StaleAfterDays > model.MaxStaleDays {
+		return importItem{}, fmt.Errorf("stale_after_days %d: want 0 (the default) to %d", l.StaleAfterDays, model.MaxStaleDays)
 	}
 	l.Namespace = ns
 	return importItem{namespace: &l}, nil
@@ -614,10 +576,10 @@ func parseEdgeLine(text []byte) (importItem, error) {
 }
 
 // parseMemoryLine decodes and checks a memory line.
-func parseMemoryLine(text []byte) (crdt.Memory, error) {
+func parseMemoryLine(text []byte) (model.Memory, error) {
 	var l ExportLine
 	if err := json.Unmarshal(text, &l); err != nil {
-		return crdt.Memory{}, fmt.Errorf("not a JSON object: %v", err)
+		return model.Memory{}, fmt.Errorf("not a JSON object: %v", err)
 	}
 	m := l.Memory
 	m.ID = strings.TrimPrefix(m.ID, IDPrefix)
@@ -634,7 +596,7 @@ func parseMemoryLine(text []byte) (crdt.Memory, error) {
 	if m.Tags, err = normalizeTags(m.Tags); err != nil {
 		return m, err
 	}
-	if m.Tier, err = normalizeTier(m.Tier, crdt.TierAgent); err != nil {
+	if m.Tier, err = normalizeTier(m.Tier, model.TierAgent); err != nil {
 		return m, err
 	}
 	if err := checkConfidence(m.Confidence); err != nil {
@@ -646,7 +608,7 @@ func parseMemoryLine(text []byte) (crdt.Memory, error) {
 	if m.Title, err = checkTitle(m.Title); err != nil {
 		return m, err
 	}
-	m.Title, _ = Scrub(m.Title)
+	m.Title, _ = secrets.Scrub(m.Title)
 	p := &m.Provenance
 	for _, l := range []struct {
 		what  string
@@ -664,7 +626,7 @@ func parseMemoryLine(text []byte) (crdt.Memory, error) {
 		if err != nil {
 			return m, err
 		}
-		m.Revisions = []crdt.Revision{{ID: crdt.NewID(), Text: content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
+		m.Revisions = []model.Revision{{ID: crdt.NewID(), Text: content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
 	}
 	for i := range m.Revisions {
 		r := &m.Revisions[i]
@@ -680,7 +642,7 @@ func parseMemoryLine(text []byte) (crdt.Memory, error) {
 		if err != nil {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}
-		r.Text, _ = Scrub(text)
+		r.Text, _ = secrets.Scrub(text)
 		if r.Device, _, err = checkLabel("device", r.Device); err != nil {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/mutate"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -24,31 +26,31 @@ import (
 func richHome(t *testing.T, n *Node) (purged string) {
 	t.Helper()
 	ctx := context.Background()
-	rem := func(req RememberRequest) string { return remember(t, n, req).ID }
-	pool := rem(RememberRequest{Namespace: "backend", Kind: "decision", Tier: crdt.TierHuman, Tags: []string{"db", "adr"},
+	rem := func(req api.RememberRequest) string { return remember(t, n, req).ID }
+	pool := rem(api.RememberRequest{Namespace: "backend", Kind: "decision", Tier: model.TierHuman, Tags: []string{"db", "adr"},
 		Content: "Use pgx, not lib/pq: see internal/db/pool.go"})
-	old := rem(RememberRequest{Namespace: "backend", Kind: "decision", Content: "Use lib/pq for Postgres in internal/db/pool.go"})
-	retry := rem(RememberRequest{Namespace: "backend", Content: "Retry idempotent calls with backoff.Retry"})
-	cache := rem(RememberRequest{Namespace: "backend", Content: "The cache is warmed on start by cmd/warm"})
-	dup := rem(RememberRequest{Namespace: "backend", Content: "The cache is warmed on start by cmd/warm now"}) // auto-linked
-	task := rem(RememberRequest{Namespace: "frontend", Kind: "task", TTL: "30d", Content: "Move the build to vite"})
-	gone := rem(RememberRequest{Namespace: "frontend", Content: "Deleted note about webpack"})
-	arch := rem(RememberRequest{Namespace: "frontend", Content: "Archived note about babel"})
-	purged = rem(RememberRequest{Namespace: "frontend", Content: "A secret we purge"})
+	old := rem(api.RememberRequest{Namespace: "backend", Kind: "decision", Content: "Use lib/pq for Postgres in internal/db/pool.go"})
+	retry := rem(api.RememberRequest{Namespace: "backend", Content: "Retry idempotent calls with backoff.Retry"})
+	cache := rem(api.RememberRequest{Namespace: "backend", Content: "The cache is warmed on start by cmd/warm"})
+	dup := rem(api.RememberRequest{Namespace: "backend", Content: "The cache is warmed on start by cmd/warm now"}) // auto-linked
+	task := rem(api.RememberRequest{Namespace: "frontend", Kind: "task", TTL: "30d", Content: "Move the build to vite"})
+	gone := rem(api.RememberRequest{Namespace: "frontend", Content: "Deleted note about webpack"})
+	arch := rem(api.RememberRequest{Namespace: "frontend", Content: "Archived note about babel"})
+	purged = rem(api.RememberRequest{Namespace: "frontend", Content: "A secret we purge"})
 	content := "Use pgx v5, not lib/pq: see internal/db/pool.go and internal/db/tx.go"
-	if _, err := n.Update(ctx, pool, UpdateRequest{Content: &content}); err != nil {
+	if _, err := n.Update(ctx, pool, api.UpdateRequest{Content: &content}); err != nil {
 		t.Fatal(err)
 	}
 	var members []string
 	for i := range 3 {
-		members = append(members, rem(RememberRequest{Namespace: "backend", Content: fmt.Sprintf("Flaky test note %d about the runner", i)}))
+		members = append(members, rem(api.RememberRequest{Namespace: "backend", Content: fmt.Sprintf("Flaky test note %d about the runner", i)}))
 	}
-	if _, err := n.CompactApply(ctx, CompactApplyRequest{Members: members, Summary: "The runner's flaky tests, summarised"}); err != nil {
+	if _, err := n.CompactApply(ctx, api.CompactApplyRequest{Members: members, Summary: "The runner's flaky tests, summarised"}); err != nil {
 		t.Fatal(err)
 	}
 	strength := 0.4
 	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	for _, l := range []LinkRequest{
+	for _, l := range []api.LinkRequest{
 		{From: pool, Rel: "supersedes", To: old, Notes: "pgx replaces lib/pq"},
 		{From: retry, Rel: "contradicts", To: cache},
 		{From: pool, Rel: "touches", To: "file:internal/db/pool.go:10-40", Strength: &strength, ValidFrom: from},
@@ -66,7 +68,7 @@ func richHome(t *testing.T, n *Node) (purged string) {
 	if _, err := n.Unlink(ctx, task, "related_to", "url:https://vite.dev/guide"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Link(ctx, LinkRequest{From: purged, Rel: "related_to", To: task}); err != nil {
+	if _, err := n.Link(ctx, api.LinkRequest{From: purged, Rel: "related_to", To: task}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.Delete(ctx, gone); err != nil {
@@ -75,11 +77,11 @@ func richHome(t *testing.T, n *Node) (purged string) {
 	if _, err := n.Forget(ctx, arch); err != nil {
 		t.Fatal(err)
 	}
-	local, thirty := crdt.SyncLocal, "30d"
-	if _, err := n.SetNamespace(ctx, "frontend", NamespaceChange{Sync: &local, StaleAfter: &thirty}); err != nil {
+	local, thirty := model.SyncLocal, "30d"
+	if _, err := n.SetNamespace(ctx, "frontend", api.NamespaceChange{Sync: &local, StaleAfter: &thirty}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.SetNamespace(ctx, "backend", NamespaceChange{StaleAfter: &thirty}); err != nil {
+	if _, err := n.SetNamespace(ctx, "backend", api.NamespaceChange{StaleAfter: &thirty}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.Purge(ctx, purged); err != nil {
@@ -95,39 +97,39 @@ func richHome(t *testing.T, n *Node) (purged string) {
 // differs between homes by nature (Automerge heads, ids derived from
 // them) left out.
 type contents struct {
-	Memories   map[string]crdt.Memory
-	Edges      map[string]crdt.Edge
-	Namespaces map[string]crdt.MeshRecord
+	Memories   map[string]model.Memory
+	Edges      map[string]model.Edge
+	Namespaces map[string]model.MeshRecord
 	Purged     map[string]crdt.Tombstone
 }
 
 func readContents(t *testing.T, n *Node) contents {
 	t.Helper()
-	c := contents{map[string]crdt.Memory{}, map[string]crdt.Edge{}, map[string]crdt.MeshRecord{}, map[string]crdt.Tombstone{}}
+	c := contents{map[string]model.Memory{}, map[string]model.Edge{}, map[string]model.MeshRecord{}, map[string]crdt.Tombstone{}}
 	must := func(err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	must(n.store.All(storage.KindMemory, func(rec storage.Record) error {
-		var m crdt.Memory
+		var m model.Memory
 		must(json.Unmarshal(rec.Value, &m))
 		m.Heads = nil
 		c.Memories[m.ID] = m
 		return nil
 	}))
 	must(n.store.All(storage.KindEdge, func(rec storage.Record) error {
-		var e crdt.Edge
+		var e model.Edge
 		must(json.Unmarshal(rec.Value, &e))
 		e.Heads = nil
 		c.Edges[e.ID] = e
 		return nil
 	}))
 	must(n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		must(json.Unmarshal(rec.Value, &r))
-		if r.What == crdt.MeshNamespace {
-			c.Namespaces[r.Key] = crdt.MeshRecord{Key: r.Key, Sync: r.Sync, StaleDays: r.StaleDays}
+		if r.What == model.MeshNamespace {
+			c.Namespaces[r.Key] = model.MeshRecord{Key: r.Key, Sync: r.Sync, StaleDays: r.StaleDays}
 		}
 		return nil
 	}))
@@ -156,7 +158,7 @@ func graphAnswers(t *testing.T, n *Node, starts []string) string {
 	ctx := context.Background()
 	var b strings.Builder
 	for _, s := range starts {
-		g, err := n.Traverse(ctx, TraverseRequest{Start: s, Depth: 3})
+		g, err := n.Traverse(ctx, api.TraverseRequest{Start: s, Depth: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +173,7 @@ func graphAnswers(t *testing.T, n *Node, starts []string) string {
 		slices.Sort(edges)
 		fmt.Fprintf(&b, "graph %s: %v %v\n", s, nodes, edges)
 	}
-	imp, err := n.Impact(ctx, ImpactRequest{Path: "internal/db/pool.go"})
+	imp, err := n.Impact(ctx, api.ImpactRequest{Path: "internal/db/pool.go"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +222,7 @@ func TestExportImportRoundTripsTheWholeGraph(t *testing.T) {
 	if wg, gg := graphAnswers(t, a, starts), graphAnswers(t, b, starts); wg != gg {
 		t.Errorf("graph and impact answer differently after the import:\nbefore %s\nafter  %s", wg, gg)
 	}
-	if _, err := b.Get(ctx, purged); !errors.Is(err, ErrPurged) {
+	if _, err := b.Get(ctx, purged); !errors.Is(err, api.ErrPurged) {
 		t.Errorf("the purged memory in the new home: %v, want purged", err)
 	}
 
@@ -238,9 +240,9 @@ func TestExportImportRoundTripsTheWholeGraph(t *testing.T) {
 func TestImportNeverBringsBackAPurgedMemory(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	id := remember(t, n, RememberRequest{Content: "The staging password rotates monthly"}).ID
-	other := remember(t, n, RememberRequest{Content: "Staging lives in eu-west-1"}).ID
-	if _, err := n.Link(ctx, LinkRequest{From: other, Rel: "related_to", To: id}); err != nil {
+	id := remember(t, n, api.RememberRequest{Content: "The staging password rotates monthly"}).ID
+	other := remember(t, n, api.RememberRequest{Content: "Staging lives in eu-west-1"}).ID
+	if _, err := n.Link(ctx, api.LinkRequest{From: other, Rel: "related_to", To: id}); err != nil {
 		t.Fatal(err)
 	}
 	before := exportOf(t, n) // a backup made before the purge
@@ -254,7 +256,7 @@ func TestImportNeverBringsBackAPurgedMemory(t *testing.T) {
 	if res.Imported != 0 || res.Erased != 1 || res.Edges != 0 {
 		t.Fatalf("import of an older backup = %+v, want the purged memory left out", res)
 	}
-	if _, err := n.Get(ctx, id); !errors.Is(err, ErrPurged) {
+	if _, err := n.Get(ctx, id); !errors.Is(err, api.ErrPurged) {
 		t.Fatalf("after importing an older backup: %v, want still purged", err)
 	}
 
@@ -267,7 +269,7 @@ func TestImportNeverBringsBackAPurgedMemory(t *testing.T) {
 	if _, err := fresh.Import(ctx, bytes.NewReader(exportOf(t, n))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fresh.Get(ctx, id); !errors.Is(err, ErrPurged) {
+	if _, err := fresh.Get(ctx, id); !errors.Is(err, api.ErrPurged) {
 		t.Fatalf("a home that had the memory, after importing a backup with its tombstone: %v, want purged", err)
 	}
 	waitUntil(t, "the erasure expunged", func() bool { return !fresh.store.ErasePending() })
@@ -292,7 +294,7 @@ func TestInterruptedImportCompletesWhenRunAgain(t *testing.T) {
 	bad := append(slices.Clone(half), []byte("{\"type\":\"memory\",\"id\":\"m-nope\"}\n")...)
 	bad = append(bad, bytes.Join(lines[len(lines)/2:], nil)...)
 	_, err = b.Import(ctx, bytes.NewReader(bad))
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("line %d", len(lines)/2+1)) ||
+	if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("line %d", len(lines)/2+1)) ||
 		!strings.Contains(err.Error(), "importing the file again") {
 		t.Fatalf("import with a bad line: %v; want the line and how to go on", err)
 	}
@@ -313,7 +315,7 @@ func TestCheckImportFindsTheFirstBadLine(t *testing.T) {
 	richHome(t, n)
 	file := exportOf(t, n)
 	c, err := CheckImport(bytes.NewReader(file))
-	if err != nil || c.Header == nil || c.Header.Format != ExportFormat || c.Records != c.Header.Records() {
+	if err != nil || c.Header == nil || c.Header.Format != api.ExportFormat || c.Records != c.Header.Records() {
 		t.Fatalf("CheckImport of an export = %+v, %v; want its header and %d records", c, err, c.Header.Records())
 	}
 	for _, tc := range []struct{ name, line, want string }{
@@ -327,7 +329,7 @@ func TestCheckImportFindsTheFirstBadLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := io.MultiReader(bytes.NewReader(file), strings.NewReader(tc.line+"\n"))
 			_, err := CheckImport(in)
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("line %d", c.Lines+1)) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("line %d", c.Lines+1)) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("CheckImport = %v; want line %d and %q", err, c.Lines+1, tc.want)
 			}
 		})
@@ -376,7 +378,7 @@ func TestBriefFromPeersInTheSameMillisecond(t *testing.T) {
 	if err := n.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Context(ctx, ContextRequest{Namespace: "web"}); err != nil {
+	if _, err := n.Context(ctx, api.ContextRequest{Namespace: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	stamp := at.Truncate(time.Millisecond).Format(time.RFC3339Nano)
@@ -385,7 +387,7 @@ func TestBriefFromPeersInTheSameMillisecond(t *testing.T) {
 	if _, err := n.Import(ctx, strings.NewReader(line)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := n.Context(ctx, ContextRequest{Namespace: "web"})
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,19 +402,19 @@ func TestBriefFromPeersInTheSameMillisecond(t *testing.T) {
 func FuzzCheckImport(f *testing.F) {
 	src := testNode(f, "")
 	ctx := context.Background()
-	a, err := src.Remember(ctx, RememberRequest{Namespace: "x", Content: "a seed memory about builds", Tags: []string{"ci"}})
+	a, err := src.Remember(ctx, api.RememberRequest{Namespace: "x", Content: "a seed memory about builds", Tags: []string{"ci"}})
 	if err != nil {
 		f.Fatal(err)
 	}
-	b, err := src.Remember(ctx, RememberRequest{Namespace: "x", Content: "another seed memory about caches"})
+	b, err := src.Remember(ctx, api.RememberRequest{Namespace: "x", Content: "another seed memory about caches"})
 	if err != nil {
 		f.Fatal(err)
 	}
-	if _, err := src.Link(ctx, LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, Notes: "n"}); err != nil {
+	if _, err := src.Link(ctx, api.LinkRequest{From: a.ID, Rel: "related_to", To: b.ID, Notes: "n"}); err != nil {
 		f.Fatal(err)
 	}
 	stale := "30d"
-	if _, err := src.SetNamespace(ctx, "x", NamespaceChange{StaleAfter: &stale}); err != nil {
+	if _, err := src.SetNamespace(ctx, "x", api.NamespaceChange{StaleAfter: &stale}); err != nil {
 		f.Fatal(err)
 	}
 	if _, err := src.Purge(ctx, b.ID); err != nil {
@@ -429,12 +431,12 @@ func FuzzCheckImport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := CheckImport(bytes.NewReader(data))
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "line ") {
+			if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "line ") {
 				t.Fatalf("CheckImport: %v; want ErrInvalid naming the line", err)
 			}
 			return
 		}
-		if _, err := dst.Import(ctx, bytes.NewReader(data)); err != nil && !errors.Is(err, ErrInvalid) {
+		if _, err := dst.Import(ctx, bytes.NewReader(data)); err != nil && !errors.Is(err, api.ErrInvalid) {
 			t.Fatalf("Import of a file CheckImport accepts: %v", err)
 		}
 	})

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -58,7 +60,7 @@ func graphHome(b *testing.B) (home string, ids, namespaces []string) {
 		}
 		seen := map[string]bool{}
 		err = n.store.All(storage.KindMemory, func(rec storage.Record) error {
-			var m crdt.Memory
+			var m model.Memory
 			if err := json.Unmarshal(rec.Value, &m); err != nil {
 				return err
 			}
@@ -75,7 +77,7 @@ func graphHome(b *testing.B) (home string, ids, namespaces []string) {
 		start := time.Now()
 		linkRandomly(b, n, g.ids, graphEdges)
 		b.Logf("graph home: %d memories, %d edges made in %v", len(g.ids), graphEdges, time.Since(start))
-		if _, err := n.Search(context.Background(), SearchRequest{Query: "warm"}); err != nil {
+		if _, err := n.Search(context.Background(), api.SearchRequest{Query: "warm"}); err != nil {
 			b.Fatal(err)
 		}
 		g.home = home
@@ -112,7 +114,7 @@ func linkRandomly(b *testing.B, n *Node, ids []string, count int) {
 				if rel == "touches" {
 					to = fmt.Sprintf("file:src/pkg%d/file%d.go", rng.IntN(500), rng.IntN(20))
 				}
-				e := crdt.Edge{ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to, Strength: 1, Origin: "manual", CreatedAt: now, UpdatedAt: now}
+				e := model.Edge{ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to, Strength: 1, Origin: "manual", CreatedAt: now, UpdatedAt: now}
 				rec, _, err := newEdgeRecord(n.actor, &e)
 				if err != nil {
 					errs <- err
@@ -141,7 +143,7 @@ func graphNode(b *testing.B) (*Node, []string, []string) {
 	home, ids, nss := graphHome(b)
 	n := testNode(b, home)
 	// The brief's index is built once at open, before the first brief.
-	if _, err := n.Context(context.Background(), ContextRequest{Namespace: nss[0]}); err != nil {
+	if _, err := n.Context(context.Background(), api.ContextRequest{Namespace: nss[0]}); err != nil {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(11, 13))
@@ -160,7 +162,7 @@ func BenchmarkTraverse(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		begin := time.Now()
-		res, err := n.Traverse(ctx, TraverseRequest{Start: starts[i%len(starts)], Depth: 3, Direction: Both})
+		res, err := n.Traverse(ctx, api.TraverseRequest{Start: starts[i%len(starts)], Depth: 3, Direction: api.Both})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -180,7 +182,7 @@ func BenchmarkBrief(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		begin := time.Now()
-		brief, err := n.Context(ctx, ContextRequest{Namespace: nss[i%len(nss)]})
+		brief, err := n.Context(ctx, api.ContextRequest{Namespace: nss[i%len(nss)]})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -203,12 +205,12 @@ func BenchmarkBriefAfterChange(b *testing.B) {
 	for i := range b.N {
 		b.StopTimer()
 		from, to := starts[i%len(starts)], starts[(i+1)%len(starts)]
-		if _, err := n.Link(ctx, LinkRequest{From: from, Rel: "related_to", To: to}); err != nil && from != to {
+		if _, err := n.Link(ctx, api.LinkRequest{From: from, Rel: "related_to", To: to}); err != nil && from != to {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 		begin := time.Now()
-		if _, err := n.Context(ctx, ContextRequest{Namespace: nss[i%len(nss)]}); err != nil {
+		if _, err := n.Context(ctx, api.ContextRequest{Namespace: nss[i%len(nss)]}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(begin))
@@ -220,7 +222,7 @@ func BenchmarkBriefAfterChange(b *testing.B) {
 func BenchmarkLifecycle(b *testing.B) {
 	n, _, _ := graphNode(b)
 	ctx := context.Background()
-	var r LifecycleReport
+	var r api.LifecycleReport
 	b.ResetTimer()
 	for range b.N {
 		var err error

@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 )
 
@@ -34,56 +35,32 @@ const (
 // search explanations; it is derived, never stored.
 const RelThread = "thread"
 
-// Fusion explains a result's score in a graph-aware search:
-// Score = Text + Linked + Session.
-type Fusion struct {
-	Text    float64 `json:"text"`              // its own text score; 0 when pulled in
-	Linked  float64 `json:"linked,omitempty"`  // lent by matches it is linked to
-	Session float64 `json:"session,omitempty"` // lent by its session's best matches
-	Via     string  `json:"via,omitempty"`     // the match that lent the most
-	Rel     string  `json:"rel,omitempty"`     // how it is linked to Via
-	Score   float64 `json:"score"`
-}
-
-// String explains f in one line, e.g. "text 1.20 + linked 0.31 (thread
-// from m-…)".
-func (f *Fusion) String() string {
-	parts := []string{fmt.Sprintf("text %.3f", f.Text)}
-	if f.Linked > 0 {
-		parts = append(parts, fmt.Sprintf("linked %.3f (%s from %s)", f.Linked, f.Rel, f.Via))
-	}
-	if f.Session > 0 {
-		parts = append(parts, fmt.Sprintf("session %.3f", f.Session))
-	}
-	return fmt.Sprintf("%.3f = %s", f.Score, strings.Join(parts, " + "))
-}
-
 // graphSearch runs q for more candidates than it returns, spreads their
 // scores over their links and threads, and ranks the lot. The best limit
 // are returned, the matches first: a memory pulled in that does not match
 // the query is marked related, with the link that brought it.
-func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, error) {
+func (n *Node) graphSearch(ctx context.Context, q search.Query) (api.SearchResult, error) {
 	limit := cmp.Or(q.Limit, search.DefaultLimit)
 	tq := q
 	tq.Limit = max(limit, candidates)
 	res, err := n.indexSearch(ctx, tq)
 	if err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
-	s := spread{fusion: map[string]*Fusion{}, session: map[string]string{}, best: map[string]float64{}, explain: map[string]*search.Explanation{}}
+	s := spread{fusion: map[string]*api.Fusion{}, session: map[string]string{}, best: map[string]float64{}, explain: map[string]*search.Explanation{}}
 	for _, h := range res.Hits {
-		s.fusion[h.ID] = &Fusion{Text: h.Score}
+		s.fusion[h.ID] = &api.Fusion{Text: h.Score}
 		s.session[h.ID] = h.Session
 		s.explain[h.ID] = h.Explain
 	}
 	if err := n.spreadLinks(&s, res.Hits); err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	if err := n.spreadThreads(&s, res.Hits); err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	if err := n.scorePulled(ctx, q, &s, res.Fuzzy); err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	s.addSessions()
 
@@ -102,7 +79,7 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, e
 		demoteExplained(h.Explain)
 	})
 	if err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	hits = hits[:min(len(hits), limit)]
 	// Matches first, each part in rank order.
@@ -118,7 +95,7 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (SearchResult, e
 	}
 	out, err := n.hydrate(res, fusion)
 	if err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	for i := range out.Results {
 		if f := s.fusion[strings.TrimPrefix(out.Results[i].ID, IDPrefix)]; f.Text == 0 {
@@ -140,7 +117,7 @@ func relatedHow(rel string) string {
 // spread accumulates what matches lend to each other and to the memories
 // they pull in.
 type spread struct {
-	fusion  map[string]*Fusion
+	fusion  map[string]*api.Fusion
 	session map[string]string  // of matches and thread neighbours
 	best    map[string]float64 // the largest share each memory got
 	pulled  []string           // ids that are not text matches, in the order reached
@@ -154,7 +131,7 @@ func (s *spread) lend(match search.Hit, id, rel string, share float64) {
 	}
 	f := s.fusion[id]
 	if f == nil {
-		f = &Fusion{}
+		f = &api.Fusion{}
 		s.fusion[id] = f
 		s.pulled = append(s.pulled, id)
 	}
@@ -175,11 +152,11 @@ func (n *Node) spreadLinks(s *spread, hits []search.Hit) error {
 		if i == expandHits || h.Score < expandRatio*hits[0].Score {
 			break
 		}
-		edges, err := n.edgesOf(DisplayID(h.ID), Both)
+		edges, err := n.edgesOf(DisplayID(h.ID), api.Both)
 		if err != nil {
 			return err
 		}
-		slices.SortStableFunc(edges, func(a, b crdt.Edge) int { return cmp.Compare(b.Strength, a.Strength) })
+		slices.SortStableFunc(edges, func(a, b model.Edge) int { return cmp.Compare(b.Strength, a.Strength) })
 		for _, e := range edges {
 			other := e.To
 			if other == DisplayID(h.ID) {

@@ -6,17 +6,19 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/api"
 )
 
 func TestGraphSearchPullsInNeighbours(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	hit := remember(t, n, RememberRequest{Namespace: "pay", Content: "Webhooks are retried with exponential backoff for three days"})
-	linked := remember(t, n, RememberRequest{Namespace: "pay", Content: "Verify the signature header of every event before trusting it"})
-	elsewhere := remember(t, n, RememberRequest{Namespace: "ops", Content: "The event bus drops messages older than a week"})
-	archived := remember(t, n, RememberRequest{Namespace: "pay", Content: "Events used to be polled every minute"})
+	hit := remember(t, n, api.RememberRequest{Namespace: "pay", Content: "Webhooks are retried with exponential backoff for three days"})
+	linked := remember(t, n, api.RememberRequest{Namespace: "pay", Content: "Verify the signature header of every event before trusting it"})
+	elsewhere := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "The event bus drops messages older than a week"})
+	archived := remember(t, n, api.RememberRequest{Namespace: "pay", Content: "Events used to be polled every minute"})
 	for _, to := range []string{linked.ID, elsewhere.ID, archived.ID} {
-		if _, err := n.Link(ctx, LinkRequest{From: hit.ID, Rel: "related_to", To: to}); err != nil {
+		if _, err := n.Link(ctx, api.LinkRequest{From: hit.ID, Rel: "related_to", To: to}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -24,7 +26,7 @@ func TestGraphSearchPullsInNeighbours(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := n.Search(ctx, SearchRequest{Query: "webhooks", Namespace: "pay", Explain: true})
+	res, err := n.Search(ctx, api.SearchRequest{Query: "webhooks", Namespace: "pay", Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func TestGraphSearchPullsInNeighbours(t *testing.T) {
 		t.Errorf("neighbour: fusion %+v, explain %v", pulled.Fusion, pulled.Explain)
 	}
 
-	plain, err := n.Search(ctx, SearchRequest{Query: "webhooks", Namespace: "pay", NoGraph: true})
+	plain, err := n.Search(ctx, api.SearchRequest{Query: "webhooks", Namespace: "pay", NoGraph: true})
 	if err != nil || len(plain.Results) != 1 || plain.Results[0].ID != hit.ID || plain.Results[0].Fusion != nil {
 		t.Fatalf("without the graph: %v, %v", ids(plain.Results), err)
 	}
@@ -47,13 +49,13 @@ func TestGraphSearchPullsInNeighbours(t *testing.T) {
 	if _, err := n.Invalidate(ctx, hit.ID, "related_to", linked.ID); err != nil {
 		t.Fatal(err)
 	}
-	res, err = n.Search(ctx, SearchRequest{Query: "webhooks", Namespace: "pay"})
+	res, err = n.Search(ctx, api.SearchRequest{Query: "webhooks", Namespace: "pay"})
 	if err != nil || len(res.Results) != 1 {
 		t.Fatalf("after invalidating the link: %v, %v", ids(res.Results), err)
 	}
 }
 
-func ids(hits []SearchHit) []string {
+func ids(hits []api.SearchHit) []string {
 	out := make([]string, len(hits))
 	for i, h := range hits {
 		out[i] = h.ID
@@ -65,7 +67,7 @@ func TestGraphSearchFollowsTheSessionThread(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour)
-	var thread []RememberResult
+	var thread []api.RememberResult
 	for i, text := range []string{
 		"Looked at why the nightly export is slow",
 		"The export job reads every invoice row one by one",
@@ -73,11 +75,11 @@ func TestGraphSearchFollowsTheSessionThread(t *testing.T) {
 		"It now finishes in four minutes",
 		"Unrelated: renamed the staging bucket",
 	} {
-		thread = append(thread, remember(t, n, RememberRequest{Namespace: "billing", Content: text, Session: "s-1", At: at.Add(time.Duration(i) * time.Minute)}))
+		thread = append(thread, remember(t, n, api.RememberRequest{Namespace: "billing", Content: text, Session: "s-1", At: at.Add(time.Duration(i) * time.Minute)}))
 	}
-	other := remember(t, n, RememberRequest{Namespace: "billing", Content: "Runs in four minutes on the old cluster", Session: "s-2", At: at})
+	other := remember(t, n, api.RememberRequest{Namespace: "billing", Content: "Runs in four minutes on the old cluster", Session: "s-2", At: at})
 
-	res, err := n.Search(ctx, SearchRequest{Query: "partial index", Namespace: "billing", Explain: true})
+	res, err := n.Search(ctx, api.SearchRequest{Query: "partial index", Namespace: "billing", Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func TestGraphSearchFollowsTheSessionThread(t *testing.T) {
 
 	// A neighbour that matches too gains from both; the other session's
 	// match has only its own text and its own session.
-	res, err = n.Search(ctx, SearchRequest{Query: "four minutes index", Namespace: "billing", Explain: true})
+	res, err = n.Search(ctx, api.SearchRequest{Query: "four minutes index", Namespace: "billing", Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,15 +118,15 @@ func TestGraphSearchQuestionLendsMoreToWhatFollows(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour)
-	var thread []RememberResult
+	var thread []api.RememberResult
 	for i, text := range []string{
 		"Looked at the staging bucket",
 		"Which connection pool size should the billing service use?",
 		"Fifty, since the reports run in parallel",
 	} {
-		thread = append(thread, remember(t, n, RememberRequest{Namespace: "billing", Content: text, Session: "s-1", At: at.Add(time.Duration(i) * time.Minute)}))
+		thread = append(thread, remember(t, n, api.RememberRequest{Namespace: "billing", Content: text, Session: "s-1", At: at.Add(time.Duration(i) * time.Minute)}))
 	}
-	res, err := n.Search(ctx, SearchRequest{Query: "connection pool size", Namespace: "billing", Explain: true})
+	res, err := n.Search(ctx, api.SearchRequest{Query: "connection pool size", Namespace: "billing", Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -27,11 +28,11 @@ func (n *Node) resolve(ref string) (string, error) {
 	raw = strings.TrimPrefix(raw, IDPrefix)
 	switch {
 	case raw == "":
-		return "", invalidf("no memory id given: ids look like m-k3j5x2ab")
+		return "", api.Invalidf("no memory id given: ids look like m-k3j5x2ab")
 	case strings.Trim(raw, "abcdefghijklmnopqrstuvwxyz234567") != "":
-		return "", invalidf("%q is not a memory id: ids use the letters a-z and the digits 2-7 after m-, e.g. m-k3j5x2ab", ref)
+		return "", api.Invalidf("%q is not a memory id: ids use the letters a-z and the digits 2-7 after m-, e.g. m-k3j5x2ab", ref)
 	case len(raw) < minRefLen || len(raw) > 26:
-		return "", invalidf("%q is not a memory id: give %d to 26 characters after m-, e.g. m-k3j5x2ab", ref, minRefLen)
+		return "", api.Invalidf("%q is not a memory id: give %d to 26 characters after m-, e.g. m-k3j5x2ab", ref, minRefLen)
 	}
 	if crdt.ValidID(raw) {
 		if _, err := n.store.Get(storage.KindMemory, raw); err != nil {
@@ -53,11 +54,11 @@ func (n *Node) resolve(ref string) (string, error) {
 		if len(purged) == 1 {
 			return "", n.notFound(purged[0], ref, storage.ErrNotFound)
 		}
-		return "", fmt.Errorf("%w: no memory has id %s", ErrNotFound, ref)
+		return "", fmt.Errorf("%w: no memory has id %s", api.ErrNotFound, ref)
 	case 1:
 		return ids[0], nil
 	default:
-		return "", fmt.Errorf("%w: %s matches several memories; give more characters of the id", ErrAmbiguous, ref)
+		return "", fmt.Errorf("%w: %s matches several memories; give more characters of the id", api.ErrAmbiguous, ref)
 	}
 }
 
@@ -70,7 +71,7 @@ func (n *Node) notFound(id, ref string, err error) error {
 	if perr := n.purgedMemory(id); perr != nil {
 		return perr
 	}
-	return fmt.Errorf("%w: no memory has id %s", ErrNotFound, ref)
+	return fmt.Errorf("%w: no memory has id %s", api.ErrNotFound, ref)
 }
 
 // shortID returns the shortest prefix of id, at least minShortID long, that

@@ -5,45 +5,27 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
-
-// ImpactRequest asks which memories a file (or a directory) affects.
-type ImpactRequest struct {
-	// Path is a file path ("internal/db/pool.go", with or without
-	// "file:"); a path ending in "/" is a directory and covers every
-	// file under it.
-	Path string `json:"path"`
-	// Depth is how many hops the walk takes back from the memories that
-	// touch the file to the memories that build on them (default 2, at
-	// most 5).
-	Depth int `json:"depth,omitempty"`
-}
-
-// Impacted is a memory that a file affects, and how.
-type Impacted struct {
-	Memory Memory `json:"memory"`
-	Depth  int    `json:"depth"` // 0: it touches the file itself
-	Via    string `json:"via"`   // "mentions file:PATH", "edge REL file:...", or "REL m-..." (it points at an affected memory)
-}
 
 // Impact lists the memories affected by a file: those that mention it
 // (their extracted touches), those linked to it by an edge (file:PATH or
 // file:PATH:lines), and, walking edges backwards, the memories that point
 // at those. Archived and stale memories are listed too, with their status,
 // as traces; deleted ones are not.
-func (n *Node) Impact(ctx context.Context, req ImpactRequest) ([]Impacted, error) {
+func (n *Node) Impact(ctx context.Context, req api.ImpactRequest) ([]api.Impacted, error) {
 	path := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(req.Path), "file:"))
 	if path == "" || len(path) > maxEndpointLen || strings.ContainsAny(path, "\x00\n") {
-		return nil, invalidf("path %q: give a file or directory path (at most %d bytes, one line)", req.Path, maxEndpointLen)
+		return nil, api.Invalidf("path %q: give a file or directory path (at most %d bytes, one line)", req.Path, maxEndpointLen)
 	}
 	depth := req.Depth
 	if depth == 0 {
 		depth = 2
 	}
 	if depth < 0 || depth > maxDepth {
-		return nil, invalidf("depth %d: use 1 to %d", req.Depth, maxDepth)
+		return nil, api.Invalidf("depth %d: use 1 to %d", req.Depth, maxDepth)
 	}
 	dir := strings.HasSuffix(path, "/")
 	covers := func(p string) bool {
@@ -53,7 +35,7 @@ func (n *Node) Impact(ctx context.Context, req ImpactRequest) ([]Impacted, error
 		return p == path
 	}
 
-	out := []Impacted{}
+	out := []api.Impacted{}
 	seen := map[string]bool{}
 	var frontier []string
 	add := func(id string, d int, via string) error {
@@ -62,13 +44,13 @@ func (n *Node) Impact(ctx context.Context, req ImpactRequest) ([]Impacted, error
 		}
 		seen[id] = true
 		m, err := n.load(id)
-		if storageNotFound(err) || (err == nil && m.Status == crdt.StatusDeleted) {
+		if storageNotFound(err) || (err == nil && m.Status == model.StatusDeleted) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		out = append(out, Impacted{Memory: n.view(m), Depth: d, Via: via})
+		out = append(out, api.Impacted{Memory: n.view(m), Depth: d, Via: via})
 		frontier = append(frontier, id)
 		return nil
 	}
@@ -119,7 +101,7 @@ func (n *Node) Impact(ctx context.Context, req ImpactRequest) ([]Impacted, error
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			edges, err := n.edgesOf(DisplayID(id), In)
+			edges, err := n.edgesOf(DisplayID(id), api.In)
 			if err != nil {
 				return nil, err
 			}

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/memmesh/memmesh/api"
 )
 
 func TestImpact(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	mentions := remember(t, n, RememberRequest{Content: "The pool size in internal/db/pool.go must stay below the pgbouncer limit"})
-	linked := remember(t, n, RememberRequest{Content: "Connections are recycled every 30 minutes"})
-	builds := remember(t, n, RememberRequest{Content: "Batch jobs open their own connections"})
-	far := remember(t, n, RememberRequest{Content: "Nightly export runs as a batch job"})
-	other := remember(t, n, RememberRequest{Content: "Unrelated note about internal/db/poolx.go"})
-	for _, l := range []LinkRequest{
+	mentions := remember(t, n, api.RememberRequest{Content: "The pool size in internal/db/pool.go must stay below the pgbouncer limit"})
+	linked := remember(t, n, api.RememberRequest{Content: "Connections are recycled every 30 minutes"})
+	builds := remember(t, n, api.RememberRequest{Content: "Batch jobs open their own connections"})
+	far := remember(t, n, api.RememberRequest{Content: "Nightly export runs as a batch job"})
+	other := remember(t, n, api.RememberRequest{Content: "Unrelated note about internal/db/poolx.go"})
+	for _, l := range []api.LinkRequest{
 		{From: linked.ID, Rel: "touches", To: "file:internal/db/pool.go:10-40"},
 		{From: builds.ID, Rel: "depends_on", To: linked.ID},
 		{From: far.ID, Rel: "part_of", To: builds.ID},
@@ -24,7 +26,7 @@ func TestImpact(t *testing.T) {
 		}
 	}
 	got := map[string]int{}
-	res, err := n.Impact(ctx, ImpactRequest{Path: "internal/db/pool.go"})
+	res, err := n.Impact(ctx, api.ImpactRequest{Path: "internal/db/pool.go"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,14 +43,14 @@ func TestImpact(t *testing.T) {
 		}
 	}
 	// Depth 1 stops before the part_of hop; a directory covers its files.
-	if res, _ := n.Impact(ctx, ImpactRequest{Path: "file:internal/db/pool.go", Depth: 1}); len(res) != 3 {
+	if res, _ := n.Impact(ctx, api.ImpactRequest{Path: "file:internal/db/pool.go", Depth: 1}); len(res) != 3 {
 		t.Errorf("depth 1: %d memories, want 3", len(res))
 	}
-	if res, _ := n.Impact(ctx, ImpactRequest{Path: "internal/db/"}); len(res) != 5 {
+	if res, _ := n.Impact(ctx, api.ImpactRequest{Path: "internal/db/"}); len(res) != 5 {
 		t.Errorf("directory: %d memories, want 5", len(res))
 	}
-	for _, bad := range []ImpactRequest{{Path: ""}, {Path: "file:"}, {Path: "a\nb"}, {Path: "x.go", Depth: 9}} {
-		if _, err := n.Impact(ctx, bad); !errors.Is(err, ErrInvalid) {
+	for _, bad := range []api.ImpactRequest{{Path: ""}, {Path: "file:"}, {Path: "a\nb"}, {Path: "x.go", Depth: 9}} {
+		if _, err := n.Impact(ctx, bad); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalid", bad, err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -36,7 +36,7 @@ type indexer struct {
 	index *search.Index
 	log   *slog.Logger
 	// indexed, when set, is told of every memory indexed anew.
-	indexed func(m *crdt.Memory)
+	indexed func(m *model.Memory)
 	wake    chan struct{} // new changes in storage
 	hurry   chan struct{} // a search waits for the index
 
@@ -149,7 +149,7 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 		if from >= target {
 			return nil
 		}
-		var put []crdt.Memory
+		var put []model.Memory
 		var del []string
 		last, err := ix.store.Changes(from, indexBatch, func(rec storage.Record) error {
 			if rec.Kind == storage.KindPurge {
@@ -159,7 +159,7 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 			if rec.Kind != storage.KindMemory {
 				return nil
 			}
-			var m crdt.Memory
+			var m model.Memory
 			if err := json.Unmarshal(rec.Value, &m); err != nil {
 				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 			}

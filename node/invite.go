@@ -17,17 +17,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
 
-// Invite limits.
+// The form of an invite token.
 const (
-	DefaultInviteTTL = time.Hour
-	MaxInviteTTL     = 7 * 24 * time.Hour
-	tokenPrefix      = "mmj1"
-	tokenVersion     = 1
+	tokenPrefix  = "mmj1"
+	tokenVersion = 1
 )
 
 // tokenEncoding is lowercase base32: easy to copy, no padding.
@@ -64,7 +64,7 @@ func (t *token) String() string {
 
 func parseToken(s string) (token, error) {
 	bad := func(why string) (token, error) {
-		return token{}, invalidf("invite token: %s (copy the whole token `memmesh invite` printed)", why)
+		return token{}, api.Invalidf("invite token: %s (copy the whole token `memmesh invite` printed)", why)
 	}
 	s = strings.TrimSpace(s)
 	body, ok := strings.CutPrefix(s, tokenPrefix)
@@ -112,40 +112,33 @@ type invite struct {
 	UsedBy  string    `json:"used_by,omitempty"`
 }
 
-// Invitation is a new invite token.
-type Invitation struct {
-	Token   string    `json:"token"`
-	Expires time.Time `json:"expires"`
-	Addrs   []string  `json:"addrs"`
-}
-
 // Invite creates a one-time token another machine passes to Join. It is
 // valid for ttl (default one hour, at most a week) and only on this node.
-func (n *Node) Invite(ctx context.Context, ttl time.Duration) (Invitation, error) {
+func (n *Node) Invite(ctx context.Context, ttl time.Duration) (api.Invitation, error) {
 	m := n.mesh
 	if m == nil {
-		return Invitation{}, ErrNoMesh
+		return api.Invitation{}, api.ErrNoMesh
 	}
 	if ttl == 0 {
-		ttl = DefaultInviteTTL
+		ttl = api.DefaultInviteTTL
 	}
-	if ttl < time.Minute || ttl > MaxInviteTTL {
-		return Invitation{}, invalidf("invite ttl %v: give 1m to %v", ttl, MaxInviteTTL)
+	if ttl < time.Minute || ttl > api.MaxInviteTTL {
+		return api.Invitation{}, api.Invalidf("invite ttl %v: give 1m to %v", ttl, api.MaxInviteTTL)
 	}
 	if err := m.ensureSelf(); err != nil {
-		return Invitation{}, err
+		return api.Invitation{}, err
 	}
 	t := token{Inviter: n.id.DeviceID, Expires: n.now().Add(ttl).Truncate(time.Second), Addrs: transport.LocalAddrs(m.ep.Addr(), m.advertise)}
 	rand.Read(t.ID[:])
 	rand.Read(t.Secret[:])
 	data, err := json.Marshal(invite{Secret: t.Secret[:], Expires: t.Expires})
 	if err != nil {
-		return Invitation{}, err
+		return api.Invitation{}, err
 	}
 	if err := n.store.PutLocalDurable(localInvite+hex.EncodeToString(t.ID[:]), data); err != nil {
-		return Invitation{}, writeFailed("save invite", err)
+		return api.Invitation{}, writeFailed("save invite", err)
 	}
-	return Invitation{Token: t.String(), Expires: t.Expires, Addrs: t.Addrs}, nil
+	return api.Invitation{Token: t.String(), Expires: t.Expires, Addrs: t.Addrs}, nil
 }
 
 // ensureSelf adds this device to the registry if it is not there yet (a
@@ -164,12 +157,12 @@ func (m *mesh) ensureSelf() error {
 
 // addDevice creates the registry record of a device, or returns the
 // existing one; a revoked device cannot be added again.
-func (m *mesh) addDevice(device, name, by string) (crdt.MeshRecord, error) {
-	id := crdt.MeshID(crdt.MeshDevice, device)
+func (m *mesh) addDevice(device, name, by string) (model.MeshRecord, error) {
+	id := crdt.MeshID(model.MeshDevice, device)
 	unlock := m.n.lock(id)
 	defer unlock()
 	if rec, err := m.n.store.Get(storage.KindMesh, id); err == nil {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		if err := json.Unmarshal(rec.Value, &r); err != nil {
 			return r, err
 		}
@@ -178,12 +171,12 @@ func (m *mesh) addDevice(device, name, by string) (crdt.MeshRecord, error) {
 		}
 		return r, nil
 	} else if !storageNotFound(err) {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	now := m.n.now().UTC()
-	doc, err := crdt.NewMeshDoc(m.n.actor, &crdt.MeshRecord{ID: id, What: crdt.MeshDevice, Key: device, Name: name, AddedBy: by, AddedAt: now, UpdatedAt: now})
+	doc, err := crdt.NewMeshDoc(m.n.actor, &model.MeshRecord{ID: id, What: model.MeshDevice, Key: device, Name: name, AddedBy: by, AddedAt: now, UpdatedAt: now})
 	if err != nil {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	defer doc.Close()
 	return m.n.commitMesh(doc)
@@ -191,7 +184,7 @@ func (m *mesh) addDevice(device, name, by string) (crdt.MeshRecord, error) {
 
 // commitMesh stores a mesh document and updates the mesh's view of it.
 // The caller holds the document's lock.
-func (n *Node) commitMesh(doc *crdt.MeshDoc) (crdt.MeshRecord, error) {
+func (n *Node) commitMesh(doc *crdt.MeshDoc) (model.MeshRecord, error) {
 	r, err := doc.Materialize()
 	if err != nil {
 		return r, err
@@ -205,14 +198,14 @@ func (n *Node) commitMesh(doc *crdt.MeshDoc) (crdt.MeshRecord, error) {
 	}
 	if n.mesh != nil {
 		n.mesh.noteRecord(r)
-		n.mesh.applied([]crdt.MeshRecord{r})
+		n.mesh.applied([]model.MeshRecord{r})
 	}
 	n.changed()
 	return r, nil
 }
 
 // meshRecord builds the storage record of a mesh document.
-func meshRecord(r *crdt.MeshRecord, doc []byte) (storage.Record, error) {
+func meshRecord(r *model.MeshRecord, doc []byte) (storage.Record, error) {
 	value, err := json.Marshal(r)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("encode mesh record: %w", err)
@@ -334,32 +327,24 @@ func (m *mesh) useInvite(req transport.JoinRequest, joiner string, admit func() 
 	return nil
 }
 
-// JoinResult reports a successful join.
-type JoinResult struct {
-	Inviter string   `json:"inviter"` // device id of the member that admitted us
-	Addr    string   `json:"addr"`    // where it answered
-	Devices int      `json:"devices"` // devices in the registry now
-	Members []string `json:"members"` // member addresses contacted
-}
-
 // Join uses an invite token: it connects to the inviting member, checks
 // that it is the device the token names, proves the token's secret, and
 // receives the device registry. Then it joins the membership and starts
 // syncing. No private key leaves this machine.
-func (n *Node) Join(ctx context.Context, tok string) (JoinResult, error) {
+func (n *Node) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 	m := n.mesh
 	if m == nil {
-		return JoinResult{}, ErrNoMesh
+		return api.JoinResult{}, api.ErrNoMesh
 	}
 	t, err := parseToken(tok)
 	if err != nil {
-		return JoinResult{}, err
+		return api.JoinResult{}, err
 	}
 	if t.Inviter == n.id.DeviceID {
-		return JoinResult{}, invalidf("invite token: it was made by this device; use it on another machine")
+		return api.JoinResult{}, api.Invalidf("invite token: it was made by this device; use it on another machine")
 	}
 	if n.now().After(t.Expires) {
-		return JoinResult{}, invalidf("invite token expired at %s; make a new one with `memmesh invite`", t.Expires.Format(time.RFC3339))
+		return api.JoinResult{}, api.Invalidf("invite token expired at %s; make a new one with `memmesh invite`", t.Expires.Format(time.RFC3339))
 	}
 	var s *transport.Stream
 	var errs []error
@@ -371,10 +356,10 @@ func (n *Node) Join(ctx context.Context, tok string) (JoinResult, error) {
 		errs = append(errs, err)
 	}
 	if s == nil {
-		return JoinResult{}, fmt.Errorf("join: the inviting member did not answer: %w", errors.Join(errs...))
+		return api.JoinResult{}, fmt.Errorf("join: the inviting member did not answer: %w", errors.Join(errs...))
 	}
 	defer s.Close()
-	res := JoinResult{Inviter: t.Inviter, Addr: s.Addr.String()}
+	res := api.JoinResult{Inviter: t.Inviter, Addr: s.Addr.String()}
 	req := transport.JoinRequest{Token: t.ID, Proof: proof(t.Secret, n.id.DeviceID), Name: m.cfg.Name}
 	if err := s.WriteFrame(transport.FrameJoin, transport.AppendJoin(nil, &req)); err != nil {
 		return res, fmt.Errorf("join: %w", err)
@@ -390,7 +375,7 @@ func (n *Node) Join(ctx context.Context, tok string) (JoinResult, error) {
 	}
 	switch typ {
 	case transport.FrameError:
-		return res, invalidf("the inviting member refused the join: %s", string(p))
+		return res, api.Invalidf("the inviting member refused the join: %s", string(p))
 	case transport.FrameJoined:
 	default:
 		return res, fmt.Errorf("join: %w: frame type %d", transport.ErrMalformed, typ)
@@ -454,10 +439,10 @@ func (n *Node) Join(ctx context.Context, tok string) (JoinResult, error) {
 func (n *Node) JoinAddr(ctx context.Context, addr string) (int, error) {
 	m := n.mesh
 	if m == nil {
-		return 0, ErrNoMesh
+		return 0, api.ErrNoMesh
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return 0, invalidf("address %q: want host:port (or pass an invite token)", addr)
+		return 0, api.Invalidf("address %q: want host:port (or pass an invite token)", addr)
 	}
 	k := m.joinAddrs([]string{addr})
 	if k == 0 {
@@ -466,39 +451,33 @@ func (n *Node) JoinAddr(ctx context.Context, addr string) (int, error) {
 	return k, nil
 }
 
-// Device is one entry of the device registry.
-type Device struct {
-	crdt.MeshRecord
-	Self bool `json:"self"`
-}
-
 // Devices lists the device registry.
-func (n *Node) Devices(ctx context.Context) ([]Device, error) {
-	var out []Device
+func (n *Node) Devices(ctx context.Context) ([]api.Device, error) {
+	var out []api.Device
 	err := n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		if err := json.Unmarshal(rec.Value, &r); err != nil {
 			return fmt.Errorf("mesh record %s: %w", rec.ID, err)
 		}
-		if r.What == crdt.MeshDevice {
-			out = append(out, Device{MeshRecord: r, Self: r.Key == n.id.DeviceID})
+		if r.What == model.MeshDevice {
+			out = append(out, api.Device{MeshRecord: r, Self: r.Key == n.id.DeviceID})
 		}
 		return nil
 	})
-	slices.SortFunc(out, func(a, b Device) int { return a.AddedAt.Compare(b.AddedAt) })
+	slices.SortFunc(out, func(a, b api.Device) int { return a.AddedAt.Compare(b.AddedAt) })
 	return out, err
 }
 
 // Revoke removes a device from the mesh for good: every member refuses it
 // once the revocation reaches them. ref is a device id, a unique prefix of
 // one, or a unique device name.
-func (n *Node) Revoke(ctx context.Context, ref string) (Device, error) {
+func (n *Node) Revoke(ctx context.Context, ref string) (api.Device, error) {
 	devices, err := n.Devices(ctx)
 	if err != nil {
-		return Device{}, err
+		return api.Device{}, err
 	}
 	ref = strings.TrimSpace(ref)
-	var match []Device
+	var match []api.Device
 	for _, d := range devices {
 		if d.Key == ref || d.Name == ref || (len(ref) >= 4 && strings.HasPrefix(d.Key, strings.ToUpper(ref))) {
 			match = append(match, d)
@@ -506,69 +485,57 @@ func (n *Node) Revoke(ctx context.Context, ref string) (Device, error) {
 	}
 	switch {
 	case ref == "" || len(match) == 0:
-		return Device{}, inputError(ErrNotFound, "no device %q in the registry (see `memmesh devices`)", ref)
+		return api.Device{}, api.InputError(api.ErrNotFound, "no device %q in the registry (see `memmesh devices`)", ref)
 	case len(match) > 1:
-		return Device{}, inputError(ErrAmbiguous, "%q matches %d devices; give more of the id", ref, len(match))
+		return api.Device{}, api.InputError(api.ErrAmbiguous, "%q matches %d devices; give more of the id", ref, len(match))
 	case match[0].Self:
-		return Device{}, invalidf("device %s is this machine: revoke it from another member", match[0].Key)
+		return api.Device{}, api.Invalidf("device %s is this machine: revoke it from another member", match[0].Key)
 	}
 	id := match[0].ID
 	unlock := n.lock(id)
 	defer unlock()
 	data, err := n.store.GetDoc(storage.KindMesh, id)
 	if err != nil {
-		return Device{}, err
+		return api.Device{}, err
 	}
 	doc, err := crdt.LoadMeshDoc(n.actor, data)
 	if err != nil {
-		return Device{}, err
+		return api.Device{}, err
 	}
 	defer doc.Close()
 	if err := doc.Revoke(n.id.DeviceID, n.now().UTC()); err != nil {
-		return Device{}, err
+		return api.Device{}, err
 	}
 	if err := doc.Commit("revoke"); err != nil {
-		return Device{}, err
+		return api.Device{}, err
 	}
 	r, err := n.commitMesh(doc)
-	return Device{MeshRecord: r}, err
-}
-
-// NamespaceChange changes a namespace's settings; nil fields are left as
-// they are.
-type NamespaceChange struct {
-	// Sync is the replication policy: crdt.SyncLocal keeps the namespace's
-	// memories on the machine that wrote them (enforced when sending and
-	// when receiving), crdt.SyncAll replicates them.
-	Sync *string `json:"sync,omitempty"`
-	// StaleAfter is the age after which a memory that was not updated is
-	// stale, in whole days ("30d"), or "default" (60 days).
-	StaleAfter *string `json:"stale_after,omitempty"`
+	return api.Device{MeshRecord: r}, err
 }
 
 // SetNamespace changes a namespace's settings. They are a mesh record, so
 // they apply on every device.
-func (n *Node) SetNamespace(ctx context.Context, ns string, ch NamespaceChange) (crdt.MeshRecord, error) {
+func (n *Node) SetNamespace(ctx context.Context, ns string, ch api.NamespaceChange) (model.MeshRecord, error) {
 	ns, err := NormalizeNamespace(ns)
 	if err != nil {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	if ch.Sync == nil && ch.StaleAfter == nil {
-		return crdt.MeshRecord{}, invalidf("nothing to change: give a sync policy or a stale-after age")
+		return model.MeshRecord{}, api.Invalidf("nothing to change: give a sync policy or a stale-after age")
 	}
-	if ch.Sync != nil && *ch.Sync != crdt.SyncAll && *ch.Sync != crdt.SyncLocal {
-		return crdt.MeshRecord{}, invalidf("sync policy %q: want %q or %q", *ch.Sync, crdt.SyncAll, crdt.SyncLocal)
+	if ch.Sync != nil && *ch.Sync != model.SyncAll && *ch.Sync != model.SyncLocal {
+		return model.MeshRecord{}, api.Invalidf("sync policy %q: want %q or %q", *ch.Sync, model.SyncAll, model.SyncLocal)
 	}
 	var staleDays int64
 	if ch.StaleAfter != nil && *ch.StaleAfter != "default" {
-		d, err := ParseTTL(*ch.StaleAfter)
+		d, err := api.ParseTTL(*ch.StaleAfter)
 		days := int64(d / (24 * time.Hour))
-		if err != nil || d <= 0 || d%(24*time.Hour) != 0 || days > crdt.MaxStaleDays {
-			return crdt.MeshRecord{}, invalidf("stale after %q: give whole days, 1d to %dd, or default", *ch.StaleAfter, crdt.MaxStaleDays)
+		if err != nil || d <= 0 || d%(24*time.Hour) != 0 || days > model.MaxStaleDays {
+			return model.MeshRecord{}, api.Invalidf("stale after %q: give whole days, 1d to %dd, or default", *ch.StaleAfter, model.MaxStaleDays)
 		}
 		staleDays = days
 	}
-	id := crdt.MeshID(crdt.MeshNamespace, ns)
+	id := crdt.MeshID(model.MeshNamespace, ns)
 	unlock := n.lock(id)
 	defer unlock()
 	now := n.now().UTC()
@@ -576,12 +543,12 @@ func (n *Node) SetNamespace(ctx context.Context, ns string, ch NamespaceChange) 
 	var doc *crdt.MeshDoc
 	switch {
 	case storageNotFound(err):
-		doc, err = crdt.NewMeshDoc(n.actor, &crdt.MeshRecord{ID: id, What: crdt.MeshNamespace, Key: ns, Sync: crdt.SyncAll, UpdatedAt: now})
+		doc, err = crdt.NewMeshDoc(n.actor, &model.MeshRecord{ID: id, What: model.MeshNamespace, Key: ns, Sync: model.SyncAll, UpdatedAt: now})
 	case err == nil:
 		doc, err = crdt.LoadMeshDoc(n.actor, data)
 	}
 	if err != nil {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	defer doc.Close()
 	if ch.Sync != nil {
@@ -594,16 +561,16 @@ func (n *Node) SetNamespace(ctx context.Context, ns string, ch NamespaceChange) 
 		err = doc.Commit("namespace settings")
 	}
 	if err != nil {
-		return crdt.MeshRecord{}, err
+		return model.MeshRecord{}, err
 	}
 	return n.commitMesh(doc)
 }
 
 // namespaceSettings reads a namespace's settings record; a namespace
 // without one has the defaults.
-func (n *Node) namespaceSettings(ns string) crdt.MeshRecord {
-	r := crdt.MeshRecord{What: crdt.MeshNamespace, Key: ns, Sync: crdt.SyncAll}
-	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(crdt.MeshNamespace, ns))
+func (n *Node) namespaceSettings(ns string) model.MeshRecord {
+	r := model.MeshRecord{What: model.MeshNamespace, Key: ns, Sync: model.SyncAll}
+	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshNamespace, ns))
 	if err == nil {
 		json.Unmarshal(rec.Value, &r) // a record that does not decode keeps the defaults
 	}

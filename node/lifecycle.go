@@ -9,20 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
-)
-
-// Maturity is how well a memory has proven itself on this machine, from
-// how often it was read here (local data, never replicated).
-type Maturity string
-
-// Maturities, least proven first.
-const (
-	MaturityCandidate   Maturity = "candidate"   // read fewer than 3 times
-	MaturityEstablished Maturity = "established" // read 3 to 9 times
-	MaturityProven      Maturity = "proven"      // read 10 times or more
 )
 
 // Lifecycle defaults.
@@ -42,35 +32,20 @@ const DefaultLifecycleInterval = time.Hour
 const lifecycleStartDelay = time.Minute
 
 // maturityWeights are the search ranking multipliers of each maturity.
-var maturityWeights = map[Maturity]float64{
-	MaturityCandidate:   1,
-	MaturityEstablished: 1.1,
-	MaturityProven:      1.2,
+var maturityWeights = map[api.Maturity]float64{
+	api.MaturityCandidate:   1,
+	api.MaturityEstablished: 1.1,
+	api.MaturityProven:      1.2,
 }
 
-func maturityOf(reads int) Maturity {
+func maturityOf(reads int) api.Maturity {
 	switch {
 	case reads >= provenReads:
-		return MaturityProven
+		return api.MaturityProven
 	case reads >= establishedReads:
-		return MaturityEstablished
+		return api.MaturityEstablished
 	}
-	return MaturityCandidate
-}
-
-// LifecycleReport is the outcome of a lifecycle pass.
-type LifecycleReport struct {
-	At          time.Time              `json:"at"`
-	TookMS      float64                `json:"took_ms"`
-	Memories    int                    `json:"memories"` // every memory, whatever its status
-	Live        int                    `json:"live"`     // active or marked stale, not expired
-	Expired     int                    `json:"expired"`  // past their TTL: out of searches and lists
-	Stale       int                    `json:"stale"`    // active, but stale by age, supersession or lack of links
-	Decayed     int                    `json:"decayed"`  // confidence decayed below half of what was stated
-	Maturity    map[Maturity]int       `json:"maturity"` // live memories by maturity
-	StaleByRule map[string]int         `json:"stale_by_rule"`
-	Namespaces  map[string]int         `json:"namespaces"` // live memories per namespace
-	derived     map[string]derivedLife // by full memory id
+	return api.MaturityCandidate
 }
 
 // derivedLife is what a lifecycle pass derives about one live memory.
@@ -88,7 +63,7 @@ type lifecycle struct {
 	mu      sync.RWMutex
 	derived map[string]derivedLife
 	reads   map[string]int
-	last    LifecycleReport
+	last    api.LifecycleReport
 }
 
 // derive gives the search ranking what the last pass derived about id and
@@ -102,7 +77,7 @@ func (l *lifecycle) derive(id string) search.Derived {
 
 // changed drops what a pass derived about a memory that has changed
 // since: its staleness is judged again by the next pass.
-func (l *lifecycle) changed(m *crdt.Memory) {
+func (l *lifecycle) changed(m *model.Memory) {
 	heads := strings.Join(m.Heads, ",")
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -129,7 +104,7 @@ func (l *lifecycle) readsOf(id string) int {
 // by at now: it halves every halfLife since the memory was last updated,
 // counted in whole days so that it holds still within a day. Evergreen
 // memories do not decay.
-func confidenceDecay(m *crdt.Memory, now time.Time, halfLife time.Duration) float64 {
+func confidenceDecay(m *model.Memory, now time.Time, halfLife time.Duration) float64 {
 	return decay(m.Evergreen, m.Provenance.UpdatedAt, now, halfLife)
 }
 
@@ -149,39 +124,39 @@ func decay(evergreen bool, updated, now time.Time, halfLife time.Duration) float
 // pass. The pass writes nothing to memories: every node derives the same
 // state from the same documents, so nodes never fight over it. The daemon
 // runs a pass a minute after start and every LifecycleInterval.
-func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
+func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 	began := time.Now()
 	now := n.now()
 	linked, err := n.linkedMemories(ctx, now)
 	if err != nil {
-		return LifecycleReport{}, err
+		return api.LifecycleReport{}, err
 	}
 	superseded, err := n.superseded(ctx)
 	if err != nil {
-		return LifecycleReport{}, err
+		return api.LifecycleReport{}, err
 	}
 	// Every memory is judged: read each edge once, not each memory's.
 	rules := n.staleRules()
 	rules.linked = func(id string) (bool, error) { return linked[id], nil }
 	rules.supersededBy = func(id string) ([]string, error) { return superseded[id], nil }
 
-	r := LifecycleReport{
+	r := api.LifecycleReport{
 		At:          now.UTC(),
-		Maturity:    map[Maturity]int{},
+		Maturity:    map[api.Maturity]int{},
 		StaleByRule: map[string]int{},
 		Namespaces:  map[string]int{},
-		derived:     map[string]derivedLife{},
 	}
+	derived := map[string]derivedLife{} // by full memory id
 	err = n.store.All(storage.KindMemory, func(rec storage.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var m crdt.Memory
+		var m model.Memory
 		if err := json.Unmarshal(rec.Value, &m); err != nil {
 			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
 		}
 		r.Memories++
-		if m.Status != crdt.StatusActive && m.Status != crdt.StatusStale {
+		if m.Status != model.StatusActive && m.Status != model.StatusStale {
 			return nil
 		}
 		if m.Expired(now) {
@@ -195,7 +170,7 @@ func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
 		if d.decay < 0.5 {
 			r.Decayed++
 		}
-		if m.Status == crdt.StatusActive {
+		if m.Status == model.StatusActive {
 			reasons, err := rules.reasons(&m)
 			if err != nil {
 				return err
@@ -208,16 +183,16 @@ func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
 				r.StaleByRule[reason.rule]++
 			}
 		}
-		r.derived[m.ID] = d
+		derived[m.ID] = d
 		return nil
 	})
 	if err != nil {
-		return LifecycleReport{}, fmt.Errorf("lifecycle pass: %w", err)
+		return api.LifecycleReport{}, fmt.Errorf("lifecycle pass: %w", err)
 	}
 	r.TookMS = float64(time.Since(began).Microseconds()) / 1000
 
 	n.life.mu.Lock()
-	n.life.derived = r.derived
+	n.life.derived = derived
 	n.life.last = r
 	n.life.mu.Unlock()
 	n.log.Info("lifecycle pass", "memories", r.Memories, "live", r.Live, "stale", r.Stale,
@@ -227,7 +202,7 @@ func (n *Node) RunLifecycle(ctx context.Context) (LifecycleReport, error) {
 
 // LastLifecycle returns the report of the last lifecycle pass since the
 // node started; its At is zero when none ran yet.
-func (n *Node) LastLifecycle() LifecycleReport {
+func (n *Node) LastLifecycle() api.LifecycleReport {
 	n.life.mu.RLock()
 	defer n.life.mu.RUnlock()
 	return n.life.last
@@ -265,7 +240,7 @@ func (n *Node) linkedMemories(ctx context.Context, now time.Time) (map[string]bo
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var e crdt.Edge
+		var e model.Edge
 		if err := json.Unmarshal(rec.Value, &e); err != nil {
 			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 		}

@@ -6,18 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 )
 
 func TestLifecyclePassDerivesWithoutWriting(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
 	ago := func(days int) time.Time { return time.Now().AddDate(0, 0, -days) }
-	old := remember(t, n, RememberRequest{Namespace: "ops", Content: "The build cache lives on the NAS", Tier: crdt.TierHuman, At: ago(90)})
-	remember(t, n, RememberRequest{Namespace: "ops", Content: "Releases are tagged vX.Y.Z", Tier: crdt.TierHuman, At: ago(400), Evergreen: true})
-	remember(t, n, RememberRequest{Namespace: "ops", Content: "Deploy freeze until Friday", TTL: "2d", At: ago(5)})
-	newer := remember(t, n, RememberRequest{Namespace: "ops", Content: "The build cache moved to S3", Tier: crdt.TierHuman})
-	if _, err := n.Link(ctx, LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
+	old := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "The build cache lives on the NAS", Tier: model.TierHuman, At: ago(90)})
+	remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Releases are tagged vX.Y.Z", Tier: model.TierHuman, At: ago(400), Evergreen: true})
+	remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Deploy freeze until Friday", TTL: "2d", At: ago(5)})
+	newer := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "The build cache moved to S3", Tier: model.TierHuman})
+	if _, err := n.Link(ctx, api.LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
 	seq := n.store.DurableSeq()
@@ -34,12 +35,12 @@ func TestLifecyclePassDerivesWithoutWriting(t *testing.T) {
 		t.Errorf("report: %d memories, %d live, %d expired, %d stale; want 4, 3, 1, 1", r.Memories, r.Live, r.Expired, r.Stale)
 	}
 	// The 90-day-old memory is stale by age and superseded; it is linked.
-	if r.StaleByRule[StaleByAge] != 1 || r.StaleByRule[StaleSuperseded] != 1 || r.StaleByRule[StaleUnlinked] != 0 {
+	if r.StaleByRule[api.StaleByAge] != 1 || r.StaleByRule[api.StaleSuperseded] != 1 || r.StaleByRule[api.StaleUnlinked] != 0 {
 		t.Errorf("stale by rule: %v", r.StaleByRule)
 	}
 	// 90 days is half a half-life: 0.71 of the stated confidence; the
 	// evergreen memory keeps its confidence however old it is.
-	if r.Decayed != 0 || r.Maturity[MaturityCandidate] != 3 {
+	if r.Decayed != 0 || r.Maturity[api.MaturityCandidate] != 3 {
 		t.Errorf("decayed %d, maturity %v", r.Decayed, r.Maturity)
 	}
 	if got := n.LastLifecycle(); !got.At.Equal(r.At) {
@@ -58,8 +59,8 @@ func TestDecayAndMaturity(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)
-	aged := remember(t, n, RememberRequest{Content: "Retry flaky uploads twice", Confidence: new(0.8), Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -180)})
-	kept := remember(t, n, RememberRequest{Content: "Retry database migrations never", Confidence: new(0.8), Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -180), Evergreen: true})
+	aged := remember(t, n, api.RememberRequest{Content: "Retry flaky uploads twice", Confidence: new(0.8), Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -180)})
+	kept := remember(t, n, api.RememberRequest{Content: "Retry database migrations never", Confidence: new(0.8), Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -180), Evergreen: true})
 	m, err := n.Get(ctx, aged.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestDecayAndMaturity(t *testing.T) {
 	if math.Abs(m.ConfidenceNow-0.4) > 0.01 {
 		t.Errorf("confidence after one half-life = %.3f, want 0.4", m.ConfidenceNow)
 	}
-	if m.Reads != 1 || m.Maturity != MaturityCandidate {
+	if m.Reads != 1 || m.Maturity != api.MaturityCandidate {
 		t.Errorf("after one read: %d reads, %s", m.Reads, m.Maturity)
 	}
 	for range provenReads {
@@ -75,18 +76,18 @@ func TestDecayAndMaturity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m.ConfidenceNow != 0.8 || m.Maturity != MaturityProven {
+	if m.ConfidenceNow != 0.8 || m.Maturity != api.MaturityProven {
 		t.Errorf("evergreen, read %d times: confidence %.2f, %s", m.Reads, m.ConfidenceNow, m.Maturity)
 	}
 	if _, err := n.RunLifecycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := n.Search(ctx, SearchRequest{Query: "retry", Explain: true})
+	res, err := n.Search(ctx, api.SearchRequest{Query: "retry", Explain: true})
 	if err != nil || len(res.Results) != 2 {
 		t.Fatalf("search: %+v %v", res, err)
 	}
 	top, second := res.Results[0], res.Results[1]
-	if top.ID != kept.ID || top.Explain.Maturity != maturityWeights[MaturityProven] || second.Explain.Maturity != 1 {
+	if top.ID != kept.ID || top.Explain.Maturity != maturityWeights[api.MaturityProven] || second.Explain.Maturity != 1 {
 		t.Errorf("the proven memory should rank first by maturity: %s %+v, %s %+v", top.ID, *top.Explain, second.ID, *second.Explain)
 	}
 	if second.Explain.Confidence >= top.Explain.Confidence {
@@ -99,10 +100,10 @@ func TestDecayAndMaturity(t *testing.T) {
 	}
 	// Updating it makes it current: the pass's verdict no longer applies.
 	note := "confirmed in the last outage"
-	if _, err := n.Update(ctx, aged.ID, UpdateRequest{Title: &note}); err != nil {
+	if _, err := n.Update(ctx, aged.ID, api.UpdateRequest{Title: &note}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = n.Search(ctx, SearchRequest{Query: "uploads", Explain: true})
+	res, err = n.Search(ctx, api.SearchRequest{Query: "uploads", Explain: true})
 	if err != nil || len(res.Results) != 1 || res.Results[0].Explain.Status != 1 {
 		t.Fatalf("after the update: %+v %v", res.Results, err)
 	}
@@ -121,7 +122,7 @@ func TestLifecycleRunsOnSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	remember(t, n, RememberRequest{Content: "Stored before the node starts its passes", Tier: crdt.TierHuman, At: time.Now().AddDate(0, 0, -100)})
+	remember(t, n, api.RememberRequest{Content: "Stored before the node starts its passes", Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -100)})
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

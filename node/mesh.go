@@ -19,7 +19,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -112,11 +113,11 @@ type mesh struct {
 	leaving atomic.Bool
 
 	mu      sync.Mutex
-	devices map[string]crdt.MeshRecord // the registry, by device id
-	localNS map[string]bool            // namespaces that never leave this machine
-	peers   map[string]*peerState      // by device id
-	remote  map[uint64]bool            // seqs of changes received from peers: not pushed
-	known   map[string]string          // device id -> last address, persisted
+	devices map[string]model.MeshRecord // the registry, by device id
+	localNS map[string]bool             // namespaces that never leave this machine
+	peers   map[string]*peerState       // by device id
+	remote  map[uint64]bool             // seqs of changes received from peers: not pushed
+	known   map[string]string           // device id -> last address, persisted
 
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes
@@ -158,7 +159,7 @@ func (n *Node) startMesh(ctx context.Context, cfg MeshConfig) error {
 		n:        n,
 		cfg:      cfg,
 		log:      n.log.With("component", "mesh"),
-		devices:  make(map[string]crdt.MeshRecord),
+		devices:  make(map[string]model.MeshRecord),
 		localNS:  make(map[string]bool),
 		peers:    make(map[string]*peerState),
 		remote:   make(map[uint64]bool),
@@ -267,7 +268,7 @@ func (m *mesh) loadState() error {
 		return err
 	}
 	return store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r crdt.MeshRecord
+		var r model.MeshRecord
 		if err := json.Unmarshal(rec.Value, &r); err != nil {
 			return fmt.Errorf("mesh: record %s: %w", rec.ID, err)
 		}
@@ -278,18 +279,18 @@ func (m *mesh) loadState() error {
 
 // noteRecord updates the in-memory view of one mesh record. Callers that
 // hold m.mu use noteRecordLocked.
-func (m *mesh) noteRecord(r crdt.MeshRecord) {
+func (m *mesh) noteRecord(r model.MeshRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.noteRecordLocked(r)
 }
 
-func (m *mesh) noteRecordLocked(r crdt.MeshRecord) {
+func (m *mesh) noteRecordLocked(r model.MeshRecord) {
 	switch r.What {
-	case crdt.MeshDevice:
+	case model.MeshDevice:
 		m.devices[r.Key] = r
-	case crdt.MeshNamespace:
-		if r.Sync == crdt.SyncLocal {
+	case model.MeshNamespace:
+		if r.Sync == model.SyncLocal {
 			m.localNS[r.Key] = true
 		} else {
 			delete(m.localNS, r.Key)
@@ -528,7 +529,7 @@ func (m *mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 func (n *Node) Pull(ctx context.Context) error {
 	m := n.mesh
 	if m == nil {
-		return ErrNoMesh
+		return api.ErrNoMesh
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -757,9 +758,9 @@ type meshDelegate struct{ m *mesh }
 
 func (d *meshDelegate) NodeMeta(limit int) []byte {
 	leaving := d.m.leaving.Load()
-	b, _ := json.Marshal(nodeMeta{Name: d.m.cfg.Name, Version: Version(), Leaving: leaving})
+	b, _ := json.Marshal(nodeMeta{Name: d.m.cfg.Name, Version: api.Version(), Leaving: leaving})
 	if len(b) > limit {
-		b, _ = json.Marshal(nodeMeta{Version: Version(), Leaving: leaving})
+		b, _ = json.Marshal(nodeMeta{Version: api.Version(), Leaving: leaving})
 	}
 	return b
 }
@@ -842,7 +843,7 @@ func checkDeviceName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxDeviceName ||
 		strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return "", invalidf("device name: use 1 to %d printable characters", maxDeviceName)
+		return "", api.Invalidf("device name: use 1 to %d printable characters", maxDeviceName)
 	}
 	if err := refuseSecret("device name", name); err != nil {
 		return "", err
@@ -859,25 +860,11 @@ func peerDeviceName(name, fallback string) string {
 	return fallback
 }
 
-// Peer is one other device of the mesh as this node sees it.
-type Peer struct {
-	Device   string        `json:"device"`
-	Name     string        `json:"name"`
-	Addr     string        `json:"addr"`
-	State    string        `json:"state"` // alive, suspect, dead, left, unknown (never seen), revoked
-	RTT      time.Duration `json:"rtt_ns"`
-	LastSync time.Time     `json:"last_sync,omitzero"` // last complete pull from it
-	Pulls    int           `json:"pulls"`              // pulls from it since this node started
-	Behind   int           `json:"behind"`             // our documents changed since it last pulled from us
-	Version  string        `json:"version"`
-	LastErr  string        `json:"last_error,omitempty"`
-}
-
 // Peers lists every other device in the registry with its state.
-func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
+func (n *Node) Peers(ctx context.Context) ([]api.Peer, error) {
 	m := n.mesh
 	if m == nil {
-		return nil, ErrNoMesh
+		return nil, api.ErrNoMesh
 	}
 	suspect := make(map[string]bool)
 	for _, node := range m.ml.Members() {
@@ -894,12 +881,12 @@ func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
 		total += c
 	}
 	m.mu.Lock()
-	var out []Peer
+	var out []api.Peer
 	for device, rec := range m.devices {
 		if device == n.id.DeviceID {
 			continue
 		}
-		p := Peer{Device: device, Name: rec.Name, State: "unknown", Behind: -1}
+		p := api.Peer{Device: device, Name: rec.Name, State: "unknown", Behind: -1}
 		if st := m.peers[device]; st != nil {
 			p.Addr, p.LastSync, p.Version, p.LastErr, p.Pulls = st.addr, st.lastSync, st.version, st.lastErr, st.pulls
 			if st.state != "" {
@@ -938,29 +925,14 @@ func (n *Node) Peers(ctx context.Context) ([]Peer, error) {
 		}
 		out[i].Behind = behind
 	}
-	slices.SortFunc(out, func(a, b Peer) int { return strings.Compare(a.Name+a.Device, b.Name+b.Device) })
+	slices.SortFunc(out, func(a, b api.Peer) int { return strings.Compare(a.Name+a.Device, b.Name+b.Device) })
 	return out, nil
-}
-
-// MeshStatus summarises this node's part in the mesh.
-type MeshStatus struct {
-	Device    string    `json:"device"`
-	Name      string    `json:"name"`
-	Enabled   bool      `json:"enabled"` // false: the node runs without the mesh
-	Listen    string    `json:"listen,omitempty"`
-	Advertise string    `json:"advertise,omitempty"`
-	Devices   int       `json:"devices"`     // in the registry, this one included, revoked ones not
-	Alive     int       `json:"peers_alive"` // other devices alive now
-	Peers     int       `json:"peers"`       // other devices in the registry
-	LastSync  time.Time `json:"last_sync,omitzero"`
-	Behind    int       `json:"behind"` // most documents any peer is behind us
-	Errors    []string  `json:"errors,omitempty"`
 }
 
 // MeshStatus reports this node's device, addresses and the health of its
 // peers.
-func (n *Node) MeshStatus(ctx context.Context) (MeshStatus, error) {
-	st := MeshStatus{Device: n.id.DeviceID}
+func (n *Node) MeshStatus(ctx context.Context) (api.MeshStatus, error) {
+	st := api.MeshStatus{Device: n.id.DeviceID}
 	devices, err := n.Devices(ctx)
 	if err != nil {
 		return st, err

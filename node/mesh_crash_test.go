@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -92,7 +93,7 @@ func crashChild(t *testing.T, home, token string) {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
-		res, err := n.Remember(context.Background(), RememberRequest{Content: fmt.Sprintf("written on the crashing node, number %d", i)})
+		res, err := n.Remember(context.Background(), api.RememberRequest{Content: fmt.Sprintf("written on the crashing node, number %d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}

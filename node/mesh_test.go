@@ -17,9 +17,11 @@ import (
 
 	"github.com/automerge/automerge-go"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/faultnet"
 	"github.com/memmesh/memmesh/internal/mutate"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -156,7 +158,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 }
 
 func found(n *Node, query, ns string) []string {
-	res, err := n.Search(context.Background(), SearchRequest{Query: query, Namespace: ns})
+	res, err := n.Search(context.Background(), api.SearchRequest{Query: query, Namespace: ns})
 	if err != nil {
 		return nil
 	}
@@ -169,7 +171,7 @@ func found(n *Node, query, ns string) []string {
 
 func TestMeshCaptureSearchableEverywhere(t *testing.T) {
 	nodes := cluster(t, 3, nil)
-	res := remember(t, nodes[0], RememberRequest{Namespace: "proj", Content: "Deploys go through the blue-green pipeline in deploy/pipeline.yaml"})
+	res := remember(t, nodes[0], api.RememberRequest{Namespace: "proj", Content: "Deploys go through the blue-green pipeline in deploy/pipeline.yaml"})
 	for i, n := range nodes[1:] {
 		waitUntil(t, fmt.Sprintf("capture on node1 searchable on node%d", i+2), func() bool {
 			return slices.Contains(found(n, "blue-green pipeline", "proj"), res.ID)
@@ -210,16 +212,16 @@ func TestMeshConcurrentEditsConverge(t *testing.T) {
 	nodes := cluster(t, 3, fn)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	res := remember(t, a, RememberRequest{Namespace: "proj", Content: "The cache TTL is 5 minutes", Tags: []string{"cache"}})
+	res := remember(t, a, api.RememberRequest{Namespace: "proj", Content: "The cache TTL is 5 minutes", Tags: []string{"cache"}})
 	waitUntil(t, "memory on every node", func() bool { return has(b, res.ID) && has(nodes[2], res.ID) })
 
 	// Cut A off; both sides edit the same memory.
 	fn.Partition([]string{addr(a)}, []string{addr(b), addr(nodes[2])})
 	textA, textB := "The cache TTL is 10 minutes (raised for the batch jobs)", "The cache TTL is 2 minutes (lowered after stale reads)"
-	if _, err := a.Update(ctx, res.ID, UpdateRequest{Content: &textA, AddTags: []string{"batch"}}); err != nil {
+	if _, err := a.Update(ctx, res.ID, api.UpdateRequest{Content: &textA, AddTags: []string{"batch"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Update(ctx, res.ID, UpdateRequest{Content: &textB, AddTags: []string{"reads"}}); err != nil {
+	if _, err := b.Update(ctx, res.ID, api.UpdateRequest{Content: &textB, AddTags: []string{"reads"}}); err != nil {
 		t.Fatal(err)
 	}
 	fn.Heal()
@@ -253,8 +255,8 @@ func TestMeshDeletionAndStatusPropagate(t *testing.T) {
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	keep := remember(t, a, RememberRequest{Content: "Archive old sprint notes every quarter"})
-	gone := remember(t, a, RememberRequest{Content: "Temporary workaround: pin protobuf to 1.3"})
+	keep := remember(t, a, api.RememberRequest{Content: "Archive old sprint notes every quarter"})
+	gone := remember(t, a, api.RememberRequest{Content: "Temporary workaround: pin protobuf to 1.3"})
 	waitUntil(t, "memories on B", func() bool { return has(b, keep.ID) && has(b, gone.ID) })
 	if _, err := a.Delete(ctx, gone.ID); err != nil {
 		t.Fatal(err)
@@ -285,7 +287,7 @@ func TestMeshPartitionFinalRead(t *testing.T) {
 			write := func(phase string, k int) {
 				for i := range k {
 					n := nodes[rng.IntN(len(nodes))]
-					res, err := n.Remember(context.Background(), RememberRequest{
+					res, err := n.Remember(context.Background(), api.RememberRequest{
 						Namespace: "jepsen",
 						Content:   fmt.Sprintf("seed %d %s write %d: %s", seed, phase, i, words(rng, 8)),
 					})
@@ -359,7 +361,7 @@ func TestMeshSecurity(t *testing.T) {
 	if _, err := late.Join(ctx, short.Token); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired token: %v, want a refusal saying it expired", err)
 	}
-	if _, err := late.Join(ctx, "mmj1garbage"); !errors.Is(err, ErrInvalid) {
+	if _, err := late.Join(ctx, "mmj1garbage"); !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("garbled token: %v, want ErrInvalid", err)
 	}
 
@@ -374,7 +376,7 @@ func TestMeshSecurity(t *testing.T) {
 			t.Fatalf("revoked device opened a stream to %s", m.mesh.cfg.Name)
 		}
 	}
-	secret := remember(t, a, RememberRequest{Content: "written after B was revoked"})
+	secret := remember(t, a, api.RememberRequest{Content: "written after B was revoked"})
 	waitUntil(t, "the new memory on C", func() bool { return has(c, secret.ID) })
 	if err := b.Pull(ctx); err == nil && has(b, secret.ID) {
 		t.Fatal("the revoked device received a memory written after its revocation")
@@ -382,7 +384,7 @@ func TestMeshSecurity(t *testing.T) {
 	if has(b, secret.ID) {
 		t.Fatal("the revoked device received a memory written after its revocation")
 	}
-	if _, err := a.Revoke(ctx, a.DeviceID()); !errors.Is(err, ErrInvalid) {
+	if _, err := a.Revoke(ctx, a.DeviceID()); !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("revoking oneself: %v", err)
 	}
 
@@ -404,26 +406,26 @@ func TestMeshLocalOnlyNamespace(t *testing.T) {
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	local := crdt.SyncLocal
-	if _, err := a.SetNamespace(ctx, "private", NamespaceChange{Sync: &local}); err != nil {
+	local := model.SyncLocal
+	if _, err := a.SetNamespace(ctx, "private", api.NamespaceChange{Sync: &local}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "policy on B", func() bool { return b.mesh.isLocalNS("private") })
-	private := remember(t, a, RememberRequest{Namespace: "private", Content: "home router password hint lives in the safe"})
-	shared := remember(t, a, RememberRequest{Namespace: "shared", Content: "Use make lint before pushing"})
+	private := remember(t, a, api.RememberRequest{Namespace: "private", Content: "home router password hint lives in the safe"})
+	shared := remember(t, a, api.RememberRequest{Namespace: "shared", Content: "Use make lint before pushing"})
 	waitUntil(t, "shared memory on B", func() bool { return has(b, shared.ID) })
 	waitUntil(t, "a complete pull from A", func() bool { return b.Pull(ctx) == nil })
 	if has(b, private.ID) {
 		t.Fatal("a memory of a local-only namespace left its machine")
 	}
 	// The receiving side refuses one too, whatever a peer sends.
-	bPrivate := remember(t, b, RememberRequest{Namespace: "private", Content: "B's own local note"})
+	bPrivate := remember(t, b, api.RememberRequest{Namespace: "private", Content: "B's own local note"})
 	doc, err := b.store.GetDoc(storage.KindMemory, bPrivate.ID[2:])
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = replica{a.mesh}.Apply(b.DeviceID(), []transport.Entry{{Kind: byte(storage.KindMemory), ID: bPrivate.ID[2:], Doc: doc}})
-	if !errors.Is(err, ErrInvalid) || has(a, bPrivate.ID) {
+	if !errors.Is(err, api.ErrInvalid) || has(a, bPrivate.ID) {
 		t.Fatalf("a pushed memory of a local-only namespace: %v, stored %v", err, has(a, bPrivate.ID))
 	}
 }
@@ -433,7 +435,7 @@ func TestMeshLocalOnlyNamespace(t *testing.T) {
 func TestApplyRejectsBadDocuments(t *testing.T) {
 	a := meshNode(t, "", 1, nil)
 	b := testNode(t, "")
-	good := remember(t, b, RememberRequest{Content: "a good memory"})
+	good := remember(t, b, api.RememberRequest{Content: "a good memory"})
 	id := good.ID[2:]
 	doc, err := b.store.GetDoc(storage.KindMemory, id)
 	if err != nil {
@@ -469,7 +471,7 @@ func TestApplyRejectsBadDocuments(t *testing.T) {
 		"mesh as memory":     {Kind: 'x', ID: id, Doc: doc},
 		"oversized document": {Kind: 'm', ID: id, Doc: make([]byte, crdt.MaxDocSize+1)},
 	} {
-		if err := (replica{a.mesh}).Apply(b.DeviceID(), []transport.Entry{e}); !errors.Is(err, ErrInvalid) {
+		if err := (replica{a.mesh}).Apply(b.DeviceID(), []transport.Entry{e}); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 		if has(a, good.ID) {
@@ -490,7 +492,7 @@ func TestApplyRejectsBadDocuments(t *testing.T) {
 // may crash the process, and whatever is accepted must be readable.
 func FuzzApplyDocs(f *testing.F) {
 	src := testNode(f, "")
-	res, err := src.Remember(context.Background(), RememberRequest{Content: "seed memory for the fuzzer", Tags: []string{"fuzz"}})
+	res, err := src.Remember(context.Background(), api.RememberRequest{Content: "seed memory for the fuzzer", Tags: []string{"fuzz"}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -515,7 +517,7 @@ func FuzzApplyDocs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := (replica{dst.mesh}).Apply("FUZZ", docs); err != nil && !errors.Is(err, ErrInvalid) {
+		if err := (replica{dst.mesh}).Apply("FUZZ", docs); err != nil && !errors.Is(err, api.ErrInvalid) {
 			t.Fatalf("apply: %v", err)
 		}
 		for _, d := range docs {
@@ -537,7 +539,7 @@ func TestMeshBadFrames(t *testing.T) {
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	res := remember(t, a, RememberRequest{Content: "still served after the garbage"})
+	res := remember(t, a, api.RememberRequest{Content: "still served after the garbage"})
 	for name, send := range map[string]func(s *transport.Stream) error{
 		"oversized length": func(s *transport.Stream) error {
 			_, err := s.Write([]byte{0xff, 0xff, 0xff, 0xf0, transport.FramePull})
@@ -589,15 +591,15 @@ func TestMeshCycleAfterMerge(t *testing.T) {
 	nodes := cluster(t, 2, fn)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	x := remember(t, a, RememberRequest{Content: "Deploy with Helm charts"})
-	y := remember(t, a, RememberRequest{Content: "Deploy with raw manifests"})
+	x := remember(t, a, api.RememberRequest{Content: "Deploy with Helm charts"})
+	y := remember(t, a, api.RememberRequest{Content: "Deploy with raw manifests"})
 	waitUntil(t, "memories on B", func() bool { return has(b, x.ID) && has(b, y.ID) })
 
 	fn.Partition([]string{addr(a)}, []string{addr(b)})
-	if _, err := a.Link(ctx, LinkRequest{From: x.ID, Rel: "supersedes", To: y.ID}); err != nil {
+	if _, err := a.Link(ctx, api.LinkRequest{From: x.ID, Rel: "supersedes", To: y.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Link(ctx, LinkRequest{From: y.ID, Rel: "supersedes", To: x.ID}); err != nil {
+	if _, err := b.Link(ctx, api.LinkRequest{From: y.ID, Rel: "supersedes", To: x.ID}); err != nil {
 		t.Fatal(err)
 	}
 	fn.Heal()
@@ -607,11 +609,11 @@ func TestMeshCycleAfterMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Cycle{{Rel: "supersedes", Members: slices.Sorted(slices.Values([]string{x.ID, y.ID}))}}
+		want := []api.Cycle{{Rel: "supersedes", Members: slices.Sorted(slices.Values([]string{x.ID, y.ID}))}}
 		if !reflect.DeepEqual(rep.Cycles, want) {
 			t.Errorf("node%d: doctor cycles = %+v, want %+v", i+1, rep.Cycles, want)
 		}
-		brief, err := n.Context(ctx, ContextRequest{})
+		brief, err := n.Context(ctx, api.ContextRequest{})
 		if err != nil || !reflect.DeepEqual(brief.Cycles, want) {
 			t.Errorf("node%d: brief cycles = %+v (%v), want %+v", i+1, brief.Cycles, err, want)
 		}
@@ -632,13 +634,13 @@ func TestMeshSupersedesStaleOnPeer(t *testing.T) {
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	old := remember(t, a, RememberRequest{Content: "Build with webpack"})
-	newer := remember(t, a, RememberRequest{Content: "Build with vite"})
-	if _, err := a.Link(ctx, LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
+	old := remember(t, a, api.RememberRequest{Content: "Build with webpack"})
+	newer := remember(t, a, api.RememberRequest{Content: "Build with vite"})
+	if _, err := a.Link(ctx, api.LinkRequest{From: newer.ID, Rel: "supersedes", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the superseded memory stale on B", func() bool {
-		stale, err := b.Stale(ctx, StaleRequest{})
+		stale, err := b.Stale(ctx, api.StaleRequest{})
 		return err == nil && len(stale) == 1 && stale[0].Memory.ID == old.ID
 	})
 }
@@ -651,18 +653,18 @@ func TestMeshCompactionOnPeer(t *testing.T) {
 	ctx := context.Background()
 	members, user := staleCluster(t, a, "api")
 	ids := []string{members[0].ID, members[1].ID, members[2].ID}
-	res, err := a.CompactApply(ctx, CompactApplyRequest{Members: ids, Summary: "Uploads retry with capped exponential backoff, on 5xx only"})
+	res, err := a.CompactApply(ctx, api.CompactApplyRequest{Members: ids, Summary: "Uploads retry with capped exponential backoff, on 5xx only"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the compaction on B", func() bool {
 		for _, id := range ids {
 			m, err := b.Get(ctx, id)
-			if err != nil || m.Status != crdt.StatusCompacted || DisplayID(m.CompactedInto) != res.Summary.ID {
+			if err != nil || m.Status != model.StatusCompacted || DisplayID(m.CompactedInto) != res.Summary.ID {
 				return false
 			}
 		}
-		walk, err := b.Traverse(ctx, TraverseRequest{Start: user.ID, Direction: Out, Rels: []string{"depends_on"}})
+		walk, err := b.Traverse(ctx, api.TraverseRequest{Start: user.ID, Direction: api.Out, Rels: []string{"depends_on"}})
 		return err == nil && len(walk.Nodes) == 2 && walk.Nodes[1].ID == res.Summary.ID
 	})
 }
@@ -673,13 +675,13 @@ func TestMeshBriefFromPeers(t *testing.T) {
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
-	if _, err := b.Context(ctx, ContextRequest{Namespace: "web"}); err != nil { // B asks once before
+	if _, err := b.Context(ctx, api.ContextRequest{Namespace: "web"}); err != nil { // B asks once before
 		t.Fatal(err)
 	}
-	own := remember(t, b, RememberRequest{Namespace: "web", Content: "B's own note about the CDN"})
-	learned := remember(t, a, RememberRequest{Namespace: "web", Content: "Images are served through the imgproxy sidecar"})
+	own := remember(t, b, api.RememberRequest{Namespace: "web", Content: "B's own note about the CDN"})
+	learned := remember(t, a, api.RememberRequest{Namespace: "web", Content: "Images are served through the imgproxy sidecar"})
 	waitUntil(t, "A's memory on B", func() bool { return has(b, learned.ID) })
-	brief, err := b.Context(ctx, ContextRequest{Namespace: "web", Budget: 200})
+	brief, err := b.Context(ctx, api.ContextRequest{Namespace: "web", Budget: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +691,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 	if len(brief.Active) != 1 || brief.Active[0].ID != own.ID {
 		t.Fatalf("active %+v, want B's own memory", brief.Active)
 	}
-	again, err := b.Context(ctx, ContextRequest{Namespace: "web"})
+	again, err := b.Context(ctx, api.ContextRequest{Namespace: "web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -704,7 +706,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 // completes and saves its position, and every good document arrives.
 func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
 	b := meshNodeWith(t, "", 2, nil, MeshConfig{SyncInterval: time.Hour})
-	bad := remember(t, b, RememberRequest{Content: "served as a document nobody can load"})
+	bad := remember(t, b, api.RememberRequest{Content: "served as a document nobody can load"})
 	rec, err := b.store.Get(storage.KindMemory, bad.ID[2:])
 	if err != nil {
 		t.Fatal(err)
@@ -718,7 +720,7 @@ func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
 	rng := newRand(seed)
 	var good []string
 	for i := range 600 { // about 2 MiB of documents: more than one frame
-		good = append(good, remember(t, b, RememberRequest{Content: fmt.Sprintf("good memory %d %s", i, words(rng, 300))}).ID)
+		good = append(good, remember(t, b, api.RememberRequest{Content: fmt.Sprintf("good memory %d %s", i, words(rng, 300))}).ID)
 	}
 
 	a := meshNodeWith(t, "", 1, nil, MeshConfig{SyncInterval: time.Hour})
@@ -756,10 +758,10 @@ func TestPushGoesPastReceivedCommits(t *testing.T) {
 	n := testNode(t, "")
 	m := &mesh{n: n, remote: map[uint64]bool{}}
 	start := n.store.DurableSeq()
-	x := remember(t, n, RememberRequest{Content: "edited locally, twice"})
-	received := remember(t, n, RememberRequest{Content: "stands for a commit received from a peer"})
+	x := remember(t, n, api.RememberRequest{Content: "edited locally, twice"})
+	received := remember(t, n, api.RememberRequest{Content: "stands for a commit received from a peer"})
 	second := "edited locally, a second time"
-	if _, err := n.Update(context.Background(), x.ID, UpdateRequest{Content: &second}); err != nil {
+	if _, err := n.Update(context.Background(), x.ID, api.UpdateRequest{Content: &second}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := n.store.Get(storage.KindMemory, received.ID[2:])
@@ -799,7 +801,7 @@ func TestPullBackOncePerInterval(t *testing.T) {
 	nodes := joinAll(t, start(1), 2, start)
 	a, b := nodes[0], nodes[1]
 	waitUntil(t, "the pull of the join", func() bool { return peerPulls(t, a) > 0 })
-	remember(t, a, RememberRequest{Content: "a difference between the two"})
+	remember(t, a, api.RememberRequest{Content: "a difference between the two"})
 	advance(a, a.mesh.cfg.SyncInterval)
 	req := transport.PullRequest{Since: transport.Position{Epoch: a.mesh.epoch, Seq: 1}} // a digest unlike a's
 	if !a.mesh.pullBack(b.DeviceID(), req) {
@@ -841,7 +843,7 @@ func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 	a := meshNodeWith(t, homeA, 1, nil, hourly)
 	b := meshNodeWith(t, "", 2, nil, hourly)
 	join(t, a, b)
-	first := remember(t, a, RememberRequest{Content: "before the backup"})
+	first := remember(t, a, api.RememberRequest{Content: "before the backup"})
 	waitUntil(t, "the first memory on B", func() bool { return has(b, first.ID) })
 	a.Close()
 	if err := os.CopyFS(backup, os.DirFS(homeA)); err != nil {
@@ -851,7 +853,7 @@ func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 	a = meshNodeWith(t, homeA, 1, nil, hourly)
 	waitUntil(t, "A and B see each other", func() bool { return alivePeers(a) == 1 && alivePeers(b) == 1 })
 	for i := range 30 {
-		res := remember(t, a, RememberRequest{Content: fmt.Sprintf("after the backup, lost with the restore %d", i)})
+		res := remember(t, a, api.RememberRequest{Content: fmt.Sprintf("after the backup, lost with the restore %d", i)})
 		waitUntil(t, "a memory on B", func() bool { return has(b, res.ID) })
 	}
 	if err := b.Pull(ctx); err != nil {
@@ -869,7 +871,7 @@ func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 	offline := testNode(t, homeA)
 	var written []string
 	for i := range 50 {
-		written = append(written, remember(t, offline, RememberRequest{Content: fmt.Sprintf("written after the restore %d", i)}).ID)
+		written = append(written, remember(t, offline, api.RememberRequest{Content: fmt.Sprintf("written after the restore %d", i)}).ID)
 	}
 	offline.Close()
 

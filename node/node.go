@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -22,7 +24,7 @@ type Config struct {
 	// Home holds the node's identity, data and index.
 	Home string
 	// Logger receives the node's logs, with their secrets redacted (see
-	// ScrubLogs); nil discards them.
+	// secrets.ScrubLogs); nil discards them.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. Tests inject a fake.
 	Now func() time.Time
@@ -101,7 +103,7 @@ func New(cfg Config) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	log = slog.New(ScrubLogs(log.Handler()))
+	log = slog.New(secrets.ScrubLogs(log.Handler()))
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -147,7 +149,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
-	n.indexer.indexed = func(m *crdt.Memory) {
+	n.indexer.indexed = func(m *model.Memory) {
 		n.life.changed(m)
 		n.dups.note(m)
 	}

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 )
 
 // testNode starts a node on a temporary home, closed when the test ends.
@@ -49,7 +50,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func remember(t *testing.T, n *Node, req RememberRequest) RememberResult {
+func remember(t *testing.T, n *Node, req api.RememberRequest) api.RememberResult {
 	t.Helper()
 	res, err := n.Remember(context.Background(), req)
 	if err != nil {
@@ -61,7 +62,7 @@ func remember(t *testing.T, n *Node, req RememberRequest) RememberResult {
 func TestRememberDefaultsAndRules(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	res := remember(t, n, RememberRequest{
+	res := remember(t, n, api.RememberRequest{
 		Namespace: "Backend",
 		Content:   "# Retries\nRetry idempotent calls in internal/client/retry.go with `backoff.Retry`; see https://example.com/retries.",
 		Tags:      []string{"Go", "go", "net"},
@@ -70,7 +71,7 @@ func TestRememberDefaultsAndRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Namespace != "backend" || m.Title != "Retries" || m.Kind != DefaultKind || m.Tier != crdt.TierAgent || m.Status != crdt.StatusActive {
+	if m.Namespace != "backend" || m.Title != "Retries" || m.Kind != DefaultKind || m.Tier != model.TierAgent || m.Status != model.StatusActive {
 		t.Errorf("defaults: %+v", m.Memory)
 	}
 	if strings.Join(m.Tags, ",") != "go,net" {
@@ -87,11 +88,11 @@ func TestRememberDefaultsAndRules(t *testing.T) {
 	if m.Provenance.Device != n.DeviceID() || len(m.Revisions) != 1 || m.Heads == nil {
 		t.Errorf("provenance/revisions: %+v", m.Memory)
 	}
-	human := remember(t, n, RememberRequest{Content: "Humans vouch for this", Tier: crdt.TierHuman})
+	human := remember(t, n, api.RememberRequest{Content: "Humans vouch for this", Tier: model.TierHuman})
 	if hm, _ := n.Get(ctx, human.ID); !hm.ExpiresAt.IsZero() {
 		t.Errorf("a human memory expires at %v", hm.ExpiresAt)
 	}
-	ever := remember(t, n, RememberRequest{Content: "Forever true", Tier: crdt.TierAuto, Evergreen: true})
+	ever := remember(t, n, api.RememberRequest{Content: "Forever true", Tier: model.TierAuto, Evergreen: true})
 	if em, _ := n.Get(ctx, ever.ID); !em.ExpiresAt.IsZero() {
 		t.Errorf("an evergreen memory expires at %v", em.ExpiresAt)
 	}
@@ -100,7 +101,7 @@ func TestRememberDefaultsAndRules(t *testing.T) {
 func TestRememberScrubsSecrets(t *testing.T) {
 	n := testNode(t, "")
 	key := "AKIA" + "ABCDEFGHIJKLMNOP"
-	res := remember(t, n, RememberRequest{Title: "creds " + key, Content: "The deploy key is " + key + " for now"})
+	res := remember(t, n, api.RememberRequest{Title: "creds " + key, Content: "The deploy key is " + key + " for now"})
 	if len(res.Redacted) == 0 {
 		t.Fatal("no redaction reported")
 	}
@@ -113,20 +114,20 @@ func TestRememberScrubsSecrets(t *testing.T) {
 func TestDuplicatesAndSimilar(t *testing.T) {
 	n := testNode(t, "")
 	text := "Run database migrations with goose before starting the API server in development"
-	first := remember(t, n, RememberRequest{Namespace: "api", Content: text})
-	again := remember(t, n, RememberRequest{Namespace: "api", Content: "  " + text + "\n"})
+	first := remember(t, n, api.RememberRequest{Namespace: "api", Content: text})
+	again := remember(t, n, api.RememberRequest{Namespace: "api", Content: "  " + text + "\n"})
 	if again.DuplicateOf != first.ID || again.ID != first.ID {
 		t.Fatalf("exact duplicate: %+v, want duplicate of %s", again, first.ID)
 	}
-	other := remember(t, n, RememberRequest{Namespace: "web", Content: text})
+	other := remember(t, n, api.RememberRequest{Namespace: "web", Content: text})
 	if other.DuplicateOf != "" {
 		t.Fatal("the same text in another namespace is not a duplicate")
 	}
-	near := remember(t, n, RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server locally"})
+	near := remember(t, n, api.RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server locally"})
 	if near.DuplicateOf != "" || len(near.Similar) != 1 || near.Similar[0].ID != first.ID {
 		t.Fatalf("near duplicate: %+v, want similar to %s", near, first.ID)
 	}
-	unrelated := remember(t, n, RememberRequest{Namespace: "api", Content: "The frontend uses Svelte with TypeScript strict mode"})
+	unrelated := remember(t, n, api.RememberRequest{Namespace: "api", Content: "The frontend uses Svelte with TypeScript strict mode"})
 	if len(unrelated.Similar) != 0 {
 		t.Fatalf("unrelated memory reported similar: %+v", unrelated.Similar)
 	}
@@ -140,7 +141,7 @@ func TestConcurrentDuplicateCapturesMakeOneMemory(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := n.Remember(context.Background(), RememberRequest{Content: "one fact, captured by many agents at once"})
+			res, err := n.Remember(context.Background(), api.RememberRequest{Content: "one fact, captured by many agents at once"})
 			if err != nil {
 				t.Error(err)
 				return
@@ -161,23 +162,23 @@ func TestRememberRejectsBadInput(t *testing.T) {
 	bad := 1.5
 	cases := []struct {
 		name string
-		req  RememberRequest
+		req  api.RememberRequest
 	}{
-		{"empty", RememberRequest{Content: " \n\t"}},
-		{"too big", RememberRequest{Content: strings.Repeat("a", MaxContentBytes+1)}},
-		{"not utf8", RememberRequest{Content: "\xff\xfe"}},
-		{"namespace", RememberRequest{Content: "x", Namespace: "a b"}},
-		{"tag", RememberRequest{Content: "x", Tags: []string{"no way"}}},
-		{"too many tags", RememberRequest{Content: "x", Tags: strings.Fields("a b c d e f g h i j k l m n o p q r s t u v w x y z aa bb cc dd ee ff gg hh")}},
-		{"kind", RememberRequest{Content: "x", Kind: "Bad Kind"}},
-		{"tier", RememberRequest{Content: "x", Tier: "root"}},
-		{"confidence", RememberRequest{Content: "x", Confidence: &bad}},
-		{"ttl", RememberRequest{Content: "x", TTL: "tomorrow"}},
-		{"title", RememberRequest{Content: "x", Title: "two\nlines"}},
+		{"empty", api.RememberRequest{Content: " \n\t"}},
+		{"too big", api.RememberRequest{Content: strings.Repeat("a", api.MaxContentBytes+1)}},
+		{"not utf8", api.RememberRequest{Content: "\xff\xfe"}},
+		{"namespace", api.RememberRequest{Content: "x", Namespace: "a b"}},
+		{"tag", api.RememberRequest{Content: "x", Tags: []string{"no way"}}},
+		{"too many tags", api.RememberRequest{Content: "x", Tags: strings.Fields("a b c d e f g h i j k l m n o p q r s t u v w x y z aa bb cc dd ee ff gg hh")}},
+		{"kind", api.RememberRequest{Content: "x", Kind: "Bad Kind"}},
+		{"tier", api.RememberRequest{Content: "x", Tier: "root"}},
+		{"confidence", api.RememberRequest{Content: "x", Confidence: &bad}},
+		{"ttl", api.RememberRequest{Content: "x", TTL: "tomorrow"}},
+		{"title", api.RememberRequest{Content: "x", Title: "two\nlines"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := n.Remember(context.Background(), tc.req); !errors.Is(err, ErrInvalid) {
+			if _, err := n.Remember(context.Background(), tc.req); !errors.Is(err, api.ErrInvalid) {
 				t.Fatalf("err = %v, want ErrInvalid", err)
 			}
 		})
@@ -190,7 +191,7 @@ func TestRememberRejectsBadInput(t *testing.T) {
 func TestShortIDsResolve(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	res := remember(t, n, RememberRequest{Content: "short ids work like git's"})
+	res := remember(t, n, api.RememberRequest{Content: "short ids work like git's"})
 	if len(res.ShortID) != len(IDPrefix)+minShortID {
 		t.Fatalf("short id %q", res.ShortID)
 	}
@@ -199,7 +200,7 @@ func TestShortIDsResolve(t *testing.T) {
 			t.Errorf("Get(%q) = %v, %v", ref, m.ID, err)
 		}
 	}
-	for ref, want := range map[string]error{"m-zzzzzzzz": ErrNotFound, "m-!": ErrInvalid, "m-ab": ErrInvalid} {
+	for ref, want := range map[string]error{"m-zzzzzzzz": api.ErrNotFound, "m-!": api.ErrInvalid, "m-ab": api.ErrInvalid} {
 		if _, err := n.Get(ctx, ref); !errors.Is(err, want) {
 			t.Errorf("Get(%q) err = %v, want %v", ref, err, want)
 		}
@@ -209,9 +210,9 @@ func TestShortIDsResolve(t *testing.T) {
 func TestUpdateIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	res := remember(t, n, RememberRequest{Content: "original text", Tags: []string{"keep"}})
+	res := remember(t, n, api.RememberRequest{Content: "original text", Tags: []string{"keep"}})
 	title, badKind := "new title", "Not A Kind"
-	if _, err := n.Update(ctx, res.ID, UpdateRequest{Title: &title, Kind: &badKind}); !errors.Is(err, ErrInvalid) {
+	if _, err := n.Update(ctx, res.ID, api.UpdateRequest{Title: &title, Kind: &badKind}); !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 	m, _ := n.Get(ctx, res.ID)
@@ -219,7 +220,7 @@ func TestUpdateIsAllOrNothing(t *testing.T) {
 		t.Fatal("a rejected update changed the title")
 	}
 	content := "edited text"
-	m, err := n.Update(ctx, res.ID, UpdateRequest{Content: &content, AddTags: []string{"new"}, RemoveTags: []string{"keep"}})
+	m, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &content, AddTags: []string{"new"}, RemoveTags: []string{"keep"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,9 +233,9 @@ func TestSearchSeesEveryAcknowledgedWrite(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
 	for i := range 200 {
-		res := remember(t, n, RememberRequest{Namespace: "ryw", Content: "unique marker w" + strings.Repeat("x", i%7) + time.Duration(i).String()})
+		res := remember(t, n, api.RememberRequest{Namespace: "ryw", Content: "unique marker w" + strings.Repeat("x", i%7) + time.Duration(i).String()})
 		m, _ := n.Get(ctx, res.ID)
-		hits, err := n.Search(ctx, SearchRequest{Query: m.Content, Namespace: "ryw", Limit: 1000})
+		hits, err := n.Search(ctx, api.SearchRequest{Query: m.Content, Namespace: "ryw", Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,18 +259,18 @@ func TestExpiredMemoriesLeaveSearchAndList(t *testing.T) {
 	}
 	n.Start(ctx)
 	defer n.Close()
-	res, err := n.Remember(ctx, RememberRequest{Content: "temporary workaround for the flaky proxy", Tier: crdt.TierAuto})
+	res, err := n.Remember(ctx, api.RememberRequest{Content: "temporary workaround for the flaky proxy", Tier: model.TierAuto})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hits, _ := n.Search(ctx, SearchRequest{Query: "flaky proxy"}); len(hits.Results) != 1 {
+	if hits, _ := n.Search(ctx, api.SearchRequest{Query: "flaky proxy"}); len(hits.Results) != 1 {
 		t.Fatalf("fresh memory not found: %+v", hits)
 	}
 	now = now.Add(31 * 24 * time.Hour)
-	if hits, _ := n.Search(ctx, SearchRequest{Query: "flaky proxy"}); len(hits.Results) != 0 {
+	if hits, _ := n.Search(ctx, api.SearchRequest{Query: "flaky proxy"}); len(hits.Results) != 0 {
 		t.Fatalf("expired memory still found: %+v", hits)
 	}
-	if list, _ := n.List(ctx, ListRequest{}); len(list) != 0 {
+	if list, _ := n.List(ctx, api.ListRequest{}); len(list) != 0 {
 		t.Fatalf("expired memory still listed: %v", list)
 	}
 	if _, err := n.Get(ctx, res.ID); err != nil {
@@ -287,7 +288,7 @@ func TestIndexRepairedAfterLoss(t *testing.T) {
 	n.Start(ctx)
 	var ids []string
 	for i := range 50 {
-		res, err := n.Remember(ctx, RememberRequest{Content: "repairable memory number " + strings.Repeat("i", i+1)})
+		res, err := n.Remember(ctx, api.RememberRequest{Content: "repairable memory number " + strings.Repeat("i", i+1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +300,7 @@ func TestIndexRepairedAfterLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	n2 := testNode(t, home)
-	hits, err := n2.Search(ctx, SearchRequest{Query: "repairable", Limit: 100})
+	hits, err := n2.Search(ctx, api.SearchRequest{Query: "repairable", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,9 +315,9 @@ func TestIndexRepairedAfterLoss(t *testing.T) {
 func TestUpdateFollowsContentAndTier(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	id := remember(t, n, RememberRequest{Content: "Retry uploads in internal/upload/retry.go\nwith backoff"}).ID
+	id := remember(t, n, api.RememberRequest{Content: "Retry uploads in internal/upload/retry.go\nwith backoff"}).ID
 	content := "Uploads retry in internal/transfer/backoff.go\nthree times"
-	m, err := n.Update(ctx, id, UpdateRequest{Content: &content})
+	m, err := n.Update(ctx, id, api.UpdateRequest{Content: &content})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,24 +328,24 @@ func TestUpdateFollowsContentAndTier(t *testing.T) {
 		t.Errorf("touches after new content = %v, want the new file only", m.Touches)
 	}
 
-	given := remember(t, n, RememberRequest{Title: "Upload policy", Content: "Uploads are capped at 10 MB"}).ID
+	given := remember(t, n, api.RememberRequest{Title: "Upload policy", Content: "Uploads are capped at 10 MB"}).ID
 	content = "Uploads are capped at 20 MB"
-	if m, err = n.Update(ctx, given, UpdateRequest{Content: &content}); err != nil || m.Title != "Upload policy" {
+	if m, err = n.Update(ctx, given, api.UpdateRequest{Content: &content}); err != nil || m.Title != "Upload policy" {
 		t.Errorf("a given title after new content = %q (%v), want it kept", m.Title, err)
 	}
 
-	human := crdt.TierHuman
-	m, err = n.Update(ctx, id, UpdateRequest{Tier: &human})
+	human := model.TierHuman
+	m, err = n.Update(ctx, id, api.UpdateRequest{Tier: &human})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !m.ExpiresAt.IsZero() || m.Confidence != 0.9 {
 		t.Errorf("agent memory made human: expires %v, confidence %v; want no expiry and 0.9", m.ExpiresAt, m.Confidence)
 	}
-	auto := crdt.TierAuto
+	auto := model.TierAuto
 	before := time.Now()
 	conf := 0.8
-	m, err = n.Update(ctx, id, UpdateRequest{Tier: &auto, Confidence: &conf})
+	m, err = n.Update(ctx, id, api.UpdateRequest{Tier: &auto, Confidence: &conf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestUpdateFollowsContentAndTier(t *testing.T) {
 		t.Errorf("human memory made auto: expires in %v, confidence %v; want 30 days and the given 0.8", d, m.Confidence)
 	}
 	ttl := "none"
-	if m, err = n.Update(ctx, id, UpdateRequest{Tier: &human, TTL: &ttl}); err != nil || !m.ExpiresAt.IsZero() {
+	if m, err = n.Update(ctx, id, api.UpdateRequest{Tier: &human, TTL: &ttl}); err != nil || !m.ExpiresAt.IsZero() {
 		t.Errorf("tier with a ttl in the same update: expires %v (%v)", m.ExpiresAt, err)
 	}
 }
@@ -360,7 +361,7 @@ func TestUpdateFollowsContentAndTier(t *testing.T) {
 func TestZeroTTLIsRefused(t *testing.T) {
 	n := testNode(t, "")
 	for _, ttl := range []string{"0", "0d", "0s", "nand", "-1d"} {
-		if _, err := n.Remember(context.Background(), RememberRequest{Content: "x " + ttl, TTL: ttl}); !errors.Is(err, ErrInvalid) {
+		if _, err := n.Remember(context.Background(), api.RememberRequest{Content: "x " + ttl, TTL: ttl}); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("ttl %q: %v, want ErrInvalid", ttl, err)
 		}
 	}

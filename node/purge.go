@@ -10,36 +10,27 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
-// Purged describes a purged memory: erased, with its history and links,
-// on every node that has received the tombstone.
-type Purged struct {
-	ID     string    `json:"id"` // "m-" + the full id
-	At     time.Time `json:"purged_at"`
-	By     string    `json:"purged_by"`                // the device that purged it
-	ByName string    `json:"purged_by_name,omitempty"` // that device's name, when known here
-	// Edges counts the links erased with the memory on this node; Already
-	// is set when the memory had been purged before this call.
-	Edges   int  `json:"edges"`
-	Already bool `json:"already,omitempty"`
-}
-
 // purgedError is the error of a read or change of a purged memory. It
 // matches ErrPurged and ErrNotFound.
-type purgedError struct{ p Purged }
+type purgedError struct{ p api.Purged }
 
 func (e *purgedError) Error() string {
 	return fmt.Sprintf("memory %s was purged on %s by device %s: its content is erased on every machine",
-		e.p.ID, e.p.At.UTC().Format("2006-01-02 15:04 UTC"), e.p.device())
+		e.p.ID, e.p.At.UTC().Format("2006-01-02 15:04 UTC"), purgedBy(e.p))
 }
 
-func (e *purgedError) Is(target error) bool { return target == ErrPurged || target == ErrNotFound }
+func (e *purgedError) Is(target error) bool {
+	return target == api.ErrPurged || target == api.ErrNotFound
+}
 
-// device names the device that purged: its short id and its name.
-func (p Purged) device() string {
+// purgedBy names the device that purged: its short id and its name.
+func purgedBy(p api.Purged) string {
 	d := p.By
 	if len(d) > 7 {
 		d = d[:7]
@@ -56,7 +47,7 @@ func (p Purged) device() string {
 // later (from a peer that was offline, or an import) brings it back. It
 // returns once this node's files no longer hold the memory. Purging a
 // purged memory again reports the first purge.
-func (n *Node) Purge(ctx context.Context, ref string) (Purged, error) {
+func (n *Node) Purge(ctx context.Context, ref string) (api.Purged, error) {
 	id, err := n.resolve(ref)
 	var purged *purgedError
 	if errors.As(err, &purged) {
@@ -64,23 +55,23 @@ func (n *Node) Purge(ctx context.Context, ref string) (Purged, error) {
 		return purged.p, nil
 	}
 	if err != nil {
-		return Purged{}, err
+		return api.Purged{}, err
 	}
 	ts := crdt.Tombstone{ID: id, At: n.now().UTC(), By: n.id.DeviceID}
 	start := time.Now()
 	edges, err := n.commitTombstone(ts)
 	if err != nil {
-		return Purged{}, err
+		return api.Purged{}, err
 	}
 	n.log.Info("memory purged", "id", DisplayID(id), "edges", edges, "took", time.Since(start).Round(time.Millisecond))
 	if err := n.expunge(ctx); err != nil {
-		return Purged{}, fmt.Errorf("memory %s is purged, but this node's files may still hold it until its next start: %w", DisplayID(id), err)
+		return api.Purged{}, fmt.Errorf("memory %s is purged, but this node's files may still hold it until its next start: %w", DisplayID(id), err)
 	}
 	// What is stored: to the millisecond, and an earlier purge made
 	// elsewhere wins.
 	err = n.purgedMemory(id)
 	if !errors.As(err, &purged) {
-		return Purged{}, fmt.Errorf("read the tombstone of %s: %w", DisplayID(id), err)
+		return api.Purged{}, fmt.Errorf("read the tombstone of %s: %w", DisplayID(id), err)
 	}
 	purged.p.Edges = edges
 	return purged.p, nil
@@ -97,7 +88,7 @@ func (n *Node) commitTombstone(ts crdt.Tombstone) (int, error) {
 		return 0, err
 	}
 	if _, err := n.store.Commit(recs...); err != nil {
-		return 0, fmt.Errorf("purge %s: %w", DisplayID(ts.ID), err)
+		return 0, fmt.Errorf("purge %s: %w", DisplayID(ts.ID), storeError(err))
 	}
 	n.changed()
 	return edges, nil
@@ -216,17 +207,17 @@ func (n *Node) purgedEndpoint(end string) bool {
 	return ok && crdt.ValidID(id) && n.purged(id)
 }
 
-func (n *Node) purgedView(ts crdt.Tombstone) Purged {
-	return Purged{ID: DisplayID(ts.ID), At: ts.At, By: ts.By, ByName: n.deviceName(ts.By)}
+func (n *Node) purgedView(ts crdt.Tombstone) api.Purged {
+	return api.Purged{ID: DisplayID(ts.ID), At: ts.At, By: ts.By, ByName: n.deviceName(ts.By)}
 }
 
 // deviceName is the registry's name of a device, or "".
 func (n *Node) deviceName(device string) string {
-	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(crdt.MeshDevice, device))
+	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshDevice, device))
 	if err != nil {
 		return ""
 	}
-	var r crdt.MeshRecord
+	var r model.MeshRecord
 	if json.Unmarshal(rec.Value, &r) != nil {
 		return ""
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/faultnet"
 	"github.com/memmesh/memmesh/internal/homescan"
 )
@@ -17,16 +18,16 @@ import (
 func withCanary(t *testing.T, n *Node, canary string) (secret, other string) {
 	t.Helper()
 	ctx := context.Background()
-	other = remember(t, n, RememberRequest{Namespace: "proj", Content: "Builds run with make; the CI caches modules"}).ID
-	secret = remember(t, n, RememberRequest{
+	other = remember(t, n, api.RememberRequest{Namespace: "proj", Content: "Builds run with make; the CI caches modules"}).ID
+	secret = remember(t, n, api.RememberRequest{
 		Namespace: "proj", Title: "About " + canary, Tags: []string{canary + "-tag"},
 		Content: "Old note on " + canary + " in src/" + canary + ".go",
 	}).ID
 	content := "Newer note: " + canary + " lives in src/" + canary + ".go now"
-	if _, err := n.Update(ctx, secret, UpdateRequest{Content: &content}); err != nil {
+	if _, err := n.Update(ctx, secret, api.UpdateRequest{Content: &content}); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []LinkRequest{
+	for _, l := range []api.LinkRequest{
 		{From: secret, Rel: "related_to", To: other, Notes: "see " + canary},
 		{From: other, Rel: "depends_on", To: secret, Notes: "needs " + canary},
 		{From: secret, Rel: "touches", To: "url:https://example.com/" + canary},
@@ -59,26 +60,26 @@ func TestPurgeErasesEverywhereOnThisNode(t *testing.T) {
 		t.Fatalf("Purge returned %+v, want id %s by this device with 3 edges", p, secret)
 	}
 	_, err = n.Get(ctx, secret)
-	if !errors.Is(err, ErrPurged) || !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "purged on") ||
+	if !errors.Is(err, api.ErrPurged) || !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), "purged on") ||
 		!strings.Contains(err.Error(), n.DeviceID()[:7]) {
 		t.Fatalf("Get of a purged memory: %v; want a purged error saying when and by which device", err)
 	}
-	if _, err := n.Get(ctx, secret[:12]); !errors.Is(err, ErrPurged) {
+	if _, err := n.Get(ctx, secret[:12]); !errors.Is(err, api.ErrPurged) {
 		t.Fatalf("Get by short id of a purged memory: %v, want ErrPurged", err)
 	}
-	if _, err := n.Update(ctx, secret, UpdateRequest{AddTags: []string{"x"}}); !errors.Is(err, ErrPurged) {
+	if _, err := n.Update(ctx, secret, api.UpdateRequest{AddTags: []string{"x"}}); !errors.Is(err, api.ErrPurged) {
 		t.Fatalf("Update of a purged memory: %v, want ErrPurged", err)
 	}
-	if _, err := n.Restore(ctx, secret); !errors.Is(err, ErrPurged) {
+	if _, err := n.Restore(ctx, secret); !errors.Is(err, api.ErrPurged) {
 		t.Fatalf("Restore of a purged memory: %v, want ErrPurged", err)
 	}
-	if _, err := n.Link(ctx, LinkRequest{From: other, Rel: "related_to", To: secret}); !errors.Is(err, ErrPurged) {
+	if _, err := n.Link(ctx, api.LinkRequest{From: other, Rel: "related_to", To: secret}); !errors.Is(err, api.ErrPurged) {
 		t.Fatalf("Link to a purged memory: %v, want ErrPurged", err)
 	}
 	if hits := found(n, canary, ""); len(hits) != 0 {
 		t.Fatalf("search finds %v after the purge", hits)
 	}
-	g, err := n.Traverse(ctx, TraverseRequest{Start: other, Depth: 2})
+	g, err := n.Traverse(ctx, api.TraverseRequest{Start: other, Depth: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +114,11 @@ func TestPurgeErasesEverywhereOnThisNode(t *testing.T) {
 func TestDeleteIsUndoneByRestore(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	id := remember(t, n, RememberRequest{Content: "Staging runs on the second cluster"}).ID
+	id := remember(t, n, api.RememberRequest{Content: "Staging runs on the second cluster"}).ID
 	if _, err := n.Delete(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Update(ctx, id, UpdateRequest{AddTags: []string{"x"}}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "restore") {
+	if _, err := n.Update(ctx, id, api.UpdateRequest{AddTags: []string{"x"}}); !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), "restore") {
 		t.Fatalf("updating a deleted memory: %v; want an error that says to restore it", err)
 	}
 	m, err := n.Restore(ctx, id)
@@ -153,10 +154,10 @@ func TestMeshPurge(t *testing.T) {
 	fn.Partition([]string{addr(c)}, []string{addr(a), addr(b)})
 	waitUntil(t, "C cut off", func() bool { return alivePeers(c) == 0 })
 	edit := "Edited offline: " + canary + " moved"
-	if _, err := c.Update(ctx, secret, UpdateRequest{Content: &edit}); err != nil {
+	if _, err := c.Update(ctx, secret, api.UpdateRequest{Content: &edit}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Link(ctx, LinkRequest{From: other, Rel: "builds_on", To: secret, Notes: "offline " + canary}); err != nil {
+	if _, err := c.Link(ctx, api.LinkRequest{From: other, Rel: "builds_on", To: secret, Notes: "offline " + canary}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -165,18 +166,18 @@ func TestMeshPurge(t *testing.T) {
 	}
 	waitUntil(t, "the purge on B", func() bool {
 		_, err := b.Get(ctx, secret)
-		return errors.Is(err, ErrPurged)
+		return errors.Is(err, api.ErrPurged)
 	})
 	fn.Heal()
 	waitUntil(t, "the purge on C and every node converged", func() bool {
 		_, err := c.Get(ctx, secret)
-		return errors.Is(err, ErrPurged) && converged(nodes)
+		return errors.Is(err, api.ErrPurged) && converged(nodes)
 	})
 	for _, n := range nodes {
-		if _, err := n.Get(ctx, secret); !errors.Is(err, ErrPurged) {
+		if _, err := n.Get(ctx, secret); !errors.Is(err, api.ErrPurged) {
 			t.Fatalf("%s: Get after convergence: %v, want purged", n.DeviceID()[:7], err)
 		}
-		if edges, err := n.edgesOf(other, Both); err != nil || len(edges) != 0 {
+		if edges, err := n.edgesOf(other, api.Both); err != nil || len(edges) != 0 {
 			t.Fatalf("%s: the other memory still has edges %v (%v)", n.DeviceID()[:7], edges, err)
 		}
 		waitUntil(t, "the erasure expunged", func() bool { return !n.store.ErasePending() })

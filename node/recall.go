@@ -8,7 +8,8 @@ import (
 
 	"github.com/memmesh/memmesh/internal/tokens"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 )
 
@@ -23,22 +24,22 @@ const (
 // label sets the labels of hits (matches first, then related memories)
 // and ranks every superseded memory below its successors within its part
 // of the results (demoteSuperseded weighed its score before the cut).
-func (n *Node) label(hits []SearchHit) error {
+func (n *Node) label(hits []api.SearchHit) error {
 	rules := n.staleRules()
 	successors := map[string][]string{} // short id -> short ids of its successors
 	for i := range hits {
 		h := &hits[i]
 		m := &h.Memory.Memory
 		switch m.Status {
-		case crdt.StatusStale:
+		case model.StatusStale:
 			h.Labels = append(h.Labels, labelStale+"marked stale")
-		case crdt.StatusActive:
+		case model.StatusActive:
 			reasons, err := rules.reasons(m)
 			if err != nil {
 				return err
 			}
 			for _, r := range reasons {
-				if r.rule != StaleSuperseded {
+				if r.rule != api.StaleSuperseded {
 					h.Labels = append(h.Labels, labelStale+r.text)
 					continue
 				}
@@ -57,7 +58,7 @@ func (n *Node) label(hits []SearchHit) error {
 		}
 	}
 	if len(successors) > 0 {
-		split := slices.IndexFunc(hits, func(h SearchHit) bool { return h.Related != "" })
+		split := slices.IndexFunc(hits, func(h api.SearchHit) bool { return h.Related != "" })
 		if split < 0 {
 			split = len(hits)
 		}
@@ -70,7 +71,7 @@ func (n *Node) label(hits []SearchHit) error {
 // supersededWeight weighs the text score of a memory superseded since the
 // last lifecycle pass as a stale memory's, as it will once the pass has
 // seen it.
-var supersededWeight = search.StatusWeight(crdt.StatusStale) / search.StatusWeight(crdt.StatusActive)
+var supersededWeight = search.StatusWeight(model.StatusStale) / search.StatusWeight(model.StatusActive)
 
 // demoteSuperseded orders hits by order and weighs, with demote, each
 // active memory among the best limit that is superseded and not yet
@@ -125,8 +126,8 @@ func demoteExplained(e *search.Explanation) {
 
 // belowSuccessors orders hits by score, then moves each superseded memory
 // just below the last of its successors among hits.
-func belowSuccessors(hits []SearchHit, successors map[string][]string) {
-	slices.SortStableFunc(hits, func(a, b SearchHit) int { return cmp.Compare(b.Score, a.Score) })
+func belowSuccessors(hits []api.SearchHit, successors map[string][]string) {
+	slices.SortStableFunc(hits, func(a, b api.SearchHit) int { return cmp.Compare(b.Score, a.Score) })
 	for moved := true; moved; {
 		moved = false
 		for i := range hits {
@@ -178,13 +179,6 @@ func (n *Node) contradictedBy(rules *staleRules, id string) ([]string, error) {
 	return out, nil
 }
 
-// The bounds of a search's token budget. The least holds a result's
-// envelope and one short excerpt.
-const (
-	MinSearchBudget = 100
-	MaxSearchBudget = 100_000
-)
-
 // budgetExcerpts are the shorter excerpts a hit can take, shortest first,
 // to fit a budget.
 var budgetExcerpts = []int{200, 600}
@@ -195,22 +189,22 @@ var budgetExcerpts = []int{200, 600}
 // grows back to a longer excerpt or as it was while the budget allows.
 // Hits are counted one by one and the whole is counted again at the end,
 // dropping the last hit while it is over: tokens can merge across joins.
-func fitBudget(res *SearchResult, budget int, needles []string) {
+func fitBudget(res *api.SearchResult, budget int, needles []string) {
 	type fitted struct {
-		forms []SearchHit // shortest first
+		forms []api.SearchHit // shortest first
 		costs []int
 		at    int // the form taken
 	}
 	var kept []fitted
 	hits := res.Results
-	res.Results = []SearchHit{}
+	res.Results = []api.SearchHit{}
 	used := countJSON(res)
 	for _, h := range hits {
 		var f fitted
 		for _, size := range budgetExcerpts {
 			cut := h
 			cut.Conflict = slices.Clone(h.Conflict)
-			cut.excerpt(needles, size)
+			excerpt(&cut, needles, size)
 			f.forms = append(f.forms, cut)
 		}
 		f.forms = append(f.forms, h)

@@ -13,8 +13,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -22,20 +23,20 @@ import (
 func TestSearchListsMatchesBeforeRelated(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	strong := remember(t, n, RememberRequest{Namespace: "pay", Content: "Webhooks are retried with exponential backoff"})
+	strong := remember(t, n, api.RememberRequest{Namespace: "pay", Content: "Webhooks are retried with exponential backoff"})
 	// The weak match scores less than a link to the strong one lends.
-	weak := remember(t, n, RememberRequest{Namespace: "pay", Content: "The billing queue holds invoices, refunds, payouts, disputes, ledgers, receipts, statements, " +
+	weak := remember(t, n, api.RememberRequest{Namespace: "pay", Content: "The billing queue holds invoices, refunds, payouts, disputes, ledgers, receipts, statements, " +
 		"credit notes, tax forms, exports, reports, audits, chargebacks, subscriptions, coupons and, rarely, webhooks"})
-	var linked []RememberResult
+	var linked []api.RememberResult
 	for _, text := range []string{"Verify the signature header of every event", "Events carry an idempotency key"} {
-		m := remember(t, n, RememberRequest{Namespace: "pay", Content: text})
-		if _, err := n.Link(ctx, LinkRequest{From: strong.ID, Rel: "depends_on", To: m.ID}); err != nil {
+		m := remember(t, n, api.RememberRequest{Namespace: "pay", Content: text})
+		if _, err := n.Link(ctx, api.LinkRequest{From: strong.ID, Rel: "depends_on", To: m.ID}); err != nil {
 			t.Fatal(err)
 		}
 		linked = append(linked, m)
 	}
 
-	res, err := n.Search(ctx, SearchRequest{Query: "webhooks retried backoff", Namespace: "pay", Explain: true})
+	res, err := n.Search(ctx, api.SearchRequest{Query: "webhooks retried backoff", Namespace: "pay", Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +78,12 @@ func TestSearchThreadNeighbourThatMatchesIsAMatch(t *testing.T) {
 	// the thread neighbour matches the query too, weakly, and ranks past
 	// them by text alone.
 	for i := range candidates + 5 {
-		remember(t, n, RememberRequest{Namespace: "ops", Content: strings.Repeat("deploy ", 3) + "rollout note " + string(rune('a'+i%26)) + string(rune('a'+i/26)), Session: "other"})
+		remember(t, n, api.RememberRequest{Namespace: "ops", Content: strings.Repeat("deploy ", 3) + "rollout note " + string(rune('a'+i%26)) + string(rune('a'+i/26)), Session: "other"})
 	}
-	first := remember(t, n, RememberRequest{Namespace: "ops", Content: "Canary deploy on the blue pool", Session: "s-1"})
-	next := remember(t, n, RememberRequest{Namespace: "ops", Content: "Rolled back: the blue pool ran out of memory during the long nightly batch, see the runbook about deploy", Session: "s-1"})
+	first := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Canary deploy on the blue pool", Session: "s-1"})
+	next := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Rolled back: the blue pool ran out of memory during the long nightly batch, see the runbook about deploy", Session: "s-1"})
 
-	res, err := n.Search(ctx, SearchRequest{Query: "canary deploy", Namespace: "ops", Explain: true})
+	res, err := n.Search(ctx, api.SearchRequest{Query: "canary deploy", Namespace: "ops", Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,16 +105,16 @@ func TestSearchThreadNeighbourThatMatchesIsAMatch(t *testing.T) {
 func TestSearchFindsWhatTheStoreAssociatesWithTheQuery(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	remember(t, n, RememberRequest{Namespace: "db", Content: "Postgres access goes through pgx and its connection pool"})
-	remember(t, n, RememberRequest{Namespace: "db", Content: "We run the postgres migrations with pgx before the server starts"})
-	remember(t, n, RememberRequest{Namespace: "db", Content: "Redis caches sessions for an hour"})
-	target := remember(t, n, RememberRequest{Namespace: "db", Content: "Use pgx, not lib/pq"})
+	remember(t, n, api.RememberRequest{Namespace: "db", Content: "Postgres access goes through pgx and its connection pool"})
+	remember(t, n, api.RememberRequest{Namespace: "db", Content: "We run the postgres migrations with pgx before the server starts"})
+	remember(t, n, api.RememberRequest{Namespace: "db", Content: "Redis caches sessions for an hour"})
+	target := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Use pgx, not lib/pq"})
 
-	res, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", Explain: true})
+	res, err := n.Search(ctx, api.SearchRequest{Query: "postgres driver", Namespace: "db", Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found *SearchHit
+	var found *api.SearchHit
 	for i, h := range res.Results {
 		if h.ID == target.ID {
 			found = &res.Results[i]
@@ -138,12 +139,12 @@ func TestSearchFindsWhatTheStoreAssociatesWithTheQuery(t *testing.T) {
 func TestSearchLabelsResultsAndRanksSupersededAtOnce(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
-	old := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver is lib/pq: every postgres driver call goes through it"})
-	successor := remember(t, n, RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
-	small := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 10 connections"})
-	large := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 50 connections"})
-	wiki := remember(t, n, RememberRequest{Namespace: "db", Content: "Postgres driver notes from the old wiki"})
-	for _, l := range []LinkRequest{
+	old := remember(t, n, api.RememberRequest{Namespace: "db", Content: "The postgres driver is lib/pq: every postgres driver call goes through it"})
+	successor := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
+	small := remember(t, n, api.RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 10 connections"})
+	large := remember(t, n, api.RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 50 connections"})
+	wiki := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Postgres driver notes from the old wiki"})
+	for _, l := range []api.LinkRequest{
 		{From: successor.ID, Rel: "supersedes", To: old.ID},
 		{From: small.ID, Rel: "contradicts", To: large.ID},
 	} {
@@ -151,13 +152,13 @@ func TestSearchLabelsResultsAndRanksSupersededAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stale := crdt.StatusStale
-	if _, err := n.Update(ctx, wiki.ID, UpdateRequest{Status: &stale}); err != nil {
+	stale := model.StatusStale
+	if _, err := n.Update(ctx, wiki.ID, api.UpdateRequest{Status: &stale}); err != nil {
 		t.Fatal(err)
 	}
 
 	for _, noGraph := range []bool{false, true} {
-		res, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph})
+		res, err := n.Search(ctx, api.SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,14 +189,14 @@ func TestSearchHoldsItsTokenBudget(t *testing.T) {
 	n := testNode(t, "")
 	long := strings.Repeat("Each deploy drains the old pool first, then shifts traffic in steps of ten percent. ", 40)
 	for i := range 12 {
-		remember(t, n, RememberRequest{Namespace: "ops", Content: fmt.Sprintf("Rollout %d: %s", i, long)})
+		remember(t, n, api.RememberRequest{Namespace: "ops", Content: fmt.Sprintf("Rollout %d: %s", i, long)})
 	}
-	whole, err := n.Search(ctx, SearchRequest{Query: "deploy pool", Namespace: "ops"})
+	whole, err := n.Search(ctx, api.SearchRequest{Query: "deploy pool", Namespace: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, budget := range []int{MinSearchBudget, 800, 2500} {
-		res, err := n.Search(ctx, SearchRequest{Query: "deploy pool", Namespace: "ops", Budget: budget})
+	for _, budget := range []int{api.MinSearchBudget, 800, 2500} {
+		res, err := n.Search(ctx, api.SearchRequest{Query: "deploy pool", Namespace: "ops", Budget: budget})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +220,7 @@ func TestSearchHoldsItsTokenBudget(t *testing.T) {
 			}
 		}
 	}
-	if _, err := n.Search(ctx, SearchRequest{Query: "deploy", Budget: -1}); !errors.Is(err, ErrInvalid) {
+	if _, err := n.Search(ctx, api.SearchRequest{Query: "deploy", Budget: -1}); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("negative budget: %v, want ErrInvalid", err)
 	}
 }
@@ -229,15 +230,15 @@ func TestSearchDemotesSupersededBeforeTheCut(t *testing.T) {
 	n := testNode(t, "")
 	// The superseded memory matches best by text; once it weighs as a
 	// stale memory, its successor and the other match take the two slots.
-	old := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver: the postgres driver is lib/pq"})
-	successor := remember(t, n, RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
-	other := remember(t, n, RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 10 connections"})
-	if _, err := n.Link(ctx, LinkRequest{From: successor.ID, Rel: "supersedes", To: old.ID}); err != nil {
+	old := remember(t, n, api.RememberRequest{Namespace: "db", Content: "The postgres driver: the postgres driver is lib/pq"})
+	successor := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
+	other := remember(t, n, api.RememberRequest{Namespace: "db", Content: "The postgres driver pool holds 10 connections"})
+	if _, err := n.Link(ctx, api.LinkRequest{From: successor.ID, Rel: "supersedes", To: old.ID}); err != nil {
 		t.Fatal(err)
 	}
-	stale := search.StatusWeight(crdt.StatusStale)
+	stale := search.StatusWeight(model.StatusStale)
 	for _, noGraph := range []bool{false, true} {
-		all, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph, Explain: true})
+		all, err := n.Search(ctx, api.SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph, Explain: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +253,7 @@ func TestSearchDemotesSupersededBeforeTheCut(t *testing.T) {
 				t.Errorf("no graph %v: the superseded memory's fusion %+v does not show its demoted text score", noGraph, f)
 			}
 		}
-		res, err := n.Search(ctx, SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph, Limit: 2})
+		res, err := n.Search(ctx, api.SearchRequest{Query: "postgres driver", Namespace: "db", NoGraph: noGraph, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,11 +315,11 @@ func TestReadErrorsAreNotTakenForNoSuccessorOrNoContradiction(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)
-	old := remember(t, n, RememberRequest{Namespace: "db", Content: "Every call goes through lib/pq"})
-	successor := remember(t, n, RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
-	small := remember(t, n, RememberRequest{Namespace: "db", Content: "The pool holds 10 connections"})
-	large := remember(t, n, RememberRequest{Namespace: "db", Content: "Raised the limit to 50"})
-	for _, l := range []LinkRequest{
+	old := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Every call goes through lib/pq"})
+	successor := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
+	small := remember(t, n, api.RememberRequest{Namespace: "db", Content: "The pool holds 10 connections"})
+	large := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Raised the limit to 50"})
+	for _, l := range []api.LinkRequest{
 		{From: successor.ID, Rel: "supersedes", To: old.ID},
 		{From: small.ID, Rel: "contradicts", To: large.ID},
 	} {
@@ -326,7 +327,7 @@ func TestReadErrorsAreNotTakenForNoSuccessorOrNoContradiction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := n.Search(ctx, SearchRequest{Query: "pool", Namespace: "db"}); err != nil {
+	if _, err := n.Search(ctx, api.SearchRequest{Query: "pool", Namespace: "db"}); err != nil {
 		t.Fatal(err) // indexed before the damage
 	}
 	n = damage(t, n, home, "Switched", "Raised")
@@ -334,14 +335,14 @@ func TestReadErrorsAreNotTakenForNoSuccessorOrNoContradiction(t *testing.T) {
 	// Each query matches one memory whose successor or contradiction
 	// cannot be read: the search must fail, not drop the label.
 	for _, q := range []string{"lib/pq", "pool connections"} {
-		res, err := n.Search(ctx, SearchRequest{Query: q, Namespace: "db", NoGraph: true})
+		res, err := n.Search(ctx, api.SearchRequest{Query: q, Namespace: "db", NoGraph: true})
 		if err == nil {
 			t.Errorf("search %q = %v with labels %q, want the read error", q, ids(res.Results), labelsOf(res.Results))
 		} else {
 			t.Logf("search %q: %v", q, err)
 		}
 	}
-	if got, err := n.Stale(ctx, StaleRequest{Namespace: "db"}); err == nil {
+	if got, err := n.Stale(ctx, api.StaleRequest{Namespace: "db"}); err == nil {
 		t.Errorf("stale = %v, want the read error", got)
 	}
 	if rep, err := n.Doctor(ctx); err == nil {
@@ -349,7 +350,7 @@ func TestReadErrorsAreNotTakenForNoSuccessorOrNoContradiction(t *testing.T) {
 	}
 }
 
-func labelsOf(hits []SearchHit) [][]string {
+func labelsOf(hits []api.SearchHit) [][]string {
 	out := make([][]string, len(hits))
 	for i, h := range hits {
 		out[i] = h.Labels

@@ -7,20 +7,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memmesh/memmesh/api"
 )
-
-// ReflectRequest asks for a namespace's unconnected memories with
-// candidate link targets.
-type ReflectRequest struct {
-	Namespace string `json:"namespace,omitempty"`
-	Limit     int    `json:"limit,omitempty"` // memories to list; default 10, at most 50
-}
-
-// Reflection is an unconnected memory and the memories it may relate to.
-type Reflection struct {
-	Memory     Ranked   `json:"memory"`
-	Candidates []Ranked `json:"candidates"` // by search score, best first
-}
 
 // reflectCandidates is how many candidate targets each memory gets.
 const reflectCandidates = 3
@@ -28,31 +17,31 @@ const reflectCandidates = 3
 // Reflect lists the memories of a namespace that nothing links (the gaps of
 // Analyze) with, for each, the memories a search for its words finds: an
 // agent reads them and links what belongs together.
-func (n *Node) Reflect(ctx context.Context, req ReflectRequest) ([]Reflection, error) {
+func (n *Node) Reflect(ctx context.Context, req api.ReflectRequest) ([]api.Reflection, error) {
 	limit := cmp.Or(req.Limit, 10)
 	if limit < 1 || limit > 50 {
-		return nil, invalidf("limit %d: use 1 to 50", req.Limit)
+		return nil, api.Invalidf("limit %d: use 1 to 50", req.Limit)
 	}
-	a, err := n.Analyze(ctx, AnalyzeRequest{Namespace: req.Namespace, Limit: limit})
+	a, err := n.Analyze(ctx, api.AnalyzeRequest{Namespace: req.Namespace, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
-	out := []Reflection{}
+	out := []api.Reflection{}
 	for _, gap := range a.Gaps {
 		m, err := n.load(strings.TrimPrefix(gap.ID, IDPrefix))
 		if err != nil {
 			return nil, err
 		}
-		r := Reflection{Memory: gap, Candidates: []Ranked{}}
+		r := api.Reflection{Memory: gap, Candidates: []api.Ranked{}}
 		query := reflectQuery(m.Title + " " + m.Content)
 		if query != "" {
-			hits, err := n.Search(ctx, SearchRequest{Query: query, Namespace: a.Namespace, Limit: reflectCandidates + 1})
+			hits, err := n.Search(ctx, api.SearchRequest{Query: query, Namespace: a.Namespace, Limit: reflectCandidates + 1})
 			if err != nil {
 				return nil, err
 			}
 			for _, h := range hits.Results {
 				if h.ID != gap.ID && len(r.Candidates) < reflectCandidates {
-					r.Candidates = append(r.Candidates, Ranked{ID: h.ID, Title: cmp.Or(h.Title, snippetText(h.Content, 60)), Score: roundTo(h.Score, 4)})
+					r.Candidates = append(r.Candidates, api.Ranked{ID: h.ID, Title: cmp.Or(h.Title, snippetText(h.Content, 60)), Score: roundTo(h.Score, 4)})
 				}
 			}
 		}

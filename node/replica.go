@@ -10,7 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -156,7 +158,7 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 		rejected += k
 	}
 	if rejected > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalid, &transport.RejectedError{Peer: peer, Rejected: rejected, Of: len(docs)})
+		return fmt.Errorf("%w: %w", api.ErrInvalid, &transport.RejectedError{Peer: peer, Rejected: rejected, Of: len(docs)})
 	}
 	return nil
 }
@@ -177,7 +179,7 @@ func (r replica) applyLocked(peer string, docs []transport.Entry) (rejected int,
 		r.rec, r.mesh, r.err = m.merge(docs[i])
 	})
 	var recs []storage.Record
-	var meshRecs []crdt.MeshRecord
+	var meshRecs []model.MeshRecord
 	seen := make(map[string]bool)
 	for i, d := range docs {
 		r := merged[i]
@@ -231,7 +233,7 @@ func (r replica) applyLocked(peer string, docs []transport.Entry) (rejected int,
 
 type mergeResult struct {
 	rec   storage.Record
-	mesh  *crdt.MeshRecord
+	mesh  *model.MeshRecord
 	erase []storage.Record // what a tombstone erases
 	err   error
 }
@@ -288,7 +290,7 @@ func mergeBytes[D mergeable[D]](actor string, load func(string, []byte) (D, erro
 
 // merge turns a peer's document into the record to store. A zero record
 // means the merge changed nothing.
-func (m *mesh) merge(e transport.Entry) (storage.Record, *crdt.MeshRecord, error) {
+func (m *mesh) merge(e transport.Entry) (storage.Record, *model.MeshRecord, error) {
 	n := m.n
 	kind, err := syncKind(e.Kind)
 	if err != nil {
@@ -315,7 +317,7 @@ func (m *mesh) merge(e transport.Entry) (storage.Record, *crdt.MeshRecord, error
 		}
 	}
 	var rec storage.Record
-	var mr *crdt.MeshRecord
+	var mr *model.MeshRecord
 	switch kind {
 	case storage.KindPurge:
 		return storage.Record{}, nil, errors.New("a tombstone merges through mergeTombstone")
@@ -411,7 +413,7 @@ func (m *mesh) mergeTombstone(e transport.Entry) (storage.Record, []storage.Reco
 	return recs[0], recs[1:], nil
 }
 
-func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (storage.Record, *crdt.MeshRecord, error) {
+func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (storage.Record, *model.MeshRecord, error) {
 	doc, err := mergeBytes(m.n.actor, crdt.LoadMeshDoc, local, remote)
 	if err != nil {
 		return storage.Record{}, nil, err
@@ -424,8 +426,8 @@ func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (
 	if r.ID != id {
 		return storage.Record{}, nil, fmt.Errorf("document of mesh record %s sent as %s", r.ID, id)
 	}
-	if local != nil && r.What == crdt.MeshDevice && !r.Revoked() {
-		var was crdt.MeshRecord
+	if local != nil && r.What == model.MeshDevice && !r.Revoked() {
+		var was model.MeshRecord
 		if json.Unmarshal(old.Value, &was) == nil && was.Revoked() {
 			return storage.Record{}, nil, fmt.Errorf("device %s: a revocation cannot be undone", r.Key)
 		}
@@ -487,9 +489,9 @@ func (m *mesh) endpointNS(end string) string {
 
 // applied reacts to mesh records that changed: a revoked device is
 // disconnected at once.
-func (m *mesh) applied(recs []crdt.MeshRecord) {
+func (m *mesh) applied(recs []model.MeshRecord) {
 	for _, r := range recs {
-		if r.What == crdt.MeshDevice && r.Revoked() {
+		if r.What == model.MeshDevice && r.Revoked() {
 			m.ep.Disconnect(r.Key)
 		}
 	}

@@ -1,32 +1,25 @@
 package node
 
 import (
-	"fmt"
-	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/model"
 )
 
-// Limits on what a memory may hold.
+// Limits on the names a memory holds.
 const (
-	MaxContentBytes  = 1 << 20 // 1 MiB of content
-	MaxTitleRunes    = 200
-	MaxTags          = 32
 	maxNameLen       = 64  // bytes of a tag
 	maxNamespaceLen  = 128 // bytes of a namespace
 	maxKindLen       = 32  // bytes of a kind
 	maxLabelLen      = 256 // bytes of the agent or session of a write
 	titleFromContent = 80  // runes of the first line used when no title is given
 )
-
-// DefaultNamespace holds memories captured without a namespace.
-const DefaultNamespace = "default"
 
 // DefaultKind is the kind of a memory captured without one.
 const DefaultKind = "note"
@@ -39,32 +32,13 @@ var (
 
 // tierDefaults holds, per trust tier, the confidence and time to live of a
 // memory that does not set them. Human knowledge does not expire.
-var tierDefaults = map[crdt.Tier]struct {
+var tierDefaults = map[model.Tier]struct {
 	confidence float64
 	ttl        time.Duration
 }{
-	crdt.TierHuman: {confidence: 0.9, ttl: 0},
-	crdt.TierAgent: {confidence: 0.7, ttl: 90 * 24 * time.Hour},
-	crdt.TierAuto:  {confidence: 0.5, ttl: 30 * 24 * time.Hour},
-}
-
-// invalidf returns an ErrInvalid error; see inputError.
-func invalidf(format string, args ...any) error {
-	return inputError(ErrInvalid, format, args...)
-}
-
-// inputError wraps sentinel with a message about what a person, agent or
-// peer gave. The secrets of its string arguments, which quote that input,
-// are redacted: error messages reach terminals, agents and logs.
-func inputError(sentinel error, format string, args ...any) error {
-	args = slices.Clone(args)
-	for i, a := range args {
-		if v := reflect.ValueOf(a); v.Kind() == reflect.String {
-			s, _ := Scrub(v.String())
-			args[i] = s
-		}
-	}
-	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
+	model.TierHuman: {confidence: 0.9, ttl: 0},
+	model.TierAgent: {confidence: 0.7, ttl: 90 * 24 * time.Hour},
+	model.TierAuto:  {confidence: 0.5, ttl: 30 * 24 * time.Hour},
 }
 
 // refuseSecret fails when a name with a strict syntax (a namespace, tag,
@@ -74,8 +48,8 @@ func inputError(sentinel error, format string, args ...any) error {
 // different secrets would all become the same name. The error names the
 // kind of secret, never the name.
 func refuseSecret(what, name string) error {
-	if _, kinds := Scrub(name); kinds != nil {
-		return invalidf("the %s holds a secret (%s): choose one without it", what, strings.Join(kinds, ", "))
+	if _, kinds := secrets.Scrub(name); kinds != nil {
+		return api.Invalidf("the %s holds a secret (%s): choose one without it", what, strings.Join(kinds, ", "))
 	}
 	return nil
 }
@@ -85,7 +59,7 @@ func refuseSecret(what, name string) error {
 // is found in the name as given.
 func checkName(what, name string, maxLen int) error {
 	if len(name) > maxLen {
-		return invalidf("the %s is %d bytes long: at most %d are allowed", what, len(name), maxLen)
+		return api.Invalidf("the %s is %d bytes long: at most %d are allowed", what, len(name), maxLen)
 	}
 	return refuseSecret(what, name)
 }
@@ -94,14 +68,14 @@ func checkName(what, name string, maxLen int) error {
 func NormalizeNamespace(ns string) (string, error) {
 	ns = strings.TrimSpace(ns)
 	if ns == "" {
-		return DefaultNamespace, nil
+		return api.DefaultNamespace, nil
 	}
 	if err := checkName("namespace", ns, maxNamespaceLen); err != nil {
 		return "", err
 	}
 	ns = strings.ToLower(ns)
 	if !namespaceRE.MatchString(ns) || strings.Contains(ns, "//") {
-		return "", invalidf("namespace %q: use up to %d lower-case letters, digits and . _ - /, starting with a letter or digit", ns, maxNamespaceLen)
+		return "", api.Invalidf("namespace %q: use up to %d lower-case letters, digits and . _ - /, starting with a letter or digit", ns, maxNamespaceLen)
 	}
 	return ns, nil
 }
@@ -119,14 +93,14 @@ func normalizeTags(tags []string) ([]string, error) {
 		}
 		t = strings.ToLower(t)
 		if !tagRE.MatchString(t) {
-			return nil, invalidf("tag %q: use up to %d lower-case letters, digits and . _ : -, starting with a letter or digit", t, maxNameLen)
+			return nil, api.Invalidf("tag %q: use up to %d lower-case letters, digits and . _ : -, starting with a letter or digit", t, maxNameLen)
 		}
 		out = append(out, t)
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
-	if len(out) > MaxTags {
-		return nil, invalidf("%d tags: at most %d are allowed", len(out), MaxTags)
+	if len(out) > api.MaxTags {
+		return nil, api.Invalidf("%d tags: at most %d are allowed", len(out), api.MaxTags)
 	}
 	return out, nil
 }
@@ -142,40 +116,40 @@ func normalizeKind(kind string) (string, error) {
 	}
 	kind = strings.ToLower(kind)
 	if !kindRE.MatchString(kind) {
-		return "", invalidf("kind %q: use up to %d lower-case letters, digits, _ and -, starting with a letter (e.g. note, decision, convention, bug, fact, task, preference)", kind, maxKindLen)
+		return "", api.Invalidf("kind %q: use up to %d lower-case letters, digits, _ and -, starting with a letter (e.g. note, decision, convention, bug, fact, task, preference)", kind, maxKindLen)
 	}
 	return kind, nil
 }
 
-func normalizeTier(t crdt.Tier, fallback crdt.Tier) (crdt.Tier, error) {
-	t = crdt.Tier(strings.ToLower(strings.TrimSpace(string(t))))
+func normalizeTier(t model.Tier, fallback model.Tier) (model.Tier, error) {
+	t = model.Tier(strings.ToLower(strings.TrimSpace(string(t))))
 	if t == "" {
 		return fallback, nil
 	}
 	if !t.Valid() {
-		return "", invalidf("tier %q: use human, agent or auto", t)
+		return "", api.Invalidf("tier %q: use human, agent or auto", t)
 	}
 	return t, nil
 }
 
 func checkConfidence(c float64) error {
 	if !(c >= 0 && c <= 1) {
-		return invalidf("confidence %v: use a number from 0 to 1", c)
+		return api.Invalidf("confidence %v: use a number from 0 to 1", c)
 	}
 	return nil
 }
 
 // checkContent validates content as given, before secrets are scrubbed.
 func checkContent(content string) (string, error) {
-	if len(content) > MaxContentBytes {
-		return "", invalidf("content is %d bytes: at most %d (1 MiB) are allowed; split it into several memories", len(content), MaxContentBytes)
+	if len(content) > api.MaxContentBytes {
+		return "", api.Invalidf("content is %d bytes: at most %d (1 MiB) are allowed; split it into several memories", len(content), api.MaxContentBytes)
 	}
 	if !utf8.ValidString(content) {
-		return "", invalidf("content is not valid UTF-8 text")
+		return "", api.Invalidf("content is not valid UTF-8 text")
 	}
 	content = strings.TrimSpace(content)
 	if content == "" {
-		return "", invalidf("content is empty: a memory needs some text")
+		return "", api.Invalidf("content is empty: a memory needs some text")
 	}
 	return content, nil
 }
@@ -187,19 +161,19 @@ func checkContent(content string) (string, error) {
 func checkLabel(what, label string) (string, []string, error) {
 	label = strings.TrimSpace(label)
 	if len(label) > maxLabelLen || !utf8.ValidString(label) || strings.ContainsAny(label, "\n\r") {
-		return "", nil, invalidf("the %s must be one line of at most %d bytes of UTF-8 text", what, maxLabelLen)
+		return "", nil, api.Invalidf("the %s must be one line of at most %d bytes of UTF-8 text", what, maxLabelLen)
 	}
-	label, kinds := Scrub(label)
+	label, kinds := secrets.Scrub(label)
 	return label, kinds, nil
 }
 
 func checkTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if !utf8.ValidString(title) || strings.ContainsAny(title, "\n\r") {
-		return "", invalidf("title must be one line of UTF-8 text")
+		return "", api.Invalidf("title must be one line of UTF-8 text")
 	}
-	if utf8.RuneCountInString(title) > MaxTitleRunes {
-		return "", invalidf("title is longer than %d characters", MaxTitleRunes)
+	if utf8.RuneCountInString(title) > api.MaxTitleRunes {
+		return "", api.Invalidf("title is longer than %d characters", api.MaxTitleRunes)
 	}
 	return title, nil
 }
@@ -217,40 +191,4 @@ func deriveTitleFrom(content string) string {
 		cut = len(string(r[:titleFromContent]))
 	}
 	return strings.TrimSpace(string(r[:titleFromContent])[:cut]) + "…"
-}
-
-// ParseTTL parses a time to live: "none" (never expires), a number of days
-// ("90d"), weeks ("2w") or a Go duration ("36h"). A zero duration is
-// refused rather than read as "none" or "at once".
-func ParseTTL(s string) (time.Duration, error) {
-	s = strings.TrimSpace(strings.ToLower(s))
-	switch s {
-	case "none", "never":
-		return 0, nil
-	case "":
-		return 0, invalidf("empty ttl: use e.g. 30d, 2w, 36h or none")
-	}
-	d, err := parseDuration(s)
-	if err == nil && d == 0 {
-		return 0, invalidf("ttl %q: a time to live of zero means nothing; use none for no expiry, or e.g. 30d", s)
-	}
-	return d, err
-}
-
-// parseDuration parses days, weeks or a Go duration, not negative.
-func parseDuration(s string) (time.Duration, error) {
-	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
-		if n, ok := strings.CutSuffix(s, suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || !(v >= 0 && v <= 100*365) { // NaN too
-				return 0, invalidf("ttl %q: use e.g. 30d, 2w, 36h or none", s)
-			}
-			return time.Duration(v * float64(unit)), nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, invalidf("ttl %q: use e.g. 30d, 2w, 36h or none", s)
-	}
-	return d, nil
 }

@@ -5,19 +5,21 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/memmesh/memmesh/api"
 )
 
 // TestSearchQueryBounded: a query past the bounds is refused with a
 // message that says which bound, before the index does any work.
 func TestSearchQueryBounded(t *testing.T) {
 	n := testNode(t, "")
-	remember(t, n, RememberRequest{Content: "postgres connection pools"})
+	remember(t, n, api.RememberRequest{Content: "postgres connection pools"})
 	const want = "invalid input: query is 61440 bytes: at most 4096 are allowed; search for a few words"
-	_, err := n.Search(context.Background(), SearchRequest{Query: strings.Repeat("x", 61440)})
-	if !errors.Is(err, ErrInvalid) || err.Error() != want {
+	_, err := n.Search(context.Background(), api.SearchRequest{Query: strings.Repeat("x", 61440)})
+	if !errors.Is(err, api.ErrInvalid) || err.Error() != want {
 		t.Fatalf("Search: %v, want %q", err, want)
 	}
-	if err := CheckQuery(strings.Repeat("x", 61440)); !errors.Is(err, ErrInvalid) || err.Error() != want {
+	if err := CheckQuery(strings.Repeat("x", 61440)); !errors.Is(err, api.ErrInvalid) || err.Error() != want {
 		t.Fatalf("CheckQuery: %v, want %q", err, want)
 	}
 	if err := CheckQuery("postgres pools"); err != nil {
@@ -29,9 +31,9 @@ func TestSearchQueryBounded(t *testing.T) {
 // word too long to search for is left out instead of failing the pass.
 func TestReflectSkipsLongWords(t *testing.T) {
 	n := testNode(t, "")
-	remember(t, n, RememberRequest{Namespace: "proj", Content: "Deploy notes: checksum " + strings.Repeat("f0e1d2c3", 600) + " of the release artefact"})
-	remember(t, n, RememberRequest{Namespace: "proj", Content: "The release artefact checksum is published with each deploy"})
-	refl, err := n.Reflect(context.Background(), ReflectRequest{Namespace: "proj"})
+	remember(t, n, api.RememberRequest{Namespace: "proj", Content: "Deploy notes: checksum " + strings.Repeat("f0e1d2c3", 600) + " of the release artefact"})
+	remember(t, n, api.RememberRequest{Namespace: "proj", Content: "The release artefact checksum is published with each deploy"})
+	refl, err := n.Reflect(context.Background(), api.ReflectRequest{Namespace: "proj"})
 	if err != nil {
 		t.Fatalf("Reflect: %v", err)
 	}
@@ -52,12 +54,12 @@ func TestSearchHitsAreExcerpts(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
 	filler := strings.Repeat("the quick brown fox jumps over the lazy dog ", 10000) // 440 KB
-	big := remember(t, n, RememberRequest{Namespace: "proj", Content: filler + "the zanzibar driver is pgx " + filler})
-	if _, err := n.Update(ctx, big.ID, UpdateRequest{Content: new(filler + "the zanzibar driver is pgx v5 " + filler)}); err != nil {
+	big := remember(t, n, api.RememberRequest{Namespace: "proj", Content: filler + "the zanzibar driver is pgx " + filler})
+	if _, err := n.Update(ctx, big.ID, api.UpdateRequest{Content: new(filler + "the zanzibar driver is pgx v5 " + filler)}); err != nil {
 		t.Fatal(err)
 	}
-	small := remember(t, n, RememberRequest{Namespace: "proj", Content: "zanzibar is also a small note"})
-	res, err := n.Search(ctx, SearchRequest{Query: "zanzibar", Namespace: "proj"})
+	small := remember(t, n, api.RememberRequest{Namespace: "proj", Content: "zanzibar is also a small note"})
+	res, err := n.Search(ctx, api.SearchRequest{Query: "zanzibar", Namespace: "proj"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestSearchHitsAreExcerpts(t *testing.T) {
 			}
 		}
 	}
-	list, err := n.List(ctx, ListRequest{Namespace: "proj"})
+	list, err := n.List(ctx, api.ListRequest{Namespace: "proj"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,15 +12,18 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/homescan"
+	"github.com/memmesh/memmesh/internal/secrets/secretstest"
+	"github.com/memmesh/memmesh/model"
 )
 
 // canaryCase is a sample of the secret corpus made fit for every field: line
 // is one line holding the case's first secret, and secrets are the case's
 // secrets as they stand in the input and in line.
 type canaryCase struct {
-	secretCase
+	secretstest.Case
 	line    string
 	secrets []string
 }
@@ -32,16 +35,16 @@ type canaryCase struct {
 func canaryCases(tb testing.TB) []canaryCase {
 	tb.Helper()
 	var out []canaryCase
-	for _, c := range loadSecretCases(tb) {
-		cc := canaryCase{secretCase: c, secrets: c.secrets}
-		if strings.Contains(c.secrets[0], "\n") {
-			cc.line = strings.Join(strings.Fields(c.input), " ")
-			for _, s := range c.secrets {
+	for _, c := range secretstest.Cases(tb) {
+		cc := canaryCase{Case: c, secrets: c.Secrets}
+		if strings.Contains(c.Secrets[0], "\n") {
+			cc.line = strings.Join(strings.Fields(c.Input), " ")
+			for _, s := range c.Secrets {
 				cc.secrets = append(cc.secrets, strings.Join(strings.Fields(s), " "))
 			}
 		} else {
-			for _, l := range strings.Split(c.input, "\n") {
-				if strings.Contains(l, c.secrets[0]) {
+			for _, l := range strings.Split(c.Input, "\n") {
+				if strings.Contains(l, c.Secrets[0]) {
 					cc.line = strings.TrimSpace(l)
 					break
 				}
@@ -100,17 +103,17 @@ func stringsIn(v any) []string {
 func canary(t *testing.T, c canaryCase, what string, v any, err error) bool {
 	t.Helper()
 	if err != nil {
-		if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrNotFound) {
-			t.Errorf("%s: %s: %v, want a refusal (ErrInvalid)", c.name, what, err)
+		if !errors.Is(err, api.ErrInvalid) && !errors.Is(err, api.ErrNotFound) {
+			t.Errorf("%s: %s: %v, want a refusal (ErrInvalid)", c.Name, what, err)
 		}
 		if s := leaked(err.Error(), c.secrets); s != "" {
-			t.Errorf("%s: %s: the error carries the secret %q: %v", c.name, what, s, err)
+			t.Errorf("%s: %s: the error carries the secret %q: %v", c.Name, what, s, err)
 		}
 		return false
 	}
 	for _, got := range stringsIn(v) {
 		if s := leaked(got, c.secrets); s != "" {
-			t.Errorf("%s: %s: the result carries the secret %q in %q", c.name, what, s, got)
+			t.Errorf("%s: %s: the result carries the secret %q in %q", c.Name, what, s, got)
 		}
 	}
 	return true
@@ -142,74 +145,78 @@ func TestSecretCanary(t *testing.T) {
 	if err := n.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	all := crdt.SyncAll
+	all := model.SyncAll
 	for _, c := range cases {
 		line := c.line
 		// The fields that keep text keep it without its secrets.
-		res, err := n.Remember(ctx, RememberRequest{Namespace: "canary", Content: c.input})
+		res, err := n.Remember(ctx, api.RememberRequest{Namespace: "canary", Content: c.Input})
 		if !canary(t, c, "capture content", res, err) {
-			t.Fatalf("%s: the content was refused", c.name)
+			t.Fatalf("%s: the content was refused", c.Name)
 		}
 		m, err := n.Get(ctx, res.ID)
 		canary(t, c, "stored memory", m, err)
-		short := utf8.RuneCountInString(line) <= MaxTitleRunes
-		r, err := n.Remember(ctx, RememberRequest{Namespace: "canary", Content: "provenance of " + c.name, Title: line, Agent: line, Session: line})
+		short := utf8.RuneCountInString(line) <= api.MaxTitleRunes
+		r, err := n.Remember(ctx, api.RememberRequest{Namespace: "canary", Content: "provenance of " + c.Name, Title: line, Agent: line, Session: line})
 		if !canary(t, c, "capture title, agent and session", r, err) && short {
-			t.Errorf("%s: a one-line title of %d characters was refused: %v", c.name, len(line), err)
+			t.Errorf("%s: a one-line title of %d characters was refused: %v", c.Name, len(line), err)
 		}
-		updated := "Updated: " + c.input
-		u, err := n.Update(ctx, res.ID, UpdateRequest{Content: &updated})
+		updated := "Updated: " + c.Input
+		u, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &updated})
 		if !canary(t, c, "update content", u, err) {
-			t.Errorf("%s: the update was refused", c.name)
+			t.Errorf("%s: the update was refused", c.Name)
 		}
 		if short {
-			u, err = n.Update(ctx, res.ID, UpdateRequest{Title: &line})
+			u, err = n.Update(ctx, res.ID, api.UpdateRequest{Title: &line})
 			canary(t, c, "update title", u, err)
 		}
-		e, err := n.Link(ctx, LinkRequest{From: res.ID, Rel: "touches", To: "url:" + line, Notes: c.input})
+		e, err := n.Link(ctx, api.LinkRequest{From: res.ID, Rel: "touches", To: "url:" + line, Notes: c.Input})
 		if !canary(t, c, "link to a url with notes", e, err) {
-			t.Errorf("%s: the link was refused", c.name)
+			t.Errorf("%s: the link was refused", c.Name)
 		}
-		e, err = n.Link(ctx, LinkRequest{From: "file:" + line, Rel: "related_to", To: res.ID})
+		e, err = n.Link(ctx, api.LinkRequest{From: "file:" + line, Rel: "related_to", To: res.ID})
 		canary(t, c, "link from a file", e, err)
-		g, err := n.Traverse(ctx, TraverseRequest{Start: "url:" + line})
+		g, err := n.Traverse(ctx, api.TraverseRequest{Start: "url:" + line})
 		canary(t, c, "traverse from the url", g, err)
-		a := remember(t, n, RememberRequest{Namespace: "canary", Content: "first member of " + c.name})
-		b := remember(t, n, RememberRequest{Namespace: "canary", Content: "second member of " + c.name})
+		a := remember(t, n, api.RememberRequest{Namespace: "canary", Content: "first member of " + c.Name})
+		b := remember(t, n, api.RememberRequest{Namespace: "canary", Content: "second member of " + c.Name})
 		label := line
 		if len(label) > maxLabelLen {
 			label = "" // refused, as the capture above was
 		}
-		sum, err := n.CompactApply(ctx, CompactApplyRequest{Members: []string{a.ID, b.ID}, Summary: c.input, Agent: label, Session: label})
+		sum, err := n.CompactApply(ctx, api.CompactApplyRequest{Members: []string{a.ID, b.ID}, Summary: c.Input, Agent: label, Session: label})
 		if !canary(t, c, "compaction summary", sum, err) {
-			t.Errorf("%s: the compaction was refused", c.name)
+			t.Errorf("%s: the compaction was refused", c.Name)
 		}
 		if short {
-			a = remember(t, n, RememberRequest{Namespace: "canary", Content: "third member of " + c.name})
-			b = remember(t, n, RememberRequest{Namespace: "canary", Content: "fourth member of " + c.name})
-			sum, err = n.CompactApply(ctx, CompactApplyRequest{Members: []string{a.ID, b.ID}, Title: line, Summary: "summary of " + c.name})
+			a = remember(t, n, api.RememberRequest{Namespace: "canary", Content: "third member of " + c.Name})
+			b = remember(t, n, api.RememberRequest{Namespace: "canary", Content: "fourth member of " + c.Name})
+			sum, err = n.CompactApply(ctx, api.CompactApplyRequest{Members: []string{a.ID, b.ID}, Title: line, Summary: "summary of " + c.Name})
 			canary(t, c, "compaction title", sum, err)
 		}
 		// Names with a strict syntax are refused, without echoing the secret.
 		for what, call := range map[string]func() (any, error){
 			"tag": func() (any, error) {
-				return n.Remember(ctx, RememberRequest{Content: "tagged " + c.name, Tags: []string{line}})
+				return n.Remember(ctx, api.RememberRequest{Content: "tagged " + c.Name, Tags: []string{line}})
 			},
-			"added tag": func() (any, error) { return n.Update(ctx, res.ID, UpdateRequest{AddTags: []string{line}}) },
-			"namespace": func() (any, error) { return n.Remember(ctx, RememberRequest{Namespace: line, Content: "in " + c.name}) },
-			"kind":      func() (any, error) { return n.Remember(ctx, RememberRequest{Kind: line, Content: "kind " + c.name}) },
-			"relation":  func() (any, error) { return n.Link(ctx, LinkRequest{From: res.ID, Rel: line, To: "file:rel.go"}) },
+			"added tag": func() (any, error) { return n.Update(ctx, res.ID, api.UpdateRequest{AddTags: []string{line}}) },
+			"namespace": func() (any, error) {
+				return n.Remember(ctx, api.RememberRequest{Namespace: line, Content: "in " + c.Name})
+			},
+			"kind": func() (any, error) {
+				return n.Remember(ctx, api.RememberRequest{Kind: line, Content: "kind " + c.Name})
+			},
+			"relation": func() (any, error) { return n.Link(ctx, api.LinkRequest{From: res.ID, Rel: line, To: "file:rel.go"}) },
 			"origin": func() (any, error) {
-				return n.Link(ctx, LinkRequest{From: res.ID, Rel: "related_to", To: "file:origin.go", Origin: line})
+				return n.Link(ctx, api.LinkRequest{From: res.ID, Rel: "related_to", To: "file:origin.go", Origin: line})
 			},
-			"ns settings":  func() (any, error) { return n.SetNamespace(ctx, line, NamespaceChange{Sync: &all}) },
+			"ns settings":  func() (any, error) { return n.SetNamespace(ctx, line, api.NamespaceChange{Sync: &all}) },
 			"reference":    func() (any, error) { return n.Get(ctx, line) },
-			"endpoint ref": func() (any, error) { return n.Link(ctx, LinkRequest{From: line, Rel: "related_to", To: res.ID}) },
-			"search tag":   func() (any, error) { return n.Search(ctx, SearchRequest{Query: "member", Tags: []string{line}}) },
+			"endpoint ref": func() (any, error) { return n.Link(ctx, api.LinkRequest{From: line, Rel: "related_to", To: res.ID}) },
+			"search tag":   func() (any, error) { return n.Search(ctx, api.SearchRequest{Query: "member", Tags: []string{line}}) },
 		} {
 			v, err := call()
 			if canary(t, c, what, v, err) {
-				t.Errorf("%s: the %s %q was accepted", c.name, what, line)
+				t.Errorf("%s: the %s %q was accepted", c.Name, what, line)
 			}
 		}
 	}
@@ -226,7 +233,8 @@ func TestSecretCanary(t *testing.T) {
 // only the end of a secret whose start it had already seen literally.
 func secretNeedles(secret string) []string {
 	out := []string{secret, strings.ToLower(secret)}
-	if tail := secret[max(0, len(secret)-12):]; len(secret) >= 24 && lettersAndDigits(tail) {
+	if tail := secret[max(0, len(secret)-12):]; len(secret) >= 24 && strings.ContainsAny(tail, "0123456789") &&
+		strings.ContainsAny(tail, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
 		out = append(out, tail)
 	}
 	return out
@@ -241,7 +249,7 @@ func checkHomeHoldsNoSecret(t *testing.T, home string, cases []canaryCase) {
 			for _, s := range c.secrets {
 				for _, needle := range secretNeedles(s) {
 					if bytes.Contains(data, []byte(needle)) {
-						t.Errorf("%s: %s holds %q of the secret %q", c.name, strings.TrimPrefix(path, home), needle, s)
+						t.Errorf("%s: %s holds %q of the secret %q", c.Name, strings.TrimPrefix(path, home), needle, s)
 						break
 					}
 				}
@@ -266,13 +274,13 @@ func TestDeviceNameHoldsNoSecret(t *testing.T) {
 		}
 		err = n.Start(context.Background())
 		n.Close()
-		if !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: device name %q: %v, want ErrInvalid", c.name, c.line, err)
+		if !errors.Is(err, api.ErrInvalid) {
+			t.Errorf("%s: device name %q: %v, want ErrInvalid", c.Name, c.line, err)
 		} else if s := leaked(err.Error(), c.secrets); s != "" {
-			t.Errorf("%s: the error carries the secret %q: %v", c.name, s, err)
+			t.Errorf("%s: the error carries the secret %q: %v", c.Name, s, err)
 		}
 		if got := peerDeviceName(c.line, "ABCDEFGH"); got != "ABCDEFGH" {
-			t.Errorf("%s: a peer's device name %q was kept as %q", c.name, c.line, got)
+			t.Errorf("%s: a peer's device name %q was kept as %q", c.Name, c.line, got)
 		}
 	}
 	for name, want := range map[string]string{"laptop": "laptop", " Anna's desktop ": "Anna's desktop", "": "ABCDEFGH",
@@ -294,7 +302,7 @@ func TestEndpointSecretsScrubbedBeforeEdgeID(t *testing.T) {
 	var ids []string
 	for range 2 {
 		n := testNode(t, "")
-		e, err := n.Link(ctx, LinkRequest{From: "file:internal/api/client.go", Rel: "touches", To: raw, Notes: "mirror " + logToken})
+		e, err := n.Link(ctx, api.LinkRequest{From: "file:internal/api/client.go", Rel: "touches", To: raw, Notes: "mirror " + logToken})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +312,7 @@ func TestEndpointSecretsScrubbedBeforeEdgeID(t *testing.T) {
 		if e.ID != crdt.EdgeID("file:internal/api/client.go", "touches", want) {
 			t.Fatalf("edge id %s is not the hash of the scrubbed endpoints", e.ID)
 		}
-		found, err := n.Edges(ctx, EdgesRequest{Endpoints: []string{raw}})
+		found, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{raw}})
 		if err != nil || len(found) != 1 || found[0].ID != e.ID {
 			t.Fatalf("edges at the endpoint as given: %v, %v", found, err)
 		}

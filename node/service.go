@@ -12,62 +12,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
 
-// Memory is a memory as the service shows it: the materialised document with
-// its display ids.
-type Memory struct {
-	crdt.Memory
-	ID      string `json:"id"`       // "m-" + the full id
-	ShortID string `json:"short_id"` // "m-" + the shortest unique prefix
-	// Derived on this machine, never replicated.
-	Reads         int      `json:"reads"`          // times read here
-	Maturity      Maturity `json:"maturity"`       // from Reads
-	ConfidenceNow float64  `json:"confidence_now"` // Confidence after decay (half-life since the last update)
-}
-
-// RememberRequest asks the node to store a memory. Only Content is required.
-type RememberRequest struct {
-	Namespace  string    `json:"namespace,omitempty"`
-	Title      string    `json:"title,omitempty"`
-	Content    string    `json:"content"`
-	Kind       string    `json:"kind,omitempty"`
-	Tags       []string  `json:"tags,omitempty"`
-	Tier       crdt.Tier `json:"tier,omitempty"`       // default agent
-	Confidence *float64  `json:"confidence,omitempty"` // default by tier
-	TTL        string    `json:"ttl,omitempty"`        // e.g. "30d", "none"; default by tier
-	Evergreen  bool      `json:"evergreen,omitempty"`  // never expires nor goes stale
-	Agent      string    `json:"agent,omitempty"`      // the client that wrote it
-	Session    string    `json:"session,omitempty"`
-	At         time.Time `json:"at,omitzero"` // when it was learned; default now
-}
-
-// Similar is an existing memory close to a new one.
-type Similar struct {
-	ID         string  `json:"id"`
-	ShortID    string  `json:"short_id"`
-	Title      string  `json:"title"`
-	Similarity float64 `json:"similarity"` // Jaccard similarity of their words
-}
-
-// RememberResult reports what Remember stored.
-type RememberResult struct {
-	ID          string    `json:"id"`
-	ShortID     string    `json:"short_id"`
-	DuplicateOf string    `json:"duplicate_of"` // set when the content already existed: ID is that memory
-	Similar     []Similar `json:"similar"`
-	Redacted    []string  `json:"redacted,omitempty"` // kinds of secrets removed before storing
-}
-
 // Remember validates, scrubs secrets from, deduplicates and stores a memory.
 // It returns once the memory is durable and searchable on this node.
-func (n *Node) Remember(ctx context.Context, req RememberRequest) (RememberResult, error) {
+func (n *Node) Remember(ctx context.Context, req api.RememberRequest) (api.RememberResult, error) {
 	m, redacted, err := n.newMemory(req)
 	if err != nil {
-		return RememberResult{}, err
+		return api.RememberResult{}, err
 	}
 	words := wordSet(m.Content)
 	hash := contentHash(m.Namespace, m.Content)
@@ -75,68 +33,68 @@ func (n *Node) Remember(ctx context.Context, req RememberRequest) (RememberResul
 	unlock := n.lock(hash)
 	defer unlock()
 	if dup, err := n.findDuplicate(m.Namespace, hash); err != nil {
-		return RememberResult{}, err
+		return api.RememberResult{}, err
 	} else if dup != "" {
-		return RememberResult{ID: DisplayID(dup), ShortID: n.shortID(dup), DuplicateOf: DisplayID(dup), Similar: []Similar{}, Redacted: redacted}, nil
+		return api.RememberResult{ID: DisplayID(dup), ShortID: n.shortID(dup), DuplicateOf: DisplayID(dup), Similar: []api.Similar{}, Redacted: redacted}, nil
 	}
 	similar, err := n.findSimilar(m.Namespace, words)
 	if err != nil {
-		return RememberResult{}, err
+		return api.RememberResult{}, err
 	}
 	doc, err := crdt.NewMemoryDoc(n.actor, &m)
 	if err != nil {
-		return RememberResult{}, fmt.Errorf("create memory: %w", err)
+		return api.RememberResult{}, fmt.Errorf("create memory: %w", err)
 	}
 	defer doc.Close()
 	links, err := n.autoLinks(&m, similar)
 	if err != nil {
-		return RememberResult{}, err
+		return api.RememberResult{}, err
 	}
 	if err := n.commit(doc, words, links...); err != nil {
-		return RememberResult{}, err
+		return api.RememberResult{}, err
 	}
-	return RememberResult{ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Similar: similar, Redacted: redacted}, nil
+	return api.RememberResult{ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Similar: similar, Redacted: redacted}, nil
 }
 
 // newMemory applies the domain rules to a request: validation, defaults and
 // secret scrubbing. It reads nothing and writes nothing.
-func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
+func (n *Node) newMemory(req api.RememberRequest) (model.Memory, []string, error) {
 	content, err := checkContent(req.Content)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	title, err := checkTitle(req.Title)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	kind, err := normalizeKind(req.Kind)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	tags, err := normalizeTags(req.Tags)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
-	tier, err := normalizeTier(req.Tier, crdt.TierAgent)
+	tier, err := normalizeTier(req.Tier, model.TierAgent)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	def := tierDefaults[tier]
 	confidence := def.confidence
 	if req.Confidence != nil {
 		confidence = *req.Confidence
 		if err := checkConfidence(confidence); err != nil {
-			return crdt.Memory{}, nil, err
+			return model.Memory{}, nil, err
 		}
 	}
 	ttl := def.ttl
 	if req.TTL != "" {
-		if ttl, err = ParseTTL(req.TTL); err != nil {
-			return crdt.Memory{}, nil, err
+		if ttl, err = api.ParseTTL(req.TTL); err != nil {
+			return model.Memory{}, nil, err
 		}
 	}
 	if req.Evergreen {
@@ -150,19 +108,19 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 
 	agent, agentRedacted, err := checkLabel("agent", req.Agent)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
 	session, sessionRedacted, err := checkLabel("session", req.Session)
 	if err != nil {
-		return crdt.Memory{}, nil, err
+		return model.Memory{}, nil, err
 	}
-	content, redacted := Scrub(content)
-	title, titleRedacted := Scrub(title)
+	content, redacted := secrets.Scrub(content)
+	title, titleRedacted := secrets.Scrub(title)
 	redacted = mergeKinds(mergeKinds(mergeKinds(redacted, titleRedacted), agentRedacted), sessionRedacted)
 	if title == "" {
 		title = deriveTitleFrom(content)
 	}
-	m := crdt.Memory{
+	m := model.Memory{
 		ID:         crdt.NewID(),
 		Namespace:  ns,
 		Title:      title,
@@ -173,8 +131,8 @@ func (n *Node) newMemory(req RememberRequest) (crdt.Memory, []string, error) {
 		Tier:       tier,
 		Confidence: confidence,
 		Evergreen:  req.Evergreen,
-		Status:     crdt.StatusActive,
-		Provenance: crdt.Provenance{
+		Status:     model.StatusActive,
+		Provenance: model.Provenance{
 			Device:    n.id.DeviceID,
 			Agent:     agent,
 			Session:   session,
@@ -227,15 +185,15 @@ func (n *Node) findDuplicate(ns, hash string) (string, error) {
 var errStop = errors.New("stop")
 
 // live reports whether a memory shows in lists and searches.
-func live(m *crdt.Memory, now time.Time) bool {
-	return (m.Status == crdt.StatusActive || m.Status == crdt.StatusStale) && !m.Expired(now)
+func live(m *model.Memory, now time.Time) bool {
+	return (m.Status == model.StatusActive || m.Status == model.StatusStale) && !m.Expired(now)
 }
 
 // findSimilar returns live memories in ns whose words overlap words by at
 // least similarThreshold, most similar first. Candidates are the memories
 // sharing LSH bands with words; only those sharing the most bands are read
 // and compared.
-func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]Similar, error) {
+func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]api.Similar, error) {
 	bands := map[string]int{}
 	for _, key := range lshKeys(words) {
 		read := 0
@@ -260,7 +218,7 @@ func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]Similar, err
 		}
 		return strings.Compare(a, b)
 	})
-	out := []Similar{}
+	out := []api.Similar{}
 	for _, id := range candidates[:min(len(candidates), maxVerified)] {
 		m, err := n.load(id)
 		if err != nil {
@@ -270,7 +228,7 @@ func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]Similar, err
 			continue
 		}
 		if s := jaccard(words, wordSet(m.Content)); s >= similarThreshold {
-			out = append(out, Similar{ID: DisplayID(id), ShortID: n.shortID(id), Title: m.Title, Similarity: roundTo(s, 3)})
+			out = append(out, api.Similar{ID: DisplayID(id), ShortID: n.shortID(id), Title: m.Title, Similarity: roundTo(s, 3)})
 		}
 	}
 	sortSimilar(out)
@@ -299,7 +257,7 @@ func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}, extra ...s
 
 // memoryRecord builds the storage record of a memory: its materialised JSON
 // and the index terms that lists, dedup and similarity use.
-func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, error) {
+func memoryRecord(m *model.Memory, words map[string]struct{}) (storage.Record, error) {
 	value, err := json.Marshal(m)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("encode memory: %w", err)
@@ -326,7 +284,7 @@ func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, er
 	if t, ok := threadTerm(m); ok {
 		terms = append(terms, t)
 	}
-	if m.Status != crdt.StatusDeleted {
+	if m.Status != model.StatusDeleted {
 		for _, k := range lshKeys(words) {
 			terms = append(terms, storage.Term{Field: "lsh", Value: k + "@" + m.Namespace})
 		}
@@ -335,21 +293,21 @@ func memoryRecord(m *crdt.Memory, words map[string]struct{}) (storage.Record, er
 }
 
 // load reads a memory's materialised record; it never loads the document.
-func (n *Node) load(id string) (crdt.Memory, error) {
+func (n *Node) load(id string) (model.Memory, error) {
 	rec, err := n.store.Get(storage.KindMemory, id)
 	if err != nil {
-		return crdt.Memory{}, err
+		return model.Memory{}, err
 	}
-	var m crdt.Memory
+	var m model.Memory
 	if err := json.Unmarshal(rec.Value, &m); err != nil {
-		return crdt.Memory{}, fmt.Errorf("decode memory %s: %w", id, err)
+		return model.Memory{}, fmt.Errorf("decode memory %s: %w", id, err)
 	}
 	return m, nil
 }
 
-func (n *Node) view(m crdt.Memory) Memory {
+func (n *Node) view(m model.Memory) api.Memory {
 	reads := n.life.readsOf(m.ID)
-	return Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Reads: reads, Maturity: maturityOf(reads),
+	return api.Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Reads: reads, Maturity: maturityOf(reads),
 		ConfidenceNow: m.Confidence * confidenceDecay(&m, n.now(), n.confidenceHalfLife())}
 }
 
@@ -366,73 +324,58 @@ func (n *Node) isActive(id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return m.Status == crdt.StatusActive, nil
+	return m.Status == model.StatusActive, nil
 }
 
 // Get returns one memory by full or short id, and counts the access.
-func (n *Node) Get(ctx context.Context, ref string) (Memory, error) {
+func (n *Node) Get(ctx context.Context, ref string) (api.Memory, error) {
 	id, err := n.resolve(ref)
 	if err != nil {
-		return Memory{}, err
+		return api.Memory{}, err
 	}
 	m, err := n.load(id)
 	if err != nil {
-		return Memory{}, n.notFound(id, ref, err)
+		return api.Memory{}, n.notFound(id, ref, err)
 	}
 	n.recordAccess(id)
 	return n.view(m), nil
 }
 
-// UpdateRequest changes a memory; nil fields are left as they are.
-type UpdateRequest struct {
-	Title      *string      `json:"title,omitempty"`
-	Content    *string      `json:"content,omitempty"` // appended as a new revision
-	Namespace  *string      `json:"namespace,omitempty"`
-	Kind       *string      `json:"kind,omitempty"`
-	AddTags    []string     `json:"add_tags,omitempty"`
-	RemoveTags []string     `json:"remove_tags,omitempty"`
-	Tier       *crdt.Tier   `json:"tier,omitempty"`
-	Confidence *float64     `json:"confidence,omitempty"`
-	Evergreen  *bool        `json:"evergreen,omitempty"`
-	Status     *crdt.Status `json:"status,omitempty"` // active, stale or archived
-	TTL        *string      `json:"ttl,omitempty"`    // from now; "none" removes it
-}
-
 // Update applies req to a memory as one change and returns the result.
-func (n *Node) Update(ctx context.Context, ref string, req UpdateRequest) (Memory, error) {
+func (n *Node) Update(ctx context.Context, ref string, req api.UpdateRequest) (api.Memory, error) {
 	if req.Status != nil {
 		switch *req.Status {
-		case crdt.StatusActive, crdt.StatusStale, crdt.StatusArchived:
+		case model.StatusActive, model.StatusStale, model.StatusArchived:
 		default:
-			return Memory{}, invalidf("status %q: update can set active, stale or archived (use delete to delete)", *req.Status)
+			return api.Memory{}, api.Invalidf("status %q: update can set active, stale or archived (use delete to delete)", *req.Status)
 		}
 	}
-	return n.edit(ref, func(doc *crdt.MemoryDoc, m *crdt.Memory) error {
+	return n.edit(ref, func(doc *crdt.MemoryDoc, m *model.Memory) error {
 		return n.applyUpdate(doc, m, req)
 	})
 }
 
 // Forget archives a memory: it leaves lists and searches but is kept, and
 // `update --status active` brings it back.
-func (n *Node) Forget(ctx context.Context, ref string) (Memory, error) {
-	return n.setStatus(ref, crdt.StatusArchived)
+func (n *Node) Forget(ctx context.Context, ref string) (api.Memory, error) {
+	return n.setStatus(ref, model.StatusArchived)
 }
 
 // Restore brings an archived, stale, compacted or deleted memory back to
 // active (a compacted one loses its compacted_into).
-func (n *Node) Restore(ctx context.Context, ref string) (Memory, error) {
-	return n.setStatus(ref, crdt.StatusActive)
+func (n *Node) Restore(ctx context.Context, ref string) (api.Memory, error) {
+	return n.setStatus(ref, model.StatusActive)
 }
 
 // Delete marks a memory deleted: it leaves lists, searches and the brief
 // on every machine, since the change replicates, but it is kept, and
 // Restore undoes it. Purge erases a memory instead.
-func (n *Node) Delete(ctx context.Context, ref string) (Memory, error) {
-	return n.setStatus(ref, crdt.StatusDeleted)
+func (n *Node) Delete(ctx context.Context, ref string) (api.Memory, error) {
+	return n.setStatus(ref, model.StatusDeleted)
 }
 
-func (n *Node) setStatus(ref string, s crdt.Status) (Memory, error) {
-	return n.editMemory(ref, true, func(doc *crdt.MemoryDoc, m *crdt.Memory) error {
+func (n *Node) setStatus(ref string, s model.Status) (api.Memory, error) {
+	return n.editMemory(ref, true, func(doc *crdt.MemoryDoc, m *model.Memory) error {
 		if m.Status == s {
 			return errUnchanged
 		}
@@ -446,65 +389,65 @@ var errUnchanged = errors.New("unchanged")
 // edit loads a memory's document under its lock, lets change modify it,
 // and commits the result as one durable change. A deleted memory must be
 // restored first.
-func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *crdt.Memory) error) (Memory, error) {
+func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *model.Memory) error) (api.Memory, error) {
 	return n.editMemory(ref, false, change)
 }
 
 // editMemory is edit, and changes deleted memories too when deleted is set.
-func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc, *crdt.Memory) error) (Memory, error) {
+func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc, *model.Memory) error) (api.Memory, error) {
 	id, err := n.resolve(ref)
 	if err != nil {
-		return Memory{}, err
+		return api.Memory{}, err
 	}
 	unlock := n.lock(id)
 	defer unlock()
 	m, err := n.load(id)
 	if err != nil {
-		return Memory{}, n.notFound(id, ref, err)
+		return api.Memory{}, n.notFound(id, ref, err)
 	}
-	if m.Status == crdt.StatusDeleted && !deleted {
-		return Memory{}, fmt.Errorf("%w: memory %s is deleted: restore it first (or purge it to erase it)", ErrNotFound, DisplayID(id))
+	if m.Status == model.StatusDeleted && !deleted {
+		return api.Memory{}, fmt.Errorf("%w: memory %s is deleted: restore it first (or purge it to erase it)", api.ErrNotFound, DisplayID(id))
 	}
 	data, err := n.store.GetDoc(storage.KindMemory, id)
 	if err != nil {
-		return Memory{}, fmt.Errorf("read memory %s: %w", DisplayID(id), err)
+		return api.Memory{}, fmt.Errorf("read memory %s: %w", DisplayID(id), err)
 	}
 	doc, err := crdt.LoadMemoryDoc(n.actor, data)
 	if err != nil {
-		return Memory{}, fmt.Errorf("load memory %s: %w", DisplayID(id), err)
+		return api.Memory{}, fmt.Errorf("load memory %s: %w", DisplayID(id), err)
 	}
 	defer doc.Close()
 	if err := change(doc, &m); errors.Is(err, errUnchanged) {
 		return n.view(m), nil
 	} else if err != nil {
-		return Memory{}, err
+		return api.Memory{}, err
 	}
 	if err := doc.SetUpdated(n.now().UTC()); err != nil {
-		return Memory{}, err
+		return api.Memory{}, err
 	}
 	if err := doc.Commit("update"); err != nil {
-		return Memory{}, fmt.Errorf("commit memory %s: %w", DisplayID(id), err)
+		return api.Memory{}, fmt.Errorf("commit memory %s: %w", DisplayID(id), err)
 	}
 	if err := n.commit(doc, nil); err != nil {
-		return Memory{}, err
+		return api.Memory{}, err
 	}
 	updated, err := n.load(id)
 	if err != nil {
-		return Memory{}, err
+		return api.Memory{}, err
 	}
 	return n.view(updated), nil
 }
 
 // applyUpdate validates every field of req first, then changes doc, so that
 // a bad field changes nothing.
-func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateRequest) error {
+func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateRequest) error {
 	var ops []func() error
 	if req.Title != nil {
 		title, err := checkTitle(*req.Title)
 		if err != nil {
 			return err
 		}
-		title, _ = Scrub(title)
+		title, _ = secrets.Scrub(title)
 		ops = append(ops, func() error { return doc.SetTitle(title) })
 	}
 	if req.Content != nil {
@@ -512,7 +455,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 		if err != nil {
 			return err
 		}
-		content, _ = Scrub(content)
+		content, _ = secrets.Scrub(content)
 		if content != m.Content || len(m.Conflict) > 0 {
 			ops = append(ops, func() error {
 				if _, err := doc.AppendRevision(content, n.id.DeviceID, n.now().UTC()); err != nil {
@@ -545,8 +488,8 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 		return err
 	}
 	if len(add) > 0 {
-		if all, _ := normalizeTags(append(m.Tags, add...)); len(all) > MaxTags {
-			return invalidf("a memory has at most %d tags", MaxTags)
+		if all, _ := normalizeTags(append(m.Tags, add...)); len(all) > api.MaxTags {
+			return api.Invalidf("a memory has at most %d tags", api.MaxTags)
 		}
 		ops = append(ops, func() error { return doc.AddTags(add...) })
 	}
@@ -578,7 +521,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 		}
 	}
 	if req.TTL != nil {
-		ttl, err := ParseTTL(*req.TTL)
+		ttl, err := api.ParseTTL(*req.TTL)
 		if err != nil {
 			return err
 		}
@@ -593,7 +536,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 		ops = append(ops, func() error { return doc.SetStatus(s, "") })
 	}
 	if len(ops) == 0 {
-		return invalidf("nothing to update: give at least one field to change")
+		return api.Invalidf("nothing to update: give at least one field to change")
 	}
 	for _, op := range ops {
 		if err := op(); err != nil {
@@ -607,7 +550,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *crdt.Memory, req UpdateReques
 // content: the touches become those of the new text, and a title that was
 // derived from the old text (rather than given) is derived anew, unless
 // the same update sets one.
-func (n *Node) followContent(doc *crdt.MemoryDoc, m *crdt.Memory, content string, deriveTitle bool) error {
+func (n *Node) followContent(doc *crdt.MemoryDoc, m *model.Memory, content string, deriveTitle bool) error {
 	touches := ExtractTouches(content)
 	var gone []string
 	for _, t := range m.Touches {
@@ -631,7 +574,7 @@ func (n *Node) followContent(doc *crdt.MemoryDoc, m *crdt.Memory, content string
 // update does not set them itself: the new tier's time to live, counted
 // from now (a human memory does not expire), and its confidence, when the
 // memory still has the old tier's default. Evergreen memories never expire.
-func (n *Node) tierDefaults(doc *crdt.MemoryDoc, m *crdt.Memory, tier crdt.Tier, req UpdateRequest) []func() error {
+func (n *Node) tierDefaults(doc *crdt.MemoryDoc, m *model.Memory, tier model.Tier, req api.UpdateRequest) []func() error {
 	var ops []func() error
 	if req.TTL == nil && !m.Evergreen && (req.Evergreen == nil || !*req.Evergreen) {
 		var at time.Time
@@ -672,71 +615,12 @@ func (n *Node) recordAccess(id string) {
 	}
 }
 
-// SearchRequest is a full-text search with filters.
-type SearchRequest struct {
-	Query     string        `json:"query"`
-	Namespace string        `json:"namespace,omitempty"`
-	Tags      []string      `json:"tags,omitempty"`
-	Kind      string        `json:"kind,omitempty"`
-	Statuses  []crdt.Status `json:"statuses,omitempty"` // default active and stale
-	Tiers     []crdt.Tier   `json:"tiers,omitempty"`
-	Since     time.Time     `json:"since,omitzero"`
-	Until     time.Time     `json:"until,omitzero"`
-	Limit     int           `json:"limit,omitempty"` // default 10
-	Explain   bool          `json:"explain,omitempty"`
-	// NoGraph turns graph expansion off: only text matches, ranked by
-	// their own scores.
-	NoGraph bool `json:"no_graph,omitempty"`
-	// Budget, when set, bounds the tokens of the result as JSON (see
-	// fitBudget): the best results that fit, long ones as excerpts.
-	Budget int `json:"budget,omitempty"`
-}
-
-// SearchHit is one search result: the memory with, in place of a content
-// longer than HitContentBytes, an excerpt around the words that matched
-// (and likewise for the versions of a sync conflict), and without its
-// revisions. Get returns the whole memory.
-type SearchHit struct {
-	Memory
-	Score   float64             `json:"score"`
-	Explain *search.Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
-	Fusion  *Fusion             `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
-	// Related is set on a memory that does not match the query and was
-	// pulled in through a link to a match: why, e.g. "linked from m-… by
-	// depends_on". Related memories come after the matches and are not
-	// counted in the total.
-	Related string `json:"related,omitempty"`
-	// Labels say, derived when searched, that the memory may no longer
-	// hold: "stale: <reason>", "superseded by m-…", "contradicted by
-	// m-…".
-	Labels []string `json:"labels,omitempty"`
-	// Truncated is set when Content (or a conflicting version) is an
-	// excerpt: get or show the memory for all of it.
-	Truncated    bool `json:"truncated,omitempty"`
-	ContentBytes int  `json:"content_bytes"` // size of the whole content
-}
-
-// HitContentBytes bounds the content of a search hit, about a page of
-// text around the matched words, so that a search answers in a bounded
-// size whatever the memories hold.
-const HitContentBytes = 1500
-
-// SearchResult holds the hits of a search, best first.
-type SearchResult struct {
-	Results []SearchHit `json:"results"`
-	Fuzzy   bool        `json:"fuzzy,omitempty"` // no exact match: these are typo-tolerant matches
-	Total   uint64      `json:"total"`           // memories that match; related memories are not counted
-	// Tokens is, with a budget, the size of this result as JSON, counted
-	// by internal/tokens.
-	Tokens int `json:"tokens,omitempty"`
-}
-
 // Search runs a full-text search. It sees every write acknowledged before it
 // was called.
-func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, error) {
+func (n *Node) Search(ctx context.Context, req api.SearchRequest) (api.SearchResult, error) {
 	q, err := n.searchQuery(req)
 	if err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	run := n.graphSearch
 	if req.NoGraph || q.Text == "" {
@@ -744,14 +628,14 @@ func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, err
 	}
 	res, err := run(ctx, q)
 	if err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	if err := n.label(res.Results); err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	needles := n.index.Needles(q.Text)
 	for i := range res.Results {
-		res.Results[i].excerpt(needles, HitContentBytes)
+		excerpt(&res.Results[i], needles, api.HitContentBytes)
 	}
 	if req.Budget > 0 {
 		fitBudget(&res, req.Budget, needles)
@@ -759,9 +643,9 @@ func (n *Node) Search(ctx context.Context, req SearchRequest) (SearchResult, err
 	return res, nil
 }
 
-// excerpt cuts the hit's texts to excerpts of size bytes around needles
-// and drops its revisions.
-func (h *SearchHit) excerpt(needles []string, size int) {
+// excerpt cuts h's texts to excerpts of size bytes around needles and
+// drops its revisions.
+func excerpt(h *api.SearchHit, needles []string, size int) {
 	if h.ContentBytes == 0 {
 		h.ContentBytes = len(h.Content)
 	}
@@ -788,10 +672,10 @@ func invalidQuery(err error) error {
 	if !errors.Is(err, search.ErrInvalidQuery) {
 		return err
 	}
-	return invalidf("%s", strings.TrimPrefix(err.Error(), search.ErrInvalidQuery.Error()+": "))
+	return api.Invalidf("%s", strings.TrimPrefix(err.Error(), search.ErrInvalidQuery.Error()+": "))
 }
 
-func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
+func (n *Node) searchQuery(req api.SearchRequest) (search.Query, error) {
 	if err := CheckQuery(req.Query); err != nil {
 		return search.Query{}, err
 	}
@@ -826,19 +710,19 @@ func (n *Node) searchQuery(req SearchRequest) (search.Query, error) {
 	}
 	for _, s := range req.Statuses {
 		if !s.Valid() {
-			return q, invalidf("status %q: use active, stale, archived, compacted or deleted", s)
+			return q, api.Invalidf("status %q: use active, stale, archived, compacted or deleted", s)
 		}
 	}
 	for _, t := range req.Tiers {
 		if !t.Valid() {
-			return q, invalidf("tier %q: use human, agent or auto", t)
+			return q, api.Invalidf("tier %q: use human, agent or auto", t)
 		}
 	}
 	if req.Limit < 0 || req.Limit > 1000 {
-		return q, invalidf("limit %d: use 1 to 1000", req.Limit)
+		return q, api.Invalidf("limit %d: use 1 to 1000", req.Limit)
 	}
-	if req.Budget != 0 && (req.Budget < MinSearchBudget || req.Budget > MaxSearchBudget) {
-		return q, invalidf("budget %d: use %d to %d tokens, or none", req.Budget, MinSearchBudget, MaxSearchBudget)
+	if req.Budget != 0 && (req.Budget < api.MinSearchBudget || req.Budget > api.MaxSearchBudget) {
+		return q, api.Invalidf("budget %d: use %d to %d tokens, or none", req.Budget, api.MinSearchBudget, api.MaxSearchBudget)
 	}
 	return q, nil
 }
@@ -857,13 +741,13 @@ func (n *Node) feedbackTexts(ids []string) []string {
 	return out
 }
 
-func (n *Node) runSearch(ctx context.Context, q search.Query) (SearchResult, error) {
+func (n *Node) runSearch(ctx context.Context, q search.Query) (api.SearchResult, error) {
 	limit := cmp.Or(q.Limit, search.DefaultLimit)
 	tq := q
 	tq.Limit = max(limit, candidates)
 	res, err := n.indexSearch(ctx, tq)
 	if err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	byScore := func(a, b search.Hit) int { return cmp.Compare(b.Score, a.Score) }
 	err = n.demoteSuperseded(res.Hits, limit, byScore, func(h *search.Hit) {
@@ -871,7 +755,7 @@ func (n *Node) runSearch(ctx context.Context, q search.Query) (SearchResult, err
 		demoteExplained(h.Explain)
 	})
 	if err != nil {
-		return SearchResult{}, err
+		return api.SearchResult{}, err
 	}
 	res.Hits = res.Hits[:min(len(res.Hits), limit)]
 	return n.hydrate(res, nil)
@@ -895,38 +779,26 @@ func (n *Node) indexSearch(ctx context.Context, q search.Query) (search.Result, 
 
 // hydrate loads the memories of an index result, with their fusion
 // explanations when given.
-func (n *Node) hydrate(res search.Result, fusion map[string]*Fusion) (SearchResult, error) {
-	out := SearchResult{Results: make([]SearchHit, 0, len(res.Hits)), Fuzzy: res.Fuzzy, Total: res.Total}
+func (n *Node) hydrate(res search.Result, fusion map[string]*api.Fusion) (api.SearchResult, error) {
+	out := api.SearchResult{Results: make([]api.SearchHit, 0, len(res.Hits)), Fuzzy: res.Fuzzy, Total: res.Total}
 	for _, h := range res.Hits {
 		m, err := n.load(h.ID)
 		if storageNotFound(err) {
 			continue // removed since the search ran
 		} else if err != nil {
-			return SearchResult{}, err
+			return api.SearchResult{}, err
 		}
-		out.Results = append(out.Results, SearchHit{Memory: n.view(m), Score: h.Score, Explain: h.Explain, Fusion: fusion[h.ID]})
+		out.Results = append(out.Results, api.SearchHit{Memory: n.view(m), Score: h.Score, Explain: h.Explain, Fusion: fusion[h.ID]})
 	}
 	return out, nil
 }
 
-// ListRequest selects memories to list, newest first.
-type ListRequest struct {
-	Namespace string        `json:"namespace,omitempty"`
-	Tags      []string      `json:"tags,omitempty"`
-	Kind      string        `json:"kind,omitempty"`
-	Statuses  []crdt.Status `json:"statuses,omitempty"`
-	Tiers     []crdt.Tier   `json:"tiers,omitempty"`
-	Since     time.Time     `json:"since,omitzero"`
-	Until     time.Time     `json:"until,omitzero"`
-	Limit     int           `json:"limit,omitempty"` // default 50
-}
-
 // List returns memories matching the filters, most recently updated first.
-func (n *Node) List(ctx context.Context, req ListRequest) ([]Memory, error) {
+func (n *Node) List(ctx context.Context, req api.ListRequest) ([]api.Memory, error) {
 	if req.Limit == 0 {
 		req.Limit = 50
 	}
-	q, err := n.searchQuery(SearchRequest{
+	q, err := n.searchQuery(api.SearchRequest{
 		Namespace: req.Namespace, Tags: req.Tags, Kind: req.Kind,
 		Statuses: req.Statuses, Tiers: req.Tiers, Since: req.Since, Until: req.Until, Limit: req.Limit,
 	})
@@ -937,30 +809,17 @@ func (n *Node) List(ctx context.Context, req ListRequest) ([]Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Memory, len(res.Results))
+	out := make([]api.Memory, len(res.Results))
 	for i, h := range res.Results {
 		out[i] = h.Memory
 	}
 	return out, nil
 }
 
-// Stats describes what a node holds.
-type Stats struct {
-	DeviceID      string         `json:"device_id"`
-	Home          string         `json:"home"`
-	Memories      int            `json:"memories"` // every memory, deleted included
-	ByStatus      map[string]int `json:"by_status"`
-	ByNamespace   map[string]int `json:"by_namespace"`
-	ByKind        map[string]int `json:"by_kind"`
-	ByTier        map[string]int `json:"by_tier"`
-	Indexed       uint64         `json:"indexed"` // documents in the search index
-	SchemaVersion int            `json:"schema_version"`
-}
-
 // Stats counts memories by status, namespace, kind and tier from the
 // storage indexes (no record is decoded).
-func (n *Node) Stats(ctx context.Context) (Stats, error) {
-	s := Stats{DeviceID: n.id.DeviceID, Home: n.cfg.Home, SchemaVersion: n.store.SchemaVersion()}
+func (n *Node) Stats(ctx context.Context) (api.Stats, error) {
+	s := api.Stats{DeviceID: n.id.DeviceID, Home: n.cfg.Home, SchemaVersion: n.store.SchemaVersion()}
 	var err error
 	if s.Memories, err = n.store.Count(storage.KindMemory); err != nil {
 		return s, err

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -98,8 +100,8 @@ func lshKeys(words map[string]struct{}) []string {
 	return keys
 }
 
-func sortSimilar(s []Similar) {
-	slices.SortFunc(s, func(a, b Similar) int {
+func sortSimilar(s []api.Similar) {
+	slices.SortFunc(s, func(a, b api.Similar) int {
 		if c := cmp.Compare(b.Similarity, a.Similarity); c != 0 {
 			return c
 		}
@@ -112,23 +114,19 @@ func roundTo(v float64, digits int) float64 {
 	return math.Round(v*p) / p
 }
 
-// OriginAutoLink is the origin of the edges memmesh makes by itself between
-// near duplicates.
-const OriginAutoLink = "auto-link"
-
 // autoLinks makes the related_to edges from a new memory to its near
 // duplicates (similarity at least autoLinkThreshold), committed with it.
 // They are ordinary edges with origin auto-link: unlink removes one.
-func (n *Node) autoLinks(m *crdt.Memory, similar []Similar) ([]storage.Record, error) {
+func (n *Node) autoLinks(m *model.Memory, similar []api.Similar) ([]storage.Record, error) {
 	var recs []storage.Record
 	from := DisplayID(m.ID)
 	for _, s := range similar {
 		if s.Similarity < autoLinkThreshold {
 			continue
 		}
-		e := crdt.Edge{
+		e := model.Edge{
 			ID: crdt.EdgeID(from, "related_to", s.ID), From: from, Rel: "related_to", To: s.ID,
-			Strength: s.Similarity, Origin: OriginAutoLink, Notes: fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity),
+			Strength: s.Similarity, Origin: api.OriginAutoLink, Notes: fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity),
 			CreatedAt: m.Provenance.CreatedAt, UpdatedAt: m.Provenance.CreatedAt,
 		}
 		rec, _, err := newEdgeRecord(n.actor, &e)

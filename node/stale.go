@@ -7,20 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
-
-// StaleMemory is a memory that may no longer hold, and why.
-type StaleMemory struct {
-	Memory  Memory   `json:"memory"`
-	Reasons []string `json:"reasons"`
-}
-
-// StaleRequest asks for a namespace's stale memories.
-type StaleRequest struct {
-	Namespace string `json:"namespace,omitempty"`
-}
 
 // Staleness by age, unless a namespace sets its own (memmesh ns set NS
 // --stale-after).
@@ -38,20 +28,20 @@ const (
 // is derived when asked, on every node the same way, and never written
 // into the memory: updating it, linking it or invalidating the edge ends
 // it.
-func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, error) {
+func (n *Node) Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemory, error) {
 	ns, err := NormalizeNamespace(req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	out := []StaleMemory{}
-	marked, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusStale}, Limit: staleListLimit})
+	out := []api.StaleMemory{}
+	marked, err := n.List(ctx, api.ListRequest{Namespace: ns, Statuses: []model.Status{model.StatusStale}, Limit: staleListLimit})
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range marked {
-		out = append(out, StaleMemory{Memory: m, Reasons: []string{"marked stale"}})
+		out = append(out, api.StaleMemory{Memory: m, Reasons: []string{"marked stale"}})
 	}
-	active, err := n.List(ctx, ListRequest{Namespace: ns, Statuses: []crdt.Status{crdt.StatusActive}, Limit: staleListLimit})
+	active, err := n.List(ctx, api.ListRequest{Namespace: ns, Statuses: []model.Status{model.StatusActive}, Limit: staleListLimit})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +52,7 @@ func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, erro
 			return nil, err
 		}
 		if len(reasons) > 0 {
-			out = append(out, StaleMemory{Memory: active[i], Reasons: reasonTexts(reasons)})
+			out = append(out, api.StaleMemory{Memory: active[i], Reasons: reasonTexts(reasons)})
 		}
 	}
 	return out, nil
@@ -72,7 +62,7 @@ func (n *Node) Stale(ctx context.Context, req StaleRequest) ([]StaleMemory, erro
 type staleRules struct {
 	now      time.Time
 	days     map[string]int // stale-after per namespace, filled as asked
-	settings func(ns string) crdt.MeshRecord
+	settings func(ns string) model.MeshRecord
 	// supersededBy gives the display ids of the live memories that
 	// supersede a memory now.
 	supersededBy func(id string) ([]string, error)
@@ -80,13 +70,13 @@ type staleRules struct {
 	linked func(id string) (bool, error)
 	// valid holds the valid edges at the memories asked about, read once
 	// (by edgesAt).
-	valid map[string][]crdt.Edge
+	valid map[string][]model.Edge
 }
 
 // staleRules returns the rules as they stand now, reading a memory's
 // edges when they are asked about it.
 func (n *Node) staleRules() *staleRules {
-	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]crdt.Edge{}}
+	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]model.Edge{}}
 	r.supersededBy = func(id string) ([]string, error) {
 		edges, err := n.edgesAt(r, id)
 		if err != nil {
@@ -116,25 +106,18 @@ func (n *Node) staleRules() *staleRules {
 }
 
 // edgesAt returns the edges valid at r.now that start or end at memory id.
-func (n *Node) edgesAt(r *staleRules, id string) ([]crdt.Edge, error) {
+func (n *Node) edgesAt(r *staleRules, id string) ([]model.Edge, error) {
 	if edges, ok := r.valid[id]; ok {
 		return edges, nil
 	}
-	edges, err := n.edgesOf(DisplayID(id), Both)
+	edges, err := n.edgesOf(DisplayID(id), api.Both)
 	if err != nil {
 		return nil, err
 	}
-	edges = slices.DeleteFunc(edges, func(e crdt.Edge) bool { return !validAt(&e, r.now) })
+	edges = slices.DeleteFunc(edges, func(e model.Edge) bool { return !validAt(&e, r.now) })
 	r.valid[id] = edges
 	return edges, nil
 }
-
-// The rules that make an active memory stale (LifecycleReport.StaleByRule).
-const (
-	StaleSuperseded = "superseded"
-	StaleByAge      = "age"
-	StaleUnlinked   = "unlinked"
-)
 
 // staleReason is one reason a memory may no longer hold: the rule behind
 // it and its text for people.
@@ -150,14 +133,14 @@ func reasonTexts(rs []staleReason) []string {
 
 // reasons gives the reasons an active memory may no longer hold (none: it
 // holds).
-func (r *staleRules) reasons(m *crdt.Memory) ([]staleReason, error) {
+func (r *staleRules) reasons(m *model.Memory) ([]staleReason, error) {
 	var reasons []staleReason
 	by, err := r.supersededBy(m.ID)
 	if err != nil {
 		return nil, err
 	}
 	if len(by) > 0 {
-		reasons = append(reasons, staleReason{StaleSuperseded, "superseded by " + strings.Join(by, ", ")})
+		reasons = append(reasons, staleReason{api.StaleSuperseded, "superseded by " + strings.Join(by, ", ")})
 	}
 	if m.Evergreen {
 		return reasons, nil
@@ -171,7 +154,7 @@ func (r *staleRules) reasons(m *crdt.Memory) ([]staleReason, error) {
 		r.days[m.Namespace] = days
 	}
 	if age := r.now.Sub(m.Provenance.UpdatedAt); age > time.Duration(days)*24*time.Hour {
-		reasons = append(reasons, staleReason{StaleByAge, fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), days)})
+		reasons = append(reasons, staleReason{api.StaleByAge, fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), days)})
 	}
 	if r.now.Sub(m.Provenance.CreatedAt) > orphanAge {
 		linked, err := r.linked(m.ID)
@@ -179,7 +162,7 @@ func (r *staleRules) reasons(m *crdt.Memory) ([]staleReason, error) {
 			return nil, err
 		}
 		if !linked {
-			reasons = append(reasons, staleReason{StaleUnlinked, "linked to nothing, and older than 30 days"})
+			reasons = append(reasons, staleReason{api.StaleUnlinked, "linked to nothing, and older than 30 days"})
 		}
 	}
 	return reasons, nil
@@ -246,7 +229,7 @@ func (n *Node) contradictions(ctx context.Context) ([]contradiction, error) {
 			if storageNotFound(err) {
 				return nil
 			}
-			if err != nil || m.Status != crdt.StatusActive {
+			if err != nil || m.Status != model.StatusActive {
 				return err
 			}
 			c.ids[i], c.namespaces[i] = id, m.Namespace

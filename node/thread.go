@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -23,9 +23,9 @@ const (
 
 // threadTerm returns the thread term of m; none when m has no session or
 // is deleted.
-func threadTerm(m *crdt.Memory) (storage.Term, bool) {
+func threadTerm(m *model.Memory) (storage.Term, bool) {
 	s := m.Provenance.Session
-	if s == "" || m.Status == crdt.StatusDeleted || strings.ContainsAny(s, "\x00"+threadSep) || len(s) > maxThreadSession {
+	if s == "" || m.Status == model.StatusDeleted || strings.ContainsAny(s, "\x00"+threadSep) || len(s) > maxThreadSession {
 		return storage.Term{}, false
 	}
 	return storage.Term{Field: fieldThread, Value: fmt.Sprintf("%s%s%019d", s, threadSep, m.Provenance.CreatedAt.UnixNano())}, true

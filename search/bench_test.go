@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 var benchDocs = flag.Int("search.docs", 10_000, "memories indexed by BenchmarkSearch")
@@ -57,7 +57,7 @@ var (
 	benchTags       = []string{"bug", "perf", "deploy", "security", "flaky", "ci", "postgres", "redis", "kafka", "migration", "grpc", "frontend", "oncall", "billing", "infra", "docs"}
 	benchNamespaces = []string{"shop", "platform", "mobile", "data", "infra", "website", "billing", "tools"}
 	benchKinds      = []string{"note", "decision", "convention", "bug", "fact", "task"}
-	benchTiers      = []crdt.Tier{crdt.TierAgent, crdt.TierAuto, crdt.TierHuman}
+	benchTiers      = []model.Tier{model.TierAgent, model.TierAuto, model.TierHuman}
 	benchQueries    = map[string][]string{
 		"terms":  {"checkout worker timeout", "retry backoff jitter", "goroutine leak shutdown", "token expired", "kafka rebalance", "memory load", "parseConfig", "schema migration deploy"},
 		"phrase": {`"rate limited"`, `"cache key" corrupts`, `"dry-run mode"`, `"health check"`},
@@ -86,7 +86,7 @@ func pick[T any](g *noteGen, s []T) T {
 }
 
 // memory generates the i-th memory of the corpus.
-func (g *noteGen) memory(i int) crdt.Memory {
+func (g *noteGen) memory(i int) model.Memory {
 	subject := pick(g, benchServices) + " " + pick(g, benchComponents)
 	problem := pick(g, benchProblems)
 	var content strings.Builder
@@ -100,7 +100,7 @@ func (g *noteGen) memory(i int) crdt.Memory {
 		tags = append(tags, t)
 	}
 	slices.Sort(tags)
-	return crdt.Memory{
+	return model.Memory{
 		ID:         fmt.Sprintf("m%025d", i),
 		Namespace:  pick(g, benchNamespaces),
 		Title:      fmt.Sprintf("%s %s", subject, problem),
@@ -109,8 +109,8 @@ func (g *noteGen) memory(i int) crdt.Memory {
 		Tags:       tags,
 		Tier:       pick(g, benchTiers),
 		Confidence: 0.5 + g.rng.Float64()/2,
-		Status:     crdt.StatusActive,
-		Provenance: crdt.Provenance{
+		Status:     model.StatusActive,
+		Provenance: model.Provenance{
 			Device:    "bench",
 			CreatedAt: now.Add(-time.Duration(g.rng.IntN(365*24)) * time.Hour),
 			UpdatedAt: now.Add(-time.Duration(g.rng.IntN(365*24)) * time.Hour),
@@ -131,7 +131,7 @@ func benchIndex(b *testing.B, n int) *Index {
 	g := newNoteGen(1)
 	const batch = 1000
 	for start := 0; start < n; start += batch {
-		ms := make([]crdt.Memory, 0, batch)
+		ms := make([]model.Memory, 0, batch)
 		for i := start; i < min(start+batch, n); i++ {
 			ms = append(ms, g.memory(i))
 		}
@@ -194,7 +194,7 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	run("terms", texts(benchQueries["terms"], Query{Now: now}))
 	run("phrase", texts(benchQueries["phrase"], Query{Now: now}))
-	run("filtered", texts(benchQueries["terms"], Query{Now: now, Namespace: "shop", Tiers: []crdt.Tier{crdt.TierHuman, crdt.TierAgent}}))
+	run("filtered", texts(benchQueries["terms"], Query{Now: now, Namespace: "shop", Tiers: []model.Tier{model.TierHuman, model.TierAgent}}))
 	run("explain", texts(benchQueries["terms"], Query{Now: now, Explain: true}))
 	run("fuzzy", texts(benchQueries["fuzzy"], Query{Now: now}))
 	run("list", []Query{{Now: now, Namespace: "billing"}, {Now: now, Namespace: "shop", Tags: []string{"redis"}}})
@@ -207,14 +207,14 @@ func benchApply(b *testing.B, perBatch int) {
 	}
 	defer ix.Close()
 	g := newNoteGen(2)
-	pool := make([]crdt.Memory, 1000)
+	pool := make([]model.Memory, 1000)
 	for i := range pool {
 		pool[i] = g.memory(i)
 	}
 	var lat []time.Duration
 	n := 0
 	for b.Loop() {
-		ms := make([]crdt.Memory, perBatch)
+		ms := make([]model.Memory, perBatch)
 		for j := range ms {
 			ms[j] = pool[n%len(pool)]
 			ms[j].ID = fmt.Sprintf("m%025d", n)

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // maxCached bounds the stored-field cache; past it, the cache starts over.
@@ -72,8 +72,8 @@ func (c *storedCache) put(id string, st stored) {
 // (datetimes to the second).
 func storedOf(d *document) stored {
 	return stored{
-		tier:       crdt.Tier(d.Tier),
-		status:     crdt.Status(d.Status),
+		tier:       model.Tier(d.Tier),
+		status:     model.Status(d.Status),
 		confidence: d.Confidence,
 		updated:    d.Updated.Truncate(time.Second),
 		session:    d.Session,

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/tmpfs"
+	"github.com/memmesh/memmesh/model"
 )
 
 // openDir opens the index in dir; it is closed before the test's
@@ -52,7 +52,7 @@ func TestFullDiskUnderIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	const batches = 20
 	for b := range batches {
-		var batch []crdt.Memory
+		var batch []model.Memory
 		for i := range 3 {
 			var words strings.Builder
 			for range 500 {

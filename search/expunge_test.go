@@ -7,7 +7,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // dictionaryHolds reports whether the term dictionary of any field of the
@@ -49,7 +49,7 @@ func TestExpungeRemovesDeletedMemoriesFromFiles(t *testing.T) {
 	}
 	defer func() { ix.Close() }()
 	const canary = "zqcanaryword"
-	batch := []crdt.Memory{mem("secret", "", "the "+canary+" is here")}
+	batch := []model.Memory{mem("secret", "", "the "+canary+" is here")}
 	for i := range 50 {
 		batch = append(batch, mem(fmt.Sprintf("m%02d", i), "", fmt.Sprintf("filler note %d about builds", i)))
 	}

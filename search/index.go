@@ -21,7 +21,7 @@ import (
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	index "github.com/blevesearch/bleve_index_api"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // Errors returned by Index methods.
@@ -318,7 +318,7 @@ type document struct {
 	UpdatedKey string     `json:"updated_key"`       // Updated as 19 decimal digits of Unix nanoseconds
 }
 
-func newDocument(m *crdt.Memory) document {
+func newDocument(m *model.Memory) document {
 	var expires *time.Time
 	if !m.ExpiresAt.IsZero() {
 		t := clampTime(m.ExpiresAt)
@@ -408,7 +408,7 @@ func (ix *Index) Close() error {
 // batch: the watermark reaches the disk in the same snapshot as the
 // changes it covers. Apply returns once the changes are searchable; they
 // are written to disk in the background. Bad input changes nothing.
-func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error {
+func (ix *Index) Apply(put []model.Memory, del []string, watermark uint64) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.closed.Load() {
@@ -422,7 +422,7 @@ func (ix *Index) Apply(put []crdt.Memory, del []string, watermark uint64) error 
 		if m.ID == "" {
 			return fmt.Errorf("search: apply: memory %d of %d has no id", i, len(put))
 		}
-		if m.Status == crdt.StatusDeleted {
+		if m.Status == model.StatusDeleted {
 			removed = append(removed, m.ID)
 			continue
 		}

@@ -14,7 +14,7 @@ import (
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // Query limits. Text is bounded before any analysis: the work a query
@@ -47,16 +47,16 @@ const (
 
 // Query is a search over the index.
 type Query struct {
-	Text      string        // user query; "double-quoted parts" are phrase queries; the rest, and text after an unmatched quote, are terms
-	Namespace string        // "" = all
-	Tags      []string      // every tag must be present
-	Kind      string        // "" = all
-	IDs       []string      // only these memories; nil = all
-	Statuses  []crdt.Status // nil = active and stale
-	Tiers     []crdt.Tier   // nil = all
-	Since     time.Time     // updated at or after; zero = open
-	Until     time.Time     // updated before; zero = open
-	Limit     int           // 0 = 10; capped at 1000
+	Text      string         // user query; "double-quoted parts" are phrase queries; the rest, and text after an unmatched quote, are terms
+	Namespace string         // "" = all
+	Tags      []string       // every tag must be present
+	Kind      string         // "" = all
+	IDs       []string       // only these memories; nil = all
+	Statuses  []model.Status // nil = active and stale
+	Tiers     []model.Tier   // nil = all
+	Since     time.Time      // updated at or after; zero = open
+	Until     time.Time      // updated before; zero = open
+	Limit     int            // 0 = 10; capped at 1000
 	Explain   bool
 	Now       time.Time // for recency and expiry; zero = time.Now()
 	// Derived, when set, gives what the caller derives about a memory
@@ -280,7 +280,7 @@ func terms(a analysis.Analyzer, text string) []string {
 }
 
 // indexedStatuses are the statuses a memory in the index can have.
-var indexedStatuses = []crdt.Status{crdt.StatusActive, crdt.StatusStale, crdt.StatusArchived, crdt.StatusCompacted}
+var indexedStatuses = []model.Status{model.StatusActive, model.StatusStale, model.StatusArchived, model.StatusCompacted}
 
 // addFilters turns the filters of q into includes and excludes. Bleve
 // checks a constraint for every candidate, and checking one that almost
@@ -307,14 +307,14 @@ func (p *plan) addFilters(q Query) error {
 
 	statuses := q.Statuses
 	if len(statuses) == 0 {
-		statuses = []crdt.Status{crdt.StatusActive, crdt.StatusStale}
+		statuses = []model.Status{model.StatusActive, model.StatusStale}
 	}
 	for _, s := range statuses {
 		if !s.Valid() {
 			return fmt.Errorf("%w: unknown status %q", ErrInvalidQuery, s)
 		}
 	}
-	if slices.Contains(statuses, crdt.StatusActive) {
+	if slices.Contains(statuses, model.StatusActive) {
 		for _, s := range indexedStatuses {
 			if !slices.Contains(statuses, s) {
 				p.exclude = append(p.exclude, termQuery(fieldStatus, string(s)))
@@ -614,10 +614,10 @@ func (ix *Index) storedFields(ctx context.Context, gen uint64, hits bsearch.Docu
 func storedFrom(fields map[string]any) stored {
 	var st stored
 	if s, ok := fields[fieldTier].(string); ok {
-		st.tier = crdt.Tier(s)
+		st.tier = model.Tier(s)
 	}
 	if s, ok := fields[fieldStatus].(string); ok {
-		st.status = crdt.Status(s)
+		st.status = model.Status(s)
 	}
 	if f, ok := fields[fieldConfidence].(float64); ok {
 		st.confidence = f

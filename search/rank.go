@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // Ranking constants. A hit's final score is its BM25 score times one
@@ -35,23 +35,23 @@ const (
 	candidateFactor = 2
 )
 
-var tierWeights = map[crdt.Tier]float64{
-	crdt.TierHuman: 1.2,
-	crdt.TierAgent: 1.0,
-	crdt.TierAuto:  0.85,
+var tierWeights = map[model.Tier]float64{
+	model.TierHuman: 1.2,
+	model.TierAgent: 1.0,
+	model.TierAuto:  0.85,
 }
 
-var statusWeights = map[crdt.Status]float64{
-	crdt.StatusActive:    1.0,
-	crdt.StatusStale:     0.6,
-	crdt.StatusArchived:  0.3,
-	crdt.StatusCompacted: 0.2,
+var statusWeights = map[model.Status]float64{
+	model.StatusActive:    1.0,
+	model.StatusStale:     0.6,
+	model.StatusArchived:  0.3,
+	model.StatusCompacted: 0.2,
 }
 
 // stored are a memory's stored ranking fields.
 type stored struct {
-	tier       crdt.Tier
-	status     crdt.Status
+	tier       model.Tier
+	status     model.Status
 	confidence float64
 	updated    time.Time
 	session    string
@@ -72,8 +72,8 @@ type rankInputs struct {
 // explain computes the multipliers of a hit and its final score.
 func explain(bm25 float64, in rankInputs, now time.Time, halfLife time.Duration, match string) Explanation {
 	status := in.status
-	if in.derivedStale && status == crdt.StatusActive {
-		status = crdt.StatusStale
+	if in.derivedStale && status == model.StatusActive {
+		status = model.StatusStale
 	}
 	e := Explanation{
 		BM25:       bm25,
@@ -104,4 +104,4 @@ func recency(age, halfLife time.Duration) float64 {
 
 // StatusWeight is the ranking multiplier of status s, for callers that
 // derive a status the index does not know yet.
-func StatusWeight(s crdt.Status) float64 { return weight(statusWeights, s) }
+func StatusWeight(s model.Status) float64 { return weight(statusWeights, s) }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // now is the reference time of every test query.
@@ -48,17 +48,17 @@ func openTest(tb testing.TB) *Index {
 
 // mem builds an active agent note in namespace "proj", updated a day
 // before now; opts adjust it.
-func mem(id, title, content string, opts ...func(*crdt.Memory)) crdt.Memory {
-	m := crdt.Memory{
+func mem(id, title, content string, opts ...func(*model.Memory)) model.Memory {
+	m := model.Memory{
 		ID:         id,
 		Namespace:  "proj",
 		Title:      title,
 		Content:    content,
 		Kind:       "note",
-		Tier:       crdt.TierAgent,
+		Tier:       model.TierAgent,
 		Confidence: 0.8,
-		Status:     crdt.StatusActive,
-		Provenance: crdt.Provenance{Device: "dev1", UpdatedAt: now.Add(-24 * time.Hour)},
+		Status:     model.StatusActive,
+		Provenance: model.Provenance{Device: "dev1", UpdatedAt: now.Add(-24 * time.Hour)},
 	}
 	for _, o := range opts {
 		o(&m)
@@ -66,19 +66,19 @@ func mem(id, title, content string, opts ...func(*crdt.Memory)) crdt.Memory {
 	return m
 }
 
-func withNamespace(ns string) func(*crdt.Memory) { return func(m *crdt.Memory) { m.Namespace = ns } }
-func withKind(k string) func(*crdt.Memory)       { return func(m *crdt.Memory) { m.Kind = k } }
-func withTier(t crdt.Tier) func(*crdt.Memory)    { return func(m *crdt.Memory) { m.Tier = t } }
-func withTags(tags ...string) func(*crdt.Memory) { return func(m *crdt.Memory) { m.Tags = tags } }
-func withStatus(s crdt.Status) func(*crdt.Memory) {
-	return func(m *crdt.Memory) { m.Status = s }
+func withNamespace(ns string) func(*model.Memory) { return func(m *model.Memory) { m.Namespace = ns } }
+func withKind(k string) func(*model.Memory)       { return func(m *model.Memory) { m.Kind = k } }
+func withTier(t model.Tier) func(*model.Memory)   { return func(m *model.Memory) { m.Tier = t } }
+func withTags(tags ...string) func(*model.Memory) { return func(m *model.Memory) { m.Tags = tags } }
+func withStatus(s model.Status) func(*model.Memory) {
+	return func(m *model.Memory) { m.Status = s }
 }
-func withUpdated(t time.Time) func(*crdt.Memory) {
-	return func(m *crdt.Memory) { m.Provenance.UpdatedAt = t }
+func withUpdated(t time.Time) func(*model.Memory) {
+	return func(m *model.Memory) { m.Provenance.UpdatedAt = t }
 }
-func withExpires(t time.Time) func(*crdt.Memory) { return func(m *crdt.Memory) { m.ExpiresAt = t } }
+func withExpires(t time.Time) func(*model.Memory) { return func(m *model.Memory) { m.ExpiresAt = t } }
 
-func apply(tb testing.TB, ix *Index, ms ...crdt.Memory) {
+func apply(tb testing.TB, ix *Index, ms ...model.Memory) {
 	tb.Helper()
 	if err := ix.Apply(ms, nil, 1); err != nil {
 		tb.Fatal(err)
@@ -245,12 +245,12 @@ func TestFilters(t *testing.T) {
 	ix := openTest(t)
 	day := func(n int) time.Time { return now.Add(time.Duration(-n) * 24 * time.Hour) }
 	apply(t, ix,
-		mem("a", "Token rotation", "Rotate the token weekly.", withTags("auth", "ops"), withUpdated(day(1)), withTier(crdt.TierHuman)),
+		mem("a", "Token rotation", "Rotate the token weekly.", withTags("auth", "ops"), withUpdated(day(1)), withTier(model.TierHuman)),
 		mem("b", "Token scopes", "Scopes limit the token.", withTags("auth"), withKind("decision"), withUpdated(day(5))),
-		mem("c", "Token storage", "Store the token in the keychain.", withNamespace("other"), withUpdated(day(10)), withTier(crdt.TierAuto)),
-		mem("stale", "Token format", "Tokens are opaque strings.", withStatus(crdt.StatusStale), withUpdated(day(20))),
-		mem("archived", "Token history", "We used JWT token before.", withStatus(crdt.StatusArchived), withUpdated(day(30))),
-		mem("compacted", "Token notes", "Summary of token notes.", withStatus(crdt.StatusCompacted), withUpdated(day(40))),
+		mem("c", "Token storage", "Store the token in the keychain.", withNamespace("other"), withUpdated(day(10)), withTier(model.TierAuto)),
+		mem("stale", "Token format", "Tokens are opaque strings.", withStatus(model.StatusStale), withUpdated(day(20))),
+		mem("archived", "Token history", "We used JWT token before.", withStatus(model.StatusArchived), withUpdated(day(30))),
+		mem("compacted", "Token notes", "Summary of token notes.", withStatus(model.StatusCompacted), withUpdated(day(40))),
 	)
 	tests := []struct {
 		name string
@@ -264,11 +264,11 @@ func TestFilters(t *testing.T) {
 		{"one tag", Query{Tags: []string{"auth"}}, []string{"a", "b"}},
 		{"all tags", Query{Tags: []string{"auth", "ops"}}, []string{"a"}},
 		{"kind", Query{Kind: "decision"}, []string{"b"}},
-		{"status archived", Query{Statuses: []crdt.Status{crdt.StatusArchived}}, []string{"archived"}},
-		{"statuses", Query{Statuses: []crdt.Status{crdt.StatusActive, crdt.StatusCompacted}}, []string{"a", "b", "c", "compacted"}},
-		{"deleted is never indexed", Query{Statuses: []crdt.Status{crdt.StatusDeleted}}, nil},
-		{"tier", Query{Tiers: []crdt.Tier{crdt.TierHuman}}, []string{"a"}},
-		{"tiers", Query{Tiers: []crdt.Tier{crdt.TierHuman, crdt.TierAuto}}, []string{"a", "c"}},
+		{"status archived", Query{Statuses: []model.Status{model.StatusArchived}}, []string{"archived"}},
+		{"statuses", Query{Statuses: []model.Status{model.StatusActive, model.StatusCompacted}}, []string{"a", "b", "c", "compacted"}},
+		{"deleted is never indexed", Query{Statuses: []model.Status{model.StatusDeleted}}, nil},
+		{"tier", Query{Tiers: []model.Tier{model.TierHuman}}, []string{"a"}},
+		{"tiers", Query{Tiers: []model.Tier{model.TierHuman, model.TierAuto}}, []string{"a", "c"}},
 		{"since", Query{Since: day(5)}, []string{"a", "b"}},
 		{"until", Query{Until: day(5)}, []string{"c", "stale"}},
 		{"since and until", Query{Since: day(10), Until: day(1)}, []string{"b", "c"}},
@@ -396,14 +396,14 @@ func TestMultipliers(t *testing.T) {
 	ix := openTest(t)
 	text := "Run migrations before deploying the schema change."
 	apply(t, ix,
-		mem("human", "Migrations", text, withTier(crdt.TierHuman)),
-		mem("auto", "Migrations", text, withTier(crdt.TierAuto)),
+		mem("human", "Migrations", text, withTier(model.TierHuman)),
+		mem("auto", "Migrations", text, withTier(model.TierAuto)),
 		mem("new", "Rollbacks", text, withUpdated(now.Add(-time.Hour))),
 		mem("old", "Rollbacks", text, withUpdated(now.Add(-90*24*time.Hour))),
 		mem("active", "Backfills", text),
-		mem("stale", "Backfills", text, withStatus(crdt.StatusStale)),
-		mem("sure", "Seeding", text, func(m *crdt.Memory) { m.Confidence = 1 }),
-		mem("unsure", "Seeding", text, func(m *crdt.Memory) { m.Confidence = 0.1 }),
+		mem("stale", "Backfills", text, withStatus(model.StatusStale)),
+		mem("sure", "Seeding", text, func(m *model.Memory) { m.Confidence = 1 }),
+		mem("unsure", "Seeding", text, func(m *model.Memory) { m.Confidence = 0.1 }),
 	)
 	res := search(t, ix, Query{Text: "migrations rollbacks backfills seeding", Explain: true})
 	pos := map[string]int{}
@@ -473,7 +473,7 @@ func TestHalfLifeOption(t *testing.T) {
 func TestLimit(t *testing.T) {
 	t.Parallel()
 	ix := openTest(t)
-	var ms []crdt.Memory
+	var ms []model.Memory
 	for i := range 30 {
 		ms = append(ms, mem(fmt.Sprintf("m%02d", i), "Shared term", fmt.Sprintf("note %d about indexing", i)))
 	}
@@ -496,10 +496,10 @@ func TestWatermarkPersisted(t *testing.T) {
 	if w, err := ix.Watermark(); err != nil || w != 0 {
 		t.Fatalf("new index: Watermark = %d, %v; want 0", w, err)
 	}
-	if err := ix.Apply([]crdt.Memory{mem("a", "Alpha", "first note")}, nil, 41); err != nil {
+	if err := ix.Apply([]model.Memory{mem("a", "Alpha", "first note")}, nil, 41); err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Apply([]crdt.Memory{mem("b", "Beta", "second note")}, nil, 42); err != nil {
+	if err := ix.Apply([]model.Memory{mem("b", "Beta", "second note")}, nil, 42); err != nil {
 		t.Fatal(err)
 	}
 	if w, err := ix.Watermark(); err != nil || w != 42 {
@@ -562,7 +562,7 @@ func TestDelete(t *testing.T) {
 	if err := ix.Apply(nil, []string{"a"}, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Apply([]crdt.Memory{mem("b", "Queue", "retry queue", withStatus(crdt.StatusDeleted))}, nil, 3); err != nil {
+	if err := ix.Apply([]model.Memory{mem("b", "Queue", "retry queue", withStatus(model.StatusDeleted))}, nil, 3); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(search(t, ix, Query{Text: "queue"})); !slices.Equal(got, []string{"c"}) {
@@ -596,14 +596,14 @@ func TestReplace(t *testing.T) {
 func TestApplyBadInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	ix := openTest(t)
-	if err := ix.Apply([]crdt.Memory{mem("a", "A", "a")}, nil, 5); err != nil {
+	if err := ix.Apply([]model.Memory{mem("a", "A", "a")}, nil, 5); err != nil {
 		t.Fatal(err)
 	}
 	bad := []struct {
-		put []crdt.Memory
+		put []model.Memory
 		del []string
 	}{
-		{put: []crdt.Memory{mem("b", "B", "b"), mem("", "No id", "x")}},
+		{put: []model.Memory{mem("b", "B", "b"), mem("", "No id", "x")}},
 		{del: []string{"a", ""}},
 	}
 	for _, b := range bad {
@@ -627,8 +627,8 @@ func TestInvalidQueries(t *testing.T) {
 	}{
 		{"negative limit", Query{Limit: -1}},
 		{"since after until", Query{Since: now, Until: now.Add(-time.Second)}},
-		{"unknown status", Query{Statuses: []crdt.Status{"gone"}}},
-		{"unknown tier", Query{Tiers: []crdt.Tier{"root"}}},
+		{"unknown status", Query{Statuses: []model.Status{"gone"}}},
+		{"unknown tier", Query{Tiers: []model.Tier{"root"}}},
 		{"empty tag", Query{Tags: []string{""}}},
 		{"invalid utf-8", Query{Text: "caf\xe9"}},
 		{"too many words", Query{Text: strings.Repeat("word ", MaxQueryWords+1)}},
@@ -709,7 +709,7 @@ func TestConcurrentSearchAndApply(t *testing.T) {
 		wg.Go(func() {
 			for i := range 50 {
 				m := mem(fmt.Sprintf("w%d-%d", w, i), "Writer", "concurrent indexing batch")
-				if err := ix.Apply([]crdt.Memory{m}, nil, uint64(i)); err != nil {
+				if err := ix.Apply([]model.Memory{m}, nil, uint64(i)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -776,8 +776,8 @@ func TestIdentParts(t *testing.T) {
 func TestMonthAndYearMatch(t *testing.T) {
 	t.Parallel()
 	ix := openTest(t)
-	learned := func(y int, mo time.Month) func(*crdt.Memory) {
-		return func(m *crdt.Memory) { m.Provenance.CreatedAt = time.Date(y, mo, 10, 9, 0, 0, 0, time.UTC) }
+	learned := func(y int, mo time.Month) func(*model.Memory) {
+		return func(m *model.Memory) { m.Provenance.CreatedAt = time.Date(y, mo, 10, 9, 0, 0, 0, time.UTC) }
 	}
 	apply(t, ix,
 		mem("june", "", "Rotated the signing keys of the staging cluster", learned(2025, time.June)),
@@ -818,7 +818,7 @@ func TestStoredFieldsCachedAndRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mem("a", "Retries", "Retry the request with backoff", withTier(crdt.TierHuman), func(m *crdt.Memory) {
+	m := mem("a", "Retries", "Retry the request with backoff", withTier(model.TierHuman), func(m *model.Memory) {
 		m.Confidence = 0.65
 		m.Provenance.Session = "s-9"
 		m.Provenance.UpdatedAt = now.Add(-50*time.Hour - 1234567*time.Microsecond)
@@ -826,12 +826,12 @@ func TestStoredFieldsCachedAndRead(t *testing.T) {
 	apply(t, ix, m, mem("b", "Other", "Retry budget per client"))
 	cached := search(t, ix, Query{Text: "retry backoff", Explain: true})
 
-	m.Status = crdt.StatusStale
+	m.Status = model.StatusStale
 	apply(t, ix, m)
-	if h := search(t, ix, Query{Text: "retry backoff", Explain: true}).Hits[0]; h.Explain.Status != statusWeights[crdt.StatusStale] {
+	if h := search(t, ix, Query{Text: "retry backoff", Explain: true}).Hits[0]; h.Explain.Status != statusWeights[model.StatusStale] {
 		t.Errorf("after an update: %+v", h.Explain)
 	}
-	m.Status = crdt.StatusActive
+	m.Status = model.StatusActive
 	apply(t, ix, m)
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
@@ -865,7 +865,7 @@ func TestStoredFieldsCachedAndRead(t *testing.T) {
 func TestAllTermsPass(t *testing.T) {
 	t.Parallel()
 	ix := openTest(t)
-	var ms []crdt.Memory
+	var ms []model.Memory
 	for i := range minCandidates + 10 {
 		ms = append(ms, mem(fmt.Sprintf("both%02d", i), "", fmt.Sprintf("Alpha service calls the beta service, case %d", i)))
 	}

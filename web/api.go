@@ -12,51 +12,51 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 )
 
 // Service is what the API serves: the node's service API.
 type Service interface {
-	Remember(ctx context.Context, req node.RememberRequest) (node.RememberResult, error)
-	Get(ctx context.Context, ref string) (node.Memory, error)
-	Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error)
-	Forget(ctx context.Context, ref string) (node.Memory, error)
-	Restore(ctx context.Context, ref string) (node.Memory, error)
-	Delete(ctx context.Context, ref string) (node.Memory, error)
-	Purge(ctx context.Context, ref string) (node.Purged, error)
-	List(ctx context.Context, req node.ListRequest) ([]node.Memory, error)
-	Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error)
-	Stats(ctx context.Context) (node.Stats, error)
-	Export(ctx context.Context, w io.Writer) (node.ExportHeader, error)
-	Import(ctx context.Context, r io.Reader) (node.ImportResult, error)
-	Link(ctx context.Context, req node.LinkRequest) (node.Edge, error)
-	Unlink(ctx context.Context, from, rel, to string) (node.Edge, error)
-	Invalidate(ctx context.Context, from, rel, to string) (node.Edge, error)
-	Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error)
-	Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error)
-	Doctor(ctx context.Context) (node.DoctorReport, error)
-	RunLifecycle(ctx context.Context) (node.LifecycleReport, error)
-	CompactCandidates(ctx context.Context, req node.CompactRequest) (node.CompactPlan, error)
-	CompactApply(ctx context.Context, req node.CompactApplyRequest) (node.CompactResult, error)
-	Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error)
-	Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error)
-	Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error)
-	Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error)
-	Changes(ctx context.Context, req node.ChangesRequest) (node.ChangesResult, error)
-	Context(ctx context.Context, req node.ContextRequest) (node.Brief, error)
+	Remember(ctx context.Context, req api.RememberRequest) (api.RememberResult, error)
+	Get(ctx context.Context, ref string) (api.Memory, error)
+	Update(ctx context.Context, ref string, req api.UpdateRequest) (api.Memory, error)
+	Forget(ctx context.Context, ref string) (api.Memory, error)
+	Restore(ctx context.Context, ref string) (api.Memory, error)
+	Delete(ctx context.Context, ref string) (api.Memory, error)
+	Purge(ctx context.Context, ref string) (api.Purged, error)
+	List(ctx context.Context, req api.ListRequest) ([]api.Memory, error)
+	Search(ctx context.Context, req api.SearchRequest) (api.SearchResult, error)
+	Stats(ctx context.Context) (api.Stats, error)
+	Export(ctx context.Context, w io.Writer) (api.ExportHeader, error)
+	Import(ctx context.Context, r io.Reader) (api.ImportResult, error)
+	Link(ctx context.Context, req api.LinkRequest) (api.Edge, error)
+	Unlink(ctx context.Context, from, rel, to string) (api.Edge, error)
+	Invalidate(ctx context.Context, from, rel, to string) (api.Edge, error)
+	Traverse(ctx context.Context, req api.TraverseRequest) (api.TraverseResult, error)
+	Impact(ctx context.Context, req api.ImpactRequest) ([]api.Impacted, error)
+	Doctor(ctx context.Context) (api.DoctorReport, error)
+	RunLifecycle(ctx context.Context) (api.LifecycleReport, error)
+	CompactCandidates(ctx context.Context, req api.CompactRequest) (api.CompactPlan, error)
+	CompactApply(ctx context.Context, req api.CompactApplyRequest) (api.CompactResult, error)
+	Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemory, error)
+	Analyze(ctx context.Context, req api.AnalyzeRequest) (api.Analysis, error)
+	Reflect(ctx context.Context, req api.ReflectRequest) ([]api.Reflection, error)
+	Edges(ctx context.Context, req api.EdgesRequest) ([]api.Edge, error)
+	Changes(ctx context.Context, req api.ChangesRequest) (api.ChangesResult, error)
+	Context(ctx context.Context, req api.ContextRequest) (api.Brief, error)
 	DeviceID() string
 
-	// The mesh. Invite, Join, JoinAddr and Peers fail with node.ErrNoMesh
+	// The mesh. Invite, Join, JoinAddr and Peers fail with api.ErrNoMesh
 	// on a node that runs without it.
-	Invite(ctx context.Context, ttl time.Duration) (node.Invitation, error)
-	Join(ctx context.Context, token string) (node.JoinResult, error)
+	Invite(ctx context.Context, ttl time.Duration) (api.Invitation, error)
+	Join(ctx context.Context, token string) (api.JoinResult, error)
 	JoinAddr(ctx context.Context, addr string) (int, error)
-	Devices(ctx context.Context) ([]node.Device, error)
-	Revoke(ctx context.Context, ref string) (node.Device, error)
-	Peers(ctx context.Context) ([]node.Peer, error)
-	MeshStatus(ctx context.Context) (node.MeshStatus, error)
-	SetNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (crdt.MeshRecord, error)
+	Devices(ctx context.Context) ([]api.Device, error)
+	Revoke(ctx context.Context, ref string) (api.Device, error)
+	Peers(ctx context.Context) ([]api.Peer, error)
+	MeshStatus(ctx context.Context) (api.MeshStatus, error)
+	SetNamespace(ctx context.Context, ns string, ch api.NamespaceChange) (model.MeshRecord, error)
 }
 
 // EdgeRef names an edge by its endpoints and relation.
@@ -97,10 +97,8 @@ type RevokeRequest struct {
 // crdt.SyncLocal.
 type NamespaceRequest struct {
 	Namespace string `json:"namespace"`
-	node.NamespaceChange
+	api.NamespaceChange
 }
-
-var _ Service = (*node.Node)(nil)
 
 // Health is the daemon's answer to /v1/health.
 type Health struct {
@@ -151,7 +149,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/changes", jsonCall(a, http.StatusOK, svc.Changes))
 	a.mux.HandleFunc("POST /v1/context", jsonCall(a, http.StatusOK, svc.Context))
 	a.mux.HandleFunc("POST /v1/mesh/invite", jsonCall(a, http.StatusCreated, invite(svc.Invite)))
-	a.mux.HandleFunc("POST /v1/mesh/join", jsonCall(a, http.StatusOK, func(ctx context.Context, req JoinRequest) (node.JoinResult, error) {
+	a.mux.HandleFunc("POST /v1/mesh/join", jsonCall(a, http.StatusOK, func(ctx context.Context, req JoinRequest) (api.JoinResult, error) {
 		return svc.Join(ctx, req.Token)
 	}))
 	a.mux.HandleFunc("POST /v1/mesh/rejoin", jsonCall(a, http.StatusOK, func(ctx context.Context, req RejoinRequest) (RejoinResult, error) {
@@ -159,12 +157,12 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 		return RejoinResult{Addr: req.Addr, Contacted: k}, err
 	}))
 	a.mux.HandleFunc("GET /v1/mesh/devices", noBodyCall(a, svc.Devices))
-	a.mux.HandleFunc("POST /v1/mesh/revoke", jsonCall(a, http.StatusOK, func(ctx context.Context, req RevokeRequest) (node.Device, error) {
+	a.mux.HandleFunc("POST /v1/mesh/revoke", jsonCall(a, http.StatusOK, func(ctx context.Context, req RevokeRequest) (api.Device, error) {
 		return svc.Revoke(ctx, req.Device)
 	}))
 	a.mux.HandleFunc("GET /v1/mesh/peers", noBodyCall(a, svc.Peers))
 	a.mux.HandleFunc("GET /v1/mesh/status", noBodyCall(a, svc.MeshStatus))
-	a.mux.HandleFunc("POST /v1/ns/set", jsonCall(a, http.StatusOK, func(ctx context.Context, req NamespaceRequest) (crdt.MeshRecord, error) {
+	a.mux.HandleFunc("POST /v1/ns/set", jsonCall(a, http.StatusOK, func(ctx context.Context, req NamespaceRequest) (model.MeshRecord, error) {
 		return svc.SetNamespace(ctx, req.Namespace, req.NamespaceChange)
 	}))
 	a.mux.HandleFunc("POST /v1/shutdown", a.stop)
@@ -178,22 +176,22 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Health{Version: node.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
+	writeJSON(w, http.StatusOK, Health{Version: api.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req := node.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind")}
+	req := api.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind")}
 	for _, s := range q["status"] {
-		req.Statuses = append(req.Statuses, crdt.Status(s))
+		req.Statuses = append(req.Statuses, model.Status(s))
 	}
 	for _, t := range q["tier"] {
-		req.Tiers = append(req.Tiers, crdt.Tier(t))
+		req.Tiers = append(req.Tiers, model.Tier(t))
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
-			a.fail(w, fmt.Errorf("%w: limit %q is not a number", node.ErrInvalid, l))
+			a.fail(w, fmt.Errorf("%w: limit %q is not a number", api.ErrInvalid, l))
 			return
 		}
 		req.Limit = n
@@ -202,7 +200,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				a.fail(w, fmt.Errorf("%w: %s %q is not an RFC 3339 time", node.ErrInvalid, name, v))
+				a.fail(w, fmt.Errorf("%w: %s %q is not an RFC 3339 time", api.ErrInvalid, name, v))
 				return
 			}
 			*into = t
@@ -218,7 +216,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) update(w http.ResponseWriter, r *http.Request) {
-	var req node.UpdateRequest
+	var req api.UpdateRequest
 	if !a.decode(w, r, &req) {
 		return
 	}
@@ -271,13 +269,13 @@ func noBodyCall[Res any](a *API, call func(context.Context) (Res, error)) http.H
 }
 
 // invite adapts Invite to a call taking an InviteRequest.
-func invite(call func(context.Context, time.Duration) (node.Invitation, error)) func(context.Context, InviteRequest) (node.Invitation, error) {
-	return func(ctx context.Context, req InviteRequest) (node.Invitation, error) {
+func invite(call func(context.Context, time.Duration) (api.Invitation, error)) func(context.Context, InviteRequest) (api.Invitation, error) {
+	return func(ctx context.Context, req InviteRequest) (api.Invitation, error) {
 		var ttl time.Duration
 		if req.TTL != "" {
-			d, err := node.ParseTTL(req.TTL)
+			d, err := api.ParseTTL(req.TTL)
 			if err != nil || d <= 0 {
-				return node.Invitation{}, fmt.Errorf("%w: invite ttl %q: give a duration from 1m to 7d, e.g. 30m, 2h or 1d", node.ErrInvalid, req.TTL)
+				return api.Invitation{}, fmt.Errorf("%w: invite ttl %q: give a duration from 1m to 7d, e.g. 30m, 2h or 1d", api.ErrInvalid, req.TTL)
 			}
 			ttl = d
 		}
@@ -286,8 +284,8 @@ func invite(call func(context.Context, time.Duration) (node.Invitation, error)) 
 }
 
 // edgeOp adapts an operation on one edge to a call taking an EdgeRef.
-func edgeOp(op func(ctx context.Context, from, rel, to string) (node.Edge, error)) func(context.Context, EdgeRef) (node.Edge, error) {
-	return func(ctx context.Context, ref EdgeRef) (node.Edge, error) { return op(ctx, ref.From, ref.Rel, ref.To) }
+func edgeOp(op func(ctx context.Context, from, rel, to string) (api.Edge, error)) func(context.Context, EdgeRef) (api.Edge, error) {
+	return func(ctx context.Context, ref EdgeRef) (api.Edge, error) { return op(ctx, ref.From, ref.Rel, ref.To) }
 }
 
 func (a *API) stop(w http.ResponseWriter, r *http.Request) {
@@ -326,13 +324,13 @@ var errorCodes = []struct {
 	code   string
 	status int
 }{
-	{node.ErrInvalid, "invalid", http.StatusBadRequest},
-	{node.ErrPurged, "purged", http.StatusGone}, // before not_found, which it matches too
-	{node.ErrNotFound, "not_found", http.StatusNotFound},
-	{node.ErrAmbiguous, "ambiguous", http.StatusConflict},
-	{node.ErrClosed, "unavailable", http.StatusServiceUnavailable},
-	{node.ErrNoMesh, "no_mesh", http.StatusConflict},
-	{node.ErrDiskFull, "disk_full", http.StatusInsufficientStorage},
+	{api.ErrInvalid, "invalid", http.StatusBadRequest},
+	{api.ErrPurged, "purged", http.StatusGone}, // before not_found, which it matches too
+	{api.ErrNotFound, "not_found", http.StatusNotFound},
+	{api.ErrAmbiguous, "ambiguous", http.StatusConflict},
+	{api.ErrClosed, "unavailable", http.StatusServiceUnavailable},
+	{api.ErrNoMesh, "no_mesh", http.StatusConflict},
+	{api.ErrDiskFull, "disk_full", http.StatusInsufficientStorage},
 }
 
 func (a *API) fail(w http.ResponseWriter, err error) {

@@ -15,9 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
+
+// The node is what the API serves.
+var _ Service = (*node.Node)(nil)
 
 // testAPI serves a real node's API on a unix socket and returns a client
 // and the socket path; everything stops when the test ends.
@@ -114,10 +118,10 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 func TestClientErrorsMatchNodeErrors(t *testing.T) {
 	c, _, _ := testAPI(t)
 	ctx := context.Background()
-	if _, err := c.Get(ctx, "m-zzzzzzzz"); !errors.Is(err, node.ErrNotFound) {
+	if _, err := c.Get(ctx, "m-zzzzzzzz"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Get unknown: %v, want ErrNotFound", err)
 	}
-	if _, err := c.Remember(ctx, node.RememberRequest{Content: "x", Namespace: "no spaces"}); !errors.Is(err, node.ErrInvalid) {
+	if _, err := c.Remember(ctx, api.RememberRequest{Content: "x", Namespace: "no spaces"}); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("Remember bad namespace: %v, want ErrInvalid", err)
 	}
 	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock"), ClientOptions{}).Health(ctx); !errors.Is(err, ErrNoDaemon) {
@@ -127,7 +131,7 @@ func TestClientErrorsMatchNodeErrors(t *testing.T) {
 
 // TestDiskFull serves a node on a disk with less free space than its
 // reserve: writes answer 507 with code disk_full, which the client matches
-// to node.ErrDiskFull, and reads go on.
+// to api.ErrDiskFull, and reads go on.
 func TestDiskFull(t *testing.T) {
 	home := t.TempDir()
 	n, err := node.New(node.Config{Home: home})
@@ -143,10 +147,10 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("capture on a full disk: %d %s, want 507 with code disk_full", status, body)
 	}
 	ctx := context.Background()
-	if _, err := c.Remember(ctx, node.RememberRequest{Content: "refused on a full disk"}); !errors.Is(err, node.ErrDiskFull) {
+	if _, err := c.Remember(ctx, api.RememberRequest{Content: "refused on a full disk"}); !errors.Is(err, api.ErrDiskFull) {
 		t.Fatalf("client capture on a full disk: %v, want ErrDiskFull", err)
 	}
-	if _, err := c.List(ctx, node.ListRequest{}); err != nil {
+	if _, err := c.List(ctx, api.ListRequest{}); err != nil {
 		t.Fatalf("list on a full disk: %v", err)
 	}
 }
@@ -154,16 +158,16 @@ func TestDiskFull(t *testing.T) {
 func TestClientRoundTrip(t *testing.T) {
 	c, _, _ := testAPI(t)
 	ctx := context.Background()
-	res, err := c.Remember(ctx, node.RememberRequest{Namespace: "web", Content: "Serve the API on a unix socket with mode 0600"})
+	res, err := c.Remember(ctx, api.RememberRequest{Namespace: "web", Content: "Serve the API on a unix socket with mode 0600"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits, err := c.Search(ctx, node.SearchRequest{Query: "unix socket", Namespace: "web"})
+	hits, err := c.Search(ctx, api.SearchRequest{Query: "unix socket", Namespace: "web"})
 	if err != nil || len(hits.Results) != 1 || hits.Results[0].ID != res.ID {
 		t.Fatalf("search: %+v %v", hits, err)
 	}
 	var export bytes.Buffer
-	if h, err := c.Export(ctx, &export); err != nil || h.Memories != 1 || h.Format != node.ExportFormat {
+	if h, err := c.Export(ctx, &export); err != nil || h.Memories != 1 || h.Format != api.ExportFormat {
 		t.Fatalf("export: %+v %v", h, err)
 	}
 	other, _, _ := testAPI(t)
@@ -189,10 +193,10 @@ func TestMeshCallsWithoutMesh(t *testing.T) {
 			t.Errorf("%s %s: got %d %s, want 409 with code no_mesh", tc.method, tc.path, status, body)
 		}
 	}
-	if _, err := c.Peers(ctx); !errors.Is(err, node.ErrNoMesh) {
+	if _, err := c.Peers(ctx); !errors.Is(err, api.ErrNoMesh) {
 		t.Errorf("Peers: %v, want ErrNoMesh", err)
 	}
-	if _, err := c.Invite(ctx, time.Hour); !errors.Is(err, node.ErrNoMesh) {
+	if _, err := c.Invite(ctx, time.Hour); !errors.Is(err, api.ErrNoMesh) {
 		t.Errorf("Invite: %v, want ErrNoMesh", err)
 	}
 	st, err := c.MeshStatus(ctx)
@@ -202,17 +206,17 @@ func TestMeshCallsWithoutMesh(t *testing.T) {
 	if devices, err := c.Devices(ctx); err != nil || len(devices) != 0 {
 		t.Errorf("Devices = %+v, %v; want none", devices, err)
 	}
-	if _, err := c.Revoke(ctx, "ABCDEF"); !errors.Is(err, node.ErrNotFound) {
+	if _, err := c.Revoke(ctx, "ABCDEF"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Revoke unknown: %v, want ErrNotFound", err)
 	}
 	// A namespace's policy is a record like any other: it needs no mesh.
-	local, some, month, bad := crdt.SyncLocal, "some", "30d", "36h"
-	r, err := c.SetNamespace(ctx, "Private", node.NamespaceChange{Sync: &local, StaleAfter: &month})
-	if err != nil || r.Key != "private" || r.Sync != crdt.SyncLocal || r.StaleDays != 30 {
+	local, some, month, bad := model.SyncLocal, "some", "30d", "36h"
+	r, err := c.SetNamespace(ctx, "Private", api.NamespaceChange{Sync: &local, StaleAfter: &month})
+	if err != nil || r.Key != "private" || r.Sync != model.SyncLocal || r.StaleDays != 30 {
 		t.Errorf("SetNamespace = %+v, %v", r, err)
 	}
-	for _, ch := range []node.NamespaceChange{{Sync: &some}, {StaleAfter: &bad}, {}} {
-		if _, err := c.SetNamespace(ctx, "private", ch); !errors.Is(err, node.ErrInvalid) {
+	for _, ch := range []api.NamespaceChange{{Sync: &some}, {StaleAfter: &bad}, {}} {
+		if _, err := c.SetNamespace(ctx, "private", ch); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("SetNamespace %+v: %v, want ErrInvalid", ch, err)
 		}
 	}
@@ -233,7 +237,7 @@ func meshAPI(t *testing.T, host int, name string) *Client {
 func TestMeshCalls(t *testing.T) {
 	a, b := meshAPI(t, 1, "a"), meshAPI(t, 1, "b")
 	ctx := context.Background()
-	if _, err := a.Invite(ctx, time.Second); !errors.Is(err, node.ErrInvalid) {
+	if _, err := a.Invite(ctx, time.Second); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("Invite for a second: %v, want ErrInvalid", err)
 	}
 	inv, err := a.Invite(ctx, 0)
@@ -255,7 +259,7 @@ func TestMeshCalls(t *testing.T) {
 	if err != nil || len(devices) != 2 || !devices[0].Self || devices[1].Key != b.DeviceID() || devices[1].Name != "b" {
 		t.Fatalf("Devices = %+v, %v", devices, err)
 	}
-	var peers []node.Peer
+	var peers []api.Peer
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		peers, err = a.Peers(ctx)
@@ -277,7 +281,7 @@ func TestMeshCalls(t *testing.T) {
 	if k, err := b.JoinAddr(ctx, st.Listen); err != nil || k != 1 {
 		t.Errorf("JoinAddr(%s) = %d, %v", st.Listen, k, err)
 	}
-	if _, err := b.JoinAddr(ctx, "not an address"); !errors.Is(err, node.ErrInvalid) {
+	if _, err := b.JoinAddr(ctx, "not an address"); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("JoinAddr bad address: %v, want ErrInvalid", err)
 	}
 
@@ -285,7 +289,7 @@ func TestMeshCalls(t *testing.T) {
 	if err != nil || revoked.Key != b.DeviceID() || !revoked.Revoked() {
 		t.Fatalf("Revoke = %+v, %v", revoked, err)
 	}
-	if _, err := a.Revoke(ctx, a.DeviceID()); !errors.Is(err, node.ErrInvalid) {
+	if _, err := a.Revoke(ctx, a.DeviceID()); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("revoking this device: %v, want ErrInvalid", err)
 	}
 }

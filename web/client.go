@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memmesh/memmesh/crdt"
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 )
 
 // ErrNoDaemon reports that no daemon is listening on the socket.
@@ -154,13 +154,13 @@ func (c *Client) DeviceID() string {
 	return h.DeviceID
 }
 
-func (c *Client) Remember(ctx context.Context, req node.RememberRequest) (node.RememberResult, error) {
-	var res node.RememberResult
+func (c *Client) Remember(ctx context.Context, req api.RememberRequest) (api.RememberResult, error) {
+	var res api.RememberResult
 	return res, c.send(ctx, http.MethodPost, "/v1/memories", req, &res)
 }
 
-func (c *Client) Get(ctx context.Context, ref string) (node.Memory, error) {
-	var m node.Memory
+func (c *Client) Get(ctx context.Context, ref string) (api.Memory, error) {
+	var m api.Memory
 	path, err := memoryPath(ref, "")
 	if err != nil {
 		return m, err
@@ -168,8 +168,8 @@ func (c *Client) Get(ctx context.Context, ref string) (node.Memory, error) {
 	return m, c.do(ctx, http.MethodGet, path, nil, &m)
 }
 
-func (c *Client) Update(ctx context.Context, ref string, req node.UpdateRequest) (node.Memory, error) {
-	var m node.Memory
+func (c *Client) Update(ctx context.Context, ref string, req api.UpdateRequest) (api.Memory, error) {
+	var m api.Memory
 	path, err := memoryPath(ref, "")
 	if err != nil {
 		return m, err
@@ -177,21 +177,21 @@ func (c *Client) Update(ctx context.Context, ref string, req node.UpdateRequest)
 	return m, c.send(ctx, http.MethodPatch, path, req, &m)
 }
 
-func (c *Client) Forget(ctx context.Context, ref string) (node.Memory, error) {
+func (c *Client) Forget(ctx context.Context, ref string) (api.Memory, error) {
 	return c.byRef(ctx, http.MethodPost, ref, "/forget")
 }
 
-func (c *Client) Restore(ctx context.Context, ref string) (node.Memory, error) {
+func (c *Client) Restore(ctx context.Context, ref string) (api.Memory, error) {
 	return c.byRef(ctx, http.MethodPost, ref, "/restore")
 }
 
-func (c *Client) Delete(ctx context.Context, ref string) (node.Memory, error) {
+func (c *Client) Delete(ctx context.Context, ref string) (api.Memory, error) {
 	return c.byRef(ctx, http.MethodDelete, ref, "")
 }
 
 // Purge erases a memory on every machine, for good.
-func (c *Client) Purge(ctx context.Context, ref string) (node.Purged, error) {
-	var p node.Purged
+func (c *Client) Purge(ctx context.Context, ref string) (api.Purged, error) {
+	var p api.Purged
 	path, err := memoryPath(ref, "/purge")
 	if err != nil {
 		return p, err
@@ -200,8 +200,8 @@ func (c *Client) Purge(ctx context.Context, ref string) (node.Purged, error) {
 }
 
 // byRef calls method on the memory ref, or on its sub-resource suffix.
-func (c *Client) byRef(ctx context.Context, method, ref, suffix string) (node.Memory, error) {
-	var m node.Memory
+func (c *Client) byRef(ctx context.Context, method, ref, suffix string) (api.Memory, error) {
+	var m api.Memory
 	path, err := memoryPath(ref, suffix)
 	if err != nil {
 		return m, err
@@ -214,12 +214,12 @@ func (c *Client) byRef(ctx context.Context, method, ref, suffix string) (node.Me
 // with the node's message.
 func memoryPath(ref, suffix string) (string, error) {
 	if strings.TrimSpace(ref) == "" {
-		return "", fmt.Errorf("%w: no memory id given: ids look like m-k3j5x2ab", node.ErrInvalid)
+		return "", fmt.Errorf("%w: no memory id given: ids look like m-k3j5x2ab", api.ErrInvalid)
 	}
 	return "/v1/memories/" + url.PathEscape(ref) + suffix, nil
 }
 
-func (c *Client) List(ctx context.Context, req node.ListRequest) ([]node.Memory, error) {
+func (c *Client) List(ctx context.Context, req api.ListRequest) ([]api.Memory, error) {
 	q := url.Values{}
 	if req.Namespace != "" {
 		q.Set("ns", req.Namespace)
@@ -243,23 +243,23 @@ func (c *Client) List(ctx context.Context, req node.ListRequest) ([]node.Memory,
 	for _, t := range req.Tiers {
 		q.Add("tier", string(t))
 	}
-	var out []node.Memory
+	var out []api.Memory
 	return out, c.do(ctx, http.MethodGet, "/v1/memories?"+q.Encode(), nil, &out)
 }
 
-func (c *Client) Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error) {
-	var res node.SearchResult
+func (c *Client) Search(ctx context.Context, req api.SearchRequest) (api.SearchResult, error) {
+	var res api.SearchResult
 	return res, c.send(ctx, http.MethodPost, "/v1/search", req, &res)
 }
 
-func (c *Client) Stats(ctx context.Context) (node.Stats, error) {
-	var s node.Stats
+func (c *Client) Stats(ctx context.Context) (api.Stats, error) {
+	var s api.Stats
 	return s, c.do(ctx, http.MethodGet, "/v1/stats", nil, &s)
 }
 
 // Export copies the daemon's export to w and returns its header.
-func (c *Client) Export(ctx context.Context, w io.Writer) (node.ExportHeader, error) {
-	var h node.ExportHeader
+func (c *Client) Export(ctx context.Context, w io.Writer) (api.ExportHeader, error) {
+	var h api.ExportHeader
 	wd := c.watch(ctx, false)
 	err := wd.stop(c.roundTrip(wd, http.MethodGet, "/v1/export", nil, func(r io.Reader) error {
 		sc := bufio.NewScanner(r)
@@ -287,106 +287,106 @@ func (c *Client) Export(ctx context.Context, w io.Writer) (node.ExportHeader, er
 	return h, err
 }
 
-func (c *Client) Import(ctx context.Context, r io.Reader) (node.ImportResult, error) {
-	var res node.ImportResult
+func (c *Client) Import(ctx context.Context, r io.Reader) (api.ImportResult, error) {
+	var res api.ImportResult
 	return res, c.do(ctx, http.MethodPost, "/v1/import", r, &res)
 }
 
-func (c *Client) Link(ctx context.Context, req node.LinkRequest) (node.Edge, error) {
-	var e node.Edge
+func (c *Client) Link(ctx context.Context, req api.LinkRequest) (api.Edge, error) {
+	var e api.Edge
 	return e, c.send(ctx, http.MethodPost, "/v1/edges", req, &e)
 }
 
-func (c *Client) Unlink(ctx context.Context, from, rel, to string) (node.Edge, error) {
-	var e node.Edge
+func (c *Client) Unlink(ctx context.Context, from, rel, to string) (api.Edge, error) {
+	var e api.Edge
 	return e, c.send(ctx, http.MethodPost, "/v1/edges/unlink", EdgeRef{From: from, Rel: rel, To: to}, &e)
 }
 
-func (c *Client) Invalidate(ctx context.Context, from, rel, to string) (node.Edge, error) {
-	var e node.Edge
+func (c *Client) Invalidate(ctx context.Context, from, rel, to string) (api.Edge, error) {
+	var e api.Edge
 	return e, c.send(ctx, http.MethodPost, "/v1/edges/invalidate", EdgeRef{From: from, Rel: rel, To: to}, &e)
 }
 
-func (c *Client) Traverse(ctx context.Context, req node.TraverseRequest) (node.TraverseResult, error) {
-	var res node.TraverseResult
+func (c *Client) Traverse(ctx context.Context, req api.TraverseRequest) (api.TraverseResult, error) {
+	var res api.TraverseResult
 	return res, c.send(ctx, http.MethodPost, "/v1/traverse", req, &res)
 }
 
 // Doctor reports cycles in acyclic relations and sync conflicts.
-func (c *Client) Doctor(ctx context.Context) (node.DoctorReport, error) {
-	var res node.DoctorReport
+func (c *Client) Doctor(ctx context.Context) (api.DoctorReport, error) {
+	var res api.DoctorReport
 	return res, c.send(ctx, http.MethodGet, "/v1/doctor", nil, &res)
 }
 
 // RunLifecycle runs a lifecycle pass now.
-func (c *Client) RunLifecycle(ctx context.Context) (node.LifecycleReport, error) {
-	var res node.LifecycleReport
+func (c *Client) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
+	var res api.LifecycleReport
 	return res, c.send(ctx, http.MethodPost, "/v1/lifecycle", nil, &res)
 }
 
 // CompactCandidates finds clusters of stale memories to compact.
-func (c *Client) CompactCandidates(ctx context.Context, req node.CompactRequest) (node.CompactPlan, error) {
-	var res node.CompactPlan
+func (c *Client) CompactCandidates(ctx context.Context, req api.CompactRequest) (api.CompactPlan, error) {
+	var res api.CompactPlan
 	return res, c.send(ctx, http.MethodPost, "/v1/compact", req, &res)
 }
 
 // CompactApply replaces memories with a summary of them.
-func (c *Client) CompactApply(ctx context.Context, req node.CompactApplyRequest) (node.CompactResult, error) {
-	var res node.CompactResult
+func (c *Client) CompactApply(ctx context.Context, req api.CompactApplyRequest) (api.CompactResult, error) {
+	var res api.CompactResult
 	return res, c.send(ctx, http.MethodPost, "/v1/compact/apply", req, &res)
 }
 
 // Reflect lists unlinked memories with candidate link targets.
-func (c *Client) Reflect(ctx context.Context, req node.ReflectRequest) ([]node.Reflection, error) {
-	var res []node.Reflection
+func (c *Client) Reflect(ctx context.Context, req api.ReflectRequest) ([]api.Reflection, error) {
+	var res []api.Reflection
 	return res, c.send(ctx, http.MethodPost, "/v1/reflect", req, &res)
 }
 
 // Analyze measures a namespace's graph.
-func (c *Client) Analyze(ctx context.Context, req node.AnalyzeRequest) (node.Analysis, error) {
-	var res node.Analysis
+func (c *Client) Analyze(ctx context.Context, req api.AnalyzeRequest) (api.Analysis, error) {
+	var res api.Analysis
 	return res, c.send(ctx, http.MethodPost, "/v1/analyze", req, &res)
 }
 
 // Stale lists a namespace's memories that may no longer hold.
-func (c *Client) Stale(ctx context.Context, req node.StaleRequest) ([]node.StaleMemory, error) {
-	var res []node.StaleMemory
+func (c *Client) Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemory, error) {
+	var res []api.StaleMemory
 	return res, c.send(ctx, http.MethodPost, "/v1/stale", req, &res)
 }
 
 // Impact lists the memories a file affects.
-func (c *Client) Impact(ctx context.Context, req node.ImpactRequest) ([]node.Impacted, error) {
-	var res []node.Impacted
+func (c *Client) Impact(ctx context.Context, req api.ImpactRequest) ([]api.Impacted, error) {
+	var res []api.Impacted
 	return res, c.send(ctx, http.MethodPost, "/v1/impact", req, &res)
 }
 
-func (c *Client) Edges(ctx context.Context, req node.EdgesRequest) ([]node.Edge, error) {
-	var out []node.Edge
+func (c *Client) Edges(ctx context.Context, req api.EdgesRequest) ([]api.Edge, error) {
+	var out []api.Edge
 	return out, c.send(ctx, http.MethodPost, "/v1/edges/list", req, &out)
 }
 
-func (c *Client) Changes(ctx context.Context, req node.ChangesRequest) (node.ChangesResult, error) {
-	var out node.ChangesResult
+func (c *Client) Changes(ctx context.Context, req api.ChangesRequest) (api.ChangesResult, error) {
+	var out api.ChangesResult
 	return out, c.send(ctx, http.MethodPost, "/v1/changes", req, &out)
 }
 
-func (c *Client) Context(ctx context.Context, req node.ContextRequest) (node.Brief, error) {
-	var b node.Brief
+func (c *Client) Context(ctx context.Context, req api.ContextRequest) (api.Brief, error) {
+	var b api.Brief
 	return b, c.send(ctx, http.MethodPost, "/v1/context", req, &b)
 }
 
 // Invite asks for a one-time invite token; ttl 0 means the node's default.
-func (c *Client) Invite(ctx context.Context, ttl time.Duration) (node.Invitation, error) {
+func (c *Client) Invite(ctx context.Context, ttl time.Duration) (api.Invitation, error) {
 	var req InviteRequest
 	if ttl != 0 {
 		req.TTL = ttl.String()
 	}
-	var inv node.Invitation
+	var inv api.Invitation
 	return inv, c.send(ctx, http.MethodPost, "/v1/mesh/invite", req, &inv)
 }
 
-func (c *Client) Join(ctx context.Context, token string) (node.JoinResult, error) {
-	var res node.JoinResult
+func (c *Client) Join(ctx context.Context, token string) (api.JoinResult, error) {
+	var res api.JoinResult
 	return res, c.send(ctx, http.MethodPost, "/v1/mesh/join", JoinRequest{Token: token}, &res)
 }
 
@@ -396,28 +396,28 @@ func (c *Client) JoinAddr(ctx context.Context, addr string) (int, error) {
 	return res.Contacted, c.send(ctx, http.MethodPost, "/v1/mesh/rejoin", RejoinRequest{Addr: addr}, &res)
 }
 
-func (c *Client) Devices(ctx context.Context) ([]node.Device, error) {
-	var out []node.Device
+func (c *Client) Devices(ctx context.Context) ([]api.Device, error) {
+	var out []api.Device
 	return out, c.do(ctx, http.MethodGet, "/v1/mesh/devices", nil, &out)
 }
 
-func (c *Client) Revoke(ctx context.Context, ref string) (node.Device, error) {
-	var d node.Device
+func (c *Client) Revoke(ctx context.Context, ref string) (api.Device, error) {
+	var d api.Device
 	return d, c.send(ctx, http.MethodPost, "/v1/mesh/revoke", RevokeRequest{Device: ref}, &d)
 }
 
-func (c *Client) Peers(ctx context.Context) ([]node.Peer, error) {
-	var out []node.Peer
+func (c *Client) Peers(ctx context.Context) ([]api.Peer, error) {
+	var out []api.Peer
 	return out, c.do(ctx, http.MethodGet, "/v1/mesh/peers", nil, &out)
 }
 
-func (c *Client) MeshStatus(ctx context.Context) (node.MeshStatus, error) {
-	var st node.MeshStatus
+func (c *Client) MeshStatus(ctx context.Context) (api.MeshStatus, error) {
+	var st api.MeshStatus
 	return st, c.do(ctx, http.MethodGet, "/v1/mesh/status", nil, &st)
 }
 
-func (c *Client) SetNamespace(ctx context.Context, ns string, ch node.NamespaceChange) (crdt.MeshRecord, error) {
-	var r crdt.MeshRecord
+func (c *Client) SetNamespace(ctx context.Context, ns string, ch api.NamespaceChange) (model.MeshRecord, error) {
+	var r model.MeshRecord
 	return r, c.send(ctx, http.MethodPost, "/v1/ns/set", NamespaceRequest{Namespace: ns, NamespaceChange: ch}, &r)
 }
 

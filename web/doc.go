@@ -7,32 +7,32 @@
 // Routes (all JSON unless noted):
 //
 //	GET    /v1/health                 version, device id and pid of the daemon
-//	POST   /v1/memories               remember (node.RememberRequest)
+//	POST   /v1/memories               remember (api.RememberRequest)
 //	GET    /v1/memories               list (?ns= &tag= &kind= &status= &tier= &since= &until= &limit=)
 //	GET    /v1/memories/{ref}         get one memory by full or short id
-//	PATCH  /v1/memories/{ref}         update (node.UpdateRequest)
+//	PATCH  /v1/memories/{ref}         update (api.UpdateRequest)
 //	POST   /v1/memories/{ref}/forget  archive
 //	POST   /v1/memories/{ref}/restore back to active (from archived, stale or compacted)
 //	DELETE /v1/memories/{ref}         delete (tombstone)
-//	POST   /v1/search                 search (node.SearchRequest)
+//	POST   /v1/search                 search (api.SearchRequest)
 //	GET    /v1/stats                  counts
 //	GET    /v1/export                 every memory as JSON Lines (application/x-ndjson)
 //	POST   /v1/import                 JSON Lines body; all or nothing
-//	POST   /v1/edges                  link (node.LinkRequest)
+//	POST   /v1/edges                  link (api.LinkRequest)
 //	POST   /v1/edges/unlink           delete an edge ({"from", "rel", "to"})
 //	POST   /v1/edges/invalidate       end an edge's validity now ({"from", "rel", "to"})
-//	POST   /v1/traverse               breadth-first walk (node.TraverseRequest)
-//	POST   /v1/impact                 memories a file affects (node.ImpactRequest)
+//	POST   /v1/traverse               breadth-first walk (api.TraverseRequest)
+//	POST   /v1/impact                 memories a file affects (api.ImpactRequest)
 //	GET    /v1/doctor                 cycles in acyclic relations, sync conflicts
-//	POST   /v1/lifecycle              run a lifecycle pass now (node.LifecycleReport)
-//	POST   /v1/compact                clusters of stale memories to compact (node.CompactRequest)
-//	POST   /v1/compact/apply          replace memories with a summary (node.CompactApplyRequest)
-//	POST   /v1/stale                  memories that may no longer hold (node.StaleRequest)
-//	POST   /v1/analyze                god nodes, bridges, PageRank, gaps (node.AnalyzeRequest)
-//	POST   /v1/reflect                unlinked memories with candidate targets (node.ReflectRequest)
-//	POST   /v1/edges/list             live edges at many endpoints (node.EdgesRequest)
-//	POST   /v1/changes                memories, edges and erasures changed after a change-log position (node.ChangesRequest)
-//	POST   /v1/context                a namespace's brief (node.ContextRequest)
+//	POST   /v1/lifecycle              run a lifecycle pass now (api.LifecycleReport)
+//	POST   /v1/compact                clusters of stale memories to compact (api.CompactRequest)
+//	POST   /v1/compact/apply          replace memories with a summary (api.CompactApplyRequest)
+//	POST   /v1/stale                  memories that may no longer hold (api.StaleRequest)
+//	POST   /v1/analyze                god nodes, bridges, PageRank, gaps (api.AnalyzeRequest)
+//	POST   /v1/reflect                unlinked memories with candidate targets (api.ReflectRequest)
+//	POST   /v1/edges/list             live edges at many endpoints (api.EdgesRequest)
+//	POST   /v1/changes                memories, edges and erasures changed after a change-log position (api.ChangesRequest)
+//	POST   /v1/context                a namespace's brief (api.ContextRequest)
 //	POST   /v1/mesh/invite            a one-time invite token ({"ttl": "1h"}; 1m to 7d)
 //	POST   /v1/mesh/join              join a mesh ({"token"})
 //	POST   /v1/mesh/rejoin            contact a member at host:port ({"addr"})
@@ -40,7 +40,7 @@
 //	POST   /v1/mesh/revoke            revoke a device ({"device": id, id prefix or name})
 //	GET    /v1/mesh/peers             the other devices and their state
 //	GET    /v1/mesh/status            this node's part in the mesh
-//	POST   /v1/ns/set                 namespace settings: sync, stale_after (node.NamespaceChange)
+//	POST   /v1/ns/set                 namespace settings: sync, stale_after (api.NamespaceChange)
 //	POST   /v1/shutdown               stop the daemon cleanly
 //
 // Request bodies are capped at 8 MiB, announced or read (413), except an

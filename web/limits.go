@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 // maxRequestBody caps request bodies, import excepted: a memory of the
@@ -82,7 +82,7 @@ func (a *API) bodyError(w http.ResponseWriter, err error) {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		writeJSON(w, http.StatusRequestTimeout, apiError{Error: fmt.Sprintf("the request body did not arrive within %s", a.bodyTimeout), Code: "invalid"})
 	default:
-		a.fail(w, fmt.Errorf("%w: %v", node.ErrInvalid, err))
+		a.fail(w, fmt.Errorf("%w: %v", api.ErrInvalid, err))
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 // socketIn returns a unix socket path in a fresh short directory.
@@ -87,9 +87,9 @@ func TestClientTimesOut(t *testing.T) {
 	calls := map[string]func() error{
 		"health":    func() error { _, err := c.Health(ctx); return err },
 		"stats":     func() error { _, err := c.Stats(ctx); return err },
-		"remember":  func() error { _, err := c.Remember(ctx, node.RememberRequest{Content: "x"}); return err },
-		"search":    func() error { _, err := c.Search(ctx, node.SearchRequest{Query: "x"}); return err },
-		"list":      func() error { _, err := c.List(ctx, node.ListRequest{}); return err },
+		"remember":  func() error { _, err := c.Remember(ctx, api.RememberRequest{Content: "x"}); return err },
+		"search":    func() error { _, err := c.Search(ctx, api.SearchRequest{Query: "x"}); return err },
+		"list":      func() error { _, err := c.List(ctx, api.ListRequest{}); return err },
 		"get":       func() error { _, err := c.Get(ctx, "m-x"); return err },
 		"export":    func() error { _, err := c.Export(ctx, io.Discard); return err },
 		"import":    func() error { _, err := c.Import(ctx, strings.NewReader("{}\n")); return err },
@@ -153,7 +153,7 @@ func TestClientWaitsWhileAlive(t *testing.T) {
 	})
 	mux.HandleFunc("POST /v1/import", func(w http.ResponseWriter, r *http.Request) {
 		data, _ := io.ReadAll(r.Body)
-		writeJSON(w, http.StatusOK, node.ImportResult{Imported: strings.Count(string(data), "\n")})
+		writeJSON(w, http.StatusOK, api.ImportResult{Imported: strings.Count(string(data), "\n")})
 	})
 	mux.HandleFunc("POST /v1/lifecycle", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -161,7 +161,7 @@ func TestClientWaitsWhileAlive(t *testing.T) {
 		case <-r.Context().Done():
 			return
 		}
-		writeJSON(w, http.StatusOK, node.LifecycleReport{Memories: 7})
+		writeJSON(w, http.StatusOK, api.LifecycleReport{Memories: 7})
 	})
 	mux.HandleFunc("POST /v1/memories/{ref}/purge", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -169,7 +169,7 @@ func TestClientWaitsWhileAlive(t *testing.T) {
 		case <-r.Context().Done():
 			return
 		}
-		writeJSON(w, http.StatusOK, node.Purged{ID: r.PathValue("ref")})
+		writeJSON(w, http.StatusOK, api.Purged{ID: r.PathValue("ref")})
 	})
 	c := NewClient(fakeDaemon(t, mux), ClientOptions{Timeout: timeout})
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/node"
@@ -169,7 +170,7 @@ func (a *app) importExport(ctx context.Context, name string, r io.Reader, file *
 	return a.emit(res, func(w io.Writer) { printImport(w, res) }, func(w io.Writer) { fmt.Fprintln(w, res.Imported) })
 }
 
-func printImport(w io.Writer, res node.ImportResult) {
+func printImport(w io.Writer, res api.ImportResult) {
 	fmt.Fprintf(w, "Imported %s (%d already here), %s (%d already here or at a memory that is not), %s (%d kept as they were) and %s.\n",
 		importCount(res.Imported, "memory", "memories"), res.Skipped, importCount(res.Edges, "edge", "edges"), res.EdgesSkipped,
 		importCount(res.Namespaces, "namespace setting", "namespace settings"), res.NamespacesKept, importCount(res.Purged, "purge", "purges"))

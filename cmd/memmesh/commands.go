@@ -15,8 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -82,7 +83,7 @@ func (a *app) stopCommand() *cobra.Command {
 }
 
 func (a *app) captureCommand() *cobra.Command {
-	var req node.RememberRequest
+	var req api.RememberRequest
 	var file, tier string
 	var confidence float64
 	cmd := &cobra.Command{
@@ -102,7 +103,7 @@ returns the existing memory; close matches are reported as similar.`,
 				return err
 			}
 			req.Content = content
-			req.Tier = crdt.Tier(tier)
+			req.Tier = model.Tier(tier)
 			if cmd.Flags().Changed("confidence") {
 				req.Confidence = &confidence
 			}
@@ -137,7 +138,7 @@ returns the existing memory; close matches are reported as similar.`,
 	f.StringVar(&req.Title, "title", "", "title (default: the first line of the text)")
 	f.StringArrayVar(&req.Tags, "tag", nil, "tag (repeatable)")
 	f.StringVar(&req.Kind, "kind", "", "kind: note, decision, convention, bug, fact, task, preference, ... (default note)")
-	f.StringVar(&tier, "tier", string(crdt.TierHuman), "trust tier: human, agent or auto")
+	f.StringVar(&tier, "tier", string(model.TierHuman), "trust tier: human, agent or auto")
 	unitVar(f, &confidence, "confidence", 0, "confidence from 0 to 1 (default by tier)")
 	ttlVar(f, &req.TTL, "ttl", "time to live, e.g. 30d, 2w, 36h or none (default by tier: human none, agent 90d, auto 30d)")
 	f.BoolVar(&req.Evergreen, "evergreen", false, "never expires and never goes stale")
@@ -159,7 +160,7 @@ func (a *app) readContent(argv []string, file string) (string, error) {
 	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) && file != "-" {
 		return "", usagef("nothing to capture: give the text as an argument, with --file, or on standard input")
 	}
-	data, err := io.ReadAll(io.LimitReader(a.stdin, node.MaxContentBytes+1))
+	data, err := io.ReadAll(io.LimitReader(a.stdin, api.MaxContentBytes+1))
 	if err != nil {
 		return "", fmt.Errorf("read standard input: %w", err)
 	}
@@ -174,7 +175,7 @@ func readLimited(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, node.MaxContentBytes+1))
+	return io.ReadAll(io.LimitReader(f, api.MaxContentBytes+1))
 }
 
 // filterFlags are the filters that search and list share.
@@ -205,8 +206,8 @@ func (f *filterFlags) register(cmd *cobra.Command, verb string, limit int) {
 // filter is what the flags select.
 type filter struct {
 	namespace    string
-	statuses     []crdt.Status
-	tiers        []crdt.Tier
+	statuses     []model.Status
+	tiers        []model.Tier
 	since, until time.Time
 }
 
@@ -218,10 +219,10 @@ func (f *filterFlags) resolve(cmd *cobra.Command, cfg Config) (filter, error) {
 		out.namespace = f.ns
 	}
 	for _, s := range f.statuses {
-		out.statuses = append(out.statuses, crdt.Status(s))
+		out.statuses = append(out.statuses, model.Status(s))
 	}
 	for _, t := range f.tiers {
-		out.tiers = append(out.tiers, crdt.Tier(t))
+		out.tiers = append(out.tiers, model.Tier(t))
 	}
 	var err error
 	if out.since, err = parseWhen("--since", f.since); err != nil {
@@ -245,7 +246,7 @@ func parseWhen(flag, s string) (time.Time, error) {
 	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
 		return t, nil
 	}
-	if age, err := node.ParseTTL(s); err == nil && age > 0 {
+	if age, err := api.ParseTTL(s); err == nil && age > 0 {
 		return time.Now().Add(-age), nil
 	}
 	return time.Time{}, usagef("%s %q: use a date (2026-01-31), an RFC 3339 time or an age (7d, 36h)", flag, s)
@@ -278,7 +279,7 @@ and the weakest results are left out.`,
 			if err != nil {
 				return err
 			}
-			req := node.SearchRequest{
+			req := api.SearchRequest{
 				Query:     strings.Join(argv, " "),
 				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
 				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
@@ -305,14 +306,14 @@ and the weakest results are left out.`,
 	filters.register(cmd, "search", 10)
 	cmd.Flags().BoolVar(&explain, "explain", false, "show how each score was made")
 	cmd.Flags().BoolVar(&noGraph, "no-graph", false, "rank text matches only, without the memories linked to the best ones")
-	intRangeVar(cmd.Flags(), &budget, "budget", 0, node.MinSearchBudget, node.MaxSearchBudget, fmt.Sprintf("most tokens to answer with, as JSON (%d to %d; default: no bound)", node.MinSearchBudget, node.MaxSearchBudget))
+	intRangeVar(cmd.Flags(), &budget, "budget", 0, api.MinSearchBudget, api.MaxSearchBudget, fmt.Sprintf("most tokens to answer with, as JSON (%d to %d; default: no bound)", api.MinSearchBudget, api.MaxSearchBudget))
 	return cmd
 }
 
 // printSearch shows the matches of a search, then the related memories,
 // each with its labels.
-func printSearch(w io.Writer, req node.SearchRequest, res node.SearchResult) {
-	related := slices.IndexFunc(res.Results, func(h node.SearchHit) bool { return h.Related != "" })
+func printSearch(w io.Writer, req api.SearchRequest, res api.SearchResult) {
+	related := slices.IndexFunc(res.Results, func(h api.SearchHit) bool { return h.Related != "" })
 	if related < 0 {
 		related = len(res.Results)
 	}
@@ -365,7 +366,7 @@ func orAll(ns string) string {
 // orDefault names the namespace a command looked at: ns, or the default.
 func orDefault(ns string) string {
 	if ns == "" {
-		return node.DefaultNamespace
+		return api.DefaultNamespace
 	}
 	return ns
 }
@@ -400,7 +401,7 @@ func (a *app) listCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := node.ListRequest{
+			req := api.ListRequest{
 				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
 				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
 				Limit: filters.limit,
@@ -414,7 +415,7 @@ func (a *app) listCommand() *cobra.Command {
 				return err
 			}
 			if ms == nil {
-				ms = []node.Memory{}
+				ms = []api.Memory{}
 			}
 			if req.Namespace != "" {
 				defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(ms) == 0)
@@ -427,7 +428,7 @@ func (a *app) listCommand() *cobra.Command {
 }
 
 func (a *app) updateCommand() *cobra.Command {
-	var req node.UpdateRequest
+	var req api.UpdateRequest
 	var title, content, file, ns, kind, tier, status, ttl string
 	var confidence float64
 	var evergreen bool
@@ -461,11 +462,11 @@ kept, and an update resolves a sync conflict.`,
 				req.Content = &data
 			}
 			if f.Changed("tier") {
-				t := crdt.Tier(tier)
+				t := model.Tier(tier)
 				req.Tier = &t
 			}
 			if f.Changed("status") {
-				s := crdt.Status(status)
+				s := model.Status(status)
 				req.Status = &s
 			}
 			if f.Changed("confidence") {
@@ -549,7 +550,7 @@ in a way that 'memmesh restore' can undo.`,
 					return err
 				}
 			}
-			var out []node.Purged
+			var out []api.Purged
 			for _, ref := range argv {
 				a.status("Erasing %s: the database and the search index are rewritten where they held it...", ref)
 				p, err := c.Purge(cmd.Context(), ref)
@@ -566,7 +567,7 @@ in a way that 'memmesh restore' can undo.`,
 					}
 					fmt.Fprintf(w, "Purged %s and %s: erased here, and on every other machine as the tombstone reaches it.\n", p.ID, importCount(p.Edges, "link", "links"))
 				}
-			}, func(p node.Purged) string { return p.ID })
+			}, func(p api.Purged) string { return p.ID })
 		},
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask (required when standard input is not a terminal)")
@@ -582,7 +583,7 @@ func (a *app) confirmPurge(ctx context.Context, c *web.Client, refs []string) er
 	}
 	for _, ref := range refs {
 		m, err := c.Get(ctx, ref)
-		if errors.Is(err, node.ErrPurged) {
+		if errors.Is(err, api.ErrPurged) {
 			continue // purge says so
 		}
 		if err != nil {
@@ -599,7 +600,7 @@ func (a *app) confirmPurge(ctx context.Context, c *web.Client, refs []string) er
 }
 
 // statusCommand builds forget and delete: one id in, one status change out.
-func (a *app) statusCommand(use, short, done string, op func(*web.Client, context.Context, string) (node.Memory, error)) *cobra.Command {
+func (a *app) statusCommand(use, short, done string, op func(*web.Client, context.Context, string) (api.Memory, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -668,7 +669,7 @@ func (a *app) versionCommand() *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := map[string]any{
-				"version":  node.Version(),
+				"version":  api.Version(),
 				"go":       runtime.Version(),
 				"platform": runtime.GOOS + "/" + runtime.GOARCH,
 			}

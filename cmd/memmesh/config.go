@@ -13,7 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 // Config is memmesh's configuration. Precedence, highest first: flags,
@@ -56,7 +56,7 @@ const configFile = "config.toml"
 const projectConfigFile = ".memmesh.toml"
 
 func defaultConfig() Config {
-	return Config{Namespace: node.DefaultNamespace, LogLevel: "info"}
+	return Config{Namespace: api.DefaultNamespace, LogLevel: "info"}
 }
 
 // defaultHome is ~/.memmesh.
@@ -164,7 +164,7 @@ func (c Config) halfLife() (time.Duration, error) {
 	if c.Search.RecencyHalfLife == "" {
 		return 0, nil
 	}
-	d, err := node.ParseTTL(c.Search.RecencyHalfLife)
+	d, err := api.ParseTTL(c.Search.RecencyHalfLife)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("config: search.recency_half_life %q: use a duration such as 30d or 720h", c.Search.RecencyHalfLife)
 	}

@@ -13,13 +13,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
-	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
 
 func (a *app) contextCommand() *cobra.Command {
-	var req node.ContextRequest
+	var req api.ContextRequest
 	var hook bool
 	cmd := &cobra.Command{
 		Use:   "context [QUERY]",
@@ -54,9 +54,9 @@ error), the context is empty.`,
 			if len(argv) == 1 {
 				req.Query = argv[0]
 			}
-			req.Format = node.FormatMarkdown
+			req.Format = api.FormatMarkdown
 			if a.format == "json" && !hook {
-				req.Format = node.FormatJSON
+				req.Format = api.FormatJSON
 			}
 			if hook {
 				return a.hook(cmd, req)
@@ -73,7 +73,7 @@ error), the context is empty.`,
 				return err
 			}
 			return a.emit(b, func(w io.Writer) { io.WriteString(w, b.Markdown()) }, func(w io.Writer) {
-				for _, items := range [][]node.BriefItem{b.Matches, b.Conflicts, b.FromPeers, b.Decisions, b.Tasks, b.Active, b.StaleAlerts} {
+				for _, items := range [][]api.BriefItem{b.Matches, b.Conflicts, b.FromPeers, b.Decisions, b.Tasks, b.Active, b.StaleAlerts} {
 					for _, it := range items {
 						fmt.Fprintln(w, it.ID)
 					}
@@ -87,8 +87,8 @@ error), the context is empty.`,
 	return cmd
 }
 
-func (a *app) brief(cmd *cobra.Command, req node.ContextRequest) (node.Brief, error) {
-	return call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.Brief, error) { return c.Context(ctx, req) })
+func (a *app) brief(cmd *cobra.Command, req api.ContextRequest) (api.Brief, error) {
+	return call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.Brief, error) { return c.Context(ctx, req) })
 }
 
 // hookInput is what Claude Code and Codex write on a command hook's
@@ -149,7 +149,7 @@ func readHookInput(r io.Reader) (hookInput, []byte) {
 // match the prompt for UserPromptSubmit. A hook that fails can block an
 // agent's session or prompt, so an error is reported on standard error
 // and the hook still succeeds, with no context. The Markdown is inert.
-func (a *app) hook(cmd *cobra.Command, req node.ContextRequest) error {
+func (a *app) hook(cmd *cobra.Command, req api.ContextRequest) error {
 	in, _ := readHookInput(a.stdin)
 	if in.HookEventName == eventUserPromptSubmit {
 		req.Query = in.Prompt

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
@@ -153,7 +154,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	if st, err := n.MeshStatus(ctx); err == nil && st.Enabled {
 		meshAddr = st.Listen
 	}
-	log.Info("memmesh is ready", "home", home, "socket", sock, "mcp", mcpURL, "mesh", meshAddr, "device", n.DeviceID(), "version", node.Version(), "pid", os.Getpid())
+	log.Info("memmesh is ready", "home", home, "socket", sock, "mcp", mcpURL, "mesh", meshAddr, "device", n.DeviceID(), "version", api.Version(), "pid", os.Getpid())
 
 	select {
 	case <-ctx.Done():
@@ -206,7 +207,7 @@ func startMCPHTTP(n *node.Node, cfg Config, ln net.Listener, token string, log *
 	if ln == nil {
 		return nil, "off", nil
 	}
-	h, err := mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: log, Version: node.Version()}), token, log)
+	h, err := mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: log, Version: api.Version()}), token, log)
 	if err != nil {
 		return nil, "", err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -41,7 +42,7 @@ func TestOpenNodeWithoutFreePort(t *testing.T) {
 	if st, err := n.MeshStatus(ctx); err != nil || st.Enabled {
 		t.Errorf("mesh status = %+v, %v; want the mesh off", st, err)
 	}
-	if _, err := n.Peers(ctx); !errors.Is(err, node.ErrNoMesh) {
+	if _, err := n.Peers(ctx); !errors.Is(err, api.ErrNoMesh) {
 		t.Errorf("Peers: %v, want ErrNoMesh", err)
 	}
 	if !strings.Contains(logs.String(), "the mesh is off") {

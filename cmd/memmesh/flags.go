@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 )
 
 // Flags whose values have a range check it when they are parsed, so that a
@@ -76,7 +76,7 @@ func (f ttl) String() string { return *f.v }
 func (f ttl) Type() string   { return "duration" }
 
 func (f ttl) Set(s string) error {
-	if _, err := node.ParseTTL(s); err != nil {
+	if _, err := api.ParseTTL(s); err != nil {
 		return errors.New("use none, or a duration such as 30d, 2w or 36h")
 	}
 	*f.v = s

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memmesh/memmesh/crdt"
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -27,15 +27,15 @@ func (a *app) linkCommand() *cobra.Command {
 		Long: `Create the edge FROM -REL-> TO, or update it (the same edge made on two
 machines is one edge). ` + endpointHelp + `
 
-REL is a known relation (` + strings.Join(node.KnownRelations, ", ") + `)
-or your own in kebab-case or snake_case. ` + strings.Join(node.AcyclicRelations, ", ") + `
+REL is a known relation (` + strings.Join(api.KnownRelations, ", ") + `)
+or your own in kebab-case or snake_case. ` + strings.Join(api.AcyclicRelations, ", ") + `
 never form a cycle: a link that would close one is refused.`,
 		Example: `  memmesh link m-k3j5x2ab supersedes m-7fq2aa4c --note "pgx replaces lib/pq"
   memmesh link m-k3j5x2ab touches file:internal/db/pool.go:10-40
   memmesh link m-k3j5x2ab depends_on m-6zz4bb2c --valid-from 2026-01-01`,
 		Args: args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			req := node.LinkRequest{From: argv[0], Rel: argv[1], To: argv[2], Notes: notes}
+			req := api.LinkRequest{From: argv[0], Rel: argv[1], To: argv[2], Notes: notes}
 			var err error
 			if req.ValidFrom, err = parseWhen("--valid-from", validFrom); err != nil {
 				return err
@@ -46,7 +46,7 @@ never form a cycle: a link that would close one is refused.`,
 			if cmd.Flags().Changed("strength") {
 				req.Strength = &strength
 			}
-			e, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.Edge, error) { return c.Link(ctx, req) })
+			e, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.Edge, error) { return c.Link(ctx, req) })
 			if err != nil {
 				return err
 			}
@@ -71,7 +71,7 @@ func (a *app) invalidateCommand() *cobra.Command {
 }
 
 // edgeCommand builds unlink and invalidate: one edge in, one change out.
-func (a *app) edgeCommand(use, short, done string, op func(*web.Client, context.Context, string, string, string) (node.Edge, error)) *cobra.Command {
+func (a *app) edgeCommand(use, short, done string, op func(*web.Client, context.Context, string, string, string) (api.Edge, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -92,7 +92,7 @@ func (a *app) edgeCommand(use, short, done string, op func(*web.Client, context.
 }
 
 // edgeLine renders an edge on one line, with its validity when bounded.
-func edgeLine(e node.Edge) string {
+func edgeLine(e api.Edge) string {
 	s := e.From + " -" + e.Rel + "-> " + e.To
 	if !e.ValidFrom.IsZero() || !e.ValidTo.IsZero() {
 		s += fmt.Sprintf(" (valid %s to %s)", stamp(e.ValidFrom), stamp(e.ValidTo))
@@ -104,7 +104,7 @@ func edgeLine(e node.Edge) string {
 }
 
 func (a *app) graphCommand() *cobra.Command {
-	var req node.TraverseRequest
+	var req api.TraverseRequest
 	var direction, asOf string
 	cmd := &cobra.Command{
 		Use:   "graph ID",
@@ -119,12 +119,12 @@ now). ` + endpointHelp,
   memmesh graph m-k3j5x2ab --as-of 2026-01-31`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			req.Start, req.Direction = argv[0], node.Direction(direction)
+			req.Start, req.Direction = argv[0], api.Direction(direction)
 			var err error
 			if req.AsOf, err = parseWhen("--as-of", asOf); err != nil {
 				return err
 			}
-			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.TraverseResult, error) { return c.Traverse(ctx, req) })
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.TraverseResult, error) { return c.Traverse(ctx, req) })
 			if err != nil {
 				return err
 			}
@@ -144,7 +144,7 @@ now). ` + endpointHelp,
 }
 
 // printGraph shows the nodes reached, nearest first, then the edges.
-func printGraph(w io.Writer, res node.TraverseResult) {
+func printGraph(w io.Writer, res api.TraverseResult) {
 	for _, n := range res.Nodes {
 		label := n.ID
 		if n.Memory != nil {
@@ -180,15 +180,15 @@ Archived and stale memories are listed with their status.`,
   memmesh impact internal/auth/ --depth 1`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]node.Impacted, error) {
-				return c.Impact(ctx, node.ImpactRequest{Path: argv[0], Depth: depth})
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]api.Impacted, error) {
+				return c.Impact(ctx, api.ImpactRequest{Path: argv[0], Depth: depth})
 			})
 			if err != nil {
 				return err
 			}
 			return a.emit(res, func(w io.Writer) {
 				printTable(w, res, "No memory mentions or links "+argv[0]+".", "MEMORY\tDEPTH\tSTATUS\tVIA\tTITLE",
-					func(im node.Impacted) []any {
+					func(im api.Impacted) []any {
 						title := im.Memory.Title
 						if title == "" {
 							title = im.Memory.Content
@@ -217,7 +217,7 @@ the context brief) until someone resolves them: unlink or invalidate an edge
 of each cycle; update a conflicted memory with the text that holds.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			rep, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.DoctorReport, error) { return c.Doctor(ctx) })
+			rep, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.DoctorReport, error) { return c.Doctor(ctx) })
 			if err != nil {
 				return err
 			}
@@ -228,7 +228,7 @@ of each cycle; update a conflicted memory with the text that holds.`,
 	}
 }
 
-func printDoctor(w io.Writer, rep node.DoctorReport) {
+func printDoctor(w io.Writer, rep api.DoctorReport) {
 	if len(rep.Cycles) == 0 && len(rep.Conflicts) == 0 && len(rep.Contradictions) == 0 {
 		fmt.Fprintln(w, "Nothing to resolve: no cycles in acyclic relations, no sync conflicts, no contradictions.")
 		return
@@ -262,15 +262,15 @@ ID' retires it; 'memmesh compact' folds related ones into a summary.`,
 			if ns == "" {
 				ns = a.cfg.Namespace
 			}
-			list, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]node.StaleMemory, error) {
-				return c.Stale(ctx, node.StaleRequest{Namespace: ns})
+			list, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]api.StaleMemory, error) {
+				return c.Stale(ctx, api.StaleRequest{Namespace: ns})
 			})
 			if err != nil {
 				return err
 			}
 			err = emitList(a, "stale", list, func(w io.Writer) {
 				printTable(w, list, "Nothing stale in "+orDefault(ns)+".", staleHeader, staleRow)
-			}, func(s node.StaleMemory) string { return s.Memory.ShortID })
+			}, func(s api.StaleMemory) string { return s.Memory.ShortID })
 			a.hintIfEmpty(cmd.Context(), ns, len(list) == 0)
 			return err
 		},
@@ -292,7 +292,7 @@ from how often this machine read each memory (candidate, established from
 pass changes no memory: every machine derives the same from the same data.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.LifecycleReport, error) { return c.RunLifecycle(ctx) })
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.LifecycleReport, error) { return c.RunLifecycle(ctx) })
 			if err != nil {
 				return err
 			}
@@ -303,18 +303,18 @@ pass changes no memory: every machine derives the same from the same data.`,
 	}
 }
 
-func printLifecycle(w io.Writer, r node.LifecycleReport) {
+func printLifecycle(w io.Writer, r api.LifecycleReport) {
 	fmt.Fprintf(w, "Lifecycle pass at %s, %.1f ms\n", stamp(r.At), r.TookMS)
 	fmt.Fprintf(w, "%d memories: %d live, %d past their TTL\n", r.Memories, r.Live, r.Expired)
 	fmt.Fprintf(w, "stale: %d (superseded %d, by age %d, unlinked %d); see 'memmesh stale'\n",
-		r.Stale, r.StaleByRule[node.StaleSuperseded], r.StaleByRule[node.StaleByAge], r.StaleByRule[node.StaleUnlinked])
+		r.Stale, r.StaleByRule[api.StaleSuperseded], r.StaleByRule[api.StaleByAge], r.StaleByRule[api.StaleUnlinked])
 	fmt.Fprintf(w, "confidence below half of what was stated: %d\n", r.Decayed)
 	fmt.Fprintf(w, "maturity: %d candidate, %d established, %d proven\n",
-		r.Maturity[node.MaturityCandidate], r.Maturity[node.MaturityEstablished], r.Maturity[node.MaturityProven])
+		r.Maturity[api.MaturityCandidate], r.Maturity[api.MaturityEstablished], r.Maturity[api.MaturityProven])
 }
 
 func (a *app) compactCommand() *cobra.Command {
-	var req node.CompactRequest
+	var req api.CompactRequest
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "compact",
@@ -336,7 +336,7 @@ and store their summary with compact_apply.`,
 			if req.Namespace == "" {
 				req.Namespace = a.cfg.Namespace
 			}
-			plan, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.CompactPlan, error) {
+			plan, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.CompactPlan, error) {
 				return c.CompactCandidates(ctx, req)
 			})
 			if err != nil {
@@ -350,11 +350,11 @@ and store their summary with compact_apply.`,
 					}
 				})
 			}
-			results := []node.CompactResult{}
+			results := []api.CompactResult{}
 			for _, c := range plan.Clusters {
 				title, summary := digest(c)
-				res, err := call(cmd.Context(), a, func(cl *web.Client, ctx context.Context) (node.CompactResult, error) {
-					return cl.CompactApply(ctx, node.CompactApplyRequest{Members: memberIDs(c), Title: title, Summary: summary, Tier: crdt.TierAuto})
+				res, err := call(cmd.Context(), a, func(cl *web.Client, ctx context.Context) (api.CompactResult, error) {
+					return cl.CompactApply(ctx, api.CompactApplyRequest{Members: memberIDs(c), Title: title, Summary: summary, Tier: model.TierAuto})
 				})
 				if err != nil {
 					return fmt.Errorf("compacted %d of %d clusters: %w", len(results), len(plan.Clusters), err)
@@ -382,7 +382,7 @@ and store their summary with compact_apply.`,
 }
 
 func (a *app) compactApplyCommand() *cobra.Command {
-	req := node.CompactApplyRequest{Tier: crdt.TierHuman}
+	req := api.CompactApplyRequest{Tier: model.TierHuman}
 	cmd := &cobra.Command{
 		Use:   "apply ID ID...",
 		Short: "Replace memories with a summary you wrote",
@@ -393,7 +393,7 @@ They are kept; 'memmesh restore ID' brings one back.`,
 		Args:    args(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			req.Members = argv
-			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.CompactResult, error) { return c.CompactApply(ctx, req) })
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.CompactResult, error) { return c.CompactApply(ctx, req) })
 			if err != nil {
 				return err
 			}
@@ -408,7 +408,7 @@ They are kept; 'memmesh restore ID' brings one back.`,
 	return cmd
 }
 
-func memberIDs(c node.CompactCluster) []string {
+func memberIDs(c api.CompactCluster) []string {
 	ids := make([]string, len(c.Members))
 	for i, m := range c.Members {
 		ids[i] = m.Memory.ID
@@ -418,7 +418,7 @@ func memberIDs(c node.CompactCluster) []string {
 
 // digest is the summary 'memmesh compact' writes for a cluster: each
 // member's gist with its id, so that nothing is paraphrased.
-func digest(c node.CompactCluster) (title, summary string) {
+func digest(c api.CompactCluster) (title, summary string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Digest of %d stale memories:\n", len(c.Members))
 	for _, m := range c.Members {
@@ -427,7 +427,7 @@ func digest(c node.CompactCluster) (title, summary string) {
 	return "Digest: " + snippet(c.Members[0].Memory.Title, 60), b.String()
 }
 
-func printClusters(w io.Writer, plan node.CompactPlan) {
+func printClusters(w io.Writer, plan api.CompactPlan) {
 	if len(plan.Clusters) == 0 {
 		fmt.Fprintf(w, "No cluster of 3 or more related stale memories in %s.\n", plan.Namespace)
 		return
@@ -443,7 +443,7 @@ func printClusters(w io.Writer, plan node.CompactPlan) {
 
 const staleHeader = "ID\tUPDATED\tREASON\tTITLE"
 
-func staleRow(s node.StaleMemory) []any {
+func staleRow(s api.StaleMemory) []any {
 	title := s.Memory.Title
 	if title == "" {
 		title = s.Memory.Content
@@ -452,7 +452,7 @@ func staleRow(s node.StaleMemory) []any {
 }
 
 func (a *app) analyzeCommand() *cobra.Command {
-	var req node.AnalyzeRequest
+	var req api.AnalyzeRequest
 	cmd := &cobra.Command{
 		Use:   "analyze",
 		Short: "Show the shape of a namespace's knowledge graph",
@@ -465,7 +465,7 @@ edge; link them with 'memmesh link').`,
 			if req.Namespace == "" {
 				req.Namespace = a.cfg.Namespace
 			}
-			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.Analysis, error) { return c.Analyze(ctx, req) })
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.Analysis, error) { return c.Analyze(ctx, req) })
 			if err != nil {
 				return err
 			}
@@ -483,24 +483,24 @@ edge; link them with 'memmesh link').`,
 	return cmd
 }
 
-func printAnalysis(w io.Writer, res node.Analysis) {
+func printAnalysis(w io.Writer, res api.Analysis) {
 	fmt.Fprintf(w, "%s: %d memories, %d edges, %d with no edge\n", res.Namespace, res.Memories, res.Edges, res.GapCount)
 	for _, list := range []struct {
 		title string
-		items []node.Ranked
+		items []api.Ranked
 	}{{"God nodes (degree)", res.GodNodes}, {"Bridges (betweenness)", res.Bridges}, {"PageRank", res.PageRank}, {"Gaps (no edge)", res.Gaps}} {
 		if len(list.items) == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s\n", list.title)
-		printTable(w, list.items, "", "ID\tSCORE\tTITLE", func(r node.Ranked) []any {
+		printTable(w, list.items, "", "ID\tSCORE\tTITLE", func(r api.Ranked) []any {
 			return []any{r.ID, r.Score, snippet(r.Title, 60)}
 		})
 	}
 }
 
 func (a *app) reflectCommand() *cobra.Command {
-	var req node.ReflectRequest
+	var req api.ReflectRequest
 	cmd := &cobra.Command{
 		Use:   "reflect",
 		Short: "List unlinked memories with what they may relate to",
@@ -512,7 +512,7 @@ it with the MCP reflect tool).`,
 			if req.Namespace == "" {
 				req.Namespace = a.cfg.Namespace
 			}
-			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]node.Reflection, error) { return c.Reflect(ctx, req) })
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]api.Reflection, error) { return c.Reflect(ctx, req) })
 			if err != nil {
 				return err
 			}
@@ -527,7 +527,7 @@ it with the MCP reflect tool).`,
 						fmt.Fprintf(w, "    may relate to %s  %s\n", c.ID, snippet(c.Title, 60))
 					}
 				}
-			}, func(r node.Reflection) string { return r.Memory.ID })
+			}, func(r api.Reflection) string { return r.Memory.ID })
 		},
 	}
 	cmd.Flags().StringVar(&req.Namespace, "ns", "", "namespace (default: the working directory's)")

@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -141,7 +142,7 @@ mappings; --remove GLOB deletes one.`,
 				}
 				i := slices.IndexFunc(maps, func(m mapping) bool { return m.Glob == glob })
 				if i < 0 {
-					return fmt.Errorf("%w: no mapping for %s (see 'memmesh map --list')", node.ErrNotFound, glob)
+					return fmt.Errorf("%w: no mapping for %s (see 'memmesh map --list')", api.ErrNotFound, glob)
 				}
 				maps = slices.Delete(maps, i, i+1)
 				if err := saveMaps(a.home, maps); err != nil {

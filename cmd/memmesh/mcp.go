@@ -14,8 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/spf13/cobra"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/mcp"
-	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -26,7 +26,7 @@ type mcpProfile func(c *web.Client, ns string, log *slog.Logger) *server.MCPServ
 // mcpProfiles are the profiles by name.
 var mcpProfiles = map[string]mcpProfile{
 	"memmesh": func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer {
-		return mcp.NewServer(c, mcp.Options{Namespace: ns, Logger: log, Version: node.Version()})
+		return mcp.NewServer(c, mcp.Options{Namespace: ns, Logger: log, Version: api.Version()})
 	},
 	"server-memory": func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer {
 		return mcp.NewServerMemory(c, mcp.ServerMemoryOptions{Namespace: ns, Logger: log})

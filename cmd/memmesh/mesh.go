@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -76,7 +77,7 @@ func call[T any](ctx context.Context, a *app, fn func(*web.Client, context.Conte
 		return zero, err
 	}
 	res, err := fn(c, ctx)
-	if errors.Is(err, node.ErrNoMesh) {
+	if errors.Is(err, api.ErrNoMesh) {
 		err = fmt.Errorf("%w. To use another port: set listen in config.toml, or run 'memmesh stop' and 'memmesh serve --listen :PORT'", err)
 	}
 	return res, err
@@ -116,11 +117,11 @@ The token works once, only with this machine, and expires after --ttl.`,
   memmesh invite --ttl 1d`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := node.ParseTTL(ttl)
-			if err != nil || d < time.Minute || d > node.MaxInviteTTL {
+			d, err := api.ParseTTL(ttl)
+			if err != nil || d < time.Minute || d > api.MaxInviteTTL {
 				return usagef("--ttl %q: give a duration from 1m to 7d, e.g. 30m, 2h or 1d", ttl)
 			}
-			inv, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.Invitation, error) {
+			inv, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.Invitation, error) {
 				return c.Invite(ctx, d)
 			})
 			if err != nil {
@@ -155,7 +156,7 @@ device that is already in the mesh, e.g. after a member's address changed.`,
 			if !strings.HasPrefix(ref, invitePrefix) {
 				return a.rejoin(cmd.Context(), ref)
 			}
-			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.JoinResult, error) {
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.JoinResult, error) {
 				return c.Join(ctx, ref)
 			})
 			if err != nil {
@@ -193,14 +194,14 @@ func (a *app) devicesCommand() *cobra.Command {
 				return err
 			}
 			return emitList(a, "devices", devices, func(w io.Writer) {
-				printTable(w, devices, "No devices yet: 'memmesh invite' starts a mesh.", "DEVICE\tNAME\tADDED\tREVOKED", func(d node.Device) []any {
+				printTable(w, devices, "No devices yet: 'memmesh invite' starts a mesh.", "DEVICE\tNAME\tADDED\tREVOKED", func(d api.Device) []any {
 					revoked := stamp(d.RevokedAt)
 					if d.Self {
 						revoked += "  (this device)"
 					}
 					return []any{shortID(d.Key), d.Name, stamp(d.AddedAt), revoked}
 				})
-			}, func(d node.Device) string { return d.Key + "\t" + d.Name })
+			}, func(d api.Device) string { return d.Key + "\t" + d.Name })
 		},
 	}
 }
@@ -217,7 +218,7 @@ memories it wrote stay.`,
   memmesh revoke K3J5X2ABQ7ZD`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			d, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (node.Device, error) {
+			d, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.Device, error) {
 				return c.Revoke(ctx, argv[0])
 			})
 			if err != nil {
@@ -246,7 +247,7 @@ machine (behind), and its memmesh version.`,
 			}
 			return emitList(a, "peers", peers, func(w io.Writer) {
 				printTable(w, peers, "No other devices yet: run 'memmesh invite' here and 'memmesh join TOKEN' on another machine.",
-					"DEVICE\tNAME\tADDRESS\tSTATE\tRTT\tLAST SYNC\tBEHIND\tVERSION", func(p node.Peer) []any {
+					"DEVICE\tNAME\tADDRESS\tSTATE\tRTT\tLAST SYNC\tBEHIND\tVERSION", func(p api.Peer) []any {
 						return []any{shortID(p.Device), p.Name, orDash(p.Addr), p.State, rtt(p.RTT), ago(p.LastSync), p.Behind, orDash(p.Version)}
 					})
 				for _, p := range peers {
@@ -254,14 +255,14 @@ machine (behind), and its memmesh version.`,
 						fmt.Fprintf(w, "%s: %s\n", shortID(p.Device), p.LastErr)
 					}
 				}
-			}, func(p node.Peer) string { return p.Device + "\t" + p.Name + "\t" + p.State })
+			}, func(p api.Peer) string { return p.Device + "\t" + p.Name + "\t" + p.State })
 		},
 	}
 }
 
 // statusOut is what `memmesh status` shows.
 type statusOut struct {
-	node.MeshStatus
+	api.MeshStatus
 	Memories int    `json:"memories"`
 	Health   string `json:"health"` // off, alone, offline, degraded, partial or ok
 	Summary  string `json:"summary"`
@@ -313,7 +314,7 @@ func (a *app) meshStatusCommand() *cobra.Command {
 }
 
 // meshHealth sums up how a node syncs, in a word and a sentence.
-func meshHealth(st node.MeshStatus) (string, string) {
+func meshHealth(st api.MeshStatus) (string, string) {
 	others := plural(st.Peers, "other device")
 	switch {
 	case !st.Enabled:
@@ -369,9 +370,9 @@ memories never are); --stale-after default restores 60 days.`,
   memmesh ns set backend --sync all --stale-after 30d`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			var ch node.NamespaceChange
+			var ch api.NamespaceChange
 			if cmd.Flags().Changed("sync") {
-				if set.Sync != crdt.SyncLocal && set.Sync != crdt.SyncAll {
+				if set.Sync != model.SyncLocal && set.Sync != model.SyncAll {
 					return usagef("--sync %q: use local or all", set.Sync)
 				}
 				ch.Sync = &set.Sync
@@ -382,7 +383,7 @@ memories never are); --stale-after default restores 60 days.`,
 			if ch.Sync == nil && ch.StaleAfter == nil {
 				return usagef("nothing to set: give --sync local|all or --stale-after DAYSd")
 			}
-			rec, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (crdt.MeshRecord, error) {
+			rec, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (model.MeshRecord, error) {
 				return c.SetNamespace(ctx, argv[0], ch)
 			})
 			if err != nil {
@@ -394,7 +395,7 @@ memories never are); --stale-after default restores 60 days.`,
 			}
 			return a.emit(out, func(w io.Writer) {
 				what := "its memories sync to every device"
-				if out.Sync == crdt.SyncLocal {
+				if out.Sync == model.SyncLocal {
 					what = "its memories stay on the machine that wrote them"
 				}
 				fmt.Fprintf(w, "Namespace %s: sync %s (%s); stale after %s.\n", out.Namespace, out.Sync, what, out.StaleAfter)

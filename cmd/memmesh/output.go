@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
-	"github.com/memmesh/memmesh/node"
 )
 
 // emit writes v in the chosen format: JSON as is, or through the human and
@@ -62,7 +62,7 @@ func emitList[T any](a *app, key string, items []T, human func(w io.Writer), bri
 }
 
 // printMemory shows one memory in full.
-func printMemory(w io.Writer, m node.Memory) {
+func printMemory(w io.Writer, m api.Memory) {
 	fmt.Fprintf(w, "%s  %s\n", m.ShortID, m.Title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) {
@@ -96,7 +96,7 @@ func printMemory(w io.Writer, m node.Memory) {
 	}
 }
 
-func source(m node.Memory) string {
+func source(m api.Memory) string {
 	s := "device " + shortDevice(m.Provenance.Device)
 	if m.Provenance.Agent != "" {
 		s += ", " + m.Provenance.Agent
@@ -154,8 +154,8 @@ func snippet(s string, n int) string {
 }
 
 // printList shows memories one per line.
-func printList(w io.Writer, ms []node.Memory) {
-	printTable(w, ms, "No memories.", "ID\tUPDATED\tNAMESPACE\tKIND\tTITLE", func(m node.Memory) []any {
+func printList(w io.Writer, ms []api.Memory) {
+	printTable(w, ms, "No memories.", "ID\tUPDATED\tNAMESPACE\tKIND\tTITLE", func(m api.Memory) []any {
 		return []any{m.ShortID, stamp(m.Provenance.UpdatedAt), m.Namespace, m.Kind, snippet(m.Title, 60)}
 	})
 }
@@ -190,7 +190,7 @@ func stamp(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04")
 }
 
-func printBriefList(w io.Writer, ms []node.Memory) {
+func printBriefList(w io.Writer, ms []api.Memory) {
 	for _, m := range ms {
 		fmt.Fprintf(w, "%s\t%s\n", m.ShortID, m.Title)
 	}

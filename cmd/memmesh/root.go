@@ -13,7 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memmesh/memmesh/internal/inert"
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -158,7 +158,7 @@ func (a *app) client(ctx context.Context) (*web.Client, error) {
 func (a *app) logger() *slog.Logger {
 	var level slog.Level
 	level.UnmarshalText([]byte(a.cfg.LogLevel))
-	return slog.New(node.ScrubLogs(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
+	return slog.New(secrets.ScrubLogs(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
 }
 
 // args returns a cobra argument check whose failures are usage errors.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/node"
@@ -144,7 +145,7 @@ func briefProject(ctx context.Context, home string, size int, opts BriefOptions,
 		return res, err
 	}
 	for _, budget := range opts.Budgets {
-		b, err := n.Context(ctx, node.ContextRequest{Namespace: briefNamespace, Budget: budget})
+		b, err := n.Context(ctx, api.ContextRequest{Namespace: briefNamespace, Budget: budget})
 		if err != nil {
 			return res, fmt.Errorf("bench: brief: %w", err)
 		}
@@ -162,15 +163,15 @@ func briefProject(ctx context.Context, home string, size int, opts BriefOptions,
 	var idle, after Latencies
 	for i := range opts.Runs {
 		start := time.Now()
-		if _, err := n.Context(ctx, node.ContextRequest{Namespace: briefNamespace}); err != nil {
+		if _, err := n.Context(ctx, api.ContextRequest{Namespace: briefNamespace}); err != nil {
 			return res, fmt.Errorf("bench: brief: %w", err)
 		}
 		idle = append(idle, time.Since(start))
-		if _, err := n.Remember(ctx, node.RememberRequest{Namespace: briefNamespace, Content: fmt.Sprintf("Run %d of the brief benchmark wrote this note at %s.", i, time.Now().Format(time.RFC3339Nano))}); err != nil {
+		if _, err := n.Remember(ctx, api.RememberRequest{Namespace: briefNamespace, Content: fmt.Sprintf("Run %d of the brief benchmark wrote this note at %s.", i, time.Now().Format(time.RFC3339Nano))}); err != nil {
 			return res, fmt.Errorf("bench: remember: %w", err)
 		}
 		start = time.Now()
-		if _, err := n.Context(ctx, node.ContextRequest{Namespace: briefNamespace}); err != nil {
+		if _, err := n.Context(ctx, api.ContextRequest{Namespace: briefNamespace}); err != nil {
 			return res, fmt.Errorf("bench: brief: %w", err)
 		}
 		after = append(after, time.Since(start))
@@ -181,9 +182,9 @@ func briefProject(ctx context.Context, home string, size int, opts BriefOptions,
 
 // shortOf returns how the brief b names the memory with display id id: its
 // short id, or the id itself when b does not show it.
-func shortOf(b node.Brief, id string) string {
-	for _, items := range [][]node.BriefItem{b.Matches, b.Conflicts, b.FromPeers, b.Decisions, b.Tasks, b.Active, b.StaleAlerts} {
-		if i := slices.IndexFunc(items, func(it node.BriefItem) bool { return it.ID == id }); i >= 0 {
+func shortOf(b api.Brief, id string) string {
+	for _, items := range [][]api.BriefItem{b.Matches, b.Conflicts, b.FromPeers, b.Decisions, b.Tasks, b.Active, b.StaleAlerts} {
+		if i := slices.IndexFunc(items, func(it api.BriefItem) bool { return it.ID == id }); i >= 0 {
 			return items[i].ShortID + " ·"
 		}
 	}

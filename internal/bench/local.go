@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/node"
 )
@@ -84,10 +85,10 @@ func Capture(ctx context.Context, opts CaptureOptions) (CaptureReport, error) {
 // captures times node.Remember for count corpus memories on a fresh node.
 func captures(ctx context.Context, home string, count int, log *slog.Logger) (Latencies, error) {
 	gen := corpus.New(seedCapture)
-	reqs := make([]node.RememberRequest, count)
+	reqs := make([]api.RememberRequest, count)
 	for i := range reqs {
 		m := gen.Next()
-		reqs[i] = node.RememberRequest{Namespace: m.Namespace, Kind: m.Kind, Title: m.Title, Content: m.Content, Tags: m.Tags}
+		reqs[i] = api.RememberRequest{Namespace: m.Namespace, Kind: m.Kind, Title: m.Title, Content: m.Content, Tags: m.Tags}
 	}
 	n, err := startNode(ctx, node.Config{Home: home, Logger: nodeLogger(log)})
 	if err != nil {
@@ -193,7 +194,7 @@ func Search(ctx context.Context, opts SearchOptions) (SearchReport, error) {
 		queries[i] = gen.Query()
 	}
 	for _, q := range queries {
-		if _, err := n.Search(ctx, node.SearchRequest{Query: q, Limit: 10}); err != nil {
+		if _, err := n.Search(ctx, api.SearchRequest{Query: q, Limit: 10}); err != nil {
 			return SearchReport{}, fmt.Errorf("bench: search %q: %w", q, err)
 		}
 	}
@@ -203,7 +204,7 @@ func Search(ctx context.Context, opts SearchOptions) (SearchReport, error) {
 	for i := range opts.Queries {
 		q := queries[i%len(queries)]
 		start := time.Now()
-		res, err := n.Search(ctx, node.SearchRequest{Query: q, Limit: 10})
+		res, err := n.Search(ctx, api.SearchRequest{Query: q, Limit: 10})
 		lat = append(lat, time.Since(start))
 		if err != nil {
 			return SearchReport{}, fmt.Errorf("bench: search %q: %w", q, err)

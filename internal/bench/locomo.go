@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -212,7 +213,7 @@ func Locomo(ctx context.Context, opts LocomoOptions) (LocomoReport, error) {
 		log.Info("captured", "conversation", c.name, "memories", len(turnsOf), "questions", len(c.questions))
 		for _, q := range c.questions {
 			start := time.Now()
-			res, err := n.Search(ctx, node.SearchRequest{Query: q.Question, Namespace: c.name, Limit: 10, NoGraph: opts.NoGraph})
+			res, err := n.Search(ctx, api.SearchRequest{Query: q.Question, Namespace: c.name, Limit: 10, NoGraph: opts.NoGraph})
 			lat = append(lat, time.Since(start))
 			if err != nil {
 				return LocomoReport{}, fmt.Errorf("bench: %s: %q: %w", c.name, q.Question, err)
@@ -253,7 +254,7 @@ func capture(ctx context.Context, n *node.Node, c conversation) (map[string][]st
 	turnsOf := make(map[string][]string)
 	for _, s := range c.sessions {
 		for i, t := range s.turns {
-			res, err := n.Remember(ctx, node.RememberRequest{
+			res, err := n.Remember(ctx, api.RememberRequest{
 				Namespace: c.name,
 				Content:   t.content(),
 				Session:   fmt.Sprintf("%s/session_%d", c.name, s.n),

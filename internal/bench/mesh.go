@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/faultnet"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/transport"
@@ -240,12 +241,12 @@ func propagation(ctx context.Context, dir string, k, samples int, log *slog.Logg
 		src, dst := nodes[i%k], nodes[(i+1)%k]
 		word := fmt.Sprintf("propagationmarker%d", i)
 		start := time.Now()
-		res, err := src.Remember(ctx, node.RememberRequest{Namespace: "bench", Content: "Benchmark note " + word + " about retry budgets"})
+		res, err := src.Remember(ctx, api.RememberRequest{Namespace: "bench", Content: "Benchmark note " + word + " about retry budgets"})
 		if err != nil {
 			return nil, fmt.Errorf("bench: capture: %w", err)
 		}
 		for {
-			hits, err := dst.Search(ctx, node.SearchRequest{Query: word, Namespace: "bench", Limit: 1})
+			hits, err := dst.Search(ctx, api.SearchRequest{Query: word, Namespace: "bench", Limit: 1})
 			if err != nil {
 				return nil, fmt.Errorf("bench: search: %w", err)
 			}
@@ -435,13 +436,13 @@ const listPage = 1000
 // change revises the content of k memories of n, most recently updated
 // first.
 func change(ctx context.Context, n *node.Node, k int) error {
-	var todo []node.Memory
+	var todo []api.Memory
 	seen := make(map[string]bool)
 	var until time.Time
 	for len(todo) < k {
 		// One more than needed: the page may start with the last memory
 		// of the one before.
-		page, err := n.List(ctx, node.ListRequest{Limit: min(listPage, k-len(todo)+1), Until: until})
+		page, err := n.List(ctx, api.ListRequest{Limit: min(listPage, k-len(todo)+1), Until: until})
 		if err != nil {
 			return fmt.Errorf("bench: list: %w", err)
 		}
@@ -460,7 +461,7 @@ func change(ctx context.Context, n *node.Node, k int) error {
 	}
 	for i, m := range todo {
 		text := fmt.Sprintf("%s (revised during the partition, %d)", m.Content, i)
-		if _, err := n.Update(ctx, m.ID, node.UpdateRequest{Content: &text}); err != nil {
+		if _, err := n.Update(ctx, m.ID, api.UpdateRequest{Content: &text}); err != nil {
 			return fmt.Errorf("bench: update: %w", err)
 		}
 	}

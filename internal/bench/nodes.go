@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/node"
 )
@@ -41,7 +42,7 @@ func startNode(ctx context.Context, cfg node.Config) (*node.Node, error) {
 
 // importer is what takes an import file: a node, or a daemon's client.
 type importer interface {
-	Import(ctx context.Context, r io.Reader) (node.ImportResult, error)
+	Import(ctx context.Context, r io.Reader) (api.ImportResult, error)
 }
 
 // importCorpus imports count corpus memories of seed, generated while
@@ -62,13 +63,13 @@ func importCorpus(ctx context.Context, to importer, seed uint64, count int) erro
 
 // searcher is what answers searches: a node, or a daemon's client.
 type searcher interface {
-	Search(ctx context.Context, req node.SearchRequest) (node.SearchResult, error)
+	Search(ctx context.Context, req api.SearchRequest) (api.SearchResult, error)
 }
 
 // searchable returns once every memory s stores is in its search index:
 // a search first brings the index up to date.
 func searchable(ctx context.Context, s searcher) error {
-	if _, err := s.Search(ctx, node.SearchRequest{Query: "postgres", Limit: 1}); err != nil {
+	if _, err := s.Search(ctx, api.SearchRequest{Query: "postgres", Limit: 1}); err != nil {
 		return fmt.Errorf("bench: search: %w", err)
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -198,7 +198,7 @@ func daemonEnv() []string {
 func (d *daemon) ready(ctx context.Context) error {
 	deadline := time.Now().Add(daemonReadyLimit)
 	for {
-		_, err := d.client.Search(ctx, node.SearchRequest{Query: "retry postgres", Limit: 10})
+		_, err := d.client.Search(ctx, api.SearchRequest{Query: "retry postgres", Limit: 10})
 		if err == nil {
 			return nil
 		}

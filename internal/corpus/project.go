@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
 )
 
 // A project is what a team's agents store about one code base over a few
@@ -90,7 +91,7 @@ func (p Project) Write(w io.Writer) ([]string, error) {
 		})
 	}
 	link := func(from, rel, to string, origin string, at time.Time) error {
-		return enc.Encode(edgeLine{Type: "edge", Edge: crdt.Edge{ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to,
+		return enc.Encode(edgeLine{Type: "edge", Edge: model.Edge{ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to,
 			Strength: 1, Origin: origin, CreatedAt: at, UpdatedAt: at}})
 	}
 	start := p.Now.Add(-28 * 24 * time.Hour)
@@ -149,5 +150,5 @@ func (p Project) Write(w io.Writer) ([]string, error) {
 // edgeLine is an edge line of memmesh's export format.
 type edgeLine struct {
 	Type string `json:"type"`
-	crdt.Edge
+	model.Edge
 }

@@ -1,9 +1,9 @@
-package node
+package api
 
 import "runtime/debug"
 
 // version is set at build time with
-// -ldflags "-X github.com/memmesh/memmesh/node.version=v1.2.3".
+// -ldflags "-X github.com/memmesh/memmesh/api.version=v1.2.3".
 var version string
 
 // Version is memmesh's version: the one set at build time, else the module

@@ -1,4 +1,9 @@
-package node
+// Package secrets finds and redacts secrets (API keys, tokens, passwords,
+// private keys, connection strings, <private> spans) in text: the node
+// scrubs every memory, edge and name before storing it, the MCP server
+// the provenance it records, and ScrubLogs every log record. It imports
+// nothing of memmesh.
+package secrets
 
 import (
 	"regexp"
@@ -572,13 +577,13 @@ var secretHints = indexSecretHints()
 
 func indexSecretHints() *secretHintTable {
 	if len(secretRules) > 64 {
-		panic("node: secretRules has more rules than hintedRules' 64-bit set holds")
+		panic("secrets: secretRules has more rules than hintedRules' 64-bit set holds")
 	}
 	t := new(secretHintTable)
 	for i, r := range secretRules {
 		for _, text := range r.hints {
 			if len(text) < 2 {
-				panic("node: secret hint " + text + " is shorter than two bytes")
+				panic("secrets: secret hint " + text + " is shorter than two bytes")
 			}
 			h := secretHint{text, i, r.fold, r.word, r.follows}
 			for _, a := range caseVariants(text[0], r.fold) {

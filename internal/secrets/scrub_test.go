@@ -1,96 +1,17 @@
-package node
+package secrets
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memmesh/memmesh/internal/secrets/secretstest"
 )
-
-// Secret corpus format: testdata/secrets/<kind>.txt holds cases separated by
-// lines of "%%"; every secret in a case is written between ⟪ and ⟫. The
-// scrubbed case must equal the case with each ⟪secret⟫ replaced by
-// "[REDACTED:<kind>]", and report exactly that kind. Every value there is
-// fake: correctly shaped, never issued.
-const (
-	caseSeparator = "\n%%\n"
-	secretOpen    = "⟪"
-	secretClose   = "⟫"
-)
-
-// secretCase is one sample of the secret corpus.
-type secretCase struct {
-	name    string
-	kind    string
-	input   string
-	want    string
-	secrets []string
-}
-
-func loadSecretCases(tb testing.TB) []secretCase {
-	tb.Helper()
-	files, err := filepath.Glob("testdata/secrets/*.txt")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no secret corpus: %v", err)
-	}
-	var cases []secretCase
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		kind := strings.TrimSuffix(filepath.Base(file), ".txt")
-		for i, text := range strings.Split(strings.TrimSuffix(string(data), "\n"), caseSeparator) {
-			c := secretCase{name: kind + "/" + string(rune('a'+i)), kind: kind}
-			var in, want strings.Builder
-			for {
-				before, rest, found := strings.Cut(text, secretOpen)
-				in.WriteString(before)
-				want.WriteString(before)
-				if !found {
-					break
-				}
-				secret, after, ok := strings.Cut(rest, secretClose)
-				if !ok {
-					tb.Fatalf("%s: unclosed %s", c.name, secretOpen)
-				}
-				in.WriteString(secret)
-				want.WriteString("[REDACTED:" + kind + "]")
-				c.secrets = append(c.secrets, secret)
-				text = after
-			}
-			if len(c.secrets) == 0 {
-				tb.Fatalf("%s: no secret marked", c.name)
-			}
-			c.input, c.want = in.String(), want.String()
-			cases = append(cases, c)
-		}
-	}
-	return cases
-}
-
-func loadBenign(tb testing.TB) map[string]string {
-	tb.Helper()
-	files, err := filepath.Glob("testdata/benign/*.md")
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no benign corpus: %v", err)
-	}
-	texts := make(map[string]string)
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		texts[filepath.Base(file)] = string(data)
-	}
-	return texts
-}
 
 func TestScrubSecretCorpus(t *testing.T) {
-	cases := loadSecretCases(t)
+	cases := secretstest.Cases(t)
 	if len(cases) < 40 {
 		t.Fatalf("%d secret samples, want at least 40", len(cases))
 	}
@@ -99,18 +20,18 @@ func TestScrubSecretCorpus(t *testing.T) {
 		kinds[r.kind] = false
 	}
 	for _, c := range cases {
-		kinds[c.kind] = true
-		t.Run(c.name, func(t *testing.T) {
-			out, got := Scrub(c.input)
-			for _, s := range c.secrets {
+		kinds[c.Kind] = true
+		t.Run(c.Name, func(t *testing.T) {
+			out, got := Scrub(c.Input)
+			for _, s := range c.Secrets {
 				if strings.Contains(out, s) {
 					t.Errorf("secret %q survived in %q", s, out)
 				}
 			}
-			if out != c.want {
-				t.Errorf("Scrub(%q)\n got %q\nwant %q", c.input, out, c.want)
+			if out != c.Want {
+				t.Errorf("Scrub(%q)\n got %q\nwant %q", c.Input, out, c.Want)
 			}
-			if want := []string{c.kind}; !reflect.DeepEqual(got, want) {
+			if want := []string{c.Kind}; !reflect.DeepEqual(got, want) {
 				t.Errorf("kinds = %q, want %q", got, want)
 			}
 		})
@@ -123,7 +44,7 @@ func TestScrubSecretCorpus(t *testing.T) {
 }
 
 func TestScrubBenignCorpus(t *testing.T) {
-	texts := loadBenign(t)
+	texts := secretstest.Benign(t)
 	if len(texts) < 30 {
 		t.Fatalf("%d benign samples, want at least 30", len(texts))
 	}
@@ -237,10 +158,10 @@ func TestScrub(t *testing.T) {
 }
 
 func TestScrubIsIdempotent(t *testing.T) {
-	for _, c := range loadSecretCases(t) {
-		once, _ := Scrub(c.input)
+	for _, c := range secretstest.Cases(t) {
+		once, _ := Scrub(c.Input)
 		if twice, kinds := Scrub(once); twice != once || kinds != nil {
-			t.Errorf("%s: second Scrub changed %q to %q (kinds %q)", c.name, once, twice, kinds)
+			t.Errorf("%s: second Scrub changed %q to %q (kinds %q)", c.Name, once, twice, kinds)
 		}
 	}
 }
@@ -249,10 +170,10 @@ func TestScrubIsIdempotent(t *testing.T) {
 var markerPattern = regexp.MustCompile(`\[REDACTED:[a-z-]+\]`)
 
 func FuzzScrub(f *testing.F) {
-	for _, c := range loadSecretCases(f) {
-		f.Add(c.input)
+	for _, c := range secretstest.Cases(f) {
+		f.Add(c.Input)
 	}
-	for _, text := range loadBenign(f) {
+	for _, text := range secretstest.Benign(f) {
 		f.Add(text)
 	}
 	f.Add("password=abc123 password=abc123x [REDACTED:password] <private>x</private>")
@@ -360,8 +281,8 @@ func BenchmarkScrubBenign(b *testing.B) {
 
 func BenchmarkScrubSecrets(b *testing.B) {
 	var text strings.Builder
-	for _, c := range loadSecretCases(b)[:12] {
-		text.WriteString(c.input)
+	for _, c := range secretstest.Cases(b)[:12] {
+		text.WriteString(c.Input)
 		text.WriteString("\n")
 	}
 	b.SetBytes(int64(text.Len()))

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"time"
+
+	"github.com/memmesh/memmesh/model"
+)
+
+// Invite limits.
+const (
+	DefaultInviteTTL = time.Hour
+	MaxInviteTTL     = 7 * 24 * time.Hour
+)
+
+// Invitation is a new invite token.
+type Invitation struct {
+	Token   string    `json:"token"`
+	Expires time.Time `json:"expires"`
+	Addrs   []string  `json:"addrs"`
+}
+
+// JoinResult reports a successful join.
+type JoinResult struct {
+	Inviter string   `json:"inviter"` // device id of the member that admitted us
+	Addr    string   `json:"addr"`    // where it answered
+	Devices int      `json:"devices"` // devices in the registry now
+	Members []string `json:"members"` // member addresses contacted
+}
+
+// Device is one entry of the device registry.
+type Device struct {
+	model.MeshRecord
+	Self bool `json:"self"`
+}
+
+// NamespaceChange changes a namespace's settings; nil fields are left as
+// they are.
+type NamespaceChange struct {
+	// Sync is the replication policy: crdt.SyncLocal keeps the namespace's
+	// memories on the machine that wrote them (enforced when sending and
+	// when receiving), crdt.SyncAll replicates them.
+	Sync *string `json:"sync,omitempty"`
+	// StaleAfter is the age after which a memory that was not updated is
+	// stale, in whole days ("30d"), or "default" (60 days).
+	StaleAfter *string `json:"stale_after,omitempty"`
+}
+
+// Peer is one other device of the mesh as this node sees it.
+type Peer struct {
+	Device   string        `json:"device"`
+	Name     string        `json:"name"`
+	Addr     string        `json:"addr"`
+	State    string        `json:"state"` // alive, suspect, dead, left, unknown (never seen), revoked
+	RTT      time.Duration `json:"rtt_ns"`
+	LastSync time.Time     `json:"last_sync,omitzero"` // last complete pull from it
+	Pulls    int           `json:"pulls"`              // pulls from it since this node started
+	Behind   int           `json:"behind"`             // our documents changed since it last pulled from us
+	Version  string        `json:"version"`
+	LastErr  string        `json:"last_error,omitempty"`
+}
+
+// MeshStatus summarises this node's part in the mesh.
+type MeshStatus struct {
+	Device    string    `json:"device"`
+	Name      string    `json:"name"`
+	Enabled   bool      `json:"enabled"` // false: the node runs without the mesh
+	Listen    string    `json:"listen,omitempty"`
+	Advertise string    `json:"advertise,omitempty"`
+	Devices   int       `json:"devices"`     // in the registry, this one included, revoked ones not
+	Alive     int       `json:"peers_alive"` // other devices alive now
+	Peers     int       `json:"peers"`       // other devices in the registry
+	LastSync  time.Time `json:"last_sync,omitzero"`
+	Behind    int       `json:"behind"` // most documents any peer is behind us
+	Errors    []string  `json:"errors,omitempty"`
+}

@@ -1,0 +1,34 @@
+package memmesh_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends
+// and the packages they share with node link neither the store, nor the
+// mesh's transport, nor Automerge (cgo).
+func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
+	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets"}
+	heavy := []string{
+		"github.com/cockroachdb/pebble/v2",
+		"github.com/quic-go/quic-go",
+		"github.com/hashicorp/memberlist",
+		"github.com/automerge/automerge-go",
+	}
+	for _, pkg := range light {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		for _, dep := range deps {
+			for _, h := range heavy {
+				if dep == h {
+					t.Errorf("%s depends on %s", pkg, h)
+				}
+			}
+		}
+	}
+}
