@@ -314,48 +314,50 @@ func TestPeerThatStopsDoesNotHang(t *testing.T) {
 		t.Run("server stops "+name, func(t *testing.T) {
 			a, b := Pipe("puller", "server")
 			go stop(b)
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() {
+			endsWithContext(t, "Pull", func(ctx context.Context) error {
 				_, err := Pull(ctx, a, newMemReplica(2), Position{})
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if err == nil {
-					t.Error("Pull from a peer that stopped succeeded")
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Pull still waits 10 s after its context ended")
-			}
+				return err
+			})
 		})
 	}
 	t.Run("puller stops amid documents", func(t *testing.T) {
 		a, b := Pipe("puller", "server")
 		go func() {
 			a.WriteFrame(FramePull, AppendPull(nil, &PullRequest{}))
-			for typ := byte(0); typ != FrameOffersEnd; {
-				typ, _, _ = a.ReadFrame(MaxFrame)
+			for {
+				typ, _, err := a.ReadFrame(MaxFrame)
+				if err != nil {
+					return
+				}
+				if typ == FrameOffersEnd {
+					break
+				}
 			}
 			a.WriteFrame(FrameWant, AppendEntries(nil, []Entry{{Kind: 'm', ID: "doc1"}}))
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
+		endsWithContext(t, "ServePull", func(ctx context.Context) error {
 			_, err := ServePull(ctx, b, server)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err == nil {
-				t.Error("ServePull to a puller that stopped succeeded")
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("ServePull still waits 10 s after its context ended")
-		}
+			return err
+		})
 	})
+}
+
+// endsWithContext runs fn with a context that ends after 200 ms and fails
+// the test if fn succeeds, or still runs 10 s later.
+func endsWithContext(t *testing.T, what string, fn func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("%s with a peer that stopped succeeded", what)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s still waits 10 s after its context ended", what)
+	}
 }
 
 // TestPushAppliesWhatTheReplicaLacks: a push applies the documents the
