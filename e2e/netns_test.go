@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -51,10 +52,25 @@ const labRuleset = `table inet lab {
 }
 `
 
+// installNft installs Debian's nftables when nft is missing, once per run,
+// as the test command installs what it needs.
+var installNft = sync.OnceValue(func() error {
+	if _, err := exec.LookPath("nft"); err == nil {
+		return nil
+	}
+	cmd := exec.Command("sh", "-c", "apt-get update -qq && apt-get install -y -qq nftables")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("install nftables: %w\n%s", err, out)
+	}
+	_, err := exec.LookPath("nft")
+	return err
+})
+
 // newLab makes an empty lab, torn down (with every host) when the test
 // ends, passed or not. It skips the test, saying why, on a machine that
 // cannot make network namespaces (not root, no iproute2), and fails it
-// when nft is missing.
+// when nft is missing and cannot be installed.
 func newLab(t *testing.T) *lab {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -63,8 +79,8 @@ func newLab(t *testing.T) *lab {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("network namespaces need iproute2's ip:", err)
 	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Fatal("the lab's faults need nft (Debian package nftables, which .ci/run installs):", err)
+	if err := installNft(); err != nil {
+		t.Fatal("the lab's faults need nft (Debian package nftables):", err)
 	}
 	sweepLabs(t)
 	l := &lab{t: t, name: fmt.Sprintf("mmlab%d-%d", os.Getpid(), labSeq.Add(1))}
