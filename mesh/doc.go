@@ -12,4 +12,10 @@
 // it. The registry's records are written by the node and replicated like
 // memories; the mesh follows them (Noted) and the documents its peers
 // send.
+//
+// Scheduling reads time from Config.Clock (the anti-entropy and retry
+// tickers, the waits between joins, the interval between pulls back,
+// the times kept of peers and invites), so that tests and a simulation
+// drive it without sleeping; network deadlines and memberlist's timers
+// use the system's clock.
 package mesh

@@ -122,7 +122,7 @@ func (m *Mesh) Invite(ctx context.Context, ttl time.Duration) (api.Invitation, e
 	if err := m.ensureSelf(); err != nil {
 		return api.Invitation{}, err
 	}
-	t := token{Inviter: m.self, Expires: m.now().Add(ttl).Truncate(time.Second), Addrs: transport.LocalAddrs(m.ep.Addr(), m.advertise)}
+	t := token{Inviter: m.self, Expires: m.clock.Now().Add(ttl).Truncate(time.Second), Addrs: transport.LocalAddrs(m.ep.Addr(), m.advertise)}
 	rand.Read(t.ID[:])
 	rand.Read(t.Secret[:])
 	data, err := json.Marshal(invite{Secret: t.Secret[:], Expires: t.Expires})
@@ -245,7 +245,7 @@ func (m *Mesh) useInvite(req transport.JoinRequest, joiner string, admit func() 
 		return errors.New("wrong invite secret")
 	case inv.UsedBy != "":
 		return errors.New("invite token already used; make a new one with 'memmesh invite'")
-	case m.now().After(inv.Expires):
+	case m.clock.Now().After(inv.Expires):
 		return fmt.Errorf("invite token expired at %s; make a new one with 'memmesh invite'", inv.Expires.Format(time.RFC3339))
 	}
 	inv.UsedBy = joiner
@@ -277,7 +277,7 @@ func (m *Mesh) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 	if t.Inviter == m.self {
 		return api.JoinResult{}, api.Invalidf("invite token: it was made by this device; use it on another machine")
 	}
-	if m.now().After(t.Expires) {
+	if m.clock.Now().After(t.Expires) {
 		return api.JoinResult{}, api.Invalidf("invite token expired at %s; make a new one with `memmesh invite`", t.Expires.Format(time.RFC3339))
 	}
 	var s *transport.Stream
@@ -361,7 +361,7 @@ func (m *Mesh) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 		select {
 		case <-ctx.Done():
 			return res, nil
-		case <-time.After(time.Second):
+		case <-m.clock.After(time.Second):
 		}
 	}
 	m.kickPull(t.Inviter)

@@ -56,6 +56,9 @@ type Config struct {
 	RetryInterval time.Duration
 	// WrapConn wraps the UDP socket (fault injection in tests).
 	WrapConn func(net.PacketConn) net.PacketConn
+	// Clock is the time the mesh's scheduling reads (default: the
+	// system's).
+	Clock Clock
 }
 
 func (c *Config) withDefaults() Config {
@@ -74,6 +77,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if d.RetryInterval <= 0 {
 		d.RetryInterval = 2 * time.Second
+	}
+	if d.Clock == nil {
+		d.Clock = SystemClock(nil)
 	}
 	return d
 }
@@ -108,7 +114,7 @@ type Mesh struct {
 	actor     string // the Automerge actor of this device
 	host      Host
 	store     Store
-	now       func() time.Time
+	clock     Clock
 	log       *slog.Logger
 	ep        *transport.Endpoint
 	ml        *memberlist.Memberlist
@@ -163,10 +169,9 @@ type peerState struct {
 }
 
 // New makes the mesh of the device id over store, whose documents host
-// merges and commits. now is the clock of the timestamps it keeps (nil:
-// time.Now). It checks the configuration and reads the registry; Start
-// opens the network.
-func New(cfg Config, id Identity, host Host, store Store, now func() time.Time, log *slog.Logger) (*Mesh, error) {
+// merges and commits. It checks the configuration and reads the
+// registry; Start opens the network.
+func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Mesh, error) {
 	given := cfg.Name
 	cfg = cfg.withDefaults()
 	name, err := checkDeviceName(cfg.Name)
@@ -177,9 +182,6 @@ func New(cfg Config, id Identity, host Host, store Store, now func() time.Time, 
 		name = id.Device[:8] // a host name that makes no device name
 	}
 	cfg.Name = name
-	if now == nil {
-		now = time.Now
-	}
 	m := &Mesh{
 		cfg:      cfg,
 		id:       id,
@@ -187,7 +189,7 @@ func New(cfg Config, id Identity, host Host, store Store, now func() time.Time, 
 		actor:    crdt.ActorID(id.Device),
 		host:     host,
 		store:    store,
-		now:      now,
+		clock:    cfg.Clock,
 		log:      log.With("component", "mesh"),
 		devices:  make(map[string]model.MeshRecord),
 		localNS:  make(map[string]bool),
@@ -403,7 +405,7 @@ func (m *Mesh) pullBack(peer string, req transport.PullRequest) bool {
 		return false
 	}
 	m.mu.Lock()
-	recent := m.now().Sub(m.peer(peer).pulledAt) < m.cfg.SyncInterval
+	recent := m.clock.Now().Sub(m.peer(peer).pulledAt) < m.cfg.SyncInterval
 	m.mu.Unlock()
 	if recent {
 		return false
@@ -473,7 +475,7 @@ func (m *Mesh) serve(s *transport.Stream) {
 // at once with a peer that was kicked (join, reconnection, a failed push,
 // a pull from it that showed differences).
 func (m *Mesh) pullLoop() {
-	tick := time.NewTicker(m.cfg.SyncInterval)
+	tick := m.clock.NewTicker(m.cfg.SyncInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -481,7 +483,7 @@ func (m *Mesh) pullLoop() {
 			return
 		case device := <-m.kick:
 			m.startPull(device)
-		case <-tick.C:
+		case <-tick.C():
 			for _, device := range m.aliveDevices() {
 				m.startPull(device)
 			}
@@ -524,14 +526,14 @@ func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
 	m.mu.Lock()
 	p := m.peer(device)
 	p.pulls++
-	p.pulledAt = m.now()
+	p.pulledAt = m.clock.Now()
 	m.mu.Unlock()
 	stats, err := m.pullFrom(device, addr)
 	m.mu.Lock()
 	if err != nil {
 		p.lastErr = err.Error()
 	} else {
-		p.lastSync, p.lastErr = m.now(), ""
+		p.lastSync, p.lastErr = m.clock.Now(), ""
 		if stats.Received+stats.Rejected > 0 {
 			p.lastStats = stats
 		}
@@ -737,13 +739,13 @@ func (m *Mesh) Notify() {
 // re-merge with no manual step.
 func (m *Mesh) retryLoop() {
 	m.joinAddrs(m.cfg.Join)
-	tick := time.NewTicker(m.cfg.RetryInterval)
+	tick := m.clock.NewTicker(m.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 		alive := make(map[string]bool)
 		for _, node := range m.ml.Members() {

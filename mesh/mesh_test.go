@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,14 +29,14 @@ func testStore(t *testing.T) *storage.Store {
 
 // testMesh is a mesh over store that is not started: no endpoint, no
 // membership, only the state its scheduling and pushing read.
-func testMesh(t *testing.T, store Store, now func() time.Time) *Mesh {
+func testMesh(t *testing.T, store Store, clock Clock) *Mesh {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Name: "test", SyncInterval: time.Hour}, Identity{Key: key, Device: strings.Repeat("A", 52)},
-		nil, store, now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m, err := New(Config{Name: "test", SyncInterval: time.Hour, Clock: clock}, Identity{Key: key, Device: strings.Repeat("A", 52)},
+		nil, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,38 +98,47 @@ func TestPushGoesPastReceivedCommits(t *testing.T) {
 
 // TestPullBackOncePerInterval: serving a pull to a peer whose digest
 // differs from ours starts a pull back, but not when one from that peer
-// started within the sync interval.
+// started within the sync interval. The mesh's clock is a fake one: the
+// intervals pass without sleeping.
 func TestPullBackOncePerInterval(t *testing.T) {
 	st := testStore(t)
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock := newFakeClock()
 	m := testMesh(t, st, clock)
 	const peer = "B"
-	m.mu.Lock()
-	m.peer(peer).pulledAt = clock() // the pull of the join
-	m.mu.Unlock()
+	pulled := func() { // a pull from the peer starts
+		m.mu.Lock()
+		m.peer(peer).pulledAt = clock.Now()
+		m.mu.Unlock()
+	}
+	pulled()                                                                        // the pull of the join
 	commit(t, st, "x", "x1")                                                        // a difference between the two
 	req := transport.PullRequest{Since: transport.Position{Epoch: m.epoch, Seq: 1}} // a digest unlike ours
 
-	advance(m.cfg.SyncInterval)
+	clock.Advance(m.cfg.SyncInterval)
 	if !m.pullBack(peer, req) {
 		t.Fatal("no pull back from a peer whose digest differs, none pulled lately")
 	}
-	m.mu.Lock()
-	m.peer(peer).pulledAt = clock() // a pull from it starts
-	m.mu.Unlock()
+	pulled()
 	if m.pullBack(peer, req) {
 		t.Fatal("a pull back from a peer pulled from just now: two nodes whose digests differ for good pull from each other without end")
 	}
-	advance(m.cfg.SyncInterval - time.Millisecond)
+	clock.Advance(m.cfg.SyncInterval - time.Millisecond)
 	if m.pullBack(peer, req) {
 		t.Fatal("a pull back before the sync interval passed")
 	}
-	advance(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	if !m.pullBack(peer, req) {
 		t.Fatal("no pull back once the sync interval passed")
+	}
+	if _, err := st.Commit(storage.Record{Kind: storage.KindMemory, ID: "x", Erase: true}); err != nil {
+		t.Fatal(err)
+	}
+	same, err := st.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.pullBack(peer, transport.PullRequest{Since: req.Since, Digest: same}) {
+		t.Fatal("a pull back from a peer whose digest is ours")
 	}
 }
 

@@ -15,7 +15,10 @@ import (
 // startMesh makes the mesh over this node and starts it.
 func (n *Node) startMesh(ctx context.Context, cfg mesh.Config) error {
 	id := mesh.Identity{Key: n.id.Key, Cert: n.id.Cert, Device: n.id.DeviceID}
-	m, err := mesh.New(cfg, id, meshHost{n}, n.store, n.now, n.log)
+	if cfg.Clock == nil {
+		cfg.Clock = mesh.SystemClock(n.now)
+	}
+	m, err := mesh.New(cfg, id, meshHost{n}, n.store, n.log)
 	if err != nil {
 		return err
 	}
