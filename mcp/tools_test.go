@@ -11,6 +11,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
@@ -440,7 +441,7 @@ func TestToolErrors(t *testing.T) {
 // meshNode starts a real node that runs the mesh on 127.0.0.1.
 func meshNode(tb testing.TB, name string) *node.Node {
 	tb.Helper()
-	return startNode(tb, node.Config{Home: tb.TempDir(), Logger: testLogger(tb), Mesh: &node.MeshConfig{
+	return startNode(tb, node.Config{Home: tb.TempDir(), Logger: testLogger(tb), Mesh: &mesh.Config{
 		Listen: "127.0.0.1:0", Name: name, ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond,
 	}})
 }

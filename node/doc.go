@@ -74,15 +74,16 @@
 //
 // # The mesh
 //
-// With Config.Mesh set, Start also joins the mesh (mesh.go): a QUIC
-// endpoint (package transport) that admits only devices of the replicated
-// device registry, memberlist over that endpoint for membership and failure
-// detection, a pusher that sends every local commit to every live peer, and
-// anti-entropy pulls on join, reconnection and every SyncInterval.
-// Documents received from peers are validated, merged on every core and
-// committed exactly like local writes (replica.go). Invite, Join, JoinAddr,
-// Devices, Revoke, SetNamespace, Peers and MeshStatus are the mesh's
-// API (invite.go):
+// With Config.Mesh set, Start also joins the mesh (package mesh, wired in
+// mesh.go): a QUIC endpoint (package transport) that admits only devices
+// of the replicated device registry, memberlist over that endpoint for
+// membership and failure detection, a pusher that sends every local commit
+// to every live peer, and anti-entropy pulls on join, reconnection and
+// every SyncInterval. Documents received from peers are validated, merged
+// on every core and committed exactly like local writes (the mesh asks the
+// node for their records through mesh.Host). Invite, Join, JoinAddr,
+// Peers and MeshStatus delegate to the mesh; Devices, Revoke and
+// SetNamespace write the registry's records (registry.go):
 //
 //	inv, err := a.Invite(ctx, time.Hour)     // on a member
 //	res, err := b.Join(ctx, inv.Token)       // on the new machine

@@ -2,931 +2,107 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
-	"net"
-	"os"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
-
-	"github.com/hashicorp/memberlist"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
 
-// DefaultListen is the mesh's default UDP address.
-const DefaultListen = ":7420"
-
-// MeshConfig configures the node's part in the mesh. The zero value of
-// each field means its default.
-type MeshConfig struct {
-	// Listen is the UDP address of the QUIC endpoint (default ":7420").
-	Listen string
-	// Advertise is the address peers dial (default: Listen's host, or
-	// this machine's first private IPv4 address).
-	Advertise string
-	// Name is this device's human name (default: the hostname).
-	Name string
-	// Join lists member addresses to contact at start, besides the ones
-	// the node remembers.
-	Join []string
-	// ProbeInterval is memberlist's failure-detection probe interval
-	// (default 500ms: a dead peer is detected in about 3s).
-	ProbeInterval time.Duration
-	// SyncInterval is the period of anti-entropy with each live peer
-	// (default 30s); joins and reconnections also start one at once.
-	SyncInterval time.Duration
-	// RetryInterval is how often known peers that are not alive are
-	// contacted again (default 2s).
-	RetryInterval time.Duration
-	// WrapConn wraps the UDP socket (fault injection in tests).
-	WrapConn func(net.PacketConn) net.PacketConn
-}
-
-func (c *MeshConfig) withDefaults() MeshConfig {
-	d := *c
-	if d.Listen == "" {
-		d.Listen = DefaultListen
+// startMesh makes the mesh over this node and starts it.
+func (n *Node) startMesh(ctx context.Context, cfg mesh.Config) error {
+	id := mesh.Identity{Key: n.id.Key, Cert: n.id.Cert, Device: n.id.DeviceID}
+	if cfg.Clock == nil {
+		cfg.Clock = mesh.SystemClock(n.now)
 	}
-	if d.Name == "" {
-		d.Name, _ = os.Hostname()
-	}
-	if d.ProbeInterval <= 0 {
-		d.ProbeInterval = 500 * time.Millisecond
-	}
-	if d.SyncInterval <= 0 {
-		d.SyncInterval = 30 * time.Second
-	}
-	if d.RetryInterval <= 0 {
-		d.RetryInterval = 2 * time.Second
-	}
-	return d
-}
-
-// Keys of the mesh's local (never replicated) data.
-const (
-	localKnown     = "mesh/known"     // JSON: device id -> last address
-	localPosPrefix = "mesh/pos/"      // + device: where the last pull from it ended
-	localRevoked   = "mesh/revoked/"  // + device: revocations seen, kept even if a peer drops them
-	localInvite    = "mesh/invite/"   // + token id: an invite
-	pushQueue      = 64               // pushes waiting per peer before the oldest are dropped
-	meshVersionTag = "memmesh-proto-" // node meta: protocol version prefix
-)
-
-// mesh is the node's membership and sync: the QUIC endpoint, memberlist
-// over it, anti-entropy pulls, pushes of local changes, and the device
-// registry (mesh records) that decides who may connect.
-type mesh struct {
-	n         *Node
-	cfg       MeshConfig
-	log       *slog.Logger
-	ep        *transport.Endpoint
-	ml        *memberlist.Memberlist
-	advertise *net.UDPAddr
-	// epoch names this change log for as long as the store is open. A
-	// store opened again may stand behind what it served (a home
-	// restored from a backup reuses numbers peers already pulled), so
-	// each open starts a new epoch, and each peer's first pull after it
-	// compares digests bucket by bucket instead of trusting its position.
-	epoch [transport.EpochSize]byte
-
-	inviteMu sync.Mutex // one invite check at a time
-
-	// memberlist calls its delegates from timers that outlive Shutdown;
-	// they hold evMu for reading and do nothing once closed is set.
-	evMu   sync.RWMutex
-	closed bool
-
-	// leaving is set as the node stops cleanly, and gossiped first, since
-	// memberlist tells its peers of a leave as of a death.
-	leaving atomic.Bool
-
-	mu      sync.Mutex
-	devices map[string]model.MeshRecord // the registry, by device id
-	localNS map[string]bool             // namespaces that never leave this machine
-	peers   map[string]*peerState       // by device id
-	remote  map[uint64]bool             // seqs of changes received from peers: not pushed
-	known   map[string]string           // device id -> last address, persisted
-
-	kick     chan string   // devices to pull from now
-	pushWake chan struct{} // new local changes
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-}
-
-// peerState is what this node knows of one peer beyond memberlist.
-type peerState struct {
-	addr      string
-	state     string // alive, suspect, dead, left
-	version   string
-	name      string
-	pulling   bool
-	lastSync  time.Time           // end of the last complete pull from the peer
-	lastStats transport.SyncStats // of the last pull that brought documents
-	lastErr   string
-	pulls     int       // pulls started since this node started
-	pulledAt  time.Time // when the last one started
-	served    bool      // the peer completed a pull from us
-	servedSeq uint64    // our change-log seq it reached then
-	push      chan []transport.Entry
-}
-
-// startMesh opens the endpoint and memberlist and starts the mesh loops.
-func (n *Node) startMesh(ctx context.Context, cfg MeshConfig) error {
-	given := cfg.Name
-	cfg = cfg.withDefaults()
-	name, err := checkDeviceName(cfg.Name)
-	switch {
-	case err != nil && given != "":
-		return err
-	case err != nil:
-		name = n.id.DeviceID[:8] // a host name that makes no device name
-	}
-	cfg.Name = name
-	m := &mesh{
-		n:        n,
-		cfg:      cfg,
-		log:      n.log.With("component", "mesh"),
-		devices:  make(map[string]model.MeshRecord),
-		localNS:  make(map[string]bool),
-		peers:    make(map[string]*peerState),
-		remote:   make(map[uint64]bool),
-		known:    make(map[string]string),
-		kick:     make(chan string, 64),
-		pushWake: make(chan struct{}, 1),
-	}
-	if err := m.loadState(); err != nil {
-		return err
-	}
-	ep, err := transport.Listen(transport.Config{
-		Listen:    cfg.Listen,
-		Key:       n.id.Key,
-		Cert:      n.id.Cert,
-		Authorize: m.authorize,
-		Logger:    m.log.With("component", "transport"),
-		WrapConn:  cfg.WrapConn,
-	})
+	m, err := mesh.New(cfg, id, meshHost{n}, n.store, n.log)
 	if err != nil {
 		return err
 	}
-	m.ep = ep
-	if cfg.Advertise != "" {
-		m.advertise, err = net.ResolveUDPAddr("udp", cfg.Advertise)
-	} else {
-		m.advertise, err = transport.AdvertiseAddr(ep.Addr())
-	}
-	if err != nil {
-		ep.Close()
-		return fmt.Errorf("mesh: advertise address: %w", err)
-	}
-	if m.ml, err = memberlist.Create(m.memberlistConfig()); err != nil {
-		ep.Close()
-		return fmt.Errorf("mesh: memberlist: %w", err)
-	}
-	m.ctx, m.cancel = context.WithCancel(ctx)
+	// The mesh adds this device to the registry through the node, which
+	// tells the mesh: it must be in place before the mesh starts.
 	n.mesh = m
-	m.goLoop(m.acceptLoop)
-	m.goLoop(m.pullLoop)
-	m.goLoop(m.pushLoop)
-	m.goLoop(m.retryLoop)
-	m.log.Info("mesh listening", "addr", ep.Addr().String(), "advertise", m.advertise.String(), "device", n.id.DeviceID)
-	return nil
-}
-
-func (m *mesh) goLoop(fn func()) {
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		fn()
-	}()
-}
-
-// stop leaves the mesh: memberlist says goodbye, then the loops and the
-// endpoint stop.
-func (m *mesh) stop() error {
-	m.leaving.Store(true)
-	if err := m.ml.UpdateNode(time.Second); err != nil {
-		// Peers that miss it show a death instead of a leave: no reason
-		// to fail the stop.
-		m.log.Debug("telling peers of the leave", "err", err)
-	}
-	err := m.ml.Leave(time.Second)
-	err = errors.Join(err, m.ml.Shutdown())
-	m.evMu.Lock()
-	m.closed = true
-	m.evMu.Unlock()
-	m.cancel()
-	err = errors.Join(err, m.ep.Close())
-	m.wg.Wait()
-	return err
-}
-
-func (m *mesh) memberlistConfig() *memberlist.Config {
-	c := memberlist.DefaultLANConfig()
-	c.Name = m.n.id.DeviceID
-	c.Transport = m.ep.Memberlist(m.advertise)
-	c.UDPBufferSize = transport.MaxPacket
-	c.ProbeInterval = m.cfg.ProbeInterval
-	c.ProbeTimeout = m.cfg.ProbeInterval / 2
-	c.SuspicionMult = 3
-	c.GossipInterval = 100 * time.Millisecond
-	c.PushPullInterval = 5 * time.Second
-	c.TCPTimeout = 3 * time.Second
-	// A device's address changes (DHCP, a restart on another port); its
-	// identity is its key, proven at every connection, so a dead node's
-	// name is free for its new address at once.
-	c.DeadNodeReclaimTime = time.Second
-	c.Delegate = &meshDelegate{m}
-	c.Events = &meshEvents{m}
-	c.Alive = &meshAlive{m}
-	c.Logger = slog.NewLogLogger(m.log.With("component", "memberlist").Handler(), slog.LevelDebug)
-	return c
-}
-
-// loadState starts a new epoch and reads the registry, namespace settings
-// and known peers.
-func (m *mesh) loadState() error {
-	store := m.n.store
-	rand.Read(m.epoch[:])
-	if data, err := store.GetLocal(localKnown); err == nil {
-		if err := json.Unmarshal(data, &m.known); err != nil {
-			m.log.Warn("forgetting unreadable list of known peers", "err", err)
-		}
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	if err := m.Start(ctx); err != nil {
+		n.mesh = nil
 		return err
 	}
-	return store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r model.MeshRecord
-		if err := json.Unmarshal(rec.Value, &r); err != nil {
-			return fmt.Errorf("mesh: record %s: %w", rec.ID, err)
-		}
-		m.noteRecord(r)
-		return nil
-	})
-}
-
-// noteRecord updates the in-memory view of one mesh record. Callers that
-// hold m.mu use noteRecordLocked.
-func (m *mesh) noteRecord(r model.MeshRecord) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.noteRecordLocked(r)
-}
-
-func (m *mesh) noteRecordLocked(r model.MeshRecord) {
-	switch r.What {
-	case model.MeshDevice:
-		m.devices[r.Key] = r
-	case model.MeshNamespace:
-		if r.Sync == model.SyncLocal {
-			m.localNS[r.Key] = true
-		} else {
-			delete(m.localNS, r.Key)
-		}
-	}
-}
-
-// authorize admits a device that is in the registry and not revoked.
-func (m *mesh) authorize(device string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.devices[device]
-	switch {
-	case !ok:
-		return fmt.Errorf("%w: %s is not in the device registry", transport.ErrUnauthorized, device)
-	case d.Revoked():
-		return fmt.Errorf("%w: %s was revoked", transport.ErrUnauthorized, device)
-	}
 	return nil
 }
 
-// peer returns the state of a peer, creating it.
-func (m *mesh) peer(device string) *peerState {
-	p := m.peers[device]
-	if p == nil {
-		p = &peerState{push: make(chan []transport.Entry, pushQueue)}
-		m.peers[device] = p
-		m.goLoop(func() { m.pushTo(device, p) })
-	}
-	return p
+// meshHost is the node as the mesh sees it: remote documents take the
+// same path as local writes after the merge (the same records, one
+// durable batch, then the search index).
+type meshHost struct{ n *Node }
+
+var _ mesh.Host = meshHost{}
+
+func (h meshHost) Lock(ids ...string) func() { return h.n.lockAll(ids) }
+
+func (h meshHost) MemoryRecord(m *model.Memory, doc []byte) (storage.Record, error) {
+	rec, err := memoryRecord(m, nil)
+	rec.Doc = doc
+	return rec, err
 }
 
-// remember records a peer's address for reconnection, durably only when
-// it changed.
-func (m *mesh) remember(device, addr string) {
-	m.mu.Lock()
-	if device == m.n.id.DeviceID || m.known[device] == addr {
-		m.mu.Unlock()
-		return
-	}
-	m.known[device] = addr
-	data, err := json.Marshal(m.known)
-	m.mu.Unlock()
-	if err == nil {
-		err = m.n.store.PutLocalDurable(localKnown, data)
-	}
-	if err != nil {
-		m.log.Warn("cannot save known peers", "err", err)
-	}
+func (h meshHost) EdgeRecord(e *model.Edge, doc []byte) (storage.Record, error) {
+	return edgeRecord(e, doc)
 }
 
-// pullBack reports whether serving a pull to peer should start a pull
-// from it, since the puller may hold what we lack: only in steady state
-// (after a first contact the puller is catching up, and membership's join
-// event already starts a pull each way), when its digest differs from
-// ours, and when no pull from it started within the sync interval. Two
-// nodes whose digests differ for good would otherwise pull from each
-// other without end, each served pull kicking the next.
-func (m *mesh) pullBack(peer string, req transport.PullRequest) bool {
-	if req.Since.Epoch != m.epoch || req.Since.Seq == 0 {
-		return false
-	}
-	m.mu.Lock()
-	recent := m.n.now().Sub(m.peer(peer).pulledAt) < m.cfg.SyncInterval
-	m.mu.Unlock()
-	if recent {
-		return false
-	}
-	digest, err := m.n.store.Digest()
-	return err == nil && digest != req.Digest
+func (h meshHost) MeshRecord(r *model.MeshRecord, doc []byte) (storage.Record, error) {
+	return meshRecord(r, doc)
 }
 
-// kickPull asks for a pull from device soon.
-func (m *mesh) kickPull(device string) {
-	select {
-	case m.kick <- device:
-	default:
-	}
+func (h meshHost) TombstoneRecords(ts crdt.Tombstone) ([]storage.Record, error) {
+	recs, _, err := h.n.tombstoneRecords(ts)
+	return recs, err
 }
 
-// acceptLoop serves the streams peers open.
-func (m *mesh) acceptLoop() {
-	for {
-		s, err := m.ep.Accept(m.ctx)
-		if err != nil {
-			return
-		}
-		m.goLoop(func() { m.serve(s) })
-	}
+func (h meshHost) Purged(id string) bool          { return h.n.purged(id) }
+func (h meshHost) PurgedEndpoint(end string) bool { return h.n.purgedEndpoint(end) }
+func (h meshHost) HoldIndex() func()              { return h.n.indexer.hold() }
+func (h meshHost) AddDevice(device, name, by string) (model.MeshRecord, error) {
+	return h.n.addDevice(device, name, by)
 }
 
-func (m *mesh) serve(s *transport.Stream) {
-	log := m.log.With("peer", s.Peer, "addr", s.Addr.String())
-	if s.Type != transport.StreamJoin {
-		// A member that restarted elsewhere is reachable where it dials
-		// from, before memberlist learns its new address.
-		m.mu.Lock()
-		m.peer(s.Peer).addr = s.Addr.String()
-		m.mu.Unlock()
+func (h meshHost) Committed() {
+	h.n.changed()
+	if h.n.store.ErasePending() {
+		signal(h.n.expungeWake)
 	}
-	switch s.Type {
-	case transport.StreamSync:
-		pos, _ := m.position()
-		req, err := transport.ServePull(m.ctx, s, replica{m})
-		if err != nil {
-			log.Warn("serving a pull failed", "err", err)
-			return
-		}
-		m.mu.Lock()
-		p := m.peer(s.Peer)
-		p.served, p.servedSeq = true, pos.Seq
-		m.mu.Unlock()
-		if m.pullBack(s.Peer, req) {
-			m.kickPull(s.Peer)
-		}
-	case transport.StreamPush:
-		if n, err := transport.ServePush(s, replica{m}); err != nil {
-			log.Warn("receiving a push failed", "err", err, "applied", n)
-			m.kickPull(s.Peer)
-		}
-	case transport.StreamJoin:
-		if err := m.serveJoin(s); err != nil {
-			log.Warn("join refused", "err", err)
-		}
-	default:
-		s.Close()
-	}
-}
-
-// pullLoop runs anti-entropy: with every live peer each SyncInterval, and
-// at once with a peer that was kicked (join, reconnection, a failed push,
-// a pull from it that showed differences).
-func (m *mesh) pullLoop() {
-	tick := time.NewTicker(m.cfg.SyncInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case device := <-m.kick:
-			m.startPull(device)
-		case <-tick.C:
-			for _, device := range m.aliveDevices() {
-				m.startPull(device)
-			}
-		}
-	}
-}
-
-func (m *mesh) aliveDevices() []string {
-	var out []string
-	for _, node := range m.ml.Members() {
-		if node.Name != m.n.id.DeviceID && node.State == memberlist.StateAlive {
-			out = append(out, node.Name)
-		}
-	}
-	return out
-}
-
-// startPull starts a pull from device unless one is running.
-func (m *mesh) startPull(device string) {
-	m.mu.Lock()
-	p := m.peer(device)
-	addr := p.addr
-	if p.pulling || addr == "" {
-		m.mu.Unlock()
-		return
-	}
-	p.pulling = true
-	m.mu.Unlock()
-	m.goLoop(func() {
-		m.pull(device, addr)
-		m.mu.Lock()
-		p.pulling = false
-		m.mu.Unlock()
-	})
-}
-
-// pull runs one anti-entropy pull from the device at addr, and records
-// and logs how it went.
-func (m *mesh) pull(device, addr string) (transport.SyncStats, error) {
-	m.mu.Lock()
-	p := m.peer(device)
-	p.pulls++
-	p.pulledAt = m.n.now()
-	m.mu.Unlock()
-	stats, err := m.pullFrom(device, addr)
-	m.mu.Lock()
-	if err != nil {
-		p.lastErr = err.Error()
-	} else {
-		p.lastSync, p.lastErr = m.n.now(), ""
-		if stats.Received+stats.Rejected > 0 {
-			p.lastStats = stats
-		}
-	}
-	m.mu.Unlock()
-	if err != nil {
-		m.log.Warn("pull failed", "peer", device, "addr", addr, "err", err)
-	} else if stats.Received+stats.Rejected > 0 {
-		m.log.Info("pulled", "peer", device, "offered", stats.Offered, "received", stats.Received, "rejected", stats.Rejected, "bytes", stats.Bytes, "took", stats.Duration)
-	}
-	return stats, err
-}
-
-// pullFrom runs one anti-entropy pull from the device at addr and saves
-// where it ended.
-func (m *mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
-	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Minute)
-	defer cancel()
-	var since transport.Position
-	if data, err := m.n.store.GetLocal(localPosPrefix + device); err == nil {
-		since, _ = transport.DecodePosition(data)
-	}
-	s, err := m.ep.Open(ctx, addr, transport.StreamSync)
-	if err != nil {
-		return transport.SyncStats{}, err
-	}
-	if s.Peer != device {
-		s.Close()
-		return transport.SyncStats{}, fmt.Errorf("%s answered at %s, expected %s", s.Peer, addr, device)
-	}
-	// Index what the pull brings in large batches, once it ends (a search
-	// meanwhile still brings the index up to date first).
-	release := m.n.indexer.hold()
-	defer release()
-	stats, err := transport.Pull(ctx, s, replica{m}, since)
-	if err != nil {
-		return stats, err
-	}
-	return stats, m.n.store.PutLocalDurable(localPosPrefix+device, transport.AppendPosition(nil, stats.End))
 }
 
 // Pull runs one anti-entropy pull from every live peer and waits for it;
 // it returns the first error.
 func (n *Node) Pull(ctx context.Context) error {
-	m := n.mesh
-	if m == nil {
+	if n.mesh == nil {
 		return api.ErrNoMesh
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for _, device := range m.aliveDevices() {
-		m.mu.Lock()
-		addr := m.peer(device).addr
-		m.mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := m.pull(device, addr); err != nil {
-				select {
-				case errs <- fmt.Errorf("pull from %s: %w", device, err):
-				default:
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return n.mesh.Pull(ctx)
 }
 
 // LastPull returns the figures of the last pull from the peer device
 // that brought documents; the zero value when none did or the node runs
 // without the mesh.
 func (n *Node) LastPull(device string) transport.SyncStats {
-	m := n.mesh
-	if m == nil {
+	if n.mesh == nil {
 		return transport.SyncStats{}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if p := m.peers[device]; p != nil {
-		return p.lastStats
-	}
-	return transport.SyncStats{}
+	return n.mesh.LastPull(device)
 }
 
 // Digest returns the node's anti-entropy digest: two nodes holding the
 // same documents with the same heads have equal digests.
 func (n *Node) Digest() ([256][32]byte, error) { return n.store.Digest() }
 
-// pushLoop sends every local change to every live peer as soon as it is
-// durable. Changes received from peers are not pushed on: each node
-// pushes its own, and anti-entropy covers the rest.
-func (m *mesh) pushLoop() {
-	after := m.n.store.DurableSeq()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-m.pushWake:
-		}
-		for {
-			after = m.skipRemote(after)
-			batch, last, err := m.nextPush(after)
-			if err != nil {
-				m.log.Warn("reading changes to push", "err", err)
-				break
-			}
-			if len(batch) > 0 {
-				m.queuePush(batch)
-			}
-			if last == after {
-				break
-			}
-			after = last
-		}
-	}
-}
-
-// nextPush reads the change log after seq after, up to a batch, and
-// returns the local changes that may be sent and the last seq it read.
-func (m *mesh) nextPush(after uint64) (batch []transport.Entry, last uint64, err error) {
-	last = after
-	_, err = m.n.store.Changes(after, 256, func(rec storage.Record) error {
-		last = rec.Seq
-		// A commit received from a peer is not pushed on. It is not always
-		// where skipRemote leaves off: a document changed again keeps only
-		// its newest entry, which leaves gaps in the log.
-		if m.isRemote(rec.Seq) || !m.sendable(rec) {
-			return nil
-		}
-		doc, err := m.n.store.GetDoc(rec.Kind, rec.ID)
-		if err != nil {
-			return err
-		}
-		batch = append(batch, transport.Entry{Kind: byte(rec.Kind), ID: rec.ID, Heads: rec.Heads, Doc: doc})
-		return nil
-	})
-	return batch, last, err
-}
-
-// isRemote reports whether the commit seq holds changes received from a
-// peer (which are not pushed on).
-func (m *mesh) isRemote(seq uint64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.remote[seq]
-}
-
-// skipRemote returns the seq after which the pusher continues: past every
-// commit received from peers that directly follows after, without reading
-// them, and forgets those commits.
-func (m *mesh) skipRemote(after uint64) uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for m.remote[after+1] {
-		after++
-	}
-	for seq := range m.remote {
-		if seq <= after {
-			delete(m.remote, seq)
-		}
-	}
-	return after
-}
-
-// queuePush hands a batch to every live peer's sender; a peer whose queue
-// is full misses it and is pulled from instead (anti-entropy both ways).
-func (m *mesh) queuePush(batch []transport.Entry) {
-	alive := m.aliveDevices()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, device := range alive {
-		select {
-		case m.peer(device).push <- batch:
-		default:
-			m.kickPull(device)
-		}
-	}
-}
-
-// pushTo sends queued batches to one peer, in order.
-func (m *mesh) pushTo(device string, p *peerState) {
-	for {
-		var batch []transport.Entry
-		select {
-		case <-m.ctx.Done():
-			return
-		case batch = <-p.push:
-		}
-		m.mu.Lock()
-		addr := p.addr
-		m.mu.Unlock()
-		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
-		s, err := m.ep.Open(ctx, addr, transport.StreamPush)
-		if err == nil {
-			err = transport.Push(s, batch)
-		}
-		cancel()
-		if err != nil {
-			m.log.Debug("push failed; anti-entropy will carry it", "peer", device, "err", err)
-		}
-	}
-}
-
-// notify tells the pusher that changes are durable.
-func (m *mesh) notify() { signal(m.pushWake) }
-
-// retryLoop contacts known peers that are not alive: memberlist does not
-// reconnect by itself, and a returning laptop or a healed partition must
-// re-merge with no manual step.
-func (m *mesh) retryLoop() {
-	m.joinAddrs(m.cfg.Join)
-	tick := time.NewTicker(m.cfg.RetryInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-tick.C:
-		}
-		alive := make(map[string]bool)
-		for _, node := range m.ml.Members() {
-			alive[node.Name] = node.State == memberlist.StateAlive
-		}
-		var addrs []string
-		m.mu.Lock()
-		for device, addr := range m.known {
-			if rec := m.devices[device]; !alive[device] && !rec.Revoked() {
-				addrs = append(addrs, addr)
-			}
-		}
-		m.mu.Unlock()
-		m.joinAddrs(addrs)
-	}
-}
-
-// joinAddrs asks memberlist to contact each address, concurrently.
-func (m *mesh) joinAddrs(addrs []string) int {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	joined := 0
-	for _, addr := range addrs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if k, err := m.ml.Join([]string{addr}); err != nil {
-				m.log.Debug("peer not reachable", "addr", addr, "err", err)
-			} else {
-				mu.Lock()
-				joined += k
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return joined
-}
-
-// position is this change log's epoch and durable end.
-func (m *mesh) position() (transport.Position, error) {
-	return transport.Position{Epoch: m.epoch, Seq: m.n.store.DurableSeq()}, nil
-}
-
-// nodeMeta is what each node gossips about itself.
-type nodeMeta struct {
-	Name    string `json:"n"`
-	Version string `json:"v"`
-	Leaving bool   `json:"l,omitempty"` // stopping cleanly: what follows is a leave, not a death
-}
-
-type meshDelegate struct{ m *mesh }
-
-func (d *meshDelegate) NodeMeta(limit int) []byte {
-	leaving := d.m.leaving.Load()
-	b, _ := json.Marshal(nodeMeta{Name: d.m.cfg.Name, Version: api.Version(), Leaving: leaving})
-	if len(b) > limit {
-		b, _ = json.Marshal(nodeMeta{Version: api.Version(), Leaving: leaving})
-	}
-	return b
-}
-func (d *meshDelegate) NotifyMsg([]byte)                           {}
-func (d *meshDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (d *meshDelegate) LocalState(join bool) []byte                { return nil }
-func (d *meshDelegate) MergeRemoteState(buf []byte, join bool)     {}
-
-// meshAlive refuses gossip about devices that are not members.
-type meshAlive struct{ m *mesh }
-
-func (a *meshAlive) NotifyAlive(node *memberlist.Node) error {
-	if node.Name == a.m.n.id.DeviceID {
-		return nil
-	}
-	return a.m.authorize(node.Name)
-}
-
-// meshEvents follows memberlist's view of each peer.
-type meshEvents struct{ m *mesh }
-
-// live holds off stop while a delegate runs; it reports false once the
-// mesh is stopping. Callers defer e.m.evMu.RUnlock().
-func (m *mesh) live() bool {
-	m.evMu.RLock()
-	return !m.closed
-}
-
-func (e *meshEvents) NotifyJoin(node *memberlist.Node) {
-	defer e.m.evMu.RUnlock()
-	if !e.m.live() || node.Name == e.m.n.id.DeviceID {
-		return
-	}
-	addr := node.Address()
-	e.m.note(node, "alive")
-	e.m.remember(node.Name, addr)
-	e.m.log.Info("peer alive", "peer", node.Name, "addr", addr)
-	e.m.kickPull(node.Name)
-}
-
-func (e *meshEvents) NotifyLeave(node *memberlist.Node) {
-	defer e.m.evMu.RUnlock()
-	if !e.m.live() {
-		return
-	}
-	state := "dead"
-	var meta nodeMeta
-	if json.Unmarshal(node.Meta, &meta) == nil && meta.Leaving {
-		state = "left"
-	}
-	e.m.note(node, state)
-	e.m.log.Info("peer "+state, "peer", node.Name, "addr", node.Address())
-}
-
-func (e *meshEvents) NotifyUpdate(node *memberlist.Node) {
-	defer e.m.evMu.RUnlock()
-	if e.m.live() {
-		e.m.note(node, "alive")
-	}
-}
-
-func (m *mesh) note(node *memberlist.Node, state string) {
-	var meta nodeMeta
-	json.Unmarshal(node.Meta, &meta) // a peer's bad meta only loses its name
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := m.peer(node.Name)
-	p.addr, p.state, p.version, p.name = node.Address(), state, meta.Version, peerDeviceName(meta.Name, "")
-}
-
-// maxDeviceName caps the characters of a device's name.
-const maxDeviceName = 64
-
-// checkDeviceName checks a device's name: 1 to maxDeviceName printable
-// characters (no control or bidi formatting character: every member shows
-// it) and no secret. A name holding a secret is refused, as other names of
-// a strict syntax are: it is shown to every member, and its owner chooses
-// another.
-func checkDeviceName(name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxDeviceName ||
-		strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return "", api.Invalidf("device name: use 1 to %d printable characters", maxDeviceName)
-	}
-	if err := refuseSecret("device name", name); err != nil {
-		return "", err
-	}
-	return name, nil
-}
-
-// peerDeviceName returns the device name a peer sent when it is a good
-// one, else fallback: a peer cannot be asked to choose another.
-func peerDeviceName(name, fallback string) string {
-	if name, err := checkDeviceName(name); err == nil {
-		return name
-	}
-	return fallback
-}
-
 // Peers lists every other device in the registry with its state.
 func (n *Node) Peers(ctx context.Context) ([]api.Peer, error) {
-	m := n.mesh
-	if m == nil {
+	if n.mesh == nil {
 		return nil, api.ErrNoMesh
 	}
-	suspect := make(map[string]bool)
-	for _, node := range m.ml.Members() {
-		if node.State == memberlist.StateSuspect {
-			suspect[node.Name] = true
-		}
-	}
-	total := 0
-	for _, kind := range []storage.Kind{storage.KindMemory, storage.KindEdge, storage.KindMesh} {
-		c, err := n.store.Count(kind)
-		if err != nil {
-			return nil, err
-		}
-		total += c
-	}
-	m.mu.Lock()
-	var out []api.Peer
-	for device, rec := range m.devices {
-		if device == n.id.DeviceID {
-			continue
-		}
-		p := api.Peer{Device: device, Name: rec.Name, State: "unknown", Behind: -1}
-		if st := m.peers[device]; st != nil {
-			p.Addr, p.LastSync, p.Version, p.LastErr, p.Pulls = st.addr, st.lastSync, st.version, st.lastErr, st.pulls
-			if st.state != "" {
-				p.State = st.state
-			}
-			if st.name != "" {
-				p.Name = st.name
-			}
-			if st.served {
-				p.Behind = int(st.servedSeq) // converted to a count below
-			}
-		}
-		if p.Addr == "" {
-			p.Addr = m.known[device]
-		}
-		if suspect[device] {
-			p.State = "suspect"
-		}
-		if rec.Revoked() {
-			p.State = "revoked"
-		}
-		out = append(out, p)
-	}
-	m.mu.Unlock()
-	for i := range out {
-		if out[i].State == "alive" || out[i].State == "suspect" {
-			out[i].RTT = m.ep.RTT(out[i].Addr)
-		}
-		if out[i].Behind < 0 {
-			out[i].Behind = total
-			continue
-		}
-		behind := 0
-		if _, err := n.store.Changes(uint64(out[i].Behind), 0, func(storage.Record) error { behind++; return nil }); err != nil {
-			return nil, err
-		}
-		out[i].Behind = behind
-	}
-	slices.SortFunc(out, func(a, b api.Peer) int { return strings.Compare(a.Name+a.Device, b.Name+b.Device) })
-	return out, nil
+	return n.mesh.Peers(ctx)
 }
 
 // MeshStatus reports this node's device, addresses and the health of its
@@ -937,36 +113,45 @@ func (n *Node) MeshStatus(ctx context.Context) (api.MeshStatus, error) {
 	if err != nil {
 		return st, err
 	}
+	live := 0
 	for _, d := range devices {
 		if !d.Revoked() {
-			st.Devices++
+			live++
 		}
 	}
-	m := n.mesh
-	if m == nil {
-		return st, nil
+	if n.mesh != nil {
+		st, err = n.mesh.Status(ctx)
 	}
-	st.Enabled, st.Name = true, m.cfg.Name
-	st.Listen, st.Advertise = m.ep.Addr().String(), m.advertise.String()
-	peers, err := n.Peers(ctx)
-	if err != nil {
-		return st, err
+	st.Devices = live
+	return st, err
+}
+
+// Invite creates a one-time token another machine passes to Join. It is
+// valid for ttl (default one hour, at most a week) and only on this node.
+func (n *Node) Invite(ctx context.Context, ttl time.Duration) (api.Invitation, error) {
+	if n.mesh == nil {
+		return api.Invitation{}, api.ErrNoMesh
 	}
-	for _, p := range peers {
-		if p.State == "revoked" {
-			continue
-		}
-		st.Peers++
-		if p.State == "alive" {
-			st.Alive++
-		}
-		if p.LastSync.After(st.LastSync) {
-			st.LastSync = p.LastSync
-		}
-		st.Behind = max(st.Behind, p.Behind)
-		if p.LastErr != "" {
-			st.Errors = append(st.Errors, p.Device+": "+p.LastErr)
-		}
+	inv, err := n.mesh.Invite(ctx, ttl)
+	return inv, storeError(err)
+}
+
+// Join uses an invite token: it connects to the inviting member, checks
+// that it is the device the token names, proves the token's secret, and
+// receives the device registry. Then it joins the membership and starts
+// syncing. No private key leaves this machine.
+func (n *Node) Join(ctx context.Context, token string) (api.JoinResult, error) {
+	if n.mesh == nil {
+		return api.JoinResult{}, api.ErrNoMesh
 	}
-	return st, nil
+	return n.mesh.Join(ctx, token)
+}
+
+// JoinAddr contacts a member at addr, for a device that is already in the
+// registry (a re-join after an address change, or a new peer address).
+func (n *Node) JoinAddr(ctx context.Context, addr string) (int, error) {
+	if n.mesh == nil {
+		return 0, api.ErrNoMesh
+	}
+	return n.mesh.JoinAddr(ctx, addr)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/faultnet"
 	"github.com/memmesh/memmesh/internal/mutate"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
@@ -41,7 +42,7 @@ func words(rng *rand.Rand, k int) string {
 // meshNode starts a node with the mesh on 127.0.0.<host>, an ephemeral
 // port, fast failure detection and, when fn is set, faults.
 func meshNode(tb testing.TB, home string, host int, fn *faultnet.Net) *Node {
-	return meshNodeWith(tb, home, host, fn, MeshConfig{
+	return meshNodeWith(tb, home, host, fn, mesh.Config{
 		ProbeInterval: 200 * time.Millisecond,
 		RetryInterval: 500 * time.Millisecond,
 		SyncInterval:  2 * time.Second,
@@ -49,7 +50,7 @@ func meshNode(tb testing.TB, home string, host int, fn *faultnet.Net) *Node {
 }
 
 // meshNodeWith is meshNode with the timings of mc (zero: the defaults).
-func meshNodeWith(tb testing.TB, home string, host int, fn *faultnet.Net, mc MeshConfig) *Node {
+func meshNodeWith(tb testing.TB, home string, host int, fn *faultnet.Net, mc mesh.Config) *Node {
 	tb.Helper()
 	if home == "" {
 		home = tb.TempDir()
@@ -87,7 +88,7 @@ func advance(n *Node, d time.Duration) {
 }
 
 // addr is a node's mesh address.
-func addr(n *Node) string { return n.mesh.ep.Addr().String() }
+func addr(n *Node) string { return n.mesh.Addr().String() }
 
 // cluster starts k nodes and joins them all through invites on the first.
 func cluster(t testing.TB, k int, fn *faultnet.Net) []*Node {
@@ -337,7 +338,7 @@ func TestMeshSecurity(t *testing.T) {
 	if _, err := stranger.JoinAddr(ctx, addr(a)); err == nil {
 		t.Fatal("a stranger joined by address")
 	}
-	if _, err := stranger.mesh.ep.Open(ctx, addr(a), transport.StreamSync); err == nil {
+	if _, err := stranger.mesh.Open(ctx, addr(a), transport.StreamSync); err == nil {
 		t.Fatal("a stranger opened a sync stream")
 	}
 
@@ -370,10 +371,10 @@ func TestMeshSecurity(t *testing.T) {
 	if _, err := a.Revoke(ctx, b.DeviceID()); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "revocation on C", func() bool { return c.mesh.authorize(b.DeviceID()) != nil })
+	waitUntil(t, "revocation on C", func() bool { return c.mesh.Authorize(b.DeviceID()) != nil })
 	for _, m := range []*Node{a, c} {
-		if _, err := b.mesh.ep.Open(ctx, addr(m), transport.StreamSync); err == nil {
-			t.Fatalf("revoked device opened a stream to %s", m.mesh.cfg.Name)
+		if _, err := b.mesh.Open(ctx, addr(m), transport.StreamSync); err == nil {
+			t.Fatalf("revoked device opened a stream to %s", m.DeviceID())
 		}
 	}
 	secret := remember(t, a, api.RememberRequest{Content: "written after B was revoked"})
@@ -410,7 +411,7 @@ func TestMeshLocalOnlyNamespace(t *testing.T) {
 	if _, err := a.SetNamespace(ctx, "private", api.NamespaceChange{Sync: &local}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "policy on B", func() bool { return b.mesh.isLocalNS("private") })
+	waitUntil(t, "policy on B", func() bool { return b.mesh.LocalOnly("private") })
 	private := remember(t, a, api.RememberRequest{Namespace: "private", Content: "home router password hint lives in the safe"})
 	shared := remember(t, a, api.RememberRequest{Namespace: "shared", Content: "Use make lint before pushing"})
 	waitUntil(t, "shared memory on B", func() bool { return has(b, shared.ID) })
@@ -424,7 +425,7 @@ func TestMeshLocalOnlyNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = replica{a.mesh}.Apply(b.DeviceID(), []transport.Entry{{Kind: byte(storage.KindMemory), ID: bPrivate.ID[2:], Doc: doc}})
+	err = a.mesh.Apply(b.DeviceID(), []transport.Entry{{Kind: byte(storage.KindMemory), ID: bPrivate.ID[2:], Doc: doc}})
 	if !errors.Is(err, api.ErrInvalid) || has(a, bPrivate.ID) {
 		t.Fatalf("a pushed memory of a local-only namespace: %v, stored %v", err, has(a, bPrivate.ID))
 	}
@@ -471,7 +472,7 @@ func TestApplyRejectsBadDocuments(t *testing.T) {
 		"mesh as memory":     {Kind: 'x', ID: id, Doc: doc},
 		"oversized document": {Kind: 'm', ID: id, Doc: make([]byte, crdt.MaxDocSize+1)},
 	} {
-		if err := (replica{a.mesh}).Apply(b.DeviceID(), []transport.Entry{e}); !errors.Is(err, api.ErrInvalid) {
+		if err := a.mesh.Apply(b.DeviceID(), []transport.Entry{e}); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 		if has(a, good.ID) {
@@ -479,7 +480,7 @@ func TestApplyRejectsBadDocuments(t *testing.T) {
 		}
 	}
 	// After all that, the good document applies.
-	if err := (replica{a.mesh}).Apply(b.DeviceID(), []transport.Entry{{Kind: 'm', ID: id, Doc: doc}}); err != nil {
+	if err := a.mesh.Apply(b.DeviceID(), []transport.Entry{{Kind: 'm', ID: id, Doc: doc}}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(found(a, "good memory", ""), good.ID) {
@@ -517,7 +518,7 @@ func FuzzApplyDocs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := (replica{dst.mesh}).Apply("FUZZ", docs); err != nil && !errors.Is(err, api.ErrInvalid) {
+		if err := dst.mesh.Apply("FUZZ", docs); err != nil && !errors.Is(err, api.ErrInvalid) {
 			t.Fatalf("apply: %v", err)
 		}
 		for _, d := range docs {
@@ -560,7 +561,7 @@ func TestMeshBadFrames(t *testing.T) {
 		},
 	} {
 		for _, typ := range []transport.StreamType{transport.StreamSync, transport.StreamPush} {
-			s, err := b.mesh.ep.Open(ctx, addr(a), typ)
+			s, err := b.mesh.Open(ctx, addr(a), typ)
 			if err != nil {
 				t.Fatalf("%s: open %v: %v", name, typ, err)
 			}
@@ -705,7 +706,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 // good ones, over more than one frame: the refusal is logged, the pull
 // completes and saves its position, and every good document arrives.
 func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
-	b := meshNodeWith(t, "", 2, nil, MeshConfig{SyncInterval: time.Hour})
+	b := meshNodeWith(t, "", 2, nil, mesh.Config{SyncInterval: time.Hour})
 	bad := remember(t, b, api.RememberRequest{Content: "served as a document nobody can load"})
 	rec, err := b.store.Get(storage.KindMemory, bad.ID[2:])
 	if err != nil {
@@ -723,7 +724,7 @@ func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
 		good = append(good, remember(t, b, api.RememberRequest{Content: fmt.Sprintf("good memory %d %s", i, words(rng, 300))}).ID)
 	}
 
-	a := meshNodeWith(t, "", 1, nil, MeshConfig{SyncInterval: time.Hour})
+	a := meshNodeWith(t, "", 1, nil, mesh.Config{SyncInterval: time.Hour})
 	join(t, b, a)
 	waitUntil(t, "a and b see each other", func() bool { return alivePeers(a) == 1 && alivePeers(b) == 1 })
 	if err := a.Pull(context.Background()); err != nil {
@@ -737,7 +738,7 @@ func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
 	if has(a, bad.ID) {
 		t.Fatal("the refused document was stored")
 	}
-	if _, err := a.store.GetLocal(localPosPrefix + b.DeviceID()); err != nil {
+	if _, err := a.store.GetLocal("mesh/pos/" + b.DeviceID()); err != nil { // where the mesh keeps it
 		t.Fatalf("the pull's position was not saved: %v", err)
 	}
 	st := a.LastPull(b.DeviceID())
@@ -750,88 +751,6 @@ func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
 	}
 }
 
-// TestPushGoesPastReceivedCommits: a memory changed twice keeps only its
-// newest change-log entry, so a commit received from a peer can sit where
-// the pusher stands, with local changes after it. The pusher reads past
-// it to them instead of stopping there for good.
-func TestPushGoesPastReceivedCommits(t *testing.T) {
-	n := testNode(t, "")
-	m := &mesh{n: n, remote: map[uint64]bool{}}
-	start := n.store.DurableSeq()
-	x := remember(t, n, api.RememberRequest{Content: "edited locally, twice"})
-	received := remember(t, n, api.RememberRequest{Content: "stands for a commit received from a peer"})
-	second := "edited locally, a second time"
-	if _, err := n.Update(context.Background(), x.ID, api.UpdateRequest{Content: &second}); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := n.store.Get(storage.KindMemory, received.ID[2:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.remote[rec.Seq] = true
-
-	var pushed []string
-	for after := start; ; {
-		after = m.skipRemote(after)
-		batch, last, err := m.nextPush(after)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range batch {
-			pushed = append(pushed, e.ID)
-		}
-		if last == after {
-			break
-		}
-		after = last
-	}
-	if !slices.Contains(pushed, x.ID[2:]) {
-		t.Fatalf("the local edit after a received commit was never pushed (pushed %v)", pushed)
-	}
-	if slices.Contains(pushed, received.ID[2:]) {
-		t.Fatal("a commit received from a peer was pushed on")
-	}
-}
-
-// TestPullBackOncePerInterval: serving a pull to a peer whose digest
-// differs from ours starts a pull back, but not when one from that peer
-// started within the sync interval.
-func TestPullBackOncePerInterval(t *testing.T) {
-	start := func(host int) *Node { return meshNodeWith(t, "", host, nil, MeshConfig{SyncInterval: time.Hour}) }
-	nodes := joinAll(t, start(1), 2, start)
-	a, b := nodes[0], nodes[1]
-	waitUntil(t, "the pull of the join", func() bool { return peerPulls(t, a) > 0 })
-	remember(t, a, api.RememberRequest{Content: "a difference between the two"})
-	advance(a, a.mesh.cfg.SyncInterval)
-	req := transport.PullRequest{Since: transport.Position{Epoch: a.mesh.epoch, Seq: 1}} // a digest unlike a's
-	if !a.mesh.pullBack(b.DeviceID(), req) {
-		t.Fatal("no pull back from a peer whose digest differs, none pulled lately")
-	}
-	if err := a.Pull(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if a.mesh.pullBack(b.DeviceID(), req) {
-		t.Fatal("a pull back from a peer pulled from just now: two nodes whose digests differ for good pull from each other without end")
-	}
-	advance(a, a.mesh.cfg.SyncInterval)
-	if !a.mesh.pullBack(b.DeviceID(), req) {
-		t.Fatal("no pull back once the sync interval passed")
-	}
-}
-
-// peerPulls is how many pulls n started from its peers.
-func peerPulls(t *testing.T, n *Node) (pulls int) {
-	t.Helper()
-	peers, err := n.Peers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range peers {
-		pulls += p.Pulls
-	}
-	return pulls
-}
-
 // TestMeshWritesAfterRestoreReplicate restores a node's home from an
 // older copy: its change log numbers go back, and the writes made after
 // the restore reuse numbers a peer already pulled. Every one of them must
@@ -839,7 +758,7 @@ func peerPulls(t *testing.T, n *Node) (pulls int) {
 func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 	ctx := context.Background()
 	homeA, backup := t.TempDir(), filepath.Join(t.TempDir(), "backup")
-	hourly := MeshConfig{SyncInterval: time.Hour}
+	hourly := mesh.Config{SyncInterval: time.Hour}
 	a := meshNodeWith(t, homeA, 1, nil, hourly)
 	b := meshNodeWith(t, "", 2, nil, hourly)
 	join(t, a, b)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
@@ -40,7 +41,7 @@ type Config struct {
 	LifecycleInterval time.Duration
 	// Mesh, when set, makes Start join the mesh: QUIC endpoint,
 	// membership and sync. Without it the node is local only.
-	Mesh *MeshConfig
+	Mesh *mesh.Config
 	// MinFreeSpace is the free space, in bytes, kept on the disk of the
 	// home: writes that would leave less fail with ErrDiskFull (reads go
 	// on), and a quarter of it is held in a ballast file released when
@@ -70,7 +71,7 @@ type Node struct {
 	store   *storage.Store
 	index   *search.Index
 	indexer *indexer
-	mesh    *mesh // nil when the node runs without the mesh
+	mesh    *mesh.Mesh // nil when the node runs without the mesh
 	life    lifecycle
 	dups    *duplicateLinker
 
@@ -223,7 +224,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var err error
 		if n.mesh != nil {
-			err = n.mesh.stop()
+			err = n.mesh.Stop()
 		}
 		n.expungeBeforeClose()
 		if n.cancel != nil {
@@ -240,7 +241,7 @@ func (n *Node) Close() error {
 func (n *Node) changed() {
 	n.indexer.notify()
 	if n.mesh != nil {
-		n.mesh.notify()
+		n.mesh.Notify()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/transport"
 )
 
@@ -39,7 +40,7 @@ const logToken = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
 func TestRefusedPeerDocumentLogsNoSecret(t *testing.T) {
 	var out logBuffer
 	n, err := New(Config{Home: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&out, nil)),
-		Mesh: &MeshConfig{Listen: "127.0.0.1:0", Name: "canary"}})
+		Mesh: &mesh.Config{Listen: "127.0.0.1:0", Name: "canary"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestRefusedPeerDocumentLogsNoSecret(t *testing.T) {
 		{Kind: 'm', ID: logToken, Doc: []byte("x")},
 		{Kind: 'e', ID: "token=" + logToken, Doc: []byte("x")},
 	} {
-		if err := (replica{n.mesh}).Apply("PEER", []transport.Entry{e}); !errors.Is(err, api.ErrInvalid) {
+		if err := n.mesh.Apply("PEER", []transport.Entry{e}); !errors.Is(err, api.ErrInvalid) {
 			t.Fatalf("%q: %v, want ErrInvalid", e.ID, err)
 		} else if strings.Contains(err.Error(), logToken) {
 			t.Fatalf("the error carries the token: %v", err)

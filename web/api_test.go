@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
 )
@@ -225,7 +226,7 @@ func TestMeshCallsWithoutMesh(t *testing.T) {
 // meshAPI serves a node that runs the mesh on 127.0.0.<host>.
 func meshAPI(t *testing.T, host int, name string) *Client {
 	t.Helper()
-	c, _, _ := serveNode(t, node.Config{Home: t.TempDir(), Mesh: &node.MeshConfig{
+	c, _, _ := serveNode(t, node.Config{Home: t.TempDir(), Mesh: &mesh.Config{
 		Listen:        fmt.Sprintf("127.0.0.%d:0", host),
 		Name:          name,
 		ProbeInterval: 200 * time.Millisecond,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/mcp"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
@@ -46,7 +47,7 @@ type httpConfig struct {
 // meshConfig says how the daemon joins the mesh.
 type meshConfig struct {
 	off bool // run without the mesh
-	node.MeshConfig
+	mesh.Config
 	// required is set when the listen address was asked for (flag,
 	// environment or config): failing to listen on it stops the daemon.
 	// Failing on the default port (another home's daemon on this machine)
@@ -117,7 +118,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	minFree, _ := cfg.minFree()
 	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree}
 	if !mc.off {
-		ncfg.Mesh = &mc.MeshConfig
+		ncfg.Mesh = &mc.Config
 	}
 	// The node stops in Close, once the API has drained, not when a signal
 	// arrives.
@@ -228,7 +229,7 @@ func openNode(ctx context.Context, cfg node.Config, required bool, log *slog.Log
 	if err == nil || cfg.Mesh == nil || required || !errors.As(err, &op) || op.Op != "listen" {
 		return n, err
 	}
-	listen := cmp.Or(cfg.Mesh.Listen, node.DefaultListen)
+	listen := cmp.Or(cfg.Mesh.Listen, mesh.DefaultListen)
 	log.Warn("the mesh is off: cannot listen on its default UDP address (another memmesh daemon on this machine?); give another with serve --listen or listen in config.toml", "listen", listen, "err", err)
 	cfg.Mesh = nil
 	return startNode(ctx, cfg)

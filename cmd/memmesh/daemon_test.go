@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -24,7 +25,7 @@ func TestOpenNodeWithoutFreePort(t *testing.T) {
 	}
 	defer busy.Close()
 	ctx := context.Background()
-	cfg := node.Config{Home: t.TempDir(), Mesh: &node.MeshConfig{Listen: busy.LocalAddr().String()}}
+	cfg := node.Config{Home: t.TempDir(), Mesh: &mesh.Config{Listen: busy.LocalAddr().String()}}
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 
@@ -60,10 +61,10 @@ func TestMeshFlags(t *testing.T) {
 	}{
 		{name: "defaults", want: meshConfig{}},
 		{name: "config", cfg: Config{Listen: ":7430", Name: "laptop"},
-			want: meshConfig{MeshConfig: node.MeshConfig{Listen: ":7430", Name: "laptop"}, required: true}},
+			want: meshConfig{Config: mesh.Config{Listen: ":7430", Name: "laptop"}, required: true}},
 		{name: "flags over config", cfg: Config{Listen: ":7430", Name: "laptop"},
 			args: []string{"--listen", "127.0.0.1:7440", "--name", "desk", "--advertise", "10.0.0.5:7440", "--join", "10.0.0.6:7420"},
-			want: meshConfig{MeshConfig: node.MeshConfig{Listen: "127.0.0.1:7440", Advertise: "10.0.0.5:7440", Name: "desk", Join: []string{"10.0.0.6:7420"}}, required: true}},
+			want: meshConfig{Config: mesh.Config{Listen: "127.0.0.1:7440", Advertise: "10.0.0.5:7440", Name: "desk", Join: []string{"10.0.0.6:7420"}}, required: true}},
 		{name: "no mesh", cfg: Config{Listen: ":7430"}, args: []string{"--no-mesh"}, want: meshConfig{off: true}},
 		{name: "no mesh and listen", args: []string{"--no-mesh", "--listen", ":7430"}, wantUsage: true},
 		{name: "bad join", args: []string{"--join", "somewhere"}, wantUsage: true},

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
-	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -47,7 +47,7 @@ func (f *meshFlags) resolve(cmd *cobra.Command, cfg Config) (meshConfig, error) 
 		}
 		return meshConfig{off: true}, nil
 	}
-	mc := meshConfig{MeshConfig: node.MeshConfig{Listen: cfg.Listen, Advertise: cfg.Advertise, Name: cfg.Name, Join: f.join}}
+	mc := meshConfig{Config: mesh.Config{Listen: cfg.Listen, Advertise: cfg.Advertise, Name: cfg.Name, Join: f.join}}
 	if fs.Changed("listen") {
 		mc.Listen = f.listen
 	}

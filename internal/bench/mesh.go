@@ -9,6 +9,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/faultnet"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -40,7 +41,7 @@ func (p PullFigures) String() string {
 // 127.0.0.host (an ephemeral port) with the daemon's default timings;
 // its packets go through fn when fn is set.
 func meshNode(ctx context.Context, home string, host int, fn *faultnet.Net, log *slog.Logger) (*node.Node, error) {
-	mc := node.MeshConfig{Listen: fmt.Sprintf("127.0.0.%d:0", host), Name: fmt.Sprintf("bench%d", host)}
+	mc := mesh.Config{Listen: fmt.Sprintf("127.0.0.%d:0", host), Name: fmt.Sprintf("bench%d", host)}
 	if fn != nil {
 		mc.WrapConn = fn.Wrap
 	}

@@ -1,4 +1,4 @@
-package node
+package mesh
 
 import (
 	"context"
@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
-	"github.com/memmesh/memmesh/crdt"
-	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -114,11 +112,7 @@ type invite struct {
 
 // Invite creates a one-time token another machine passes to Join. It is
 // valid for ttl (default one hour, at most a week) and only on this node.
-func (n *Node) Invite(ctx context.Context, ttl time.Duration) (api.Invitation, error) {
-	m := n.mesh
-	if m == nil {
-		return api.Invitation{}, api.ErrNoMesh
-	}
+func (m *Mesh) Invite(ctx context.Context, ttl time.Duration) (api.Invitation, error) {
 	if ttl == 0 {
 		ttl = api.DefaultInviteTTL
 	}
@@ -128,96 +122,40 @@ func (n *Node) Invite(ctx context.Context, ttl time.Duration) (api.Invitation, e
 	if err := m.ensureSelf(); err != nil {
 		return api.Invitation{}, err
 	}
-	t := token{Inviter: n.id.DeviceID, Expires: n.now().Add(ttl).Truncate(time.Second), Addrs: transport.LocalAddrs(m.ep.Addr(), m.advertise)}
+	t := token{Inviter: m.self, Expires: m.clock.Now().Add(ttl).Truncate(time.Second), Addrs: transport.LocalAddrs(m.ep.Addr(), m.advertise)}
 	rand.Read(t.ID[:])
 	rand.Read(t.Secret[:])
 	data, err := json.Marshal(invite{Secret: t.Secret[:], Expires: t.Expires})
 	if err != nil {
 		return api.Invitation{}, err
 	}
-	if err := n.store.PutLocalDurable(localInvite+hex.EncodeToString(t.ID[:]), data); err != nil {
-		return api.Invitation{}, writeFailed("save invite", err)
+	if err := m.store.PutLocalDurable(localInvite+hex.EncodeToString(t.ID[:]), data); err != nil {
+		if errors.Is(err, storage.ErrDiskFull) {
+			return api.Invitation{}, err // its message says all the user needs
+		}
+		return api.Invitation{}, fmt.Errorf("save invite: %w", err)
 	}
 	return api.Invitation{Token: t.String(), Expires: t.Expires, Addrs: t.Addrs}, nil
 }
 
 // ensureSelf adds this device to the registry if it is not there yet (a
 // node that has never invited nor joined has no registry).
-func (m *mesh) ensureSelf() error {
-	self := m.n.id.DeviceID
+func (m *Mesh) ensureSelf() error {
+	self := m.self
 	m.mu.Lock()
 	_, ok := m.devices[self]
 	m.mu.Unlock()
 	if ok {
 		return nil
 	}
-	_, err := m.addDevice(self, m.cfg.Name, self)
+	_, err := m.host.AddDevice(self, m.cfg.Name, self)
 	return err
-}
-
-// addDevice creates the registry record of a device, or returns the
-// existing one; a revoked device cannot be added again.
-func (m *mesh) addDevice(device, name, by string) (model.MeshRecord, error) {
-	id := crdt.MeshID(model.MeshDevice, device)
-	unlock := m.n.lock(id)
-	defer unlock()
-	if rec, err := m.n.store.Get(storage.KindMesh, id); err == nil {
-		var r model.MeshRecord
-		if err := json.Unmarshal(rec.Value, &r); err != nil {
-			return r, err
-		}
-		if r.Revoked() {
-			return r, fmt.Errorf("%w: device %s was revoked and cannot rejoin", transport.ErrUnauthorized, device)
-		}
-		return r, nil
-	} else if !storageNotFound(err) {
-		return model.MeshRecord{}, err
-	}
-	now := m.n.now().UTC()
-	doc, err := crdt.NewMeshDoc(m.n.actor, &model.MeshRecord{ID: id, What: model.MeshDevice, Key: device, Name: name, AddedBy: by, AddedAt: now, UpdatedAt: now})
-	if err != nil {
-		return model.MeshRecord{}, err
-	}
-	defer doc.Close()
-	return m.n.commitMesh(doc)
-}
-
-// commitMesh stores a mesh document and updates the mesh's view of it.
-// The caller holds the document's lock.
-func (n *Node) commitMesh(doc *crdt.MeshDoc) (model.MeshRecord, error) {
-	r, err := doc.Materialize()
-	if err != nil {
-		return r, err
-	}
-	rec, err := meshRecord(&r, doc.Save())
-	if err != nil {
-		return r, err
-	}
-	if _, err := n.store.Commit(rec); err != nil {
-		return r, writeFailed("store mesh record", err)
-	}
-	if n.mesh != nil {
-		n.mesh.noteRecord(r)
-		n.mesh.applied([]model.MeshRecord{r})
-	}
-	n.changed()
-	return r, nil
-}
-
-// meshRecord builds the storage record of a mesh document.
-func meshRecord(r *model.MeshRecord, doc []byte) (storage.Record, error) {
-	value, err := json.Marshal(r)
-	if err != nil {
-		return storage.Record{}, fmt.Errorf("encode mesh record: %w", err)
-	}
-	return storage.Record{Kind: storage.KindMesh, ID: r.ID, Heads: r.Heads, Value: value, Doc: doc,
-		Terms: []storage.Term{{Field: "what", Value: r.What}}}, nil
 }
 
 // serveJoin admits a device that proves an unused, unexpired invite: it is
 // added to the registry, and receives the registry and the members'
 // addresses.
-func (m *mesh) serveJoin(s *transport.Stream) error {
+func (m *Mesh) serveJoin(s *transport.Stream) error {
 	defer s.Close()
 	refuse := func(err error) error {
 		s.WriteFrame(transport.FrameError, []byte(err.Error()))
@@ -239,7 +177,7 @@ func (m *mesh) serveJoin(s *transport.Stream) error {
 	}
 	name := peerDeviceName(req.Name, s.Peer[:8])
 	if err := m.useInvite(req, s.Peer, func() error {
-		_, err := m.addDevice(s.Peer, name, m.n.id.DeviceID)
+		_, err := m.host.AddDevice(s.Peer, name, m.self)
 		return err
 	}); err != nil {
 		return refuse(err)
@@ -247,7 +185,7 @@ func (m *mesh) serveJoin(s *transport.Stream) error {
 	m.log.Info("device joined", "device", s.Peer, "name", name, "addr", s.Addr.String())
 	addrs := []string{m.advertise.String()}
 	for _, node := range m.ml.Members() {
-		if node.Name != m.n.id.DeviceID && len(addrs) < 32 {
+		if node.Name != m.self && len(addrs) < 32 {
 			addrs = append(addrs, node.Address())
 		}
 	}
@@ -255,8 +193,8 @@ func (m *mesh) serveJoin(s *transport.Stream) error {
 		return err
 	}
 	var docs []transport.Entry
-	err = m.n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		doc, err := m.n.store.GetDoc(storage.KindMesh, rec.ID)
+	err = m.store.All(storage.KindMesh, func(rec storage.Record) error {
+		doc, err := m.store.GetDoc(storage.KindMesh, rec.ID)
 		if err != nil {
 			return err
 		}
@@ -286,12 +224,12 @@ func drain(s *transport.Stream) {
 // invite used, durably, and then admits the device. When admit refuses,
 // the invite is given back for the device it was meant for (a crash in
 // between leaves it used: it fails closed).
-func (m *mesh) useInvite(req transport.JoinRequest, joiner string, admit func() error) error {
+func (m *Mesh) useInvite(req transport.JoinRequest, joiner string, admit func() error) error {
 	m.inviteMu.Lock()
 	defer m.inviteMu.Unlock()
 	key := localInvite + hex.EncodeToString(req.Token[:])
-	data, err := m.n.store.GetLocal(key)
-	if storageNotFound(err) {
+	data, err := m.store.GetLocal(key)
+	if notFound(err) {
 		return errors.New("unknown invite token (was it made by this machine?)")
 	}
 	if err != nil {
@@ -307,7 +245,7 @@ func (m *mesh) useInvite(req transport.JoinRequest, joiner string, admit func() 
 		return errors.New("wrong invite secret")
 	case inv.UsedBy != "":
 		return errors.New("invite token already used; make a new one with 'memmesh invite'")
-	case m.n.now().After(inv.Expires):
+	case m.clock.Now().After(inv.Expires):
 		return fmt.Errorf("invite token expired at %s; make a new one with 'memmesh invite'", inv.Expires.Format(time.RFC3339))
 	}
 	inv.UsedBy = joiner
@@ -315,11 +253,11 @@ func (m *mesh) useInvite(req transport.JoinRequest, joiner string, admit func() 
 	if err != nil {
 		return err
 	}
-	if err := m.n.store.PutLocalDurable(key, used); err != nil {
+	if err := m.store.PutLocalDurable(key, used); err != nil {
 		return err
 	}
 	if err := admit(); err != nil {
-		if perr := m.n.store.PutLocalDurable(key, data); perr != nil {
+		if perr := m.store.PutLocalDurable(key, data); perr != nil {
 			m.log.Warn("cannot give the invite back after a refused join", "err", perr)
 		}
 		return err
@@ -331,19 +269,15 @@ func (m *mesh) useInvite(req transport.JoinRequest, joiner string, admit func() 
 // that it is the device the token names, proves the token's secret, and
 // receives the device registry. Then it joins the membership and starts
 // syncing. No private key leaves this machine.
-func (n *Node) Join(ctx context.Context, tok string) (api.JoinResult, error) {
-	m := n.mesh
-	if m == nil {
-		return api.JoinResult{}, api.ErrNoMesh
-	}
+func (m *Mesh) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 	t, err := parseToken(tok)
 	if err != nil {
 		return api.JoinResult{}, err
 	}
-	if t.Inviter == n.id.DeviceID {
+	if t.Inviter == m.self {
 		return api.JoinResult{}, api.Invalidf("invite token: it was made by this device; use it on another machine")
 	}
-	if n.now().After(t.Expires) {
+	if m.clock.Now().After(t.Expires) {
 		return api.JoinResult{}, api.Invalidf("invite token expired at %s; make a new one with `memmesh invite`", t.Expires.Format(time.RFC3339))
 	}
 	var s *transport.Stream
@@ -360,7 +294,7 @@ func (n *Node) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 	}
 	defer s.Close()
 	res := api.JoinResult{Inviter: t.Inviter, Addr: s.Addr.String()}
-	req := transport.JoinRequest{Token: t.ID, Proof: proof(t.Secret, n.id.DeviceID), Name: m.cfg.Name}
+	req := transport.JoinRequest{Token: t.ID, Proof: proof(t.Secret, m.self), Name: m.cfg.Name}
 	if err := s.WriteFrame(transport.FrameJoin, transport.AppendJoin(nil, &req)); err != nil {
 		return res, fmt.Errorf("join: %w", err)
 	}
@@ -401,12 +335,12 @@ func (n *Node) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 			return res, fmt.Errorf("join: registry: %w", err)
 		}
 		docs = slices.DeleteFunc(docs, func(e transport.Entry) bool { return storage.Kind(e.Kind) != storage.KindMesh })
-		if err := (replica{m}).Apply(t.Inviter, docs); err != nil {
+		if err := m.Apply(t.Inviter, docs); err != nil {
 			return res, fmt.Errorf("join: registry: %w", err)
 		}
 	}
 	s.CloseWrite()
-	if err := m.authorize(t.Inviter); err != nil {
+	if err := m.Authorize(t.Inviter); err != nil {
 		return res, fmt.Errorf("join: the inviting member sent a registry without itself: %w", err)
 	}
 	m.mu.Lock()
@@ -427,7 +361,7 @@ func (n *Node) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 		select {
 		case <-ctx.Done():
 			return res, nil
-		case <-time.After(time.Second):
+		case <-m.clock.After(time.Second):
 		}
 	}
 	m.kickPull(t.Inviter)
@@ -436,11 +370,7 @@ func (n *Node) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 
 // JoinAddr contacts a member at addr, for a device that is already in the
 // registry (a re-join after an address change, or a new peer address).
-func (n *Node) JoinAddr(ctx context.Context, addr string) (int, error) {
-	m := n.mesh
-	if m == nil {
-		return 0, api.ErrNoMesh
-	}
+func (m *Mesh) JoinAddr(ctx context.Context, addr string) (int, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return 0, api.Invalidf("address %q: want host:port (or pass an invite token)", addr)
 	}
@@ -449,130 +379,4 @@ func (n *Node) JoinAddr(ctx context.Context, addr string) (int, error) {
 		return 0, fmt.Errorf("no member answered at %s: check that it runs `memmesh serve` and that this device is in its registry (join with an invite token first)", addr)
 	}
 	return k, nil
-}
-
-// Devices lists the device registry.
-func (n *Node) Devices(ctx context.Context) ([]api.Device, error) {
-	var out []api.Device
-	err := n.store.All(storage.KindMesh, func(rec storage.Record) error {
-		var r model.MeshRecord
-		if err := json.Unmarshal(rec.Value, &r); err != nil {
-			return fmt.Errorf("mesh record %s: %w", rec.ID, err)
-		}
-		if r.What == model.MeshDevice {
-			out = append(out, api.Device{MeshRecord: r, Self: r.Key == n.id.DeviceID})
-		}
-		return nil
-	})
-	slices.SortFunc(out, func(a, b api.Device) int { return a.AddedAt.Compare(b.AddedAt) })
-	return out, err
-}
-
-// Revoke removes a device from the mesh for good: every member refuses it
-// once the revocation reaches them. ref is a device id, a unique prefix of
-// one, or a unique device name.
-func (n *Node) Revoke(ctx context.Context, ref string) (api.Device, error) {
-	devices, err := n.Devices(ctx)
-	if err != nil {
-		return api.Device{}, err
-	}
-	ref = strings.TrimSpace(ref)
-	var match []api.Device
-	for _, d := range devices {
-		if d.Key == ref || d.Name == ref || (len(ref) >= 4 && strings.HasPrefix(d.Key, strings.ToUpper(ref))) {
-			match = append(match, d)
-		}
-	}
-	switch {
-	case ref == "" || len(match) == 0:
-		return api.Device{}, api.InputError(api.ErrNotFound, "no device %q in the registry (see `memmesh devices`)", ref)
-	case len(match) > 1:
-		return api.Device{}, api.InputError(api.ErrAmbiguous, "%q matches %d devices; give more of the id", ref, len(match))
-	case match[0].Self:
-		return api.Device{}, api.Invalidf("device %s is this machine: revoke it from another member", match[0].Key)
-	}
-	id := match[0].ID
-	unlock := n.lock(id)
-	defer unlock()
-	data, err := n.store.GetDoc(storage.KindMesh, id)
-	if err != nil {
-		return api.Device{}, err
-	}
-	doc, err := crdt.LoadMeshDoc(n.actor, data)
-	if err != nil {
-		return api.Device{}, err
-	}
-	defer doc.Close()
-	if err := doc.Revoke(n.id.DeviceID, n.now().UTC()); err != nil {
-		return api.Device{}, err
-	}
-	if err := doc.Commit("revoke"); err != nil {
-		return api.Device{}, err
-	}
-	r, err := n.commitMesh(doc)
-	return api.Device{MeshRecord: r}, err
-}
-
-// SetNamespace changes a namespace's settings. They are a mesh record, so
-// they apply on every device.
-func (n *Node) SetNamespace(ctx context.Context, ns string, ch api.NamespaceChange) (model.MeshRecord, error) {
-	ns, err := NormalizeNamespace(ns)
-	if err != nil {
-		return model.MeshRecord{}, err
-	}
-	if ch.Sync == nil && ch.StaleAfter == nil {
-		return model.MeshRecord{}, api.Invalidf("nothing to change: give a sync policy or a stale-after age")
-	}
-	if ch.Sync != nil && *ch.Sync != model.SyncAll && *ch.Sync != model.SyncLocal {
-		return model.MeshRecord{}, api.Invalidf("sync policy %q: want %q or %q", *ch.Sync, model.SyncAll, model.SyncLocal)
-	}
-	var staleDays int64
-	if ch.StaleAfter != nil && *ch.StaleAfter != "default" {
-		d, err := api.ParseTTL(*ch.StaleAfter)
-		days := int64(d / (24 * time.Hour))
-		if err != nil || d <= 0 || d%(24*time.Hour) != 0 || days > model.MaxStaleDays {
-			return model.MeshRecord{}, api.Invalidf("stale after %q: give whole days, 1d to %dd, or default", *ch.StaleAfter, model.MaxStaleDays)
-		}
-		staleDays = days
-	}
-	id := crdt.MeshID(model.MeshNamespace, ns)
-	unlock := n.lock(id)
-	defer unlock()
-	now := n.now().UTC()
-	data, err := n.store.GetDoc(storage.KindMesh, id)
-	var doc *crdt.MeshDoc
-	switch {
-	case storageNotFound(err):
-		doc, err = crdt.NewMeshDoc(n.actor, &model.MeshRecord{ID: id, What: model.MeshNamespace, Key: ns, Sync: model.SyncAll, UpdatedAt: now})
-	case err == nil:
-		doc, err = crdt.LoadMeshDoc(n.actor, data)
-	}
-	if err != nil {
-		return model.MeshRecord{}, err
-	}
-	defer doc.Close()
-	if ch.Sync != nil {
-		err = doc.SetSync(*ch.Sync, now)
-	}
-	if err == nil && ch.StaleAfter != nil {
-		err = doc.SetStaleDays(staleDays, now)
-	}
-	if err == nil {
-		err = doc.Commit("namespace settings")
-	}
-	if err != nil {
-		return model.MeshRecord{}, err
-	}
-	return n.commitMesh(doc)
-}
-
-// namespaceSettings reads a namespace's settings record; a namespace
-// without one has the defaults.
-func (n *Node) namespaceSettings(ns string) model.MeshRecord {
-	r := model.MeshRecord{What: model.MeshNamespace, Key: ns, Sync: model.SyncAll}
-	rec, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshNamespace, ns))
-	if err == nil {
-		json.Unmarshal(rec.Value, &r) // a record that does not decode keeps the defaults
-	}
-	return r
 }

@@ -1,4 +1,4 @@
-package node
+package mesh
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 // replica is the node as the sync protocol sees it. Remote documents take
 // the same path as local writes after the merge: one durable batch, then
 // the search index.
-type replica struct{ m *mesh }
+type replica struct{ m *Mesh }
 
 var _ transport.Replica = replica{}
 
@@ -28,7 +28,7 @@ var _ transport.Replica = replica{}
 // offered: tombstones before the memories they erase.
 var syncKinds = []storage.Kind{storage.KindMesh, storage.KindPurge, storage.KindMemory, storage.KindEdge}
 
-func (r replica) Digest() ([256][32]byte, error)        { return r.m.n.store.Digest() }
+func (r replica) Digest() ([256][32]byte, error)        { return r.m.store.Digest() }
 func (r replica) Position() (transport.Position, error) { return r.m.position() }
 
 func entryOf(rec storage.Record) transport.Entry {
@@ -39,7 +39,7 @@ func entryOf(rec storage.Record) transport.Entry {
 var errEnd = errors.New("end")
 
 func (r replica) Changed(peer string, after, end uint64, fn func(transport.Entry) error) error {
-	_, err := r.m.n.store.Changes(after, 0, func(rec storage.Record) error {
+	_, err := r.m.store.Changes(after, 0, func(rec storage.Record) error {
 		if rec.Seq > end {
 			return errEnd
 		}
@@ -60,7 +60,7 @@ func (r replica) InBuckets(peer string, buckets []byte, fn func(transport.Entry)
 		in[b] = true
 	}
 	for _, kind := range syncKinds {
-		err := r.m.n.store.All(kind, func(rec storage.Record) error {
+		err := r.m.store.All(kind, func(rec storage.Record) error {
 			if !in[storage.Bucket(kind, rec.ID)] || !r.m.sendable(rec) {
 				return nil
 			}
@@ -87,11 +87,11 @@ func (r replica) Lacks(e transport.Entry) (bool, error) {
 	if err != nil || !crdt.ValidID(e.ID) {
 		return false, nil // never ask for what we could not store
 	}
-	if kind == storage.KindMemory && r.m.n.purged(e.ID) {
+	if kind == storage.KindMemory && r.m.host.Purged(e.ID) {
 		return false, nil // erased here for good: never ask for it again
 	}
-	rec, err := r.m.n.store.Get(kind, e.ID)
-	if storageNotFound(err) {
+	rec, err := r.m.store.Get(kind, e.ID)
+	if notFound(err) {
 		return true, nil
 	}
 	if err != nil {
@@ -107,8 +107,8 @@ func (r replica) Docs(peer string, want []transport.Entry) ([]transport.Entry, e
 		if err != nil || !crdt.ValidID(w.ID) {
 			continue
 		}
-		rec, err := r.m.n.store.Get(kind, w.ID)
-		if storageNotFound(err) {
+		rec, err := r.m.store.Get(kind, w.ID)
+		if notFound(err) {
 			continue
 		}
 		if err != nil {
@@ -117,7 +117,7 @@ func (r replica) Docs(peer string, want []transport.Entry) ([]transport.Entry, e
 		if !r.m.sendable(rec) {
 			continue
 		}
-		doc, err := r.m.n.store.GetDoc(kind, w.ID)
+		doc, err := r.m.store.GetDoc(kind, w.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -128,6 +128,10 @@ func (r replica) Docs(peer string, want []transport.Entry) ([]transport.Entry, e
 	return out, nil
 }
 
+// Apply merges documents the peer sent into the local ones, as a pull or
+// a push does (see replica.Apply).
+func (m *Mesh) Apply(peer string, docs []transport.Entry) error { return replica{m}.Apply(peer, docs) }
+
 // Apply merges a peer's documents into the local ones and commits the
 // results in one durable batch (a document sent twice in one batch is
 // taken once; anti-entropy brings the other version). A document that
@@ -137,12 +141,11 @@ func (r replica) Docs(peer string, want []transport.Entry) ([]transport.Entry, e
 // own, so that the memories and edges they erase are not stored again
 // from the same batch.
 func (r replica) Apply(peer string, docs []transport.Entry) error {
-	n := r.m.n
 	ids := make([]string, len(docs))
 	for i, d := range docs {
 		ids[i] = d.ID
 	}
-	unlock := n.lockAll(ids)
+	unlock := r.m.host.Lock(ids...)
 	defer unlock()
 
 	isTombstone := func(e transport.Entry) bool { return storage.Kind(e.Kind) == storage.KindPurge }
@@ -166,7 +169,7 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 // applyLocked is Apply for documents whose locks the caller holds. It
 // returns how many it rejected.
 func (r replica) applyLocked(peer string, docs []transport.Entry) (rejected int, err error) {
-	m, n := r.m, r.m.n
+	m := r.m
 	// Merging is CPU work in Automerge, independent per document: it runs
 	// on every core, then one batch commits the results.
 	merged := make([]mergeResult, len(docs))
@@ -213,7 +216,7 @@ func (r replica) applyLocked(peer string, docs []transport.Entry) (rejected int,
 	if len(recs) == 0 {
 		return rejected, nil
 	}
-	seq, err := n.store.Commit(recs...)
+	seq, err := m.store.Commit(recs...)
 	if err != nil {
 		return rejected, fmt.Errorf("store documents from %s: %w", peer, err)
 	}
@@ -224,10 +227,7 @@ func (r replica) applyLocked(peer string, docs []transport.Entry) (rejected int,
 	}
 	m.mu.Unlock()
 	m.applied(meshRecs)
-	n.changed()
-	if n.store.ErasePending() {
-		signal(n.expungeWake)
-	}
+	m.host.Committed()
 	return rejected, nil
 }
 
@@ -290,8 +290,7 @@ func mergeBytes[D mergeable[D]](actor string, load func(string, []byte) (D, erro
 
 // merge turns a peer's document into the record to store. A zero record
 // means the merge changed nothing.
-func (m *mesh) merge(e transport.Entry) (storage.Record, *model.MeshRecord, error) {
-	n := m.n
+func (m *Mesh) merge(e transport.Entry) (storage.Record, *model.MeshRecord, error) {
 	kind, err := syncKind(e.Kind)
 	if err != nil {
 		return storage.Record{}, nil, err
@@ -302,17 +301,17 @@ func (m *mesh) merge(e transport.Entry) (storage.Record, *model.MeshRecord, erro
 	if len(e.Doc) == 0 {
 		return storage.Record{}, nil, errors.New("no document")
 	}
-	if kind == storage.KindMemory && n.purged(e.ID) {
+	if kind == storage.KindMemory && m.host.Purged(e.ID) {
 		return storage.Record{}, nil, nil // erased here for good
 	}
-	old, err := n.store.Get(kind, e.ID)
+	old, err := m.store.Get(kind, e.ID)
 	found := err == nil
-	if err != nil && !storageNotFound(err) {
+	if err != nil && !notFound(err) {
 		return storage.Record{}, nil, err
 	}
 	var local []byte
 	if found {
-		if local, err = n.store.GetDoc(kind, e.ID); err != nil {
+		if local, err = m.store.GetDoc(kind, e.ID); err != nil {
 			return storage.Record{}, nil, err
 		}
 	}
@@ -337,8 +336,8 @@ func (m *mesh) merge(e transport.Entry) (storage.Record, *model.MeshRecord, erro
 	return rec, mr, nil
 }
 
-func (m *mesh) mergeMemory(id string, local, remote []byte) (storage.Record, error) {
-	doc, err := mergeBytes(m.n.actor, crdt.LoadMemoryDoc, local, remote)
+func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, error) {
+	doc, err := mergeBytes(m.actor, crdt.LoadMemoryDoc, local, remote)
 	if err != nil {
 		return storage.Record{}, err
 	}
@@ -350,12 +349,10 @@ func (m *mesh) mergeMemory(id string, local, remote []byte) (storage.Record, err
 	if mem.ID != id {
 		return storage.Record{}, fmt.Errorf("document of memory %s sent as %s", mem.ID, id)
 	}
-	if m.isLocalNS(mem.Namespace) {
+	if m.LocalOnly(mem.Namespace) {
 		return storage.Record{}, fmt.Errorf("namespace %q is local-only on this machine", mem.Namespace)
 	}
-	rec, err := memoryRecord(&mem, nil)
-	rec.Doc = savedOr(local, remote, doc.Save)
-	return rec, err
+	return m.host.MemoryRecord(&mem, savedOr(local, remote, doc.Save))
 }
 
 // savedOr returns the bytes to store: a document new to this node is
@@ -368,8 +365,8 @@ func savedOr(local, remote []byte, save func() []byte) []byte {
 	return save()
 }
 
-func (m *mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error) {
-	doc, err := mergeBytes(m.n.actor, crdt.LoadEdgeDoc, local, remote)
+func (m *Mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error) {
+	doc, err := mergeBytes(m.actor, crdt.LoadEdgeDoc, local, remote)
 	if err != nil {
 		return storage.Record{}, err
 	}
@@ -381,21 +378,21 @@ func (m *mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error
 	if e.ID != id {
 		return storage.Record{}, fmt.Errorf("document of edge %s sent as %s", e.ID, id)
 	}
-	if m.n.purgedEndpoint(e.From) || m.n.purgedEndpoint(e.To) {
+	if m.host.PurgedEndpoint(e.From) || m.host.PurgedEndpoint(e.To) {
 		return storage.Record{}, nil // erased with its memory, for good
 	}
 	for _, end := range []string{e.From, e.To} {
-		if ns := m.endpointNS(end); m.isLocalNS(ns) {
+		if ns := m.endpointNS(end); m.LocalOnly(ns) {
 			return storage.Record{}, fmt.Errorf("edge endpoint %s is in local-only namespace %q", end, ns)
 		}
 	}
-	return edgeRecord(&e, savedOr(local, remote, doc.Save))
+	return m.host.EdgeRecord(&e, savedOr(local, remote, doc.Save))
 }
 
 // mergeTombstone checks a peer's tombstone and returns the records that
 // store it, merged with ours, and erase its memory and edges here. A
 // zero record and no erasures mean nothing is new.
-func (m *mesh) mergeTombstone(e transport.Entry) (storage.Record, []storage.Record, error) {
+func (m *Mesh) mergeTombstone(e transport.Entry) (storage.Record, []storage.Record, error) {
 	ts, err := crdt.DecodeTombstone(e.Doc)
 	if err != nil {
 		return storage.Record{}, nil, err
@@ -403,7 +400,7 @@ func (m *mesh) mergeTombstone(e transport.Entry) (storage.Record, []storage.Reco
 	if ts.ID != e.ID {
 		return storage.Record{}, nil, fmt.Errorf("tombstone of %s sent as %s", ts.ID, e.ID)
 	}
-	recs, _, err := m.n.tombstoneRecords(ts)
+	recs, err := m.host.TombstoneRecords(ts)
 	if err != nil || len(recs) == 0 {
 		return storage.Record{}, nil, err
 	}
@@ -413,8 +410,8 @@ func (m *mesh) mergeTombstone(e transport.Entry) (storage.Record, []storage.Reco
 	return recs[0], recs[1:], nil
 }
 
-func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (storage.Record, *model.MeshRecord, error) {
-	doc, err := mergeBytes(m.n.actor, crdt.LoadMeshDoc, local, remote)
+func (m *Mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (storage.Record, *model.MeshRecord, error) {
+	doc, err := mergeBytes(m.actor, crdt.LoadMeshDoc, local, remote)
 	if err != nil {
 		return storage.Record{}, nil, err
 	}
@@ -432,13 +429,13 @@ func (m *mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (
 			return storage.Record{}, nil, fmt.Errorf("device %s: a revocation cannot be undone", r.Key)
 		}
 	}
-	rec, err := meshRecord(&r, savedOr(local, remote, doc.Save))
+	rec, err := m.host.MeshRecord(&r, savedOr(local, remote, doc.Save))
 	return rec, &r, err
 }
 
 // sendable applies the replication policy: documents of a local-only
 // namespace (and edges that touch one) never leave this machine.
-func (m *mesh) sendable(rec storage.Record) bool {
+func (m *Mesh) sendable(rec storage.Record) bool {
 	m.mu.Lock()
 	none := len(m.localNS) == 0
 	m.mu.Unlock()
@@ -449,12 +446,12 @@ func (m *mesh) sendable(rec storage.Record) bool {
 	case storage.KindMemory:
 		for _, t := range rec.Terms {
 			if t.Field == "ns" {
-				return !m.isLocalNS(t.Value)
+				return !m.LocalOnly(t.Value)
 			}
 		}
 	case storage.KindEdge:
 		for _, t := range rec.Terms {
-			if (t.Field == "from" || t.Field == "to") && m.isLocalNS(m.endpointNS(t.Value)) {
+			if (t.Field == "from" || t.Field == "to") && m.LocalOnly(m.endpointNS(t.Value)) {
 				return false
 			}
 		}
@@ -462,7 +459,8 @@ func (m *mesh) sendable(rec storage.Record) bool {
 	return true
 }
 
-func (m *mesh) isLocalNS(ns string) bool {
+// LocalOnly reports whether the namespace ns never leaves this machine.
+func (m *Mesh) LocalOnly(ns string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.localNS[ns]
@@ -470,12 +468,12 @@ func (m *mesh) isLocalNS(ns string) bool {
 
 // endpointNS is the namespace of a memory endpoint, "" for artefacts and
 // memories this node does not have.
-func (m *mesh) endpointNS(end string) string {
+func (m *Mesh) endpointNS(end string) string {
 	id, ok := strings.CutPrefix(end, "m-")
 	if !ok {
 		return ""
 	}
-	rec, err := m.n.store.Get(storage.KindMemory, id)
+	rec, err := m.store.Get(storage.KindMemory, id)
 	if err != nil {
 		return ""
 	}
@@ -489,7 +487,7 @@ func (m *mesh) endpointNS(end string) string {
 
 // applied reacts to mesh records that changed: a revoked device is
 // disconnected at once.
-func (m *mesh) applied(recs []model.MeshRecord) {
+func (m *Mesh) applied(recs []model.MeshRecord) {
 	for _, r := range recs {
 		if r.What == model.MeshDevice && r.Revoked() {
 			m.ep.Disconnect(r.Key)

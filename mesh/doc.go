@@ -1,0 +1,21 @@
+// Package mesh is a node's part in the mesh of a user's machines:
+// membership (hashicorp/memberlist over the QUIC endpoint of package
+// transport), pushes of local changes to every live peer, anti-entropy
+// pulls, the adaptation of the node's store to the sync protocol
+// (transport.Replica: what to offer, send and apply, and the replication
+// policy), the view of the device registry that decides who may connect,
+// and invites.
+//
+// The node creates a Mesh with New, over the consumer-side interfaces
+// Store (the change log, digest, documents and local data) and Host (the
+// node's rules for records, its write locks, its erasures), then Starts
+// it. The registry's records are written by the node and replicated like
+// memories; the mesh follows them (Noted) and the documents its peers
+// send.
+//
+// Scheduling reads time from Config.Clock (the anti-entropy and retry
+// tickers, the waits between joins, the interval between pulls back,
+// the times kept of peers and invites), so that tests and a simulation
+// drive it without sleeping; network deadlines and memberlist's timers
+// use the system's clock.
+package mesh

@@ -1,0 +1,62 @@
+package mesh
+
+import (
+	"errors"
+
+	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// Store is what the mesh reads and writes of the node's store: the change
+// log it pushes and serves, the digest that anti-entropy compares, the
+// documents and records it offers, sends and merges, and its own local
+// (never replicated) data. *storage.Store implements it.
+type Store interface {
+	Digest() ([256][32]byte, error)
+	DurableSeq() uint64
+	Changes(after uint64, limit int, fn func(storage.Record) error) (last uint64, err error)
+	Get(kind storage.Kind, id string) (storage.Record, error)
+	GetDoc(kind storage.Kind, id string) ([]byte, error)
+	All(kind storage.Kind, fn func(storage.Record) error) error
+	Count(kind storage.Kind) (int, error)
+	Commit(recs ...storage.Record) (uint64, error)
+	GetLocal(key string) ([]byte, error)
+	PutLocalDurable(key string, value []byte) error
+}
+
+var _ Store = (*storage.Store)(nil)
+
+// Host is what the mesh needs of the node it runs in: the rules that turn
+// a document into the records the node stores, the node's per-document
+// write locks, its erasures, and its reaction to documents from peers.
+type Host interface {
+	// Lock takes the write locks of the documents ids (the ones local
+	// writes take) and returns their unlock.
+	Lock(ids ...string) (unlock func())
+	// MemoryRecord, EdgeRecord and MeshRecord build the record the node
+	// stores for a materialised document whose bytes are doc.
+	MemoryRecord(m *model.Memory, doc []byte) (storage.Record, error)
+	EdgeRecord(e *model.Edge, doc []byte) (storage.Record, error)
+	MeshRecord(r *model.MeshRecord, doc []byte) (storage.Record, error)
+	// TombstoneRecords returns the records that store ts, merged with
+	// the node's own, and erase its memory and edges; none when nothing
+	// is new.
+	TombstoneRecords(ts crdt.Tombstone) ([]storage.Record, error)
+	// Purged reports whether the memory id was purged here, and
+	// PurgedEndpoint whether an edge endpoint is such a memory.
+	Purged(id string) bool
+	PurgedEndpoint(end string) bool
+	// AddDevice adds a device to the registry (by the device by), or
+	// returns its record; a revoked device cannot be added again.
+	AddDevice(device, name, by string) (model.MeshRecord, error)
+	// Committed tells the node that documents from peers were committed
+	// (to index them and erase what they erase).
+	Committed()
+	// HoldIndex holds back indexing while a pull brings documents in,
+	// to index them in large batches once it ends.
+	HoldIndex() (release func())
+}
+
+// notFound reports whether a store error says a record is absent.
+func notFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }

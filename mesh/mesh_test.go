@@ -1,0 +1,164 @@
+package mesh
+
+import (
+	"context"
+	"crypto/ed25519"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/internal/secrets/secretstest"
+	"github.com/memmesh/memmesh/storage"
+	"github.com/memmesh/memmesh/transport"
+)
+
+// testStore opens a store in a temporary directory, closed at the end of
+// the test.
+func testStore(t *testing.T) *storage.Store {
+	t.Helper()
+	st, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// testMesh is a mesh over store that is not started: no endpoint, no
+// membership, only the state its scheduling and pushing read.
+func testMesh(t *testing.T, store Store, clock Clock) *Mesh {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Name: "test", SyncInterval: time.Hour, Clock: clock}, Identity{Key: key, Device: strings.Repeat("A", 52)},
+		nil, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What Start does besides the network: the loops a peer starts stop
+	// with the test.
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		m.cancel()
+		m.wg.Wait()
+	})
+	return m
+}
+
+// commit stores one version of the memory id and returns its seq.
+func commit(t *testing.T, st *storage.Store, id, head string) uint64 {
+	t.Helper()
+	seq, err := st.Commit(storage.Record{Kind: storage.KindMemory, ID: id, Heads: []string{head}, Value: []byte("{}"), Doc: []byte(head)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// TestPushGoesPastReceivedCommits: a memory changed twice keeps only its
+// newest change-log entry, so a commit received from a peer can sit where
+// the pusher stands, with local changes after it. The pusher reads past
+// it to them instead of stopping there for good.
+func TestPushGoesPastReceivedCommits(t *testing.T) {
+	st := testStore(t)
+	m := testMesh(t, st, nil)
+	start := st.DurableSeq()
+	commit(t, st, "x", "x1")             // edited locally
+	received := commit(t, st, "r", "r1") // a commit received from a peer
+	commit(t, st, "x", "x2")             // edited locally again: x's first entry is gone
+	m.remote[received] = true
+
+	var pushed []string
+	for after := start; ; {
+		after = m.skipRemote(after)
+		batch, last, err := m.nextPush(after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range batch {
+			pushed = append(pushed, e.ID)
+		}
+		if last == after {
+			break
+		}
+		after = last
+	}
+	if !slices.Contains(pushed, "x") {
+		t.Fatalf("the local edit after a received commit was never pushed (pushed %v)", pushed)
+	}
+	if slices.Contains(pushed, "r") {
+		t.Fatal("a commit received from a peer was pushed on")
+	}
+}
+
+// TestPullBackOncePerInterval: serving a pull to a peer whose digest
+// differs from ours starts a pull back, but not when one from that peer
+// started within the sync interval. The mesh's clock is a fake one: the
+// intervals pass without sleeping.
+func TestPullBackOncePerInterval(t *testing.T) {
+	st := testStore(t)
+	clock := newFakeClock()
+	m := testMesh(t, st, clock)
+	const peer = "B"
+	pulled := func() { // a pull from the peer starts
+		m.mu.Lock()
+		m.peer(peer).pulledAt = clock.Now()
+		m.mu.Unlock()
+	}
+	pulled()                                                                        // the pull of the join
+	commit(t, st, "x", "x1")                                                        // a difference between the two
+	req := transport.PullRequest{Since: transport.Position{Epoch: m.epoch, Seq: 1}} // a digest unlike ours
+
+	clock.Advance(m.cfg.SyncInterval)
+	if !m.pullBack(peer, req) {
+		t.Fatal("no pull back from a peer whose digest differs, none pulled lately")
+	}
+	pulled()
+	if m.pullBack(peer, req) {
+		t.Fatal("a pull back from a peer pulled from just now: two nodes whose digests differ for good pull from each other without end")
+	}
+	clock.Advance(m.cfg.SyncInterval - time.Millisecond)
+	if m.pullBack(peer, req) {
+		t.Fatal("a pull back before the sync interval passed")
+	}
+	clock.Advance(time.Millisecond)
+	if !m.pullBack(peer, req) {
+		t.Fatal("no pull back once the sync interval passed")
+	}
+	if _, err := st.Commit(storage.Record{Kind: storage.KindMemory, ID: "x", Erase: true}); err != nil {
+		t.Fatal(err)
+	}
+	same, err := st.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.pullBack(peer, transport.PullRequest{Since: req.Since, Digest: same}) {
+		t.Fatal("a pull back from a peer whose digest is ours")
+	}
+}
+
+// TestPeerDeviceName: a device name a peer sends that holds a secret, a
+// control or bidi character, or too many characters is replaced.
+func TestPeerDeviceName(t *testing.T) {
+	for _, c := range secretstest.Cases(t) {
+		for _, line := range strings.Split(c.Input, "\n") {
+			if !strings.Contains(line, c.Secrets[0]) {
+				continue
+			}
+			if got := peerDeviceName(strings.TrimSpace(line), "ABCDEFGH"); got != "ABCDEFGH" {
+				t.Errorf("%s: a peer's device name %q was kept as %q", c.Name, line, got)
+			}
+		}
+	}
+	for name, want := range map[string]string{"laptop": "laptop", " Anna's desktop ": "Anna's desktop", "": "ABCDEFGH",
+		"evil\x1b]0;x\x07": "ABCDEFGH", "rtl\u202egpj.exe": "ABCDEFGH", strings.Repeat("x", 65): "ABCDEFGH"} {
+		if got := peerDeviceName(name, "ABCDEFGH"); got != want {
+			t.Errorf("peerDeviceName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
