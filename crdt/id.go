@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"fmt"
+	"io"
 )
 
 // idLen is the length of a memory, revision or edge id.
@@ -17,9 +18,15 @@ var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadd
 
 // NewID returns a random 128-bit id in lowercase base32. Ids are made
 // without coordination on any node.
-func NewID() string {
+func NewID() string { return NewIDFrom(rand.Reader) }
+
+// NewIDFrom is NewID with its 128 bits read from r (a simulation's seeded
+// source), which must not fail.
+func NewIDFrom(r io.Reader) string {
 	var b [16]byte
-	rand.Read(b[:]) // never fails: crypto/rand panics rather than return an error
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		panic(fmt.Sprintf("crdt: id source: %v", err))
+	}
 	return idEncoding.EncodeToString(b[:])
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -59,6 +60,15 @@ type Config struct {
 	// Clock is the time the mesh's scheduling reads (default: the
 	// system's).
 	Clock Clock
+	// Network and Members, when both set, stand in for the QUIC endpoint
+	// and memberlist: Start then opens nothing and starts no loop, and
+	// the caller drives the mesh one step at a time from one goroutine
+	// (see Step): a deterministic simulation. Production leaves them nil.
+	Network Network
+	Members Members
+	// Rand is where the change log's epochs come from (default
+	// crypto/rand); a simulation seeds it.
+	Rand io.Reader
 }
 
 func (c *Config) withDefaults() Config {
@@ -80,6 +90,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if d.Clock == nil {
 		d.Clock = SystemClock(nil)
+	}
+	if d.Rand == nil {
+		d.Rand = rand.Reader
 	}
 	return d
 }
@@ -108,16 +121,23 @@ const (
 // the device registry (mesh records) that decides who may connect.
 // Create it with New, then Start it; Stop leaves the mesh.
 type Mesh struct {
-	cfg       Config
-	id        Identity
-	self      string // id.Device
-	actor     string // the Automerge actor of this device
-	host      Host
-	store     Store
-	clock     Clock
-	log       *slog.Logger
-	ep        *transport.Endpoint
-	ml        *memberlist.Memberlist
+	cfg     Config
+	id      Identity
+	self    string // id.Device
+	actor   string // the Automerge actor of this device
+	host    Host
+	store   Store
+	clock   Clock
+	log     *slog.Logger
+	ep      *transport.Endpoint    // nil when stepped
+	ml      *memberlist.Memberlist // nil when stepped
+	net     Network                // the endpoint, or Config.Network
+	members Members                // memberlist, or Config.Members
+	// stepped is set when Config.Network drives the mesh: no loop runs,
+	// and pushes wait in their queues until PushTo sends them.
+	stepped bool
+	// pushed is the change-log seq after which the pusher reads next.
+	pushed    atomic.Uint64
 	advertise *net.UDPAddr
 	// epoch names this change log for as long as the store is open. A
 	// store opened again may stand behind what it served (a home
@@ -198,6 +218,12 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 		known:    make(map[string]string),
 		kick:     make(chan string, 64),
 		pushWake: make(chan struct{}, 1),
+		net:      cfg.Network,
+		members:  cfg.Members,
+		stepped:  cfg.Network != nil,
+	}
+	if m.stepped != (cfg.Members != nil) {
+		return nil, errors.New("mesh: config: set both Network and Members, or neither")
 	}
 	if err := m.loadState(); err != nil {
 		return nil, err
@@ -205,8 +231,14 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 	return m, nil
 }
 
-// Start opens the endpoint and memberlist and starts the mesh loops.
+// Start opens the endpoint and memberlist and starts the mesh loops; a
+// stepped mesh (Config.Network) only notes where its pusher starts.
 func (m *Mesh) Start(ctx context.Context) error {
+	m.pushed.Store(m.store.DurableSeq())
+	if m.stepped {
+		m.ctx, m.cancel = context.WithCancel(ctx)
+		return nil
+	}
 	ep, err := transport.Listen(transport.Config{
 		Listen:    m.cfg.Listen,
 		Key:       m.id.Key,
@@ -219,6 +251,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 		return err
 	}
 	m.ep = ep
+	m.net = endpointNetwork{ep}
 	if m.cfg.Advertise != "" {
 		m.advertise, err = net.ResolveUDPAddr("udp", m.cfg.Advertise)
 	} else {
@@ -232,6 +265,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 		ep.Close()
 		return fmt.Errorf("mesh: memberlist: %w", err)
 	}
+	m.members = memberlistMembers{m.ml, m.self}
 	m.ctx, m.cancel = context.WithCancel(ctx)
 	m.goLoop(m.acceptLoop)
 	m.goLoop(m.pullLoop)
@@ -260,6 +294,11 @@ func (m *Mesh) goLoop(fn func()) {
 // Stop leaves the mesh: memberlist says goodbye, then the loops and the
 // endpoint stop.
 func (m *Mesh) Stop() error {
+	if m.stepped {
+		m.cancel()
+		m.wg.Wait()
+		return nil
+	}
 	m.leaving.Store(true)
 	if err := m.ml.UpdateNode(time.Second); err != nil {
 		// Peers that miss it show a death instead of a leave: no reason
@@ -303,7 +342,9 @@ func (m *Mesh) memberlistConfig() *memberlist.Config {
 // and known peers.
 func (m *Mesh) loadState() error {
 	store := m.store
-	rand.Read(m.epoch[:])
+	if _, err := io.ReadFull(m.cfg.Rand, m.epoch[:]); err != nil {
+		return fmt.Errorf("mesh: epoch: %w", err)
+	}
 	if data, err := store.GetLocal(localKnown); err == nil {
 		if err := json.Unmarshal(data, &m.known); err != nil {
 			m.log.Warn("forgetting unreadable list of known peers", "err", err)
@@ -369,7 +410,9 @@ func (m *Mesh) peer(device string) *peerState {
 	if p == nil {
 		p = &peerState{push: make(chan []transport.Entry, pushQueue)}
 		m.peers[device] = p
-		m.goLoop(func() { m.pushTo(device, p) })
+		if !m.stepped {
+			m.goLoop(func() { m.pushTo(device, p) })
+		}
 	}
 	return p
 }
@@ -442,7 +485,19 @@ func (m *Mesh) serve(s *transport.Stream) {
 		m.peer(s.Peer).addr = s.Addr.String()
 		m.mu.Unlock()
 	}
-	switch s.Type {
+	if s.Type == transport.StreamJoin {
+		if err := m.serveJoin(s); err != nil {
+			log.Warn("join refused", "err", err)
+		}
+		return
+	}
+	m.serveStream(s.Type, s, log)
+}
+
+// serveStream serves a member's sync or push stream s of type typ.
+func (m *Mesh) serveStream(typ transport.StreamType, s transport.FrameStream, log *slog.Logger) {
+	peer := s.PeerDevice()
+	switch typ {
 	case transport.StreamSync:
 		pos, _ := m.position()
 		req, err := transport.ServePull(m.ctx, s, replica{m})
@@ -451,20 +506,16 @@ func (m *Mesh) serve(s *transport.Stream) {
 			return
 		}
 		m.mu.Lock()
-		p := m.peer(s.Peer)
+		p := m.peer(peer)
 		p.served, p.servedSeq = true, pos.Seq
 		m.mu.Unlock()
-		if m.pullBack(s.Peer, req) {
-			m.kickPull(s.Peer)
+		if m.pullBack(peer, req) {
+			m.kickPull(peer)
 		}
 	case transport.StreamPush:
 		if n, err := transport.ServePush(s, replica{m}); err != nil {
 			log.Warn("receiving a push failed", "err", err, "applied", n)
-			m.kickPull(s.Peer)
-		}
-	case transport.StreamJoin:
-		if err := m.serveJoin(s); err != nil {
-			log.Warn("join refused", "err", err)
+			m.kickPull(peer)
 		}
 	default:
 		s.Close()
@@ -491,15 +542,7 @@ func (m *Mesh) pullLoop() {
 	}
 }
 
-func (m *Mesh) aliveDevices() []string {
-	var out []string
-	for _, node := range m.ml.Members() {
-		if node.Name != m.self && node.State == memberlist.StateAlive {
-			out = append(out, node.Name)
-		}
-	}
-	return out
-}
+func (m *Mesh) aliveDevices() []string { return m.members.Alive() }
 
 // startPull starts a pull from device unless one is running.
 func (m *Mesh) startPull(device string) {
@@ -556,13 +599,13 @@ func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 	if data, err := m.store.GetLocal(localPosPrefix + device); err == nil {
 		since, _ = transport.DecodePosition(data)
 	}
-	s, err := m.Open(ctx, addr, transport.StreamSync)
+	s, err := m.net.Open(ctx, device, addr, transport.StreamSync)
 	if err != nil {
 		return transport.SyncStats{}, err
 	}
-	if s.Peer != device {
+	if s.PeerDevice() != device {
 		s.Close()
-		return transport.SyncStats{}, fmt.Errorf("%s answered at %s, expected %s", s.Peer, addr, device)
+		return transport.SyncStats{}, fmt.Errorf("%s answered at %s, expected %s", s.PeerDevice(), addr, device)
 	}
 	// Index what the pull brings in large batches, once it ends (a search
 	// meanwhile still brings the index up to date first).
@@ -615,28 +658,35 @@ func (m *Mesh) LastPull(device string) transport.SyncStats {
 // durable. Changes received from peers are not pushed on: each node
 // pushes its own, and anti-entropy covers the rest.
 func (m *Mesh) pushLoop() {
-	after := m.store.DurableSeq()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-m.pushWake:
 		}
-		for {
-			after = m.skipRemote(after)
-			batch, last, err := m.nextPush(after)
-			if err != nil {
-				m.log.Warn("reading changes to push", "err", err)
-				break
-			}
-			if len(batch) > 0 {
-				m.queuePush(batch)
-			}
-			if last == after {
-				break
-			}
-			after = last
+		m.queuePending()
+	}
+}
+
+// queuePending queues for every live peer the local changes made durable
+// since the last call.
+func (m *Mesh) queuePending() {
+	after := m.pushed.Load()
+	defer func() { m.pushed.Store(after) }()
+	for {
+		after = m.skipRemote(after)
+		batch, last, err := m.nextPush(after)
+		if err != nil {
+			m.log.Warn("reading changes to push", "err", err)
+			return
 		}
+		if len(batch) > 0 {
+			m.queuePush(batch)
+		}
+		if last == after {
+			return
+		}
+		after = last
 	}
 }
 
@@ -711,19 +761,25 @@ func (m *Mesh) pushTo(device string, p *peerState) {
 			return
 		case batch = <-p.push:
 		}
-		m.mu.Lock()
-		addr := p.addr
-		m.mu.Unlock()
-		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
-		s, err := m.Open(ctx, addr, transport.StreamPush)
-		if err == nil {
-			err = transport.Push(s, batch)
-		}
-		cancel()
-		if err != nil {
-			m.log.Debug("push failed; anti-entropy will carry it", "peer", device, "err", err)
-		}
+		m.sendPush(device, p, batch)
 	}
+}
+
+// sendPush sends one batch of pushes to a peer.
+func (m *Mesh) sendPush(device string, p *peerState, batch []transport.Entry) error {
+	m.mu.Lock()
+	addr := p.addr
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	s, err := m.net.Open(ctx, device, addr, transport.StreamPush)
+	if err == nil {
+		err = transport.Push(s, batch)
+	}
+	if err != nil {
+		m.log.Debug("push failed; anti-entropy will carry it", "peer", device, "err", err)
+	}
+	return err
 }
 
 // Notify tells the pusher that changes are durable.

@@ -489,7 +489,7 @@ func (m *Mesh) endpointNS(end string) string {
 // disconnected at once.
 func (m *Mesh) applied(recs []model.MeshRecord) {
 	for _, r := range recs {
-		if r.What == model.MeshDevice && r.Revoked() {
+		if r.What == model.MeshDevice && r.Revoked() && m.ep != nil {
 			m.ep.Disconnect(r.Key)
 		}
 	}

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/memmesh/memmesh/api"
@@ -17,6 +19,9 @@ func (n *Node) startMesh(ctx context.Context, cfg mesh.Config) error {
 	id := mesh.Identity{Key: n.id.Key, Cert: n.id.Cert, Device: n.id.DeviceID}
 	if cfg.Clock == nil {
 		cfg.Clock = mesh.SystemClock(n.now)
+	}
+	if cfg.Rand == nil && n.cfg.Rand != nil {
+		cfg.Rand = lockedReader{&n.randMu, n.cfg.Rand}
 	}
 	m, err := mesh.New(cfg, id, meshHost{n}, n.store, n.log)
 	if err != nil {
@@ -154,4 +159,16 @@ func (n *Node) JoinAddr(ctx context.Context, addr string) (int, error) {
 		return 0, api.ErrNoMesh
 	}
 	return n.mesh.JoinAddr(ctx, addr)
+}
+
+// lockedReader serialises the reads of r, a source the node shares.
+type lockedReader struct {
+	mu *sync.Mutex
+	r  io.Reader
+}
+
+func (l lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
 }

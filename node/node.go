@@ -47,6 +47,10 @@ type Config struct {
 	// on), and a quarter of it is held in a ballast file released when
 	// the disk fills anyway. 0 means storage.DefaultMinFree (256 MiB).
 	MinFreeSpace int64
+	// Rand, when set, is where new memory and revision ids and the mesh's
+	// epochs come from instead of crypto/rand: a simulation seeds it so
+	// that a run replays. Production leaves it nil.
+	Rand io.Reader
 }
 
 func (c *Config) validate() error {
@@ -92,6 +96,8 @@ type Node struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+
+	randMu sync.Mutex // serialises reads of cfg.Rand
 }
 
 // New opens the node's home: identity, Pebble store and search index. It
@@ -243,6 +249,16 @@ func (n *Node) changed() {
 	if n.mesh != nil {
 		n.mesh.Notify()
 	}
+}
+
+// newID returns a new memory or revision id.
+func (n *Node) newID() string {
+	if n.cfg.Rand == nil {
+		return crdt.NewID()
+	}
+	n.randMu.Lock()
+	defer n.randMu.Unlock()
+	return crdt.NewIDFrom(n.cfg.Rand)
 }
 
 // DeviceID is this machine's device id.

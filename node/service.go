@@ -121,7 +121,7 @@ func (n *Node) newMemory(req api.RememberRequest) (model.Memory, []string, error
 		title = deriveTitleFrom(content)
 	}
 	m := model.Memory{
-		ID:         crdt.NewID(),
+		ID:         n.newID(),
 		Namespace:  ns,
 		Title:      title,
 		Content:    content,
