@@ -18,4 +18,11 @@
 // the times kept of peers and invites), so that tests and a simulation
 // drive it without sleeping; network deadlines and memberlist's timers
 // use the system's clock.
+//
+// Each loop is a thin driver of a step (serve a stream, pull from a peer,
+// queue new changes for the live peers, send a queued batch) over a
+// Network (the QUIC endpoint) and Members (memberlist). A mesh whose
+// Config sets both runs no loop: the caller runs the steps (see Serve,
+// PullFrom, QueuePushes, NextPush, PushTo, Kicked), which is how the
+// node's deterministic simulation drives real nodes from one goroutine.
 package mesh

@@ -162,3 +162,17 @@ func TestPeerDeviceName(t *testing.T) {
 		}
 	}
 }
+
+// TestSteppedNeedsBoth: a mesh the caller steps needs both its network
+// and its membership.
+func TestSteppedNeedsBoth(t *testing.T) {
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{Name: "test", Network: endpointNetwork{}}, Identity{Key: key, Device: strings.Repeat("A", 52)},
+		nil, testStore(t), slog.New(slog.DiscardHandler))
+	if err == nil {
+		t.Fatal("a mesh with a network and no membership was made")
+	}
+}

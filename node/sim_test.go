@@ -1,0 +1,940 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/mesh"
+	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/storage"
+	"github.com/memmesh/memmesh/transport"
+)
+
+// The deterministic simulation of the mesh. One seed drives 3 to 7 real
+// nodes (Pebble, Automerge, the search indexer) whose meshes run stepped
+// (mesh.Config.Network): no QUIC, no memberlist, no loop; the simulation
+// calls the loops' steps from one goroutine over an in-memory network
+// (transport.Pipe), in an order drawn from the seed, with faults drawn from
+// it too. Then it heals everything, syncs until quiet and checks the
+// invariants. A failing seed is printed with its trace and replays with
+// -sim.seed.
+var (
+	simSeeds = flag.Int("sim.seeds", 0, "number of seeds TestSim runs (0: the suite's default)")
+	simSeed  = flag.Uint64("sim.seed", 0, "run this one seed of TestSim (0: none)")
+	simFirst = flag.Uint64("sim.first", 1, "the first seed of a TestSim run of several")
+	simKnown = flag.Bool("sim.known", true, "report failures whose cause is known (see simKnownCauses) instead of failing")
+	simTrace = flag.Bool("sim.trace", false, "log the trace of every seed")
+)
+
+// simDefaultSeeds is how many seeds the suite runs.
+const simDefaultSeeds = 16
+
+// simKnownCauses names failures of known causes, by the prefix of their
+// description, with the cause.
+var simKnownCauses = map[string]string{
+	"digests differ while local-only namespaces hold memories": "digests cover local-only documents, so nodes that hold some never compare equal",
+	"converged only once saved positions were forgotten":       "anti-entropy offers only changes since the saved position and never repairs an older difference",
+}
+
+func TestSim(t *testing.T) {
+	first, count := *simFirst, *simSeeds
+	if count <= 0 {
+		count = simDefaultSeeds
+	}
+	if *simSeed != 0 {
+		first, count = *simSeed, 1
+	}
+	start := time.Now()
+	failed, known := 0, map[string][]uint64{}
+	for seed := first; seed < first+uint64(count); seed++ {
+		r := runSim(t, seed)
+		if *simTrace {
+			t.Logf("seed %d: trace %s\n%s", seed, r.hash, strings.Join(r.trace, "\n"))
+		}
+		var hard []string
+		for _, f := range r.failures {
+			if cause, ok := knownCause(f); ok && *simKnown {
+				known[cause] = append(known[cause], seed)
+				continue
+			}
+			hard = append(hard, f)
+		}
+		if len(hard) > 0 {
+			failed++
+			t.Errorf("seed %d failed (replay: go test ./node -run 'TestSim$' -sim.seed %d -sim.trace):\n  %s\ntrace (last events):\n  %s",
+				seed, seed, strings.Join(hard, "\n  "), strings.Join(r.trace[max(0, len(r.trace)-40):], "\n  "))
+		}
+	}
+	for cause, seeds := range known {
+		t.Logf("known cause, reported (-sim.known=false fails): %s: %d seeds, e.g. %v", cause, len(seeds), seeds[:min(len(seeds), 10)])
+	}
+	took := time.Since(start)
+	t.Logf("simulated seeds %d..%d: %d failed, %.1f seeds/s", first, first+uint64(count)-1, failed, float64(count)/took.Seconds())
+}
+
+// knownCause returns the known cause of a failure.
+func knownCause(failure string) (string, bool) {
+	for prefix, cause := range simKnownCauses {
+		if strings.HasPrefix(failure, prefix) {
+			return cause, true
+		}
+	}
+	return "", false
+}
+
+// TestSimReplays runs seeds twice: each gives the same trace.
+func TestSimReplays(t *testing.T) {
+	for _, seed := range []uint64{7} {
+		a, b := runSim(t, seed), runSim(t, seed)
+		if a.hash != b.hash {
+			i := 0
+			for i < min(len(a.trace), len(b.trace)) && a.trace[i] == b.trace[i] {
+				i++
+			}
+			t.Errorf("seed %d: traces %s and %s differ from event %d:\n  %s\n  %s", seed, a.hash, b.hash, i,
+				strings.Join(a.trace[i:min(i+3, len(a.trace))], " | "), strings.Join(b.trace[i:min(i+3, len(b.trace))], " | "))
+		}
+		t.Logf("seed %d: trace %s (%d events)", seed, a.hash, len(a.trace))
+	}
+}
+
+type simResult struct {
+	trace    []string
+	hash     string
+	failures []string
+}
+
+// sim is one simulated run.
+type sim struct {
+	tb    testing.TB
+	seed  uint64
+	rng   *rand.Rand
+	dir   string
+	now   time.Time
+	nodes []*simNode
+	cut   [][]bool       // cut[a][b]: a cannot reach b
+	lose  map[[2]int]int // the next stream a opens to b dies after this many frames
+	trace []string
+	serve sync.WaitGroup // streams being served
+
+	ops       []*simOp
+	setAll    map[string]int // event of the last "sync all" of a namespace
+	event     int
+	failures  []string
+	memSerial int
+}
+
+type simNode struct {
+	i      int
+	home   string
+	n      *Node
+	ids    *rand.ChaCha8 // the node's id source
+	skew   bool          // refuses some documents (another version)
+	backup string        // a copy of the home taken earlier, if any
+}
+
+// simOp is an acknowledged write.
+type simOp struct {
+	kind  string // remember, update, forget, purge, link
+	node  int
+	event int
+	id    string // memory id (edge id for a link)
+	from  string // link: the endpoints' memory ids
+	to    string
+	text  string // remember, update: the text written
+	local bool   // written in a namespace local-only on its machine
+	ns    string
+	lost  bool // erased by a restore before it left its machine
+}
+
+var simNamespaces = []string{"shared", "team", "private"}
+
+func runSim(tb testing.TB, seed uint64) simResult {
+	dir, err := os.MkdirTemp(simTempRoot(), "memmesh-sim-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &sim{
+		tb:     tb,
+		seed:   seed,
+		rng:    rand.New(rand.NewPCG(seed, 0x5eed)),
+		dir:    dir,
+		now:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		lose:   map[[2]int]int{},
+		setAll: map[string]int{},
+	}
+	defer func() {
+		// The run is over: the nodes close in parallel.
+		var wg sync.WaitGroup
+		for _, sn := range s.nodes {
+			if sn.n != nil {
+				wg.Go(func() { sn.n.Close() })
+			}
+		}
+		wg.Wait()
+		os.RemoveAll(dir)
+	}()
+	count := 3 + s.rng.IntN(5)
+	s.cut = make([][]bool, count)
+	for i := range count {
+		s.cut[i] = make([]bool, count)
+		var key [32]byte
+		binary.LittleEndian.PutUint64(key[:], seed)
+		key[8] = byte(i)
+		sn := &simNode{i: i, home: filepath.Join(dir, fmt.Sprintf("n%d", i)), ids: rand.NewChaCha8(key)}
+		if err := writeSimIdentity(sn.home, key); err != nil {
+			tb.Fatal(err)
+		}
+		s.nodes = append(s.nodes, sn)
+		s.open(sn)
+	}
+	s.logf("%d nodes", count)
+	events := 30 + s.rng.IntN(50)
+	for s.event = 0; s.event < events; s.event++ {
+		s.now = s.now.Add(time.Second)
+		s.step()
+	}
+	s.heal()
+	s.check()
+	h := sha256.New()
+	for _, line := range s.trace {
+		h.Write([]byte(line + "\n"))
+	}
+	return simResult{trace: s.trace, hash: hex.EncodeToString(h.Sum(nil))[:16], failures: s.failures}
+}
+
+// simTempRoot is where the homes of a run go: shared memory when the
+// machine has it, where Pebble's fsyncs cost nothing (a crash here is a
+// restart: nothing acknowledged is lost either way), else the temporary
+// directory.
+func simTempRoot() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return ""
+}
+
+// writeSimIdentity writes the device key drawn from seed into home.
+func writeSimIdentity(home string, seed [32]byte) error {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(ed25519.NewKeyFromSeed(seed[:]))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(home, identityFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+}
+
+func (s *sim) logf(format string, args ...any) {
+	s.trace = append(s.trace, fmt.Sprintf("%03d ", s.event)+fmt.Sprintf(format, args...))
+}
+
+func (s *sim) failf(format string, args ...any) {
+	s.failures = append(s.failures, fmt.Sprintf(format, args...))
+}
+
+// open starts the node sn from its home.
+func (s *sim) open(sn *simNode) {
+	n, err := New(Config{
+		Home:   sn.home,
+		Logger: slog.New(slog.DiscardHandler),
+		Now:    func() time.Time { return s.now },
+		Rand:   sn.ids,
+		// A small ballast: the sim's homes are many and small.
+		MinFreeSpace: 1 << 20,
+		Mesh: &mesh.Config{
+			Name:    fmt.Sprintf("sim%d", sn.i),
+			Network: simNetwork{s, sn.i},
+			Members: simMembers{s, sn.i},
+		},
+	})
+	if err != nil {
+		s.tb.Fatalf("seed %d: open node %d: %v", s.seed, sn.i, err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		n.Close()
+		s.tb.Fatalf("seed %d: start node %d: %v", s.seed, sn.i, err)
+	}
+	sn.n = n
+}
+
+// device is the device id of node i.
+func (s *sim) device(i int) string { return s.nodes[i].n.DeviceID() }
+
+func (s *sim) index(device string) int {
+	for i, sn := range s.nodes {
+		if sn.n.DeviceID() == device {
+			return i
+		}
+	}
+	return -1
+}
+
+// simMembers is the membership of node self: the nodes it can reach.
+type simMembers struct {
+	s    *sim
+	self int
+}
+
+func (m simMembers) Alive() []string {
+	var out []string
+	for i := range m.s.nodes {
+		if i != m.self && !m.s.cut[m.self][i] {
+			out = append(out, m.s.device(i))
+		}
+	}
+	return out
+}
+
+// simNetwork opens node self's streams: an in-memory pipe whose other end
+// the target node serves at once, with the faults the simulation set.
+type simNetwork struct {
+	s    *sim
+	self int
+}
+
+var errSimUnreachable = errors.New("sim: unreachable")
+
+func (n simNetwork) Open(ctx context.Context, device, addr string, typ transport.StreamType) (transport.FrameStream, error) {
+	s := n.s
+	to := s.index(device)
+	if to < 0 || s.cut[n.self][to] {
+		return nil, errSimUnreachable
+	}
+	client, server := transport.Pipe(s.device(n.self), device)
+	var c transport.FrameStream = client
+	srv := &simEnd{FrameStream: server, left: -1}
+	if k, ok := s.lose[[2]int{n.self, to}]; ok {
+		delete(s.lose, [2]int{n.self, to})
+		srv.left = k
+	}
+	srv.refuse = s.nodes[to].skew
+	if s.nodes[n.self].skew {
+		c = &simEnd{FrameStream: client, left: -1, refuse: true}
+	}
+	target := s.nodes[to].n
+	s.serve.Add(1)
+	go func() {
+		defer s.serve.Done()
+		target.mesh.Serve(typ, srv)
+	}()
+	return c, nil
+}
+
+// simEnd is a stream end with faults: it dies after left frames read or
+// written (never when negative), and with refuse set it stands for a node
+// of another version that cannot read some documents (memories whose id
+// starts with a digit): their bytes arrive as something it cannot load.
+type simEnd struct {
+	transport.FrameStream
+	left   int
+	refuse bool
+	dead   atomic.Bool
+}
+
+func (e *simEnd) tick() error {
+	if e.left < 0 {
+		return nil
+	}
+	if e.left == 0 {
+		e.dead.Store(true)
+		e.Abort()
+		return transport.ErrAborted
+	}
+	e.left--
+	return nil
+}
+
+func (e *simEnd) ReadFrame(limit int) (byte, []byte, error) {
+	if err := e.tick(); err != nil {
+		return 0, nil, err
+	}
+	typ, p, err := e.FrameStream.ReadFrame(limit)
+	if err != nil || !e.refuse || typ != transport.FrameDocs {
+		return typ, p, err
+	}
+	docs, derr := transport.DecodeEntries(p)
+	if derr != nil {
+		return typ, p, err
+	}
+	for i, d := range docs {
+		if storage.Kind(d.Kind) == storage.KindMemory && d.ID[0] >= '2' && d.ID[0] <= '7' {
+			docs[i].Doc = []byte("a document of another version")
+		}
+	}
+	return typ, transport.AppendEntries(nil, docs), nil
+}
+
+func (e *simEnd) WriteFrame(typ byte, p []byte) error {
+	if err := e.tick(); err != nil {
+		return err
+	}
+	return e.FrameStream.WriteFrame(typ, p)
+}
+
+// step runs one event drawn from the seed.
+func (s *sim) step() {
+	ctx := context.Background()
+	a := s.rng.IntN(len(s.nodes))
+	b := (a + 1 + s.rng.IntN(len(s.nodes)-1)) % len(s.nodes)
+	na := s.nodes[a].n
+	switch r := s.rng.IntN(100); {
+	case r < 16:
+		s.remember(a)
+	case r < 22:
+		s.update(a, s.pickMemory(a))
+	case r < 27:
+		// The same memory updated on two nodes before they sync.
+		if id := s.pickMemory(a); id != "" && has(s.nodes[b].n, id) {
+			s.update(a, id)
+			s.update(b, id)
+		}
+	case r < 30:
+		if id := s.pickMemory(a); id != "" {
+			if _, err := na.Forget(ctx, id); err == nil {
+				s.acked(&simOp{kind: "forget", node: a, id: id})
+			}
+		}
+	case r < 32:
+		if id := s.pickMemory(a); id != "" {
+			if _, err := na.Purge(ctx, id); err == nil {
+				s.acked(&simOp{kind: "purge", node: a, id: id})
+			}
+		}
+	case r < 36:
+		from, to := s.pickMemory(a), s.pickMemory(a)
+		if from != "" && to != "" && from != to {
+			if e, err := na.Link(ctx, api.LinkRequest{From: DisplayID(from), Rel: "related_to", To: DisplayID(to)}); err == nil {
+				s.acked(&simOp{kind: "link", node: a, id: e.ID, from: from, to: to})
+			} else {
+				s.logf("node %d link: %v", a, err)
+			}
+		}
+	case r < 39:
+		ns := simNamespaces[1+s.rng.IntN(2)]
+		sync := model.SyncAll
+		if s.rng.IntN(2) == 0 {
+			sync = model.SyncLocal
+		}
+		if _, err := na.SetNamespace(ctx, ns, api.NamespaceChange{Sync: &sync}); err != nil {
+			s.tb.Fatalf("seed %d: ns set: %v", s.seed, err)
+		}
+		if sync == model.SyncAll {
+			s.setAll[ns] = s.event
+		}
+		s.logf("node %d: ns set %s --sync %s", a, ns, sync)
+	case r < 55:
+		s.push(a)
+	case r < 70:
+		s.pull(a, b)
+	case r < 74:
+		s.kicks(a)
+	case r < 78:
+		// A partition: the nodes split in two groups.
+		side := make([]bool, len(s.nodes))
+		for i := range side {
+			side[i] = s.rng.IntN(2) == 0
+		}
+		for i := range s.cut {
+			for j := range s.cut[i] {
+				s.cut[i][j] = side[i] != side[j]
+			}
+		}
+		s.logf("partition %v", side)
+	case r < 81:
+		s.cut[a][b], s.cut[b][a] = true, true
+		s.logf("cut %d-%d", a, b)
+	case r < 85:
+		for i := range s.cut {
+			clear(s.cut[i])
+		}
+		s.logf("heal the network")
+	case r < 89:
+		k := s.rng.IntN(6)
+		s.lose[[2]int{a, b}] = k
+		s.logf("the next stream %d->%d dies after %d frames", a, b, k)
+	case r < 92:
+		s.restart(a, "crash")
+	case r < 95:
+		if s.nodes[a].backup == "" {
+			s.takeBackup(a)
+		} else {
+			s.restore(a)
+		}
+	default:
+		s.nodes[a].skew = !s.nodes[a].skew
+		s.logf("node %d refuses some documents: %v", a, s.nodes[a].skew)
+	}
+}
+
+func (s *sim) acked(op *simOp) {
+	op.event = s.event
+	s.ops = append(s.ops, op)
+	s.logf("node %d: %s %s %s", op.node, op.kind, op.id, op.text)
+}
+
+func (s *sim) remember(a int) {
+	s.memSerial++
+	ns := simNamespaces[s.rng.IntN(len(simNamespaces))]
+	text := fmt.Sprintf("seed %d fact %d: component %d uses port %d", s.seed, s.memSerial, s.rng.IntN(1000), s.rng.IntN(65536))
+	n := s.nodes[a].n
+	res, err := n.Remember(context.Background(), api.RememberRequest{Namespace: ns, Content: text})
+	if err != nil {
+		s.tb.Fatalf("seed %d: remember: %v", s.seed, err)
+	}
+	id := strings.TrimPrefix(res.ID, IDPrefix)
+	s.acked(&simOp{kind: "remember", node: a, id: id, text: text, ns: ns, local: n.mesh.LocalOnly(ns)})
+}
+
+func (s *sim) update(a int, id string) {
+	if id == "" {
+		return
+	}
+	s.memSerial++
+	text := fmt.Sprintf("seed %d revision %d: component %d moved to port %d", s.seed, s.memSerial, s.rng.IntN(1000), s.rng.IntN(65536))
+	if _, err := s.nodes[a].n.Update(context.Background(), id, api.UpdateRequest{Content: &text}); err != nil {
+		s.logf("node %d: update %s refused: %v", a, id, err)
+		return
+	}
+	s.acked(&simOp{kind: "update", node: a, id: id, text: text})
+}
+
+// pickMemory draws a memory node a holds (live ones; "" when none).
+func (s *sim) pickMemory(a int) string {
+	var ids []string
+	s.nodes[a].n.store.All(storage.KindMemory, func(rec storage.Record) error {
+		ids = append(ids, rec.ID)
+		return nil
+	})
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[s.rng.IntN(len(ids))]
+}
+
+// push runs node a's pusher: it queues its new changes, then delivers
+// each peer's batches, some twice, some in another order, some never.
+func (s *sim) push(a int) {
+	m := s.nodes[a].n.mesh
+	m.QueuePushes()
+	for b := range s.nodes {
+		if b == a {
+			continue
+		}
+		var batches [][]transport.Entry
+		for {
+			batch, ok := m.NextPush(s.device(b))
+			if !ok {
+				break
+			}
+			batches = append(batches, batch)
+		}
+		if len(batches) == 0 {
+			continue
+		}
+		how := "in order"
+		switch r := s.rng.IntN(10); {
+		case r == 0:
+			how = "lost"
+			batches = nil
+		case r == 1:
+			how = "twice"
+			batches = append(batches, batches...)
+		case r == 2 && len(batches) > 1:
+			how = "reordered"
+			slices.Reverse(batches)
+		}
+		errs := 0
+		for _, batch := range batches {
+			if err := m.PushTo(s.device(b), batch); err != nil {
+				errs++
+			}
+			s.serve.Wait()
+		}
+		s.logf("push %d->%d: %d batches %s, %d failed", a, b, len(batches), how, errs)
+	}
+}
+
+// pull runs one anti-entropy pull of node a from node b.
+func (s *sim) pull(a, b int) {
+	st, err := s.nodes[a].n.mesh.PullFrom(s.device(b))
+	s.serve.Wait()
+	s.logf("pull %d<-%d: offered %d received %d rejected %d err %v", a, b, st.Offered, st.Received, st.Rejected, err != nil)
+}
+
+// kicks runs the pulls node a was asked to run soon, as its pull loop does.
+func (s *sim) kicks(a int) {
+	for _, device := range s.nodes[a].n.mesh.Kicked() {
+		if b := s.index(device); b >= 0 {
+			s.pull(a, b)
+		}
+	}
+}
+
+// restart stops node a and opens it again from its home: what the mesh
+// held in memory (queued pushes, the epoch) is gone, what was committed is
+// kept, as after a crash (every acknowledged write is durable before it
+// is acknowledged).
+func (s *sim) restart(a int, why string) {
+	sn := s.nodes[a]
+	if err := sn.n.Close(); err != nil {
+		s.tb.Fatalf("seed %d: close node %d: %v", s.seed, a, err)
+	}
+	sn.n = nil
+	s.open(sn)
+	s.logf("node %d: %s, restarted", a, why)
+}
+
+func (s *sim) takeBackup(a int) {
+	sn := s.nodes[a]
+	sn.n.Close()
+	sn.backup = filepath.Join(s.dir, fmt.Sprintf("backup%d", a))
+	if err := os.CopyFS(sn.backup, os.DirFS(sn.home)); err != nil {
+		s.tb.Fatal(err)
+	}
+	s.open(sn)
+	s.logf("node %d: backup taken", a)
+}
+
+// restore puts node a's home back to its backup. What only it held since
+// is lost: those writes are no longer expected anywhere.
+func (s *sim) restore(a int) {
+	sn := s.nodes[a]
+	sn.n.Close()
+	if err := os.RemoveAll(sn.home); err != nil {
+		s.tb.Fatal(err)
+	}
+	if err := os.CopyFS(sn.home, os.DirFS(sn.backup)); err != nil {
+		s.tb.Fatal(err)
+	}
+	s.open(sn)
+	lost := 0
+	for _, op := range s.ops {
+		if op.lost {
+			continue
+		}
+		held := false
+		for _, other := range s.nodes {
+			if s.holds(other.n, op) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			op.lost = true
+			lost++
+		}
+	}
+	s.logf("node %d: restored from its backup, %d writes lost with it", a, lost)
+}
+
+// holds reports whether node n holds the effect of op.
+func (s *sim) holds(n *Node, op *simOp) bool {
+	switch op.kind {
+	case "purge":
+		return n.purged(op.id)
+	case "link":
+		_, err := n.store.Get(storage.KindEdge, op.id)
+		return err == nil
+	}
+	m, ok := simMemory(n, op.id)
+	if !ok {
+		return false
+	}
+	switch op.kind {
+	case "forget":
+		return m.Status == model.StatusArchived
+	case "remember", "update":
+		return slices.ContainsFunc(m.Revisions, func(r model.Revision) bool { return r.Text == op.text })
+	}
+	return true
+}
+
+func simMemory(n *Node, id string) (model.Memory, bool) {
+	rec, err := n.store.Get(storage.KindMemory, id)
+	if err != nil {
+		return model.Memory{}, false
+	}
+	var m model.Memory
+	if json.Unmarshal(rec.Value, &m) != nil {
+		return model.Memory{}, false
+	}
+	return m, true
+}
+
+// heal ends every fault, then syncs as anti-entropy does until nothing
+// moves (bounded).
+func (s *sim) heal() {
+	for i := range s.cut {
+		clear(s.cut[i])
+	}
+	clear(s.lose)
+	for _, sn := range s.nodes {
+		sn.skew = false
+	}
+	s.logf("heal: every fault ends")
+	if s.syncUntilQuiet() || s.invariantsHold() {
+		return
+	}
+	s.logf("no convergence: forget every saved position and sync again")
+	for _, sn := range s.nodes {
+		for _, other := range s.nodes {
+			if other != sn {
+				sn.n.store.PutLocalDurable("mesh/pos/"+other.n.DeviceID(), nil)
+			}
+		}
+	}
+	if s.syncUntilQuiet() && s.invariantsHold() {
+		s.failf("converged only once saved positions were forgotten")
+	}
+}
+
+// syncUntilQuiet runs rounds of pushes and of pulls of every node from
+// every other until every digest is equal or a round moves nothing.
+func (s *sim) syncUntilQuiet() bool {
+	for round := range 12 {
+		s.now = s.now.Add(time.Minute)
+		moved := 0
+		for a := range s.nodes {
+			s.push(a)
+		}
+		for a := range s.nodes {
+			for b := range s.nodes {
+				if a != b {
+					st, _ := s.nodes[a].n.mesh.PullFrom(s.device(b))
+					s.serve.Wait()
+					moved += st.Received
+				}
+			}
+			s.nodes[a].n.mesh.Kicked()
+		}
+		s.logf("sync round %d: %d documents moved", round, moved)
+		if s.digestsEqual() {
+			return true
+		}
+		if moved == 0 && round > 0 {
+			return false
+		}
+	}
+	return false
+}
+
+func (s *sim) digestsEqual() bool {
+	first, err := s.nodes[0].n.Digest()
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	for _, sn := range s.nodes[1:] {
+		d, err := sn.n.Digest()
+		if err != nil {
+			s.tb.Fatal(err)
+		}
+		if d != first {
+			return false
+		}
+	}
+	return true
+}
+
+// stillLocal reports whether op's memory must stay on its machine: written
+// in a namespace local-only there, which no node set to sync since.
+func (s *sim) stillLocal(op *simOp) bool {
+	at, ok := s.setAll[op.ns]
+	return op.local && (!ok || at < op.event)
+}
+
+// unshared returns the memories that need not be the same everywhere:
+// each one in a namespace local-only on node 0 (where each machine keeps
+// what it has), with the machine it must stay on when it never left it
+// (-1 otherwise).
+func (s *sim) unshared() map[string]int {
+	out := map[string]int{}
+	ns := map[string]string{}
+	for _, op := range s.ops {
+		if op.kind != "remember" {
+			continue
+		}
+		ns[op.id] = op.ns
+		if s.stillLocal(op) {
+			out[op.id] = op.node
+		}
+	}
+	m := s.nodes[0].n.mesh
+	for id, n := range ns {
+		if _, ok := out[id]; !ok && m.LocalOnly(n) {
+			out[id] = -1
+		}
+	}
+	return out
+}
+
+// invariantsHold reports whether the invariants hold, recording no
+// failure.
+func (s *sim) invariantsHold() bool {
+	n := len(s.failures)
+	s.checkInvariants()
+	ok := len(s.failures) == n
+	s.failures = s.failures[:n]
+	return ok
+}
+
+// check checks the invariants, then that pushes still flow: a write on
+// each node after healing reaches every peer by push alone.
+func (s *sim) check() {
+	if !s.digestsEqual() {
+		if len(s.unshared()) > 0 {
+			s.failf("digests differ while local-only namespaces hold memories")
+		} else {
+			s.failf("digests differ after healing")
+		}
+	}
+	for _, ns := range simNamespaces {
+		for b, sn := range s.nodes[1:] {
+			if sn.n.mesh.LocalOnly(ns) != s.nodes[0].n.mesh.LocalOnly(ns) {
+				s.failf("nodes 0 and %d disagree on namespace %s", b+1, ns)
+			}
+		}
+	}
+	s.checkInvariants()
+	s.event++
+	for a := range s.nodes {
+		s.remember(a)
+		s.nodes[a].n.mesh.QueuePushes()
+	}
+	for a := range s.nodes {
+		m := s.nodes[a].n.mesh
+		for b := range s.nodes {
+			for b != a {
+				batch, ok := m.NextPush(s.device(b))
+				if !ok {
+					break
+				}
+				m.PushTo(s.device(b), batch)
+				s.serve.Wait()
+			}
+		}
+	}
+	for _, op := range s.ops[len(s.ops)-len(s.nodes):] {
+		for b, sn := range s.nodes {
+			if !s.nodes[0].n.mesh.LocalOnly(op.ns) && !s.holds(sn.n, op) {
+				s.failf("pushes stopped: write %s of node %d after healing did not reach node %d by push", op.id, op.node, b)
+			}
+		}
+	}
+}
+
+func (s *sim) checkInvariants() {
+	local := s.unshared()
+	purged := map[string]bool{}
+	for _, op := range s.ops {
+		if op.kind == "purge" && !op.lost {
+			purged[op.id] = true
+		}
+	}
+	for _, op := range s.ops {
+		if op.lost {
+			continue
+		}
+		for b, sn := range s.nodes {
+			author, isLocal := local[op.id]
+			switch {
+			case purged[op.id] || purged[op.from] || purged[op.to]:
+				if op.kind == "purge" && !sn.n.purged(op.id) {
+					s.failf("purge of %s (node %d, event %d) missing on node %d", op.id, op.node, op.event, b)
+				}
+				if op.kind == "link" {
+					if _, err := sn.n.store.Get(storage.KindEdge, op.id); err == nil {
+						s.failf("edge %s to a purged memory resurrected on node %d", op.id, b)
+					}
+				} else if _, ok := simMemory(sn.n, op.id); ok {
+					s.failf("purged memory %s resurrected on node %d", op.id, b)
+				}
+			case isLocal && author >= 0 && author != b:
+				if _, ok := simMemory(sn.n, op.id); ok {
+					s.failf("memory %s of a local-only namespace of node %d is on node %d", op.id, author, b)
+				}
+			case isLocal && author < 0:
+				// Each machine keeps what it has of a local-only namespace.
+			case (hasKey(local, op.from) || hasKey(local, op.to)) && b != op.node:
+				// An edge to a memory that stays on its machine stays too.
+			case !s.holds(sn.n, op):
+				s.failf("acknowledged %s %s (node %d, event %d) missing on node %d", op.kind, op.id, op.node, op.event, b)
+			}
+		}
+	}
+	first := s.export(0, local)
+	for b := 1; b < len(s.nodes); b++ {
+		if e := s.export(b, local); e != first {
+			s.failf("exports of nodes 0 and %d differ:\n%s", b, firstDiff(first, e))
+			break
+		}
+	}
+}
+
+func hasKey(m map[string]int, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// export is node b's export without its header, the memories that must
+// stay on their machine, and edges to them.
+func (s *sim) export(b int, local map[string]int) string {
+	var buf bytes.Buffer
+	if _, err := s.nodes[b].n.Export(context.Background(), &buf); err != nil {
+		s.tb.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")[1:]
+	out := lines[:0]
+	for _, line := range lines {
+		var l struct {
+			ID   string `json:"id"`
+			From string `json:"from"`
+			To   string `json:"to"`
+		}
+		json.Unmarshal([]byte(line), &l)
+		if hasKey(local, strings.TrimPrefix(l.ID, IDPrefix)) || hasKey(local, strings.TrimPrefix(l.From, IDPrefix)) || hasKey(local, strings.TrimPrefix(l.To, IDPrefix)) {
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+func firstDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range max(len(la), len(lb)) {
+		x, y := "", ""
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y {
+			return "  " + x + "\n  " + y
+		}
+	}
+	return ""
+}
