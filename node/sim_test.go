@@ -127,16 +127,17 @@ type simResult struct {
 
 // sim is one simulated run.
 type sim struct {
-	tb    testing.TB
-	seed  uint64
-	rng   *rand.Rand
-	dir   string
-	now   time.Time
-	nodes []*simNode
-	cut   [][]bool       // cut[a][b]: a cannot reach b
-	lose  map[[2]int]int // the next stream a opens to b dies after this many frames
-	trace []string
-	serve sync.WaitGroup // streams being served
+	tb     testing.TB
+	seed   uint64
+	rng    *rand.Rand
+	dir    string
+	now    time.Time
+	nodes  []*simNode
+	cut    [][]bool       // cut[a][b]: a cannot reach b
+	lose   map[[2]int]int // the next stream a opens to b dies after this many frames
+	trace  []string
+	serve  sync.WaitGroup // streams being served
+	healed bool           // every fault ended
 
 	ops       []*simOp
 	setAll    map[string]int // event of the last "sync all" of a namespace
@@ -556,6 +557,7 @@ func (s *sim) push(a int) {
 		}
 		how := "in order"
 		switch r := s.rng.IntN(10); {
+		case s.healed:
 		case r == 0:
 			how = "lost"
 			batches = nil
@@ -694,6 +696,7 @@ func (s *sim) heal() {
 	for _, sn := range s.nodes {
 		sn.skew = false
 	}
+	s.healed = true
 	s.logf("heal: every fault ends")
 	if s.syncUntilQuiet() || s.invariantsHold() {
 		return
