@@ -55,9 +55,26 @@ func EdgeID(from, rel, to string) string {
 
 // ActorID returns the Automerge actor id of a device: the hex of the first
 // 16 bytes of sha256(device). Every change a device makes carries it.
+//
+// A node writes under SessionActorID instead, which starts with it.
 func ActorID(device string) string {
 	sum := sha256.Sum256([]byte(device))
 	return hex.EncodeToString(sum[:16])
+}
+
+// SessionActorID returns the actor id a device writes under while its
+// store is open: ActorID(device) followed by 8 bytes read from r, new at
+// each opening. A store restored from a backup stands behind changes its
+// device made since the backup, which its peers hold: written again under
+// the same actor, the same sequence numbers would name other changes, and
+// Automerge refuses to merge two changes of one actor and sequence number,
+// so the documents would differ for good.
+func SessionActorID(device string, r io.Reader) (string, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("crdt: actor: %w", err)
+	}
+	return ActorID(device) + hex.EncodeToString(b[:]), nil
 }
 
 func checkActor(actor string) error {

@@ -1,6 +1,7 @@
 package crdt
 
 import (
+	"crypto/rand"
 	"strings"
 	"testing"
 )
@@ -85,4 +86,25 @@ func TestActorID(t *testing.T) {
 	if ActorID("device-2") == a {
 		t.Error("ActorID same for different devices")
 	}
+}
+
+// TestSessionActorID: each opening of a store writes under an actor of its
+// own that starts with the device's.
+func TestSessionActorID(t *testing.T) {
+	a, err := SessionActorID("device-a", rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := SessionActorID("device-a", rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b || !strings.HasPrefix(a, ActorID("device-a")) || checkActor(a) != nil {
+		t.Fatalf("session actors %q and %q of device-a (actor %q)", a, b, ActorID("device-a"))
+	}
+	d, err := newDocument(a)
+	if err != nil {
+		t.Fatalf("Automerge refuses the session actor %q: %v", a, err)
+	}
+	d.close()
 }

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -104,6 +105,9 @@ type Identity struct {
 	Key    ed25519.PrivateKey
 	Cert   tls.Certificate
 	Device string
+	// Actor is the Automerge actor the node writes under (default
+	// crdt.ActorID(Device)).
+	Actor string
 }
 
 // Keys of the mesh's local (never replicated) data.
@@ -206,7 +210,7 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 		cfg:      cfg,
 		id:       id,
 		self:     id.Device,
-		actor:    crdt.ActorID(id.Device),
+		actor:    cmp.Or(id.Actor, crdt.ActorID(id.Device)),
 		host:     host,
 		store:    store,
 		clock:    cfg.Clock,

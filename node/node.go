@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -47,9 +48,9 @@ type Config struct {
 	// on), and a quarter of it is held in a ballast file released when
 	// the disk fills anyway. 0 means storage.DefaultMinFree (256 MiB).
 	MinFreeSpace int64
-	// Rand, when set, is where new memory and revision ids and the mesh's
-	// epochs come from instead of crypto/rand: a simulation seeds it so
-	// that a run replays. Production leaves it nil.
+	// Rand, when set, is where new memory and revision ids, the Automerge
+	// actor and the mesh's epochs come from instead of crypto/rand: a
+	// simulation seeds it so that a run replays. Production leaves it nil.
 	Rand io.Reader
 }
 
@@ -138,12 +139,22 @@ func New(cfg Config) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("node: open search index: %w", err)
 	}
+	random := cfg.Rand
+	if random == nil {
+		random = rand.Reader
+	}
+	actor, err := crdt.SessionActorID(id.DeviceID, random)
+	if err != nil {
+		index.Close()
+		store.Close()
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n := &Node{
 		cfg:         cfg,
 		log:         log.With("component", "node"),
 		now:         now,
 		id:          id,
-		actor:       crdt.ActorID(id.DeviceID),
+		actor:       actor,
 		store:       store,
 		index:       index,
 		expungeWake: make(chan struct{}, 1),

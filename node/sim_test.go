@@ -45,6 +45,7 @@ var (
 	simFirst = flag.Uint64("sim.first", 1, "the first seed of a TestSim run of several")
 	simKnown = flag.Bool("sim.known", true, "report failures whose cause is known (see simKnownCauses) instead of failing")
 	simTrace = flag.Bool("sim.trace", false, "log the trace of every seed")
+	simLog   = flag.Bool("sim.log", false, "write the nodes' warnings to standard error")
 )
 
 // simDefaultSeeds is how many seeds the suite runs.
@@ -164,7 +165,7 @@ type simOp struct {
 	from  string // link: the endpoints' memory ids
 	to    string
 	text  string // remember, update: the text written
-	local bool   // written in a namespace local-only on its machine
+	local bool   // written in a namespace local-only on every node
 	ns    string
 	lost  bool // erased by a restore before it left its machine
 }
@@ -172,6 +173,26 @@ type simOp struct {
 var simNamespaces = []string{"shared", "team", "private"}
 
 func runSim(tb testing.TB, seed uint64) simResult {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	s := newSim(tb, seed, rng, 3+rng.IntN(5))
+	defer s.close()
+	events := 30 + s.rng.IntN(50)
+	for s.event = 0; s.event < events; s.event++ {
+		s.now = s.now.Add(time.Second)
+		s.step()
+	}
+	s.heal()
+	s.check()
+	h := sha256.New()
+	for _, line := range s.trace {
+		h.Write([]byte(line + "\n"))
+	}
+	return simResult{trace: s.trace, hash: hex.EncodeToString(h.Sum(nil))[:16], failures: s.failures}
+}
+
+// newSim starts count nodes whose ids and keys come from seed, and events
+// from rng. Close closes them.
+func newSim(tb testing.TB, seed uint64, rng *rand.Rand, count int) *sim {
 	dir, err := os.MkdirTemp(simTempRoot(), "memmesh-sim-")
 	if err != nil {
 		tb.Fatal(err)
@@ -179,24 +200,12 @@ func runSim(tb testing.TB, seed uint64) simResult {
 	s := &sim{
 		tb:     tb,
 		seed:   seed,
-		rng:    rand.New(rand.NewPCG(seed, 0x5eed)),
+		rng:    rng,
 		dir:    dir,
 		now:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		lose:   map[[2]int]int{},
 		setAll: map[string]int{},
 	}
-	defer func() {
-		// The run is over: the nodes close in parallel.
-		var wg sync.WaitGroup
-		for _, sn := range s.nodes {
-			if sn.n != nil {
-				wg.Go(func() { sn.n.Close() })
-			}
-		}
-		wg.Wait()
-		os.RemoveAll(dir)
-	}()
-	count := 3 + s.rng.IntN(5)
 	s.cut = make([][]bool, count)
 	for i := range count {
 		s.cut[i] = make([]bool, count)
@@ -211,18 +220,20 @@ func runSim(tb testing.TB, seed uint64) simResult {
 		s.open(sn)
 	}
 	s.logf("%d nodes", count)
-	events := 30 + s.rng.IntN(50)
-	for s.event = 0; s.event < events; s.event++ {
-		s.now = s.now.Add(time.Second)
-		s.step()
+	return s
+}
+
+// close closes the nodes, in parallel (the run is over), and removes
+// their homes.
+func (s *sim) close() {
+	var wg sync.WaitGroup
+	for _, sn := range s.nodes {
+		if sn.n != nil {
+			wg.Go(func() { sn.n.Close() })
+		}
 	}
-	s.heal()
-	s.check()
-	h := sha256.New()
-	for _, line := range s.trace {
-		h.Write([]byte(line + "\n"))
-	}
-	return simResult{trace: s.trace, hash: hex.EncodeToString(h.Sum(nil))[:16], failures: s.failures}
+	wg.Wait()
+	os.RemoveAll(s.dir)
 }
 
 // simTempRoot is where the homes of a run go: shared memory when the
@@ -258,9 +269,13 @@ func (s *sim) failf(format string, args ...any) {
 
 // open starts the node sn from its home.
 func (s *sim) open(sn *simNode) {
+	log := slog.New(slog.DiscardHandler)
+	if *simLog {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", sn.i)
+	}
 	n, err := New(Config{
 		Home:   sn.home,
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: log,
 		Now:    func() time.Time { return s.now },
 		Rand:   sn.ids,
 		// A small ballast: the sim's homes are many and small.
@@ -506,7 +521,14 @@ func (s *sim) remember(a int) {
 		s.tb.Fatalf("seed %d: remember: %v", s.seed, err)
 	}
 	id := strings.TrimPrefix(res.ID, IDPrefix)
-	s.acked(&simOp{kind: "remember", node: a, id: id, text: text, ns: ns, local: n.mesh.LocalOnly(ns)})
+	// When every node sees the namespace local-only, the setting merged
+	// from all of them is local-only too: until someone sets it to sync,
+	// the memory may never leave its machine.
+	local := true
+	for _, sn := range s.nodes {
+		local = local && sn.n.mesh.LocalOnly(ns)
+	}
+	s.acked(&simOp{kind: "remember", node: a, id: id, text: text, ns: ns, local: local})
 }
 
 func (s *sim) update(a int, id string) {
@@ -762,7 +784,7 @@ func (s *sim) digestsEqual() bool {
 }
 
 // stillLocal reports whether op's memory must stay on its machine: written
-// in a namespace local-only there, which no node set to sync since.
+// in a namespace local-only everywhere, which no node set to sync since.
 func (s *sim) stillLocal(op *simOp) bool {
 	at, ok := s.setAll[op.ns]
 	return op.local && (!ok || at < op.event)
@@ -940,4 +962,34 @@ func firstDiff(a, b string) string {
 		}
 	}
 	return ""
+}
+
+// TestSimRestoreThenEdit replays what seed 1032 found: a node restored
+// from a backup edits a memory again after peers received its edits made
+// since the backup. Under the same Automerge actor the new edit reused
+// their sequence numbers; every merge of the memory then failed ("duplicate
+// seq"), and the copies differed for good.
+func TestSimRestoreThenEdit(t *testing.T) {
+	s := newSim(t, 1032, rand.New(rand.NewPCG(1032, 0)), 2)
+	defer s.close()
+	s.healed = true // pushes arrive, once each, in order
+	s.remember(0)
+	id := s.ops[0].id
+	s.push(0)
+	s.takeBackup(0)
+	s.update(0, id)
+	s.push(0)
+	s.restore(0)
+	s.update(0, id)
+	s.push(0)
+	s.heal()
+	s.check()
+	for _, f := range s.failures {
+		if _, ok := knownCause(f); !ok {
+			t.Error(f)
+		}
+	}
+	if t.Failed() {
+		t.Logf("trace:\n  %s", strings.Join(s.trace, "\n  "))
+	}
 }
