@@ -67,11 +67,12 @@ type Node struct {
 	id    Identity
 	actor string
 
-	store   *storage.Store
-	index   *search.Index
-	indexer *indexer
-	mesh    *mesh.Mesh // nil when the node runs without the mesh
-	life    lifecycle
+	store    *storage.Store
+	index    *search.Index
+	indexer  *indexer
+	mesh     *mesh.Mesh // nil when the node runs without the mesh
+	registry *mesh.Registry
+	life     lifecycle
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -148,6 +149,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
 	n.indexer.indexed = n.life.changed
+	n.registry = mesh.NewRegistry(id.DeviceID, meshHost{n}, store, mesh.SystemClock(now))
 	return n, nil
 }
 
