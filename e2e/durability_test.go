@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,7 +22,15 @@ import (
 // ends.
 func startServe(t testing.TB, home string, extra ...string) (*exec.Cmd, *web.Client) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--home", home}, extra...)...)
+	return startServeIn(t, nil, home, extra...)
+}
+
+// startServeIn is startServe with the command run under wrap, a command
+// that runs its arguments (e.g. `ip netns exec NAME`).
+func startServeIn(t testing.TB, wrap []string, home string, extra ...string) (*exec.Cmd, *web.Client) {
+	t.Helper()
+	argv := append(append(slices.Clone(wrap), binary, "serve", "--home", home), extra...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = testEnv(home)
 	logf, err := os.OpenFile(filepath.Join(home, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

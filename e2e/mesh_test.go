@@ -41,9 +41,11 @@ type invitation struct {
 
 type peersOut struct {
 	Peers []struct {
-		Device string `json:"device"`
-		Name   string `json:"name"`
-		State  string `json:"state"`
+		Device  string `json:"device"`
+		Name    string `json:"name"`
+		State   string `json:"state"`
+		Behind  int    `json:"behind"`
+		LastErr string `json:"last_error"`
 	} `json:"peers"`
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/mesh"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -73,6 +74,7 @@ type Node struct {
 	mesh     *mesh.Mesh // nil when the node runs without the mesh
 	registry *mesh.Registry
 	life     lifecycle
+	dups     *duplicateLinker
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -141,6 +143,7 @@ func New(cfg Config) (*Node, error) {
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
 		ranks:       newRankIndex(),
+		dups:        newDuplicateLinker(),
 	}
 	if n.life.reads, err = n.loadReads(); err != nil {
 		index.Close()
@@ -148,7 +151,10 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
-	n.indexer.indexed = n.life.changed
+	n.indexer.indexed = func(m *model.Memory) {
+		n.life.changed(m)
+		n.dups.note(m)
+	}
 	n.registry = mesh.NewRegistry(id.DeviceID, meshHost{n}, store, mesh.SystemClock(now))
 	return n, nil
 }
@@ -169,8 +175,9 @@ func openIndex(dir string, opts search.Options, log *slog.Logger) (*search.Index
 
 // Start runs the node's background work: the search indexer, which first
 // catches up with every change the index has not seen (after a crash, the
-// ones between the index's watermark and storage), and the mesh when
-// Config.Mesh is set.
+// ones between the index's watermark and storage), the linking of copies of
+// one text that machines captured apart, and the mesh when Config.Mesh is
+// set.
 func (n *Node) Start(ctx context.Context) error {
 	ctx, n.cancel = context.WithCancel(ctx)
 	n.wg.Add(1)
@@ -182,6 +189,11 @@ func (n *Node) Start(ctx context.Context) error {
 	go func() {
 		defer n.wg.Done()
 		n.runExpunger(ctx)
+	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.runDuplicateLinker(ctx)
 	}()
 	n.wg.Add(1)
 	go func() {

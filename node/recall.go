@@ -98,7 +98,11 @@ func (n *Node) demoteSuperseded(hits []search.Hit, limit int, order func(a, b se
 			if len(by) == 0 || n.life.derive(h.ID).Stale {
 				continue
 			}
-			if m, err := n.load(h.ID); err != nil || m.Status != model.StatusActive {
+			active, err := n.isActive(h.ID)
+			if err != nil {
+				return err
+			}
+			if !active {
 				continue // gone since the search ran, or weighed by its status
 			}
 			demote(h)
@@ -164,7 +168,11 @@ func (n *Node) contradictedBy(rules *staleRules, id string) ([]string, error) {
 		if !ok {
 			continue
 		}
-		if m, err := n.load(raw); err == nil && m.Status == model.StatusActive {
+		active, err := n.isActive(raw)
+		if err != nil {
+			return nil, err
+		}
+		if active {
 			out = append(out, n.shortID(raw))
 		}
 	}

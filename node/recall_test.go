@@ -1,19 +1,23 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/storage"
 )
 
 func TestSearchListsMatchesBeforeRelated(t *testing.T) {
@@ -257,4 +261,99 @@ func TestSearchDemotesSupersededBeforeTheCut(t *testing.T) {
 			t.Errorf("no graph %v: limit 2: results = %v, want the successor %s and the other match %s in place of the superseded %s", noGraph, got, successor.ID, other.ID, old.ID)
 		}
 	}
+}
+
+// damage closes n, damages in place the stored record of each memory
+// whose content starts with one of texts, as a failing disk would (the
+// change log does not see it), and opens the node again.
+func damage(t *testing.T, n *Node, home string, texts ...string) *Node {
+	t.Helper()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The store's digest merger is not needed to rewrite records: one of
+	// the same name that fails keeps this from merging anything wrongly.
+	noMerge := &pebble.Merger{Name: "memmesh.digest.xor256", Merge: func(_, _ []byte) (pebble.ValueMerger, error) {
+		return nil, errors.New("no merge while damaging records")
+	}}
+	db, err := pebble.Open(filepath.Join(home, "data"), &pebble.Options{Merger: noMerge, DisableAutomaticCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records are keyed 'R', kind, id (storage/keys.go).
+	prefix := []byte{'R', byte(storage.KindMemory)}
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: []byte{'R', byte(storage.KindMemory) + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	damaged := 0
+	for it.First(); it.Valid(); it.Next() {
+		v := slices.Clone(it.Value())
+		for _, text := range texts {
+			at := bytes.Index(v, []byte(`"content":"`+text))
+			if at < 0 {
+				continue
+			}
+			v[at+len(`"content":`)] = '-' // no longer JSON, same length
+			if err := b.Set(it.Key(), v, nil); err != nil {
+				t.Fatal(err)
+			}
+			damaged++
+		}
+	}
+	if err := errors.Join(it.Close(), b.Commit(pebble.Sync), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if damaged != len(texts) {
+		t.Fatalf("damaged %d records, want %d", damaged, len(texts))
+	}
+	return testNode(t, home)
+}
+
+func TestReadErrorsAreNotTakenForNoSuccessorOrNoContradiction(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	n := testNode(t, home)
+	old := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Every call goes through lib/pq"})
+	successor := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Switched the postgres driver to pgx"})
+	small := remember(t, n, api.RememberRequest{Namespace: "db", Content: "The pool holds 10 connections"})
+	large := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Raised the limit to 50"})
+	for _, l := range []api.LinkRequest{
+		{From: successor.ID, Rel: "supersedes", To: old.ID},
+		{From: small.ID, Rel: "contradicts", To: large.ID},
+	} {
+		if _, err := n.Link(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := n.Search(ctx, api.SearchRequest{Query: "pool", Namespace: "db"}); err != nil {
+		t.Fatal(err) // indexed before the damage
+	}
+	n = damage(t, n, home, "Switched", "Raised")
+
+	// Each query matches one memory whose successor or contradiction
+	// cannot be read: the search must fail, not drop the label.
+	for _, q := range []string{"lib/pq", "pool connections"} {
+		res, err := n.Search(ctx, api.SearchRequest{Query: q, Namespace: "db", NoGraph: true})
+		if err == nil {
+			t.Errorf("search %q = %v with labels %q, want the read error", q, ids(res.Results), labelsOf(res.Results))
+		} else {
+			t.Logf("search %q: %v", q, err)
+		}
+	}
+	if got, err := n.Stale(ctx, api.StaleRequest{Namespace: "db"}); err == nil {
+		t.Errorf("stale = %v, want the read error", got)
+	}
+	if rep, err := n.Doctor(ctx); err == nil {
+		t.Errorf("doctor contradictions = %v, want the read error", rep.Contradictions)
+	}
+}
+
+func labelsOf(hits []api.SearchHit) [][]string {
+	out := make([][]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Labels
+	}
+	return out
 }

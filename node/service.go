@@ -313,6 +313,20 @@ func (n *Node) view(m model.Memory) api.Memory {
 
 func storageNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
 
+// isActive reports whether memory id is here and active. A memory that is not
+// here is not live; any other read error is returned, never taken for "not
+// live", so that a failing read cannot hide a successor or a contradiction.
+func (n *Node) isActive(id string) (bool, error) {
+	m, err := n.load(id)
+	if storageNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return m.Status == model.StatusActive, nil
+}
+
 // Get returns one memory by full or short id, and counts the access.
 func (n *Node) Get(ctx context.Context, ref string) (api.Memory, error) {
 	id, err := n.resolve(ref)

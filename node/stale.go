@@ -88,7 +88,11 @@ func (n *Node) staleRules() *staleRules {
 			if !ok || e.Rel != "supersedes" || e.To != DisplayID(id) {
 				continue
 			}
-			if m, err := n.load(from); err == nil && m.Status == model.StatusActive {
+			active, err := n.isActive(from)
+			if err != nil {
+				return nil, err
+			}
+			if active {
 				by = append(by, n.shortID(from)) // a retired memory supersedes nothing
 			}
 		}
@@ -182,8 +186,8 @@ func (n *Node) superseded(ctx context.Context) (map[string][]string, error) {
 		if !ok || !ok2 {
 			return nil
 		}
-		if by, err := n.load(from); err != nil || by.Status != model.StatusActive {
-			return nil // a retired memory supersedes nothing
+		if active, err := n.isActive(from); err != nil || !active {
+			return err // a retired memory supersedes nothing
 		}
 		out[to] = append(out[to], n.shortID(from))
 		return nil
@@ -222,8 +226,11 @@ func (n *Node) contradictions(ctx context.Context) ([]contradiction, error) {
 				return nil
 			}
 			m, err := n.load(id)
-			if err != nil || m.Status != model.StatusActive {
+			if storageNotFound(err) {
 				return nil
+			}
+			if err != nil || m.Status != model.StatusActive {
+				return err
 			}
 			c.ids[i], c.namespaces[i] = id, m.Namespace
 		}

@@ -613,6 +613,16 @@ func (s *Stream) Close() error {
 // frame.
 func (s *Stream) CloseWrite() error { return s.Stream.Close() }
 
+// Abort resets the stream in both directions, failing a read or write in
+// progress.
+func (s *Stream) Abort() {
+	s.CancelRead(codeStreamDone)
+	s.CancelWrite(codeStreamDone)
+}
+
+// PeerDevice is the device at the other end (Peer).
+func (s *Stream) PeerDevice() string { return s.Peer }
+
 // WriteFrame writes one frame to the stream.
 func (s *Stream) WriteFrame(typ byte, payload []byte) error {
 	return WriteFrame(s.Stream, typ, payload)

@@ -79,11 +79,11 @@ type SyncStats struct {
 // complete pull from this peer ended) and the local digest, receives the
 // peer's offers, asks for the documents the replica lacks and applies
 // them. s is closed on return.
-func Pull(ctx context.Context, s *Stream, r Replica, since Position) (SyncStats, error) {
+func Pull(ctx context.Context, s FrameStream, r Replica, since Position) (SyncStats, error) {
 	start := time.Now()
 	stats := SyncStats{}
 	defer s.Close()
-	stop := context.AfterFunc(ctx, func() { s.CancelRead(codeStreamDone); s.CancelWrite(codeStreamDone) })
+	stop := context.AfterFunc(ctx, s.Abort)
 	defer stop()
 
 	digest, err := r.Digest()
@@ -170,14 +170,14 @@ func Pull(ctx context.Context, s *Stream, r Replica, since Position) (SyncStats,
 		docs, err := DecodeEntries(p)
 		rejected := 0
 		if err == nil {
-			rejected, err = apply(r, s.Peer, docs)
+			rejected, err = apply(r, s.PeerDevice(), docs)
 		}
 		readErr = err
 		stats.Received += len(docs) - rejected
 		stats.Rejected += rejected
 	}
 	if readErr != nil {
-		s.CancelWrite(codeStreamDone) // unblocks the writer
+		s.Abort() // unblocks the writer
 	}
 	res := <-sent
 	stats.Bytes += res.bytes
@@ -205,9 +205,9 @@ func checkFrame(typ byte, p []byte, want byte) error {
 // ServePull answers a pull on s: it offers what the puller may lack and
 // sends the documents it asks for. It reports the request, so that the
 // caller can pull back when the digests differ. s is closed on return.
-func ServePull(ctx context.Context, s *Stream, r Replica) (PullRequest, error) {
+func ServePull(ctx context.Context, s FrameStream, r Replica) (PullRequest, error) {
 	defer s.Close()
-	stop := context.AfterFunc(ctx, func() { s.CancelRead(codeStreamDone); s.CancelWrite(codeStreamDone) })
+	stop := context.AfterFunc(ctx, s.Abort)
 	defer stop()
 	fail := func(err error) (PullRequest, error) {
 		s.WriteFrame(FrameError, []byte(err.Error()))
@@ -255,7 +255,7 @@ func ServePull(ctx context.Context, s *Stream, r Replica) (PullRequest, error) {
 		if err != nil {
 			return fail(err)
 		}
-		docs, err := r.Docs(s.Peer, want)
+		docs, err := r.Docs(s.PeerDevice(), want)
 		if err != nil {
 			return fail(err)
 		}
@@ -268,7 +268,7 @@ func ServePull(ctx context.Context, s *Stream, r Replica) (PullRequest, error) {
 // offer sends offers: the changes since the puller's last pull when it
 // names this change log, otherwise every document in the digest buckets
 // that differ.
-func offer(s *Stream, r Replica, req *PullRequest, digest *[256][32]byte, pos Position) error {
+func offer(s FrameStream, r Replica, req *PullRequest, digest *[256][32]byte, pos Position) error {
 	var batch []Entry
 	emit := func(e Entry) error {
 		batch = append(batch, e)
@@ -281,7 +281,7 @@ func offer(s *Stream, r Replica, req *PullRequest, digest *[256][32]byte, pos Po
 	}
 	var err error
 	if req.Since.Epoch == pos.Epoch && req.Since.Seq > 0 && req.Since.Seq <= pos.Seq {
-		err = r.Changed(s.Peer, req.Since.Seq, pos.Seq, emit)
+		err = r.Changed(s.PeerDevice(), req.Since.Seq, pos.Seq, emit)
 	} else {
 		var buckets []byte
 		for i := range digest {
@@ -289,7 +289,7 @@ func offer(s *Stream, r Replica, req *PullRequest, digest *[256][32]byte, pos Po
 				buckets = append(buckets, byte(i))
 			}
 		}
-		err = r.InBuckets(s.Peer, buckets, emit)
+		err = r.InBuckets(s.PeerDevice(), buckets, emit)
 	}
 	if err != nil {
 		return err
@@ -301,7 +301,7 @@ func offer(s *Stream, r Replica, req *PullRequest, digest *[256][32]byte, pos Po
 }
 
 // SendDocs writes documents as FrameDocs frames of about 1 MiB each.
-func SendDocs(s *Stream, docs []Entry) error {
+func SendDocs(s FrameStream, docs []Entry) error {
 	var batch []Entry
 	size := 0
 	for _, d := range docs {
@@ -322,7 +322,7 @@ func SendDocs(s *Stream, docs []Entry) error {
 }
 
 // Push sends documents to the peer on s and closes it.
-func Push(s *Stream, docs []Entry) error {
+func Push(s FrameStream, docs []Entry) error {
 	defer s.Close()
 	if err := SendDocs(s, docs); err != nil {
 		return err
@@ -332,7 +332,7 @@ func Push(s *Stream, docs []Entry) error {
 
 // ServePush applies the documents a peer pushes on s, skipping those the
 // replica already has. s is closed on return.
-func ServePush(s *Stream, r Replica) (int, error) {
+func ServePush(s FrameStream, r Replica) (int, error) {
 	defer s.Close()
 	applied := 0
 	for {
@@ -363,7 +363,7 @@ func ServePush(s *Stream, r Replica) (int, error) {
 		if len(fresh) == 0 {
 			continue
 		}
-		rejected, err := apply(r, s.Peer, fresh)
+		rejected, err := apply(r, s.PeerDevice(), fresh)
 		if err != nil {
 			return applied, err
 		}

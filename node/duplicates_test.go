@@ -1,0 +1,69 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/api"
+)
+
+// copiesOf returns a node holding two memories of one text, made apart on
+// two other nodes (as two machines do before they sync), and their ids,
+// the first created first.
+func copiesOf(t *testing.T, text string) (n *Node, first, later string) {
+	t.Helper()
+	ctx := context.Background()
+	n = testNode(t, "")
+	for _, id := range []*string{&first, &later} {
+		apart := testNode(t, "")
+		*id = remember(t, apart, api.RememberRequest{Namespace: "team", Content: text}).ID
+		if _, err := n.Import(ctx, bytes.NewReader(exportOf(t, apart))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n, first, later
+}
+
+// waitForEdges polls the live edges at id until want says they are right.
+func waitForEdges(t *testing.T, n *Node, id string, what string, want func([]api.Edge) bool) []api.Edge {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		edges, err := n.Edges(context.Background(), api.EdgesRequest{Endpoints: []string{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want(edges) {
+			return edges
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: edges at %s = %+v", what, id, edges)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCopiesOfOneTextAreLinkedOnceAndAnUnlinkStays(t *testing.T) {
+	ctx := context.Background()
+	const text = "Run make migrate before starting the API"
+	n, first, later := copiesOf(t, text)
+	edges := waitForEdges(t, n, first, "no link between the copies", func(e []api.Edge) bool { return len(e) > 0 })
+	if len(edges) != 1 || edges[0].From != later || edges[0].Rel != "related_to" || edges[0].To != first ||
+		edges[0].Origin != api.OriginAutoLink || edges[0].Notes != dupNotes {
+		t.Fatalf("edges = %+v, want one auto-link related_to from the later copy %s to the first %s", edges, later, first)
+	}
+
+	if _, err := n.Unlink(ctx, later, "related_to", first); err != nil {
+		t.Fatal(err)
+	}
+	// Whenever the copies are checked again (a change of either is
+	// indexed anew), the removed link stays removed.
+	if err := n.linkCopies(contentHash("team", text)); err != nil {
+		t.Fatal(err)
+	}
+	if edges, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{first}}); err != nil || len(edges) != 0 {
+		t.Fatalf("after an unlink and another check: edges %+v, %v; want none", edges, err)
+	}
+}
