@@ -138,6 +138,9 @@ func (d *document) commit(msg string) error {
 	if !d.dirty {
 		return nil
 	}
+	if err := checkText("commit message", msg); err != nil {
+		return err
+	}
 	if _, err := d.am.Commit(msg); err != nil {
 		return fmt.Errorf("crdt: commit: %w", err)
 	}

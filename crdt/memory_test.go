@@ -230,6 +230,21 @@ func TestMemoryInvalidInput(t *testing.T) {
 	}
 }
 
+// TestCommitMessageNotUTF8: a commit message that is not UTF-8 is refused
+// as an invalid string, and the edits stay pending for the next commit.
+func TestCommitMessageNotUTF8(t *testing.T) {
+	d := newTestDoc(t, actorA, testMemory())
+	heads := d.Heads()
+	must(t, d.SetTitle("renamed"))
+	if err := d.Commit("bad \xff"); !errors.Is(err, ErrInvalidString) {
+		t.Fatalf("Commit: err = %v, want %v", err, ErrInvalidString)
+	}
+	must(t, d.Commit("rename"))
+	if m := materialize(t, d); m.Title != "renamed" || slices.Equal(m.Heads, heads) {
+		t.Fatalf("after the commit: title %q, heads %v (were %v)", m.Title, m.Heads, heads)
+	}
+}
+
 func TestNewMemoryDocInvalid(t *testing.T) {
 	tests := []struct {
 		name   string

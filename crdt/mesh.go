@@ -120,6 +120,9 @@ func LoadMeshDoc(actor string, data []byte) (*MeshDoc, error) {
 // Revoke marks a device record revoked, for good; revoking a revoked
 // device changes nothing.
 func (d *MeshDoc) Revoke(by string, at time.Time) error {
+	if err := checkText(keyRevokedBy, by); err != nil {
+		return err
+	}
 	r, err := d.Materialize()
 	if err != nil {
 		return err

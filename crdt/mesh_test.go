@@ -77,3 +77,17 @@ func TestMeshInvalid(t *testing.T) {
 		t.Fatalf("memory loaded as mesh record: %v", err)
 	}
 }
+
+// TestMeshRevokeInvalidBy: a revoker that is not UTF-8 is refused as an
+// invalid string, as every other text field is, and revokes nothing.
+func TestMeshRevokeInvalidBy(t *testing.T) {
+	d, err := NewMeshDoc(ActorID("A"), deviceRecord("DEV1", "laptop"))
+	must(t, err)
+	defer d.Close()
+	if err := d.Revoke("\xff\xfe", at("2026-02-01T00:00:00Z")); !errors.Is(err, ErrInvalidString) {
+		t.Fatalf("Revoke: err = %v, want %v", err, ErrInvalidString)
+	}
+	if r, err := d.Materialize(); err != nil || r.Revoked() {
+		t.Fatalf("after a refused revoke: %+v, %v", r, err)
+	}
+}
