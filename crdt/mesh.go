@@ -123,12 +123,9 @@ func (d *MeshDoc) Revoke(by string, at time.Time) error {
 	if err := checkText(keyRevokedBy, by); err != nil {
 		return err
 	}
-	r, err := d.Materialize()
+	r, err := d.record(MeshDevice, "revoke")
 	if err != nil {
 		return err
-	}
-	if r.What != MeshDevice {
-		return fmt.Errorf("%w: revoke of a %s record", ErrMalformed, r.What)
 	}
 	if r.Revoked() {
 		return nil
@@ -144,19 +141,40 @@ func (d *MeshDoc) SetName(name string, at time.Time) error {
 	return d.put(d.am.RootMap(), field{keyName, name}, field{keyUpdatedAt, millis(at)})
 }
 
-// SetSync sets a namespace's replication policy.
+// record returns the record, which must be of kind what: op, refused on
+// other kinds, names the edit in the error.
+func (d *MeshDoc) record(what, op string) (MeshRecord, error) {
+	r, err := d.Materialize()
+	if err != nil {
+		return MeshRecord{}, err
+	}
+	if r.What != what {
+		return MeshRecord{}, fmt.Errorf("%w: %s of a %s record", ErrMalformed, op, r.What)
+	}
+	return r, nil
+}
+
+// SetSync sets a namespace's replication policy. A device record has no
+// policy and is refused with ErrMalformed.
 func (d *MeshDoc) SetSync(policy string, at time.Time) error {
 	if err := checkSync(policy); err != nil {
+		return err
+	}
+	if _, err := d.record(MeshNamespace, "sync policy"); err != nil {
 		return err
 	}
 	return d.put(d.am.RootMap(), field{keySync, policy}, field{keyUpdatedAt, millis(at)})
 }
 
 // SetStaleDays sets the age in days after which a namespace's memories
-// are stale (0: the default).
+// are stale (0: the default). A device record has no such age and is
+// refused with ErrMalformed.
 func (d *MeshDoc) SetStaleDays(days int64, at time.Time) error {
 	if days < 0 || days > MaxStaleDays {
 		return fmt.Errorf("%w: stale after %d days, want 0 to %d", ErrInvalidNumber, days, MaxStaleDays)
+	}
+	if _, err := d.record(MeshNamespace, "staleness age"); err != nil {
+		return err
 	}
 	return d.put(d.am.RootMap(), field{keyStale, days}, field{keyUpdatedAt, millis(at)})
 }

@@ -91,3 +91,32 @@ func TestMeshRevokeInvalidBy(t *testing.T) {
 		t.Fatalf("after a refused revoke: %+v, %v", r, err)
 	}
 }
+
+// TestMeshWrongKindEdits: a device record takes no namespace settings and
+// a namespace record cannot be revoked; either would leave a record that
+// no longer reads.
+func TestMeshWrongKindEdits(t *testing.T) {
+	dev, err := NewMeshDoc(ActorID("A"), deviceRecord("DEV1", "laptop"))
+	must(t, err)
+	defer dev.Close()
+	ns, err := NewMeshDoc(ActorID("A"), &MeshRecord{ID: MeshID(MeshNamespace, "work"), What: MeshNamespace, Key: "work", Sync: SyncAll})
+	must(t, err)
+	defer ns.Close()
+	when := at("2026-02-01T00:00:00Z")
+	for name, edit := range map[string]func() error{
+		"sync of a device":       func() error { return dev.SetSync(SyncLocal, when) },
+		"stale days of a device": func() error { return dev.SetStaleDays(30, when) },
+		"revoke of a namespace":  func() error { return ns.Revoke("A", when) },
+	} {
+		if err := edit(); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want %v", name, err, ErrMalformed)
+		}
+	}
+	for _, d := range []*MeshDoc{dev, ns} {
+		again, err := LoadMeshDoc(ActorID("B"), d.Save())
+		if err != nil {
+			t.Fatalf("a record no longer loads after refused edits: %v", err)
+		}
+		again.Close()
+	}
+}
