@@ -197,6 +197,10 @@ func (d *document) fork(actor string) (document, error) {
 }
 
 // merge applies the changes of o that d lacks. Both must have the same id.
+// Automerge refuses changes that cannot be merged (the same actor and
+// sequence number on two different changes: two copies that edited as
+// one actor) only when it reaches them, after applying the ones before,
+// so on such an error d holds part of o and is closed.
 func (d *document) merge(o *document) error {
 	if d.am == nil || o.am == nil {
 		return ErrClosed
@@ -216,6 +220,7 @@ func (d *document) merge(o *document) error {
 		return fmt.Errorf("%w: %s and %s", ErrIDMismatch, id, oid)
 	}
 	if _, err := d.am.Merge(o.am); err != nil {
+		d.close()
 		return fmt.Errorf("crdt: merge: %w", err)
 	}
 	d.dirty, o.dirty = false, false

@@ -500,6 +500,39 @@ func TestMemoryMergeDifferentID(t *testing.T) {
 	must(t, a.Merge(a))
 }
 
+// TestMemoryMergeSameActorRefused: two copies that edited as one actor
+// (a device restored from an older backup that edits again) cannot merge,
+// in either order. Automerge applies the peer's changes up to the one it
+// refuses, so the refused merge closes the document rather than leave it
+// holding part of the peer's history.
+func TestMemoryMergeSameActorRefused(t *testing.T) {
+	base := newTestDoc(t, actorA, testMemory())
+	local := fork(t, base, actorA)
+	peer := fork(t, base, actorB)
+	must(t, peer.SetTitle("the peer's own edit"))
+	must(t, peer.Commit("b"))
+	must(t, peer.am.SetActorID(actorA))
+	must(t, peer.SetKind("an edit as the local actor"))
+	must(t, peer.Commit("a on the peer"))
+	must(t, local.SetNamespace("local"))
+	must(t, local.Commit("a"))
+	stored, sent := local.Save(), peer.Save()
+
+	for _, order := range [][2][]byte{{stored, sent}, {sent, stored}} {
+		into, err := LoadMemoryDoc(actorC, order[0])
+		must(t, err)
+		other, err := LoadMemoryDoc(actorC, order[1])
+		must(t, err)
+		if err := into.Merge(other); err == nil {
+			t.Fatal("two histories of one actor merged")
+		}
+		if _, err := into.Materialize(); !errors.Is(err, ErrClosed) {
+			t.Errorf("after a refused merge: Materialize err = %v, want %v", err, ErrClosed)
+		}
+		other.Close()
+	}
+}
+
 func TestMemoryCommitAndHeads(t *testing.T) {
 	d := newTestDoc(t, actorA, testMemory())
 	h1 := d.Heads()
