@@ -219,11 +219,14 @@ func (d *document) merge(o *document) error {
 	if id != oid {
 		return fmt.Errorf("%w: %s and %s", ErrIDMismatch, id, oid)
 	}
-	if _, err := d.am.Merge(o.am); err != nil {
+	// Automerge commits the pending operations of both documents first,
+	// whether the merge succeeds or not.
+	_, err = d.am.Merge(o.am)
+	d.dirty, o.dirty = false, false
+	if err != nil {
 		d.close()
 		return fmt.Errorf("crdt: merge: %w", err)
 	}
-	d.dirty, o.dirty = false, false
 	d.cost = max(d.cost, o.cost)
 	return nil
 }

@@ -533,6 +533,24 @@ func TestMemoryMergeSameActorRefused(t *testing.T) {
 	}
 }
 
+// TestMemoryMergeRefusedCommitsOther: Automerge commits the other
+// document's pending edits even when it refuses the merge, so the other
+// document has nothing left to commit, and Commit must not fail on an
+// empty change.
+func TestMemoryMergeRefusedCommitsOther(t *testing.T) {
+	base := newTestDoc(t, actorA, testMemory())
+	into, other := fork(t, base, actorA), fork(t, base, actorA)
+	must(t, into.SetTitle("one"))
+	must(t, other.SetTitle("two"))
+	if err := into.Merge(other); err == nil {
+		t.Fatal("two histories of one actor merged")
+	}
+	must(t, other.Commit("after the refused merge"))
+	if m := materialize(t, other); m.Title != "two" {
+		t.Fatalf("title %q, want the pending edit", m.Title)
+	}
+}
+
 func TestMemoryCommitAndHeads(t *testing.T) {
 	d := newTestDoc(t, actorA, testMemory())
 	h1 := d.Heads()

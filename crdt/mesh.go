@@ -118,10 +118,14 @@ func LoadMeshDoc(actor string, data []byte) (*MeshDoc, error) {
 }
 
 // Revoke marks a device record revoked, for good; revoking a revoked
-// device changes nothing.
+// device changes nothing. at must not be the zero time, which reads as
+// not revoked.
 func (d *MeshDoc) Revoke(by string, at time.Time) error {
 	if err := checkText(keyRevokedBy, by); err != nil {
 		return err
+	}
+	if millis(at) == 0 {
+		return fmt.Errorf("%w: a revocation at the zero time revokes nothing", ErrMalformed)
 	}
 	r, err := d.record(MeshDevice, "revoke")
 	if err != nil {
@@ -130,7 +134,7 @@ func (d *MeshDoc) Revoke(by string, at time.Time) error {
 	if r.Revoked() {
 		return nil
 	}
-	return d.set(d.am.RootMap(), field{keyRevokedBy, by}, field{keyRevokedAt, millis(at)}, field{keyUpdatedAt, millis(at)})
+	return d.put(d.am.RootMap(), field{keyRevokedBy, by}, field{keyRevokedAt, millis(at)}, field{keyUpdatedAt, millis(at)})
 }
 
 // SetName sets a device's name.

@@ -3,6 +3,7 @@ package crdt
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func deviceRecord(key, name string) *MeshRecord {
@@ -118,5 +119,23 @@ func TestMeshWrongKindEdits(t *testing.T) {
 			t.Fatalf("a record no longer loads after refused edits: %v", err)
 		}
 		again.Close()
+	}
+}
+
+// TestMeshRevokeZeroTime: a revocation at the zero time would read as not
+// revoked, and revoking again would make an empty change that Commit
+// fails on; it is refused.
+func TestMeshRevokeZeroTime(t *testing.T) {
+	d, err := NewMeshDoc(ActorID("A"), deviceRecord("DEV1", "laptop"))
+	must(t, err)
+	defer d.Close()
+	for range 2 {
+		if err := d.Revoke("B", time.Time{}); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("Revoke: err = %v, want %v", err, ErrMalformed)
+		}
+		must(t, d.Commit("revoke"))
+	}
+	if r, err := d.Materialize(); err != nil || r.RevokedBy != "" {
+		t.Fatalf("after refused revocations: %+v, %v", r, err)
 	}
 }
