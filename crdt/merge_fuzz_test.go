@@ -438,56 +438,88 @@ func structureKind() *docKind[*MemoryDoc] {
 	}
 }
 
-// FuzzMergeChanges applies change chunks from the input (its checksum
-// fixed, so that Automerge parses it) to the base memory document, and
-// merges the document Automerge saves, if it takes the change, with a
+// FuzzMergeChanges applies change chunks from the input (the first one's
+// checksum fixed, so that Automerge parses it) to a memory document, and
+// merges the document Automerge saves, if it takes the changes, with a
 // concurrent edit of the same memory, in both orders. The seeds are the
-// changes of concurrent edits of every kind; the fuzzer mutates their
-// bytes within the format: sequence numbers, dependencies, operation ids,
-// objects and keys, value types. Whatever a peer's Automerge accepts and
-// saves, this package must load and merge, or refuse.
+// changes of raw edits of every kind; the fuzzer mutates their bytes
+// within the format: sequence numbers, dependencies, operation ids,
+// objects, keys, value types. Whatever a peer's Automerge accepts and
+// saves, this package must load and merge, or refuse. which chooses the
+// concurrent edit's actor (another, or the one the seeds were made by)
+// and whether the changes apply to the memory as created or to the
+// concurrent edit.
 func FuzzMergeChanges(f *testing.F) {
 	memory, _, _, _ := fuzzBases(f)
 	k := structureKind()
-	for _, edits := range [][]byte{
-		{1, 6, 0, 0, 1, 3, 7, 0, 1, 4, 1, 6, 0, 2, 0, 1, 5},
-		{1, 6, 0, 3, 2, 0, 7, 0, 4, 2, 1, 4, 7, 0, 5, 2, 0, 1, 3, 7, 0, 3, 9, 1, 2},
-		{1, 6, 0, 6, 3, 5, 7, 0, 6, 3, 0, 2, 9, 2, 6, 0, 7, 1, 5, 6, 0, 5, 6, 4},
-		{1, 6, 0, 1, 5, 2, 8, 6, 0, 0, 1, 4, 1, 6, 0, 2, 1, 3},
-	} {
-		d, err := LoadMemoryDoc(actorB, memory)
-		must(f, err)
-		heads := d.am.Heads()
-		in := &fuzzInput{b: edits}
-		for !in.done() {
-			_ = rawEdit(d.am, in)
-		}
-		changes, err := d.am.Changes(heads...)
-		must(f, err)
-		for _, c := range changes {
-			f.Add(c.Save())
-		}
-		f.Add(automerge.SaveChanges(changes))
-		d.Close()
+	changes := seedChanges(f, memory)
+	for i, c := range changes {
+		f.Add(uint8(i), c.Save())
 	}
-	other, err := LoadMemoryDoc(actorC, memory)
-	must(f, err)
-	must(f, other.SetTitle("concurrent title"))
-	_, err = other.AppendRevision("concurrent text", "dev", at("2026-01-02T00:00:00Z"))
-	must(f, err)
-	concurrent := other.Save()
-	other.Close()
+	f.Add(uint8(0), automerge.SaveChanges(changes))
+	var concurrent [2][]byte
+	for i, actor := range []string{actorC, actorB} {
+		other, err := LoadMemoryDoc(actor, memory)
+		must(f, err)
+		must(f, other.SetTitle("concurrent title"))
+		_, err = other.AppendRevision("concurrent text", "dev", at("2026-01-02T00:00:00Z"))
+		must(f, err)
+		concurrent[i] = other.Save()
+		other.Close()
+	}
 
-	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := automerge.Load(memory)
+	f.Fuzz(func(t *testing.T, which uint8, changes []byte) {
+		other := concurrent[which&1]
+		start := memory
+		if which&2 != 0 {
+			start = other
+		}
+		d, err := automerge.Load(start)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.LoadIncremental(withChecksum(data)) != nil {
+		if d.LoadIncremental(withChecksum(changes)) != nil {
 			return
 		}
-		checkPeerMerge(t, k, d.Save(), concurrent)
+		checkPeerMerge(t, k, d.Save(), other)
 	})
+}
+
+// seedChanges returns the changes of edits of every kind Automerge has,
+// made to memory in four commits.
+func seedChanges(tb testing.TB, memory []byte) []*automerge.Change {
+	tb.Helper()
+	d, err := LoadMemoryDoc(actorB, memory)
+	must(tb, err)
+	defer d.Close()
+	heads := d.am.Heads()
+	root := d.am.RootMap()
+	commit := func() error { _, err := d.am.Commit("seed"); return err }
+	for _, edit := range []func() error{
+		func() error { return root.Set("l", []any{"a", int64(-1), 2.5, true, nil, uint64(7)}) },
+		func() error { return root.Set("t", automerge.NewText("hello")) },
+		func() error { return root.Set("c", automerge.NewCounter(3)) },
+		commit,
+		func() error { return d.am.Path("l").List().Insert(1, "x", automerge.NewMap()) },
+		func() error { return listAt(d.am.Path("l")).Delete(0) },
+		func() error { return d.am.Path("t").Text().Splice(1, 2, "ëy") },
+		func() error { return d.am.Path("c").Counter().Inc(-5) },
+		commit,
+		func() error {
+			return root.Set("m", map[string]any{"b": []byte{1, 2}, "at": at("2026-01-01T00:00:00Z"), "n": map[string]any{}})
+		},
+		func() error { return d.AddTags("new") },
+		func() error { return d.RemoveTags("pebble") },
+		func() error { return root.Delete(keyTitle) },
+		commit,
+		func() error { _, err := d.AppendRevision("seeded", "dev", at("2026-01-03T00:00:00Z")); return err },
+		commit,
+	} {
+		must(tb, edit())
+	}
+	changes, err := d.am.Changes(heads...)
+	must(tb, err)
+	return changes
 }
 
 // structurePaths are the places editStructure writes to: the root, maps,
@@ -518,13 +550,13 @@ func rawEdit(doc *automerge.Doc, in *fuzzInput) error {
 	case 1:
 		return p.Map().Delete(structureKeys[int(in.byte())%len(structureKeys)])
 	case 2:
-		l := p.List()
+		l := listAt(p)
 		return l.Insert(int(in.byte())%(l.Len()+1), structureValue(in))
 	case 3:
-		l := p.List()
+		l := listAt(p)
 		return l.Set(int(in.byte())%(l.Len()+1), structureValue(in))
 	case 4:
-		l := p.List()
+		l := listAt(p)
 		return l.Delete(int(in.byte()) % (l.Len() + 1))
 	case 5:
 		t := p.Text()
@@ -537,9 +569,19 @@ func rawEdit(doc *automerge.Doc, in *fuzzInput) error {
 	case 8:
 		return p.Delete()
 	default:
-		l := p.List()
+		l := listAt(p)
 		return l.Append(structureValue(in), structureValue(in))
 	}
+}
+
+// listAt returns the list at p. (A list reached through a Path cannot
+// delete: automerge-go's List.Delete dereferences the list's object id,
+// which only a list read from the document has.)
+func listAt(p *automerge.Path) *automerge.List {
+	if v, err := p.Get(); err == nil && v.Kind() == automerge.KindList {
+		return v.List()
+	}
+	return p.List()
 }
 
 // structureValue returns a value of one of the types Automerge stores.
