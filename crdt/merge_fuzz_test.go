@@ -618,3 +618,63 @@ func structureValue(in *fuzzInput) any {
 		return map[string]any{"text": in.str(), "at": int64(c)}
 	}
 }
+
+// TestMergeKnownAutomergeDefects replays, through peerMerge, the shapes of
+// merges reported to crash Automerge or to make it save documents it
+// cannot load (in the releases after the one linked here): each must
+// merge in both orders, save and load again.
+func TestMergeKnownAutomergeDefects(t *testing.T) {
+	k := structureKind()
+	// newDoc makes a memory's root as actor, bypassing this package.
+	newDoc := func(actor string) *automerge.Doc {
+		d := automerge.New()
+		must(t, d.SetActorID(actor))
+		for key, v := range map[string]any{keyType: typeMemory, keySchema: int64(schemaVersion), keyID: fuzzIDs[0]} {
+			must(t, d.RootMap().Set(key, v))
+		}
+		return d
+	}
+	fork := func(d *automerge.Doc, actor string) *automerge.Doc {
+		f, err := d.Fork()
+		must(t, err)
+		must(t, f.SetActorID(actor))
+		return f
+	}
+	tests := []struct {
+		name string
+		make func() (a, b *automerge.Doc)
+	}{
+		{
+			// automerge#897: after a merge, deleting a key that does not
+			// exist saved a document that referenced a missing actor.
+			"delete of an absent key after a merge", func() (a, b *automerge.Doc) {
+				d0 := newDoc("00")
+				must(t, d0.RootMap().Set("a", int64(1)))
+				d1, d2 := fork(d0, "02"), fork(d0, "01")
+				must(t, d1.RootMap().Set("b", int64(2)))
+				_, err := d2.Merge(d1)
+				must(t, err)
+				must(t, d2.RootMap().Delete("c"))
+				return d1, d2
+			},
+		},
+		{
+			// automerge#1390: a merge panicked after one replica put the
+			// value a key already held and the other a new one.
+			"rewrite of the current value against a change", func() (a, b *automerge.Doc) {
+				base := newDoc("62617365")
+				must(t, base.RootMap().Set("a", int64(1)))
+				left, right := fork(base, "6c656674"), fork(base, "7269676874")
+				must(t, left.RootMap().Set("a", int64(1)))
+				must(t, right.RootMap().Set("a", int64(0)))
+				return left, right
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := tt.make()
+			checkPeerMerge(t, k, a.Save(), b.Save())
+		})
+	}
+}
