@@ -131,7 +131,8 @@ func checkSaved(data []byte) error {
 }
 
 // checkOpIDs checks that a column of actor indexes or counters (their
-// deltas if delta is set) holds no value below 0 or above 2^32-1.
+// deltas if delta is set) holds no value below 0 or above 2^32-1. A run
+// of one repeated value is checked whole, however long it claims to be.
 func checkOpIDs(col []byte, delta bool) error {
 	r := rle{c: cursor{b: col}, signed: delta}
 	var sum int64
@@ -140,20 +141,24 @@ func checkOpIDs(col []byte, delta bool) error {
 		if !ok {
 			return r.c.err
 		}
+		rows := int64(1)
+		if !r.literal {
+			rows += r.left // the rest of the run repeats this row
+			r.left = 0
+		}
 		if null {
-			r.left = 0 // the rest of the run is null too
 			continue
 		}
 		if delta {
 			d := int64(v)
-			if d < -math.MaxUint32 || d > math.MaxUint32 {
-				return fmt.Errorf("delta %d", d)
+			if d < -math.MaxUint32 || d > math.MaxUint32 || d != 0 && rows > math.MaxUint32 {
+				return fmt.Errorf("%d deltas of %d", rows, d)
 			}
-			sum += d
-			v = uint64(sum)
+			sum += d * rows // within ±2^64 by the bounds above
 			if sum < 0 {
 				return fmt.Errorf("negative value %d", sum)
 			}
+			v = uint64(sum)
 		}
 		if v > math.MaxUint32 {
 			return fmt.Errorf("value %d does not fit 32 bits", v)

@@ -399,6 +399,11 @@ func TestCheckOpIDs(t *testing.T) {
 		{"deltas adding up beyond", encodeColumn([]cell{{v: 1 << 31}, {v: 1 << 32}}, true), true, false},
 		{"deltas going negative", encodeColumn([]cell{{v: 5}, {v: -1}}, true), true, false},
 		{"a repeated delta", slices.Concat(appendSleb(nil, 3), appendSleb(nil, 1<<31)), true, false},
+		{"a repeated delta within bounds", slices.Concat(appendSleb(nil, 3), appendSleb(nil, 1<<30)), true, true},
+		{"a huge run of one value", slices.Concat(appendSleb(nil, 1<<62), appendUleb(nil, 1)), false, true},
+		{"a huge run of a zero delta", slices.Concat(appendSleb(nil, 1<<62), appendSleb(nil, 0)), true, true},
+		{"a huge run of a delta", slices.Concat(appendSleb(nil, 1<<62), appendSleb(nil, 1)), true, false},
+		{"a huge run of a value beyond 32 bits", slices.Concat(appendSleb(nil, 1<<62), appendUleb(nil, 1<<32)), false, false},
 		{"a huge delta", slices.Concat(appendSleb(nil, -1), appendSleb(nil, math.MinInt64)), true, false},
 		{"truncated", []byte{0x7f}, false, false},
 	}
