@@ -225,7 +225,7 @@ func (d *document) merge(o *document) error {
 	d.dirty, o.dirty = false, false
 	if err != nil {
 		d.close()
-		return fmt.Errorf("crdt: merge: %w", err)
+		return fmt.Errorf("%w: %w", ErrUnmergeable, err)
 	}
 	d.cost = max(d.cost, o.cost)
 	return nil

@@ -77,6 +77,11 @@ func checkPeerMerge[D fuzzDoc[D]](t *testing.T, k *docKind[D], a, b []byte) {
 	if (errAB == nil) != (errBA == nil) {
 		t.Fatalf("merge refused in one order only: a into b: %v; b into a: %v", errAB, errBA)
 	}
+	for _, err := range []error{errAB, errBA} {
+		if err != nil && !slices.ContainsFunc(mergeErrors, func(e error) bool { return errors.Is(err, e) }) {
+			t.Fatalf("merge refused with an unexpected error: %v", err)
+		}
+	}
 	if errAB != nil {
 		return
 	}
@@ -105,7 +110,7 @@ func checkPeerMerge[D fuzzDoc[D]](t *testing.T, k *docKind[D], a, b []byte) {
 	for _, data := range [][]byte{a, b} {
 		d, err := k.load(actorB, data)
 		if err != nil {
-			t.Fatalf("a merged document loads again: %v", err)
+			t.Fatalf("a merged document no longer loads: %v", err)
 		}
 		heads := again.Heads()
 		err = again.Merge(d)
@@ -115,6 +120,10 @@ func checkPeerMerge[D fuzzDoc[D]](t *testing.T, k *docKind[D], a, b []byte) {
 		}
 	}
 }
+
+// mergeErrors are the errors peerMerge may refuse a pair of documents
+// with: a load error (of either) or a merge refused.
+var mergeErrors = append([]error{ErrUnmergeable, ErrIDMismatch}, loadErrors...)
 
 // readable reports whether data loads and materialises.
 func readable[D fuzzDoc[D]](k *docKind[D], data []byte) bool {

@@ -226,8 +226,8 @@ func (d *MeshDoc) Heads() []string { return d.heads() }
 func (d *MeshDoc) Save() []byte { return d.save() }
 
 // Merge applies the changes of other that d lacks. Both must be of the
-// same record. If Automerge refuses the changes (see document.merge), d
-// is closed.
+// same record. If Automerge refuses the changes (ErrUnmergeable; see
+// document.merge), d is closed.
 func (d *MeshDoc) Merge(other *MeshDoc) error { return d.merge(&other.document) }
 
 // Close releases the document. It is safe to call more than once.
