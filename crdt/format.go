@@ -118,7 +118,7 @@ func checkSaved(data []byte) error {
 		}
 		switch {
 		case isID:
-			if err := checkOpIDs(b, delta); err != nil {
+			if err := checkOpIDs(b, delta, math.MaxUint32); err != nil {
 				return fmt.Errorf("%w: op column %d: %w", ErrCorrupt, col.id>>4, err)
 			}
 		case col.id == colAction:
@@ -131,9 +131,10 @@ func checkSaved(data []byte) error {
 }
 
 // checkOpIDs checks that a column of actor indexes or counters (their
-// deltas if delta is set) holds no value below 0 or above 2^32-1. A run
-// of one repeated value is checked whole, however long it claims to be.
-func checkOpIDs(col []byte, delta bool) error {
+// deltas if delta is set) holds no value below 0 or above most, which is
+// at most 2^32-1. A run of one repeated value is checked whole, however
+// long it claims to be.
+func checkOpIDs(col []byte, delta bool, most uint64) error {
 	r := rle{c: cursor{b: col}, signed: delta}
 	var sum int64
 	for {
@@ -160,8 +161,8 @@ func checkOpIDs(col []byte, delta bool) error {
 			}
 			v = uint64(sum)
 		}
-		if v > math.MaxUint32 {
-			return fmt.Errorf("value %d does not fit 32 bits", v)
+		if v > most {
+			return fmt.Errorf("value %d above %d", v, most)
 		}
 	}
 }

@@ -409,7 +409,7 @@ func TestCheckOpIDs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := checkOpIDs(tt.col, tt.delta); (err == nil) != tt.ok {
+			if err := checkOpIDs(tt.col, tt.delta, math.MaxUint32); (err == nil) != tt.ok {
 				t.Errorf("checkOpIDs(% x) = %v, want ok %v", tt.col, err, tt.ok)
 			}
 		})

@@ -510,56 +510,195 @@ var changeOpIDColumns = map[uint64]bool{
 	7<<4 | 1: false, 7<<4 | 3: true,
 }
 
-// changeIDsFit reports whether data is a sequence of uncompressed change
-// chunks whose operation ids fit 32 bits. Automerge aborts when it
-// applies a change with a larger one, as it does when it loads such a
-// document (see checkSaved); this package never applies change chunks,
-// but FuzzMergeChanges makes its peer's documents with them.
-func changeIDsFit(data []byte) bool {
+// isActorColumn reports whether an op id column holds actor indexes.
+func isActorColumn(id uint64) bool { return id&7 == 1 }
+
+// changeChunk is an uncompressed change chunk taken apart.
+type changeChunk struct {
+	header  []byte // deps, actor, seq, start op, time, message, other actors
+	startOp uint64
+	actors  uint64 // the change's actor and the others it names
+	cols    []column
+	data    [][]byte // each column's bytes
+	rest    []byte   // what follows the columns
+}
+
+// parseChange takes apart the change chunk at the start of data and
+// returns what follows it; ok is false if data does not start with one.
+func parseChange(data []byte) (ch changeChunk, next []byte, ok bool) {
 	const header = 8 // magic, checksum
+	if len(data) < header || !bytes.HasPrefix(data, magic) {
+		return ch, nil, false
+	}
+	c := cursor{b: data[header:]}
+	typ, n := c.byte(), c.uleb()
+	body := cursor{b: c.take(n)}
+	if c.err != nil || typ != 1 {
+		return ch, nil, false
+	}
+	start := body.b
+	body.take(body.count(32) * 32) // deps
+	body.take(body.uleb())         // actor
+	body.uleb()                    // seq
+	ch.startOp = body.uleb()
+	body.sleb()            // time
+	body.take(body.uleb()) // message
+	others := body.count(1)
+	for range others {
+		body.take(body.uleb())
+	}
+	ch.actors = 1 + others
+	ch.header = start[:len(start)-len(body.b)]
+	ch.cols = body.columns()
+	for _, col := range ch.cols {
+		ch.data = append(ch.data, body.take(col.len))
+	}
+	ch.rest = body.b
+	return ch, c.b, body.err == nil
+}
+
+// bytes encodes the chunk, with its checksum.
+func (ch *changeChunk) bytes() []byte {
+	specs := appendUleb(nil, uint64(len(ch.cols)))
+	for i, col := range ch.cols {
+		spec := col.id
+		if col.deflate {
+			spec |= deflateBit
+		}
+		specs = appendUleb(appendUleb(specs, spec), uint64(len(ch.data[i])))
+	}
+	return chunk(1, slices.Concat(ch.header, specs, slices.Concat(ch.data...), ch.rest))
+}
+
+// changeIDsFit reports whether data is a sequence of uncompressed change
+// chunks whose operation ids fit 32 bits and name actors the change
+// lists. Automerge aborts when it applies a change with a larger id, as
+// it does when it loads such a document (see checkSaved), or with an
+// actor index past the change's actors (a document cannot hold one: the
+// actors of its changes are rebuilt from its own actor table). This
+// package never applies change chunks, but FuzzMergeChanges and
+// FuzzMergeOps make their peer's documents with them.
+func changeIDsFit(data []byte) bool {
 	for len(data) > 0 {
-		if len(data) < header || !bytes.HasPrefix(data, magic) {
+		ch, next, ok := parseChange(data)
+		if !ok || ch.startOp > math.MaxUint32 {
 			return false
 		}
-		c := cursor{b: data[header:]}
-		typ, n := c.byte(), c.uleb()
-		body := cursor{b: c.take(n)}
-		if c.err != nil || typ != 1 {
-			return false
-		}
-		data = c.b
-		body.take(body.count(32) * 32) // deps
-		body.take(body.uleb())         // actor
-		body.uleb()                    // seq
-		startOp := body.uleb()
-		body.sleb()            // time
-		body.take(body.uleb()) // message
-		for range body.count(1) {
-			body.take(body.uleb()) // other actors
-		}
-		cols := body.columns()
-		if body.err != nil {
-			return false
-		}
-		for _, col := range cols {
-			b := body.take(col.len)
+		data = next
+		for i, col := range ch.cols {
 			delta, isID := changeOpIDColumns[col.id]
-			if col.deflate || body.err != nil || isID && checkOpIDs(b, delta) != nil {
+			most := uint64(math.MaxUint32)
+			if isActorColumn(col.id) {
+				most = ch.actors - 1
+			}
+			if col.deflate || isID && checkOpIDs(ch.data[i], delta, most) != nil {
 				return false
 			}
 			if col.id == colAction {
-				r := rle{c: cursor{b: b}}
+				r := rle{c: cursor{b: ch.data[i]}}
 				ops := uint64(0)
 				for _, _, ok := r.next(); ok && ops < maxOps; _, _, ok = r.next() {
 					ops++
 				}
-				if startOp > math.MaxUint32 || startOp+ops > math.MaxUint32 {
+				if ch.startOp+ops > math.MaxUint32 {
 					return false
 				}
 			}
 		}
 	}
 	return true
+}
+
+// opEditColumns are the integer op columns of a change chunk that
+// FuzzMergeOps rewrites, and whether each holds deltas: the object's
+// actor and counter, the key's (the element an insertion follows), the
+// action, the value's type and length, and the predecessors' count,
+// actors and counters.
+var opEditColumns = []struct {
+	id    uint64
+	delta bool
+}{
+	{0<<4 | 1, false}, {0<<4 | 2, false}, {1<<4 | 1, false}, {1<<4 | 3, true},
+	{colAction, false}, {colValueMeta, false}, {7<<4 | 0, false}, {7<<4 | 1, false}, {7<<4 | 3, true},
+}
+
+// FuzzMergeOps rewrites the operations of one of the seed changes cell by
+// cell, as the input says: an operation moved to another object, inserted
+// after another element, given another action, value type or
+// predecessors, or a reference made null. Values are drawn near those
+// the change holds, so that they name operations and objects that exist
+// or almost do: the inconsistencies byte mutation rarely makes. The
+// changes before it are applied first, then the rewritten one (if
+// Automerge takes it); the saved document is merged with a concurrent
+// edit in both orders, as in FuzzMergeChanges.
+func FuzzMergeOps(f *testing.F) {
+	memory, _, _, _ := fuzzBases(f)
+	k := structureKind()
+	changes := seedChanges(f, memory)
+	f.Add([]byte{0, 0, 1, 3, 2})
+	f.Add([]byte{1, 2, 1, 0, 1, 3, 2, 5, 4, 1, 3})
+	f.Add([]byte{2, 1, 7, 2, 200, 6, 0, 255})
+	f.Add([]byte{3, 3, 8, 1, 3, 3, 2, 0})
+	var concurrent [2][]byte
+	for i, actor := range []string{actorC, actorB} {
+		other, err := LoadMemoryDoc(actor, memory)
+		must(f, err)
+		must(f, other.SetTitle("concurrent title"))
+		concurrent[i] = other.Save()
+		other.Close()
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := &fuzzInput{b: data}
+		which := in.byte()
+		i := int(which>>2) % len(changes)
+		ch, _, ok := parseChange(changes[i].Save())
+		if !ok {
+			t.Fatal("a seed change does not parse")
+		}
+		for range maxFuzzEdits {
+			if in.done() {
+				break
+			}
+			editOpColumn(t, &ch, in)
+		}
+		rewritten := ch.bytes()
+		if !changeIDsFit(rewritten) {
+			return // the peer's Automerge would abort on these
+		}
+		d, err := automerge.Load(memory)
+		must(t, err)
+		for _, c := range changes[:i] {
+			must(t, d.Apply(c))
+		}
+		if d.LoadIncremental(rewritten) != nil {
+			return
+		}
+		checkPeerMerge(t, k, d.Save(), concurrent[which&1])
+	})
+}
+
+// editOpColumn sets one cell of one of the opEditColumns of ch as in says:
+// null, or a value within a few of the column's own values.
+func editOpColumn(t *testing.T, ch *changeChunk, in *fuzzInput) {
+	e := opEditColumns[int(in.byte())%len(opEditColumns)]
+	i := slices.IndexFunc(ch.cols, func(c column) bool { return c.id == e.id })
+	if i < 0 {
+		return
+	}
+	cells := decodeColumn(t, ch.data[i], e.delta)
+	if len(cells) == 0 {
+		return
+	}
+	row := int(in.byte()) % len(cells)
+	switch v := in.byte(); {
+	case v == 0xff:
+		cells[row] = cell{null: true}
+	default:
+		// a value near the change's own: another cell's, shifted by -2..5
+		near := cells[int(v)%len(cells)]
+		cells[row] = cell{v: max(0, near.v+int64(v>>5)-2)}
+	}
+	ch.data[i] = encodeColumn(cells, e.delta)
 }
 
 // seedChanges returns the changes of edits of every kind Automerge has,
