@@ -144,6 +144,8 @@ type Mesh struct {
 	remote  map[uint64]bool             // seqs of changes received from peers: not pushed
 	known   map[string]string           // device id -> last address, persisted
 
+	private privateShare // of the digest: documents that never leave this machine
+
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes
 	ctx      context.Context
@@ -341,10 +343,13 @@ func (m *Mesh) noteRecordLocked(r model.MeshRecord) {
 	case model.MeshDevice:
 		m.devices[r.Key] = r
 	case model.MeshNamespace:
-		if r.Sync == model.SyncLocal {
-			m.localNS[r.Key] = true
-		} else {
-			delete(m.localNS, r.Key)
+		if local := r.Sync == model.SyncLocal; local != m.localNS[r.Key] {
+			if local {
+				m.localNS[r.Key] = true
+			} else {
+				delete(m.localNS, r.Key)
+			}
+			m.privateChanged()
 		}
 	}
 }
@@ -410,7 +415,7 @@ func (m *Mesh) pullBack(peer string, req transport.PullRequest) bool {
 	if recent {
 		return false
 	}
-	digest, err := m.store.Digest()
+	digest, err := m.Digest()
 	return err == nil && digest != req.Digest
 }
 

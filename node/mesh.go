@@ -94,8 +94,15 @@ func (n *Node) LastPull(device string) transport.SyncStats {
 }
 
 // Digest returns the node's anti-entropy digest: two nodes holding the
-// same documents with the same heads have equal digests.
-func (n *Node) Digest() ([256][32]byte, error) { return n.store.Digest() }
+// same documents with the same heads have equal digests. With the mesh
+// on, documents that never leave this machine (local-only namespaces)
+// are left out of it.
+func (n *Node) Digest() ([256][32]byte, error) {
+	if n.mesh != nil {
+		return n.mesh.Digest()
+	}
+	return n.store.Digest()
+}
 
 // Peers lists every other device in the registry with its state.
 func (n *Node) Peers(ctx context.Context) ([]api.Peer, error) {
