@@ -553,7 +553,11 @@ func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
 }
 
 // pullFrom runs one anti-entropy pull from the device at addr and saves
-// where it ended.
+// where it ended. When the peer's changes since the saved position leave
+// the digests different, a pull by buckets follows: whatever positions
+// were saved (a namespace that became shared, documents lost here), every
+// document of the buckets that differ is compared, so any divergence is
+// repaired. The peer's own pull back repairs the other direction.
 func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Minute)
 	defer cancel()
@@ -561,6 +565,25 @@ func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 	if data, err := m.store.GetLocal(localPosPrefix + device); err == nil {
 		since, _ = transport.DecodePosition(data)
 	}
+	// Index what the pull brings in large batches, once it ends (a search
+	// meanwhile still brings the index up to date first).
+	release := m.host.HoldIndex()
+	defer release()
+	stats, err := m.pullOnce(ctx, device, addr, since)
+	if err == nil && stats.Reconcile() {
+		var more transport.SyncStats
+		more, err = m.pullOnce(ctx, device, addr, transport.Position{})
+		stats.Add(more)
+	}
+	if err != nil {
+		return stats, err
+	}
+	return stats, m.store.PutLocalDurable(localPosPrefix+device, transport.AppendPosition(nil, stats.End))
+}
+
+// pullOnce runs one pull from the device at addr since a position of its
+// change log (zero: by digest buckets).
+func (m *Mesh) pullOnce(ctx context.Context, device, addr string, since transport.Position) (transport.SyncStats, error) {
 	s, err := m.Open(ctx, addr, transport.StreamSync)
 	if err != nil {
 		return transport.SyncStats{}, err
@@ -569,15 +592,7 @@ func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 		s.Close()
 		return transport.SyncStats{}, fmt.Errorf("%s answered at %s, expected %s", s.Peer, addr, device)
 	}
-	// Index what the pull brings in large batches, once it ends (a search
-	// meanwhile still brings the index up to date first).
-	release := m.host.HoldIndex()
-	defer release()
-	stats, err := transport.Pull(ctx, s, replica{m}, since)
-	if err != nil {
-		return stats, err
-	}
-	return stats, m.store.PutLocalDurable(localPosPrefix+device, transport.AppendPosition(nil, stats.End))
+	return transport.Pull(ctx, s, replica{m}, since)
 }
 
 // Pull runs one anti-entropy pull from every live peer and waits for it;
