@@ -137,6 +137,8 @@ type Mesh struct {
 	// memberlist tells its peers of a leave as of a death.
 	leaving atomic.Bool
 
+	pulledBytes atomic.Int64 // frame bytes of every pull since the start
+
 	mu      sync.Mutex
 	devices map[string]model.MeshRecord // the registry, by device id
 	localNS map[string]bool             // namespaces that never leave this machine
@@ -148,6 +150,11 @@ type Mesh struct {
 
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes
+	// pullSlot lets one pull run at a time, from whichever peer: a new or
+	// returning node catches up from one peer, and its pulls from the
+	// others, which start once that one is done, find little left to
+	// fetch instead of the same documents from every peer at once.
+	pullSlot chan struct{}
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -199,6 +206,7 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 		remote:   make(map[uint64]bool),
 		known:    make(map[string]string),
 		kick:     make(chan string, 64),
+		pullSlot: make(chan struct{}, 1),
 		pushWake: make(chan struct{}, 1),
 	}
 	if err := m.loadState(); err != nil {
@@ -525,21 +533,28 @@ func (m *Mesh) startPull(device string) {
 	})
 }
 
-// pull runs one anti-entropy pull from the device at addr, and records
-// and logs how it went.
+// pull runs one anti-entropy pull from the device at addr, once no other
+// pull runs, and records and logs how it went.
 func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
+	select {
+	case m.pullSlot <- struct{}{}:
+	case <-m.ctx.Done():
+		return transport.SyncStats{}, m.ctx.Err()
+	}
+	defer func() { <-m.pullSlot }()
 	m.mu.Lock()
 	p := m.peer(device)
 	p.pulls++
 	p.pulledAt = m.clock.Now()
 	m.mu.Unlock()
 	stats, err := m.pullFrom(device, addr)
+	m.pulledBytes.Add(stats.Bytes)
 	m.mu.Lock()
 	if err != nil {
 		p.lastErr = err.Error()
 	} else {
 		p.lastSync, p.lastErr = m.clock.Now(), ""
-		if stats.Received+stats.Rejected > 0 {
+		if stats.Received > 0 {
 			p.lastStats = stats
 		}
 	}
@@ -619,6 +634,10 @@ func (m *Mesh) Pull(ctx context.Context) error {
 	close(errs)
 	return <-errs
 }
+
+// PulledBytes returns the frame bytes of every pull from every peer
+// since the mesh started.
+func (m *Mesh) PulledBytes() int64 { return m.pulledBytes.Load() }
 
 // LastPull returns the figures of the last pull from the peer device
 // that brought documents; the zero value when none did.

@@ -93,6 +93,15 @@ func (n *Node) LastPull(device string) transport.SyncStats {
 	return n.mesh.LastPull(device)
 }
 
+// PulledBytes returns the frame bytes of every anti-entropy pull from
+// every peer since the node started (0 without the mesh).
+func (n *Node) PulledBytes() int64 {
+	if n.mesh == nil {
+		return 0
+	}
+	return n.mesh.PulledBytes()
+}
+
 // Digest returns the node's anti-entropy digest: two nodes holding the
 // same documents with the same heads have equal digests. With the mesh
 // on, documents that never leave this machine (local-only namespaces)

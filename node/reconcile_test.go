@@ -149,3 +149,44 @@ func digestsEqual(t *testing.T, a, b *Node) {
 		t.Fatal("the nodes' digests differ")
 	}
 }
+
+// TestMeshCatchUpFromOnePeer: a fresh node joins three members holding
+// the same memories. It catches up from one of them; its pulls from the
+// others start after that one ends and find nothing left to fetch, so
+// every document comes once, not once per member.
+func TestMeshCatchUpFromOnePeer(t *testing.T) {
+	members := cluster(t, 3, nil)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := newRand(seed)
+	const count = 1500
+	for i := range count {
+		remember(t, members[0], api.RememberRequest{Content: fmt.Sprintf("memory %d: %s", i, words(rng, 40))})
+	}
+	waitUntil(t, "the members hold the same memories", func() bool { return converged(members) })
+
+	fresh := meshNode(t, "", 4, nil)
+	join(t, members[0], fresh)
+	waitUntil(t, "the fresh node caught up and pulled from every member", func() bool {
+		peers, err := fresh.Peers(context.Background())
+		if err != nil {
+			return false
+		}
+		synced := 0
+		for _, p := range peers {
+			if !p.LastSync.IsZero() {
+				synced++
+			}
+		}
+		return synced == len(members) && converged(append(members, fresh))
+	})
+	received, most := 0, 0
+	for _, m := range members {
+		n := fresh.LastPull(m.DeviceID()).Received
+		received, most = received+n, max(most, n)
+	}
+	t.Logf("documents received by the fresh node's pulls: %d, %d of them by one pull; bytes %d", received, most, fresh.PulledBytes())
+	if received > most*3/2 {
+		t.Fatalf("the fresh node received %d documents, its catch-up pull %d: the same documents came from several members", received, most)
+	}
+}
