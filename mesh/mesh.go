@@ -125,18 +125,19 @@ const (
 // the device registry (mesh records) that decides who may connect.
 // Create it with New, then Start it; Stop leaves the mesh.
 type Mesh struct {
-	cfg     Config
-	id      Identity
-	self    string // id.Device
-	actor   string // the Automerge actor of this device
-	host    Host
-	store   Store
-	clock   Clock
-	log     *slog.Logger
-	ep      *transport.Endpoint    // nil when stepped
-	ml      *memberlist.Memberlist // nil when stepped
-	net     Network                // the endpoint, or Config.Network
-	members Members                // memberlist, or Config.Members
+	cfg      Config
+	id       Identity
+	self     string // id.Device
+	actor    string // the Automerge actor of this device
+	host     Host
+	store    Store
+	registry *Registry
+	clock    Clock
+	log      *slog.Logger
+	ep       *transport.Endpoint    // nil when stepped
+	ml       *memberlist.Memberlist // nil when stepped
+	net      Network                // the endpoint, or Config.Network
+	members  Members                // memberlist, or Config.Members
 	// stepped is set when Config.Network drives the mesh: no loop runs,
 	// and pushes wait in their queues until PushTo sends them.
 	stepped bool
@@ -161,6 +162,8 @@ type Mesh struct {
 	// memberlist tells its peers of a leave as of a death.
 	leaving atomic.Bool
 
+	pulledBytes atomic.Int64 // frame bytes of every pull since the start
+
 	mu      sync.Mutex
 	devices map[string]model.MeshRecord // the registry, by device id
 	localNS map[string]bool             // namespaces that never leave this machine
@@ -168,8 +171,15 @@ type Mesh struct {
 	remote  map[uint64]bool             // seqs of changes received from peers: not pushed
 	known   map[string]string           // device id -> last address, persisted
 
+	private privateShare // of the digest: documents that never leave this machine
+
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes
+	// pullSlot lets one pull run at a time, from whichever peer: a new or
+	// returning node catches up from one peer, and its pulls from the
+	// others, which start once that one is done, find little left to
+	// fetch instead of the same documents from every peer at once.
+	pullSlot chan struct{}
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -193,9 +203,9 @@ type peerState struct {
 }
 
 // New makes the mesh of the device id over store, whose documents host
-// merges and commits. It checks the configuration and reads the
-// registry; Start opens the network.
-func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Mesh, error) {
+// merges and commits, and whose device registry reg writes. It checks
+// the configuration and reads the registry; Start opens the network.
+func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *slog.Logger) (*Mesh, error) {
 	given := cfg.Name
 	cfg = cfg.withDefaults()
 	name, err := checkDeviceName(cfg.Name)
@@ -213,6 +223,7 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 		actor:    cmp.Or(id.Actor, crdt.ActorID(id.Device)),
 		host:     host,
 		store:    store,
+		registry: reg,
 		clock:    cfg.Clock,
 		log:      log.With("component", "mesh"),
 		devices:  make(map[string]model.MeshRecord),
@@ -221,6 +232,7 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 		remote:   make(map[uint64]bool),
 		known:    make(map[string]string),
 		kick:     make(chan string, 64),
+		pullSlot: make(chan struct{}, 1),
 		pushWake: make(chan struct{}, 1),
 		net:      cfg.Network,
 		members:  cfg.Members,
@@ -241,6 +253,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 	m.pushed.Store(m.store.DurableSeq())
 	if m.stepped {
 		m.ctx, m.cancel = context.WithCancel(ctx)
+		m.registry.follow(m)
 		return nil
 	}
 	ep, err := transport.Listen(transport.Config{
@@ -271,6 +284,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 	}
 	m.members = memberlistMembers{m.ml, m.self}
 	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.registry.follow(m)
 	m.goLoop(m.acceptLoop)
 	m.goLoop(m.pullLoop)
 	m.goLoop(m.pushLoop)
@@ -386,10 +400,13 @@ func (m *Mesh) noteRecordLocked(r model.MeshRecord) {
 	case model.MeshDevice:
 		m.devices[r.Key] = r
 	case model.MeshNamespace:
-		if r.Sync == model.SyncLocal {
-			m.localNS[r.Key] = true
-		} else {
-			delete(m.localNS, r.Key)
+		if local := r.Sync == model.SyncLocal; local != m.localNS[r.Key] {
+			if local {
+				m.localNS[r.Key] = true
+			} else {
+				delete(m.localNS, r.Key)
+			}
+			m.privateChanged()
 		}
 	}
 }
@@ -457,7 +474,7 @@ func (m *Mesh) pullBack(peer string, req transport.PullRequest) bool {
 	if recent {
 		return false
 	}
-	digest, err := m.store.Digest()
+	digest, err := m.Digest()
 	return err == nil && digest != req.Digest
 }
 
@@ -567,21 +584,28 @@ func (m *Mesh) startPull(device string) {
 	})
 }
 
-// pull runs one anti-entropy pull from the device at addr, and records
-// and logs how it went.
+// pull runs one anti-entropy pull from the device at addr, once no other
+// pull runs, and records and logs how it went.
 func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
+	select {
+	case m.pullSlot <- struct{}{}:
+	case <-m.ctx.Done():
+		return transport.SyncStats{}, m.ctx.Err()
+	}
+	defer func() { <-m.pullSlot }()
 	m.mu.Lock()
 	p := m.peer(device)
 	p.pulls++
 	p.pulledAt = m.clock.Now()
 	m.mu.Unlock()
 	stats, err := m.pullFrom(device, addr)
+	m.pulledBytes.Add(stats.Bytes)
 	m.mu.Lock()
 	if err != nil {
 		p.lastErr = err.Error()
 	} else {
 		p.lastSync, p.lastErr = m.clock.Now(), ""
-		if stats.Received+stats.Rejected > 0 {
+		if stats.Received > 0 {
 			p.lastStats = stats
 		}
 	}
@@ -595,7 +619,11 @@ func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
 }
 
 // pullFrom runs one anti-entropy pull from the device at addr and saves
-// where it ended.
+// where it ended. When the peer's changes since the saved position leave
+// the digests different, a pull by buckets follows: whatever positions
+// were saved (a namespace that became shared, documents lost here), every
+// document of the buckets that differ is compared, so any divergence is
+// repaired. The peer's own pull back repairs the other direction.
 func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Minute)
 	defer cancel()
@@ -603,6 +631,25 @@ func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 	if data, err := m.store.GetLocal(localPosPrefix + device); err == nil {
 		since, _ = transport.DecodePosition(data)
 	}
+	// Index what the pull brings in large batches, once it ends (a search
+	// meanwhile still brings the index up to date first).
+	release := m.host.HoldIndex()
+	defer release()
+	stats, err := m.pullOnce(ctx, device, addr, since)
+	if err == nil && stats.Reconcile() {
+		var more transport.SyncStats
+		more, err = m.pullOnce(ctx, device, addr, transport.Position{})
+		stats.Add(more)
+	}
+	if err != nil {
+		return stats, err
+	}
+	return stats, m.store.PutLocalDurable(localPosPrefix+device, transport.AppendPosition(nil, stats.End))
+}
+
+// pullOnce runs one pull from the device at addr since a position of its
+// change log (zero: by digest buckets).
+func (m *Mesh) pullOnce(ctx context.Context, device, addr string, since transport.Position) (transport.SyncStats, error) {
 	s, err := m.net.Open(ctx, device, addr, transport.StreamSync)
 	if err != nil {
 		return transport.SyncStats{}, err
@@ -611,15 +658,7 @@ func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 		s.Close()
 		return transport.SyncStats{}, fmt.Errorf("%s answered at %s, expected %s", s.PeerDevice(), addr, device)
 	}
-	// Index what the pull brings in large batches, once it ends (a search
-	// meanwhile still brings the index up to date first).
-	release := m.host.HoldIndex()
-	defer release()
-	stats, err := transport.Pull(ctx, s, replica{m}, since)
-	if err != nil {
-		return stats, err
-	}
-	return stats, m.store.PutLocalDurable(localPosPrefix+device, transport.AppendPosition(nil, stats.End))
+	return transport.Pull(ctx, s, replica{m}, since)
 }
 
 // Pull runs one anti-entropy pull from every live peer and waits for it;
@@ -646,6 +685,10 @@ func (m *Mesh) Pull(ctx context.Context) error {
 	close(errs)
 	return <-errs
 }
+
+// PulledBytes returns the frame bytes of every pull from every peer
+// since the mesh started.
+func (m *Mesh) PulledBytes() int64 { return m.pulledBytes.Load() }
 
 // LastPull returns the figures of the last pull from the peer device
 // that brought documents; the zero value when none did.

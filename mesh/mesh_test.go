@@ -36,7 +36,7 @@ func testMesh(t *testing.T, store Store, clock Clock) *Mesh {
 		t.Fatal(err)
 	}
 	m, err := New(Config{Name: "test", SyncInterval: time.Hour, Clock: clock}, Identity{Key: key, Device: strings.Repeat("A", 52)},
-		nil, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		nil, store, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestSteppedNeedsBoth(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = New(Config{Name: "test", Network: endpointNetwork{}}, Identity{Key: key, Device: strings.Repeat("A", 52)},
-		nil, testStore(t), slog.New(slog.DiscardHandler))
+		nil, testStore(t), nil, slog.New(slog.DiscardHandler))
 	if err == nil {
 		t.Fatal("a mesh with a network and no membership was made")
 	}

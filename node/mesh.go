@@ -23,12 +23,10 @@ func (n *Node) startMesh(ctx context.Context, cfg mesh.Config) error {
 	if cfg.Rand == nil && n.cfg.Rand != nil {
 		cfg.Rand = lockedReader{&n.randMu, n.cfg.Rand}
 	}
-	m, err := mesh.New(cfg, id, meshHost{n}, n.store, n.log)
+	m, err := mesh.New(cfg, id, meshHost{n}, n.store, n.registry, n.log)
 	if err != nil {
 		return err
 	}
-	// The mesh adds this device to the registry through the node, which
-	// tells the mesh: it must be in place before the mesh starts.
 	n.mesh = m
 	if err := m.Start(ctx); err != nil {
 		n.mesh = nil
@@ -56,10 +54,6 @@ func (h meshHost) EdgeRecord(e *model.Edge, doc []byte) (storage.Record, error) 
 	return edgeRecord(e, doc)
 }
 
-func (h meshHost) MeshRecord(r *model.MeshRecord, doc []byte) (storage.Record, error) {
-	return meshRecord(r, doc)
-}
-
 func (h meshHost) TombstoneRecords(ts crdt.Tombstone) ([]storage.Record, error) {
 	recs, _, err := h.n.tombstoneRecords(ts)
 	return recs, err
@@ -68,9 +62,6 @@ func (h meshHost) TombstoneRecords(ts crdt.Tombstone) ([]storage.Record, error) 
 func (h meshHost) Purged(id string) bool          { return h.n.purged(id) }
 func (h meshHost) PurgedEndpoint(end string) bool { return h.n.purgedEndpoint(end) }
 func (h meshHost) HoldIndex() func()              { return h.n.indexer.hold() }
-func (h meshHost) AddDevice(device, name, by string) (model.MeshRecord, error) {
-	return h.n.addDevice(device, name, by)
-}
 
 func (h meshHost) Committed() {
 	h.n.changed()
@@ -98,9 +89,25 @@ func (n *Node) LastPull(device string) transport.SyncStats {
 	return n.mesh.LastPull(device)
 }
 
+// PulledBytes returns the frame bytes of every anti-entropy pull from
+// every peer since the node started (0 without the mesh).
+func (n *Node) PulledBytes() int64 {
+	if n.mesh == nil {
+		return 0
+	}
+	return n.mesh.PulledBytes()
+}
+
 // Digest returns the node's anti-entropy digest: two nodes holding the
-// same documents with the same heads have equal digests.
-func (n *Node) Digest() ([256][32]byte, error) { return n.store.Digest() }
+// same documents with the same heads have equal digests. With the mesh
+// on, documents that never leave this machine (local-only namespaces)
+// are left out of it.
+func (n *Node) Digest() ([256][32]byte, error) {
+	if n.mesh != nil {
+		return n.mesh.Digest()
+	}
+	return n.store.Digest()
+}
 
 // Peers lists every other device in the registry with its state.
 func (n *Node) Peers(ctx context.Context) ([]api.Peer, error) {
