@@ -144,6 +144,10 @@ type Mesh struct {
 	remote  map[uint64]bool             // seqs of changes received from peers: not pushed
 	known   map[string]string           // device id -> last address, persisted
 
+	// send pushes a batch to a peer and waits until it applied it (push;
+	// tests replace it).
+	send func(ctx context.Context, device, addr string, batch []transport.Entry) error
+
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes
 	ctx      context.Context
@@ -199,6 +203,7 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 		kick:     make(chan string, 64),
 		pushWake: make(chan struct{}, 1),
 	}
+	m.send = m.push
 	if err := m.loadState(); err != nil {
 		return nil, err
 	}
@@ -702,6 +707,13 @@ func (m *Mesh) queuePush(batch []transport.Entry) {
 	}
 }
 
+// Backoff of a push that failed: the first retry after pushRetryFirst,
+// each wait twice the last, up to pushRetryMax.
+const (
+	pushRetryFirst = 250 * time.Millisecond
+	pushRetryMax   = 8 * time.Second
+)
+
 // pushTo sends queued batches to one peer, in order.
 func (m *Mesh) pushTo(device string, p *peerState) {
 	for {
@@ -711,19 +723,55 @@ func (m *Mesh) pushTo(device string, p *peerState) {
 			return
 		case batch = <-p.push:
 		}
-		m.mu.Lock()
-		addr := p.addr
-		m.mu.Unlock()
-		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
-		s, err := m.Open(ctx, addr, transport.StreamPush)
-		if err == nil {
-			err = transport.Push(s, batch)
-		}
-		cancel()
-		if err != nil {
-			m.log.Debug("push failed; anti-entropy will carry it", "peer", device, "err", err)
-		}
+		m.deliver(device, p, batch)
 	}
+}
+
+// deliver sends a batch to one peer until the peer has applied it: a
+// push that fails (a network blip, a peer busy restarting) is retried
+// with backoff, read from the mesh's clock, for as long as the peer is
+// alive or suspect. A peer that died or left gets the batch from
+// anti-entropy when it returns.
+func (m *Mesh) deliver(device string, p *peerState, batch []transport.Entry) {
+	wait := pushRetryFirst
+	for attempt := 1; ; attempt++ {
+		m.mu.Lock()
+		addr, state := p.addr, p.state
+		m.mu.Unlock()
+		if attempt > 1 && state != "alive" && state != "suspect" {
+			m.log.Debug("push given up; anti-entropy will carry it", "peer", device, "state", state, "attempts", attempt-1)
+			return
+		}
+		err := m.send(m.ctx, device, addr, batch)
+		if err == nil {
+			return
+		}
+		m.log.Debug("push failed; retrying", "peer", device, "err", err, "attempt", attempt, "wait", wait)
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.clock.After(wait):
+		}
+		wait = min(2*wait, pushRetryMax)
+	}
+}
+
+// pushTimeout bounds one push, its answer included.
+const pushTimeout = 10 * time.Second
+
+// push sends a batch to the device at addr and waits until it applied it.
+func (m *Mesh) push(ctx context.Context, device, addr string, batch []transport.Entry) error {
+	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+	defer cancel()
+	s, err := m.Open(ctx, addr, transport.StreamPush)
+	if err != nil {
+		return err
+	}
+	if s.Peer != device {
+		s.Close()
+		return fmt.Errorf("%s answered at %s, expected %s", s.Peer, addr, device)
+	}
+	return transport.Push(ctx, s, batch)
 }
 
 // Notify tells the pusher that changes are durable.

@@ -3,10 +3,12 @@ package mesh
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,4 +163,69 @@ func TestPeerDeviceName(t *testing.T) {
 			t.Errorf("peerDeviceName(%q) = %q, want %q", name, got, want)
 		}
 	}
+}
+
+// TestFailedPushRetried: a push that fails (a network blip) is sent again
+// with backoff, read from the mesh's clock, until the peer has it; and no
+// longer once the peer is dead, anti-entropy then carries it.
+func TestFailedPushRetried(t *testing.T) {
+	clock := newFakeClock()
+	m := testMesh(t, testStore(t), clock)
+	sent := make(chan string, 16) // the first id of each batch sent
+	var failures atomic.Int32
+	failures.Store(3)
+	m.send = func(_ context.Context, _, _ string, batch []transport.Entry) error {
+		sent <- batch[0].ID
+		if failures.Add(-1) >= 0 {
+			return errors.New("network is unreachable")
+		}
+		return nil
+	}
+	m.mu.Lock()
+	p := m.peer("B")
+	p.state, p.addr = "alive", "127.0.0.2:7420"
+	m.mu.Unlock()
+	expect := func(id string) {
+		t.Helper()
+		select {
+		case got := <-sent:
+			if got != id {
+				t.Fatalf("sent %s, want %s", got, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s was not sent", id)
+		}
+	}
+	none := func() {
+		t.Helper()
+		select {
+		case got := <-sent:
+			t.Fatalf("%s sent before its time", got)
+		default:
+		}
+	}
+
+	p.push <- []transport.Entry{{ID: "x"}}
+	expect("x")
+	for _, wait := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+		waitPending(t, clock, 1)
+		clock.Advance(wait - time.Millisecond)
+		none()
+		clock.Advance(time.Millisecond)
+		expect("x") // the third retry succeeds
+	}
+	p.push <- []transport.Entry{{ID: "y"}}
+	expect("y") // the next batch: x is not sent again
+
+	// A dead peer's push is given up after the attempt in flight.
+	failures.Store(100)
+	p.push <- []transport.Entry{{ID: "z"}}
+	expect("z")
+	waitPending(t, clock, 1)
+	m.mu.Lock()
+	p.state = "dead"
+	m.mu.Unlock()
+	clock.Advance(time.Second)
+	p.push <- []transport.Entry{{ID: "w"}}
+	expect("w")
 }
