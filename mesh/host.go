@@ -19,7 +19,6 @@ type Store interface {
 	Get(kind storage.Kind, id string) (storage.Record, error)
 	GetDoc(kind storage.Kind, id string) ([]byte, error)
 	All(kind storage.Kind, fn func(storage.Record) error) error
-	Count(kind storage.Kind) (int, error)
 	Commit(recs ...storage.Record) (uint64, error)
 	GetLocal(key string) ([]byte, error)
 	PutLocalDurable(key string, value []byte) error

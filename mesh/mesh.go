@@ -143,6 +143,8 @@ type Mesh struct {
 	peers   map[string]*peerState       // by device id
 	remote  map[uint64]bool             // seqs of changes received from peers: not pushed
 	known   map[string]string           // device id -> last address, persisted
+	heard   map[string]heard            // reach reports, by the device that sent them
+	relayed map[string]relayedSum       // digest sums relayed by others, by device
 
 	// send pushes a batch to a peer and waits until it applied it (push;
 	// tests replace it).
@@ -150,15 +152,20 @@ type Mesh struct {
 
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+
+	knownChanged chan struct{} // known changed: saveLoop writes it
+	saveMu       sync.Mutex    // one write of known at a time, in order
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
 }
 
 // peerState is what this node knows of one peer beyond memberlist.
 type peerState struct {
 	addr      string
-	state     string // alive, suspect, dead, left
+	state     string    // memberlist's: alive, dead, left (see reach for suspect)
+	joined    time.Time // when it last became alive
+	direct    time.Time // when it last answered a direct probe
 	version   string
 	name      string
 	pulling   bool
@@ -169,7 +176,10 @@ type peerState struct {
 	pulledAt  time.Time // when the last one started
 	served    bool      // the peer completed a pull from us
 	servedSeq uint64    // our change-log seq it reached then
-	push      chan []transport.Entry
+	// holds are documents the peer is known to hold since (pushed to it
+	// and applied, or received from it): kind and id -> heads.
+	holds map[string]string
+	push  chan []transport.Entry
 }
 
 // New makes the mesh of the device id over store, whose documents host
@@ -200,8 +210,12 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 		peers:    make(map[string]*peerState),
 		remote:   make(map[uint64]bool),
 		known:    make(map[string]string),
+		heard:    make(map[string]heard),
+		relayed:  make(map[string]relayedSum),
 		kick:     make(chan string, 64),
 		pushWake: make(chan struct{}, 1),
+
+		knownChanged: make(chan struct{}, 1),
 	}
 	m.send = m.push
 	if err := m.loadState(); err != nil {
@@ -242,6 +256,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 	m.goLoop(m.pullLoop)
 	m.goLoop(m.pushLoop)
 	m.goLoop(m.retryLoop)
+	m.goLoop(m.saveLoop)
 	m.log.Info("mesh listening", "addr", ep.Addr().String(), "advertise", m.advertise.String(), "device", m.self)
 	return nil
 }
@@ -300,6 +315,7 @@ func (m *Mesh) memberlistConfig() *memberlist.Config {
 	c.Delegate = &meshDelegate{m}
 	c.Events = &meshEvents{m}
 	c.Alive = &meshAlive{m}
+	c.Ping = meshPing{m}
 	c.Logger = slog.NewLogLogger(m.log.With("component", "memberlist").Handler(), slog.LevelDebug)
 	return c
 }
@@ -372,22 +388,53 @@ func (m *Mesh) Authorize(device string) error {
 func (m *Mesh) peer(device string) *peerState {
 	p := m.peers[device]
 	if p == nil {
-		p = &peerState{push: make(chan []transport.Entry, pushQueue)}
+		p = &peerState{push: make(chan []transport.Entry, pushQueue), holds: make(map[string]string)}
 		m.peers[device] = p
 		m.goLoop(func() { m.pushTo(device, p) })
 	}
 	return p
 }
 
-// remember records a peer's address for reconnection, durably only when
-// it changed.
+// remember records a peer's address for reconnection. It only tells
+// saveLoop to write it durably when it changed: memberlist calls it from
+// callbacks that hold its node lock, where an fsync would stall every
+// probe and gossip.
 func (m *Mesh) remember(device, addr string) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if device == m.self || m.known[device] == addr {
-		m.mu.Unlock()
 		return
 	}
 	m.known[device] = addr
+	select {
+	case m.knownChanged <- struct{}{}:
+	default:
+	}
+}
+
+// saveLoop writes the known peers durably each time they change, and a
+// last time as the mesh stops if they changed since.
+func (m *Mesh) saveLoop() {
+	for {
+		select {
+		case <-m.ctx.Done():
+			select {
+			case <-m.knownChanged:
+				m.saveKnown()
+			default:
+			}
+			return
+		case <-m.knownChanged:
+			m.saveKnown()
+		}
+	}
+}
+
+// saveKnown writes the known peers durably.
+func (m *Mesh) saveKnown() {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	m.mu.Lock()
 	data, err := json.Marshal(m.known)
 	m.mu.Unlock()
 	if err == nil {
@@ -744,6 +791,7 @@ func (m *Mesh) deliver(device string, p *peerState, batch []transport.Entry) {
 		}
 		err := m.send(m.ctx, device, addr, batch)
 		if err == nil {
+			m.holding(device, batch)
 			return
 		}
 		m.log.Debug("push failed; retrying", "peer", device, "err", err, "attempt", attempt, "wait", wait)
@@ -795,6 +843,7 @@ func (m *Mesh) retryLoop() {
 			return
 		case <-tick.C():
 		}
+		m.tellReach()
 		alive := make(map[string]bool)
 		for _, node := range m.ml.Members() {
 			alive[node.Name] = node.State == memberlist.StateAlive
@@ -855,7 +904,12 @@ func (d *meshDelegate) NodeMeta(limit int) []byte {
 	}
 	return b
 }
-func (d *meshDelegate) NotifyMsg([]byte)                           {}
+func (d *meshDelegate) NotifyMsg(msg []byte) {
+	defer d.m.evMu.RUnlock()
+	if d.m.live() {
+		d.m.heardReach(msg)
+	}
+}
 func (d *meshDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (d *meshDelegate) LocalState(join bool) []byte                { return nil }
 func (d *meshDelegate) MergeRemoteState(buf []byte, join bool)     {}
@@ -919,6 +973,9 @@ func (m *Mesh) note(node *memberlist.Node, state string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.peer(node.Name)
+	if state == "alive" && p.state != "alive" {
+		p.joined = m.clock.Now()
+	}
 	p.addr, p.state, p.version, p.name = node.Address(), state, meta.Version, peerDeviceName(meta.Name, "")
 }
 
@@ -951,46 +1008,28 @@ func peerDeviceName(name, fallback string) string {
 	return fallback
 }
 
-// Peers lists every other device in the registry with its state.
+// Peers lists every other device in the registry with its state, how it
+// is reached (see reach) and how many documents it lacks (see behind).
 func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
-	suspect := make(map[string]bool)
-	for _, node := range m.ml.Members() {
-		if node.State == memberlist.StateSuspect {
-			suspect[node.Name] = true
-		}
-	}
-	total := 0
-	for _, kind := range []storage.Kind{storage.KindMemory, storage.KindEdge, storage.KindMesh} {
-		c, err := m.store.Count(kind)
-		if err != nil {
-			return nil, err
-		}
-		total += c
-	}
+	now := m.clock.Now()
 	m.mu.Lock()
 	var out []api.Peer
 	for device, rec := range m.devices {
 		if device == m.self {
 			continue
 		}
-		p := api.Peer{Device: device, Name: rec.Name, State: "unknown", Behind: -1}
+		p := api.Peer{Device: device, Name: rec.Name, State: "unknown"}
 		if st := m.peers[device]; st != nil {
 			p.Addr, p.LastSync, p.Version, p.LastErr, p.Pulls = st.addr, st.lastSync, st.version, st.lastErr, st.pulls
 			if st.state != "" {
-				p.State = st.state
+				p.State, p.Via = m.reach(device, st, now)
 			}
 			if st.name != "" {
 				p.Name = st.name
 			}
-			if st.served {
-				p.Behind = int(st.servedSeq) // converted to a count below
-			}
 		}
 		if p.Addr == "" {
 			p.Addr = m.known[device]
-		}
-		if suspect[device] {
-			p.State = "suspect"
 		}
 		if rec.Revoked() {
 			p.State = "revoked"
@@ -998,16 +1037,16 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		out = append(out, p)
 	}
 	m.mu.Unlock()
+	var sum string
+	if d, err := m.store.Digest(); err == nil {
+		sum = digestSum(d)
+	}
 	for i := range out {
 		if out[i].State == "alive" || out[i].State == "suspect" {
 			out[i].RTT = m.ep.RTT(out[i].Addr)
 		}
-		if out[i].Behind < 0 {
-			out[i].Behind = total
-			continue
-		}
-		behind := 0
-		if _, err := m.store.Changes(uint64(out[i].Behind), 0, func(storage.Record) error { behind++; return nil }); err != nil {
+		behind, err := m.behind(out[i].Device, sum, now)
+		if err != nil {
 			return nil, err
 		}
 		out[i].Behind = behind

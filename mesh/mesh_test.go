@@ -6,13 +6,17 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/memmesh/memmesh/internal/secrets/secretstest"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -228,4 +232,102 @@ func TestFailedPushRetried(t *testing.T) {
 	clock.Advance(time.Second)
 	p.push <- []transport.Entry{{ID: "w"}}
 	expect("w")
+}
+
+// TestPeersTellSuspectAndIndirect: a peer that stops answering direct
+// probes is suspect, unless a peer that reaches it says so: it is then
+// alive, reached through that peer. Reports age out, and only members'
+// count.
+func TestPeersTellSuspectAndIndirect(t *testing.T) {
+	clock := newFakeClock()
+	m := testMesh(t, testStore(t), clock)
+	const b, c = "B", "C"
+	for _, d := range []string{b, c} {
+		m.noteRecord(model.MeshRecord{What: model.MeshDevice, Key: d})
+		m.note(&memberlist.Node{Name: d, Addr: net.IPv4(127, 0, 0, 2), Port: 7420}, "alive")
+	}
+	ping := meshPing{m}
+	acked := func(d string) { ping.NotifyPingComplete(&memberlist.Node{Name: d}, time.Millisecond, nil) }
+	check := func(d, wantState string, wantVia ...string) {
+		t.Helper()
+		m.mu.Lock()
+		state, via := m.reach(d, m.peers[d], clock.Now())
+		m.mu.Unlock()
+		if state != wantState || !slices.Equal(via, wantVia) {
+			t.Fatalf("%s: %s via %v, want %s via %v", d, state, via, wantState, wantVia)
+		}
+	}
+	check(c, "alive") // joined just now: not probed yet
+
+	step := m.cfg.ProbeInterval
+	for range 10 { // b answers every probe, c none
+		clock.Advance(step)
+		acked(b)
+	}
+	check(b, "alive")
+	check(c, "suspect")
+
+	m.heardReach([]byte(`{"f":"C","d":["B"]}`)) // c's report does not vouch for c
+	m.heardReach([]byte(`{"f":"X","d":["C"]}`)) // nor does a stranger's
+	check(c, "suspect")
+	m.heardReach([]byte(`{"f":"B","d":["C"]}`))
+	check(c, "alive", b)
+	if !strings.Contains(string(m.reachReport()), `"B"`) || strings.Contains(string(m.reachReport()), `"C"`) {
+		t.Fatalf("reach report %s, want b listed and c not", m.reachReport())
+	}
+
+	for range 20 { // b's report ages out
+		clock.Advance(step)
+		acked(b)
+	}
+	check(c, "suspect")
+	m.heardReach([]byte(`{"f":"B","d":["C"]}`))
+	check(c, "alive", b)
+	acked(c) // c answers again
+	check(c, "alive")
+
+	m.note(&memberlist.Node{Name: c}, "dead")
+	check(c, "dead")
+}
+
+// slowSyncStore is a store whose durable local writes wait until release
+// is closed, as an fsync on a busy disk does.
+type slowSyncStore struct {
+	*storage.Store
+	release chan struct{}
+	wrote   chan string
+}
+
+func (s slowSyncStore) PutLocalDurable(key string, value []byte) error {
+	<-s.release
+	s.wrote <- key
+	return s.Store.PutLocalDurable(key, value)
+}
+
+// TestMembershipEventsDoNotWaitForTheDisk: memberlist calls its event
+// delegates holding its node lock; a join event returns before the new
+// peer's address is durable, which is written after.
+func TestMembershipEventsDoNotWaitForTheDisk(t *testing.T) {
+	st := slowSyncStore{Store: testStore(t), release: make(chan struct{}), wrote: make(chan string, 1)}
+	m := testMesh(t, st, nil)
+	m.goLoop(m.saveLoop)
+	returned := make(chan struct{})
+	go func() {
+		(&meshEvents{m}).NotifyJoin(&memberlist.Node{Name: "B", Addr: net.IPv4(127, 0, 0, 2), Port: 7420})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		close(st.release)
+		t.Fatal("a join event waited for a durable write")
+	}
+	close(st.release)
+	if key := <-st.wrote; key != localKnown {
+		t.Fatalf("wrote %s, want %s", key, localKnown)
+	}
+	data, err := st.GetLocal(localKnown)
+	if err != nil || !strings.Contains(string(data), "127.0.0.2:7420") {
+		t.Fatalf("known peers saved as %s (%v), want the new peer's address", data, err)
+	}
 }

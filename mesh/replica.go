@@ -141,6 +141,7 @@ func (m *Mesh) Apply(peer string, docs []transport.Entry) error { return replica
 // own, so that the memories and edges they erase are not stored again
 // from the same batch.
 func (r replica) Apply(peer string, docs []transport.Entry) error {
+	r.m.holding(peer, docs)
 	ids := make([]string, len(docs))
 	for i, d := range docs {
 		ids[i] = d.ID

@@ -833,3 +833,96 @@ func TestMeshPeersTellACleanStop(t *testing.T) {
 		t.Fatalf("a peer that stopped cleanly is shown %q, want left", got)
 	}
 }
+
+// peerView returns how n sees the peer device: its state and the devices
+// it is reached through.
+func peerView(t testing.TB, n *Node, device string) (string, []string) {
+	t.Helper()
+	peers, err := n.Peers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range peers {
+		if p.Device == device {
+			return p.State, p.Via
+		}
+	}
+	return "", nil
+}
+
+// partialMesh starts a, b and c where a and b cannot reach each other and
+// both reach c (a laptop behind NAT, a desktop, an always-on machine), and
+// joins a and b through c.
+func partialMesh(t *testing.T, mc mesh.Config) (a, b, c *Node) {
+	fn := faultnet.New(1)
+	a, b, c = meshNodeWith(t, "", 1, fn, mc), meshNodeWith(t, "", 2, fn, mc), meshNodeWith(t, "", 3, fn, mc)
+	fn.Cut(addr(a), addr(b))
+	join(t, c, a)
+	join(t, c, b)
+	waitUntil(t, "c sees a and b alive", func() bool { return alivePeers(c) == 2 })
+	return a, b, c
+}
+
+// TestMeshPeersThroughOthers: a peer reached only through another is
+// shown alive, through that peer; one reached directly, with no via.
+func TestMeshPeersThroughOthers(t *testing.T) {
+	a, b, c := partialMesh(t, mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour})
+	for _, n := range []*Node{a, b} {
+		other := map[*Node]*Node{a: b, b: a}[n]
+		waitUntil(t, "a and b see each other through c", func() bool {
+			state, via := peerView(t, n, other.DeviceID())
+			return state == "alive" && slices.Equal(via, []string{c.DeviceID()})
+		})
+		if state, via := peerView(t, n, c.DeviceID()); state != "alive" || via != nil {
+			t.Errorf("c, reached directly, is shown %s via %v", state, via)
+		}
+	}
+	for _, n := range []*Node{a, b} {
+		if state, via := peerView(t, c, n.DeviceID()); state != "alive" || via != nil {
+			t.Errorf("c shows %s %s via %v, want alive, directly", n.DeviceID(), state, via)
+		}
+	}
+}
+
+// behindOf is how many documents n says the peer device lacks.
+func behindOf(t testing.TB, n *Node, device string) int {
+	t.Helper()
+	peers, err := n.Peers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range peers {
+		if p.Device == device {
+			return p.Behind
+		}
+	}
+	t.Fatalf("%s is not a peer", device)
+	return 0
+}
+
+// TestMeshBehindCountsWhatThePeerLacks: documents pushed to a peer that
+// applied them are not counted as behind, and a peer reached only
+// through another is not behind once it holds everything.
+func TestMeshBehindCountsWhatThePeerLacks(t *testing.T) {
+	cfg := mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour}
+	a, b, c := partialMesh(t, cfg)
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, remember(t, a, api.RememberRequest{Content: fmt.Sprintf("pushed to c, then through c %d", i)}).ID)
+	}
+	waitUntil(t, "every memory on c", func() bool {
+		return !slices.ContainsFunc(ids, func(id string) bool { return !has(c, id) })
+	})
+	waitUntil(t, "a says c lacks nothing", func() bool { return behindOf(t, a, c.DeviceID()) == 0 })
+	if n := behindOf(t, a, b.DeviceID()); n < len(ids) {
+		t.Fatalf("a says b lacks %d documents, b lacks at least the %d memories", n, len(ids))
+	}
+	// b pulls them from c (its pull from a fails: a is out of its reach).
+	if err := b.Pull(context.Background()); err != nil {
+		t.Log(err)
+	}
+	waitUntil(t, "every memory on b", func() bool {
+		return !slices.ContainsFunc(ids, func(id string) bool { return !has(b, id) })
+	})
+	waitUntil(t, "a says b lacks nothing", func() bool { return behindOf(t, a, b.DeviceID()) == 0 })
+}
