@@ -926,3 +926,50 @@ func TestMeshBehindCountsWhatThePeerLacks(t *testing.T) {
 	})
 	waitUntil(t, "a says b lacks nothing", func() bool { return behindOf(t, a, b.DeviceID()) == 0 })
 }
+
+// TestMeshRefusesWritesOfARevokedDevice: a memory a revoked device wrote
+// after its revocation is refused, whoever passes it on (here a third
+// member that was offline during the revocation); one it wrote before
+// stays.
+func TestMeshRefusesWritesOfARevokedDevice(t *testing.T) {
+	nodes := cluster(t, 3, nil)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	ctx := context.Background()
+	before := remember(t, b, api.RememberRequest{Content: "written before the revocation"})
+	waitUntil(t, "b's memory on a", func() bool { return has(a, before.ID) })
+	if _, err := a.Revoke(ctx, b.DeviceID()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the revocation on c", func() bool { return c.mesh.Authorize(b.DeviceID()) != nil })
+	advance(b, time.Second) // b writes after the revocation, on any clock
+	after := remember(t, b, api.RememberRequest{Content: "written after the revocation"})
+	content := "written before the revocation, edited after"
+	if _, err := b.Update(ctx, before.ID, api.UpdateRequest{Content: &content}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []transport.Entry
+	for _, id := range []string{after.ID, before.ID} {
+		rec, err := b.store.Get(storage.KindMemory, strings.TrimPrefix(id, "m-"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := b.store.GetDoc(storage.KindMemory, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, transport.Entry{Kind: byte(storage.KindMemory), ID: rec.ID, Heads: rec.Heads, Doc: doc})
+	}
+	err := a.mesh.Apply(c.DeviceID(), docs) // c passes on what b wrote
+	if rej, ok := errors.AsType[*transport.RejectedError](err); !ok || rej.Rejected != len(docs) {
+		t.Fatalf("applying the revoked device's later writes: %v, want both rejected", err)
+	}
+	if has(a, after.ID) {
+		t.Fatal("a memory the revoked device wrote after its revocation was stored")
+	}
+	if !has(a, before.ID) {
+		t.Fatal("a memory the revoked device wrote before its revocation was lost")
+	}
+	if got, err := a.Get(ctx, before.ID); err != nil || strings.Contains(got.Content, "edited after") {
+		t.Fatalf("the revoked device's later edit reached a: %q (%v)", got.Content, err)
+	}
+}
