@@ -305,7 +305,23 @@ func TestLabPartialConnectivity(t *testing.T) {
 			t.Errorf("peers flaps: %s %s", key, strings.Join(states, ", "))
 		}
 	}
-	// behind should count the documents the peer really lacks: none, once
+	// Each says the other is reached through c, and c that it reaches both
+	// directly.
+	for m, other := range map[*machine]*machine{a: b, b: a} {
+		for _, p := range views[m].Peers {
+			if p.Device == other.id && !slices.Equal(p.Via, []string{c.id}) {
+				t.Errorf("peers on %s shows %s %s via %v, want via c (%s)", m.name, other.name, p.State, p.Via, c.id)
+			}
+		}
+	}
+	var fromC peersOut
+	okJSON(t, c.home, &fromC, "peers", "--json")
+	for _, p := range fromC.Peers {
+		if p.Via != nil {
+			t.Errorf("peers on c shows %s via %v, want reached directly", p.Name, p.Via)
+		}
+	}
+	// behind counts the documents the peer really lacks: none, once
 	// everything crossed through c.
 	for m, other := range map[*machine]*machine{a: b, b: a} {
 		for _, p := range views[m].Peers {

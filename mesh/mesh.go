@@ -137,6 +137,12 @@ type Mesh struct {
 	// memberlist tells its peers of a leave as of a death.
 	leaving atomic.Bool
 
+	// revokedBy is the member that told this device it was revoked: it
+	// then stops syncing (see revokedSelf). leaveMu orders that stop and
+	// Stop's leave.
+	revokedBy atomic.Pointer[string]
+	leaveMu   sync.Mutex
+
 	mu      sync.Mutex
 	devices map[string]model.MeshRecord // the registry, by device id
 	localNS map[string]bool             // namespaces that never leave this machine
@@ -231,6 +237,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 		Key:       m.id.Key,
 		Cert:      m.id.Cert,
 		Authorize: m.Authorize,
+		Revoked:   m.revokedSelf,
 		Logger:    m.log.With("component", "transport"),
 		WrapConn:  m.cfg.WrapConn,
 	})
@@ -281,12 +288,17 @@ func (m *Mesh) goLoop(fn func()) {
 // endpoint stop.
 func (m *Mesh) Stop() error {
 	m.leaving.Store(true)
-	if err := m.ml.UpdateNode(time.Second); err != nil {
-		// Peers that miss it show a death instead of a leave: no reason
-		// to fail the stop.
-		m.log.Debug("telling peers of the leave", "err", err)
+	var err error
+	m.leaveMu.Lock()
+	if m.revokedBy.Load() == nil {
+		if err := m.ml.UpdateNode(time.Second); err != nil {
+			// Peers that miss it show a death instead of a leave: no
+			// reason to fail the stop.
+			m.log.Debug("telling peers of the leave", "err", err)
+		}
+		err = m.ml.Leave(time.Second)
 	}
-	err := m.ml.Leave(time.Second)
+	m.leaveMu.Unlock()
 	err = errors.Join(err, m.ml.Shutdown())
 	m.evMu.Lock()
 	m.closed = true
@@ -379,7 +391,7 @@ func (m *Mesh) Authorize(device string) error {
 	case !ok:
 		return fmt.Errorf("%w: %s is not in the device registry", transport.ErrUnauthorized, device)
 	case d.Revoked():
-		return fmt.Errorf("%w: %s was revoked", transport.ErrUnauthorized, device)
+		return fmt.Errorf("%w: %s was revoked", transport.ErrRevoked, device)
 	}
 	return nil
 }
@@ -393,6 +405,24 @@ func (m *Mesh) peer(device string) *peerState {
 		m.goLoop(func() { m.pushTo(device, p) })
 	}
 	return p
+}
+
+// revokedSelf is told by the endpoint that the member by closed the
+// connection because this device was revoked. The device stops: no more
+// membership, joins, pushes or pulls (each would be refused, and logged by
+// every member), until it is started again.
+func (m *Mesh) revokedSelf(by string) {
+	if !m.revokedBy.CompareAndSwap(nil, &by) {
+		return
+	}
+	m.log.Error("this device was revoked from the mesh: it no longer syncs", "told_by", by)
+	m.goLoop(func() {
+		m.leaveMu.Lock()
+		defer m.leaveMu.Unlock()
+		if err := m.ml.Shutdown(); err != nil {
+			m.log.Debug("stopping membership", "err", err)
+		}
+	})
 }
 
 // remember records a peer's address for reconnection. It only tells
@@ -510,10 +540,13 @@ func (m *Mesh) serve(s *transport.Stream) {
 			m.kickPull(s.Peer)
 		}
 	case transport.StreamPush:
-		if n, err := transport.ServePush(s, replica{m}); err != nil {
+		r := &pushedReplica{replica: replica{m}}
+		n, err := transport.ServePush(s, r)
+		if err != nil {
 			log.Warn("receiving a push failed", "err", err, "applied", n)
 			m.kickPull(s.Peer)
 		}
+		m.relay(s.Peer, r.docs)
 	case transport.StreamJoin:
 		if err := m.serveJoin(s); err != nil {
 			log.Warn("join refused", "err", err)
@@ -558,7 +591,7 @@ func (m *Mesh) startPull(device string) {
 	m.mu.Lock()
 	p := m.peer(device)
 	addr := p.addr
-	if p.pulling || addr == "" {
+	if p.pulling || addr == "" || m.revokedBy.Load() != nil {
 		m.mu.Unlock()
 		return
 	}
@@ -785,7 +818,7 @@ func (m *Mesh) deliver(device string, p *peerState, batch []transport.Entry) {
 		m.mu.Lock()
 		addr, state := p.addr, p.state
 		m.mu.Unlock()
-		if attempt > 1 && state != "alive" && state != "suspect" {
+		if attempt > 1 && (state != "alive" && state != "suspect" || m.revokedBy.Load() != nil) {
 			m.log.Debug("push given up; anti-entropy will carry it", "peer", device, "state", state, "attempts", attempt-1)
 			return
 		}
@@ -842,6 +875,9 @@ func (m *Mesh) retryLoop() {
 		case <-m.ctx.Done():
 			return
 		case <-tick.C():
+		}
+		if m.revokedBy.Load() != nil {
+			return
 		}
 		m.tellReach()
 		alive := make(map[string]bool)
@@ -1059,6 +1095,9 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 // the health of its peers. The registry's size is the caller's to add.
 func (m *Mesh) Status(ctx context.Context) (api.MeshStatus, error) {
 	st := api.MeshStatus{Device: m.self, Enabled: true, Name: m.cfg.Name}
+	if by := m.revokedBy.Load(); by != nil {
+		st.Errors = append(st.Errors, "this device was revoked from the mesh (as "+*by+" said): it no longer syncs")
+	}
 	st.Listen, st.Advertise = m.Addr().String(), m.advertise.String()
 	peers, err := m.Peers(ctx)
 	if err != nil {

@@ -300,8 +300,9 @@ type slowSyncStore struct {
 
 func (s slowSyncStore) PutLocalDurable(key string, value []byte) error {
 	<-s.release
+	err := s.Store.PutLocalDurable(key, value)
 	s.wrote <- key
-	return s.Store.PutLocalDurable(key, value)
+	return err
 }
 
 // TestMembershipEventsDoNotWaitForTheDisk: memberlist calls its event

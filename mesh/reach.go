@@ -292,3 +292,62 @@ func (m *Mesh) behind(device, sum string, now time.Time) (int, error) {
 	m.mu.Unlock()
 	return behind, nil
 }
+
+// pushedReplica is the replica as a push sees it: it keeps the documents
+// it was given to apply, for relay.
+type pushedReplica struct {
+	replica
+	docs []transport.Entry
+}
+
+func (r *pushedReplica) Apply(peer string, docs []transport.Entry) error {
+	err := r.replica.Apply(peer, docs)
+	for _, d := range docs {
+		r.docs = append(r.docs, transport.Entry{Kind: d.Kind, ID: d.ID})
+	}
+	return err
+}
+
+// relay passes documents that the device from pushed here on to the live
+// peers that from cannot reach directly (as its last reach report says),
+// so that a write crosses a partial partition (a cannot reach b, both
+// reach c) in a push, not at c's next anti-entropy pull from a. A mesh
+// where every node reaches every other relays nothing. What is relayed is
+// this node's stored version of each document, under its own policy.
+func (m *Mesh) relay(from string, pushed []transport.Entry) {
+	if len(pushed) == 0 {
+		return
+	}
+	now := m.clock.Now()
+	alive := m.aliveDevices()
+	m.mu.Lock()
+	h, ok := m.heard[from]
+	var targets []string
+	for _, device := range alive {
+		p := m.peers[device]
+		if ok && now.Sub(h.at) < m.reportTTL() && device != from && p != nil && m.reachedDirectly(p, now) && !slices.Contains(h.direct, device) {
+			targets = append(targets, device)
+		}
+	}
+	m.mu.Unlock()
+	if len(targets) == 0 {
+		return
+	}
+	batch, err := replica{m}.Docs(from, pushed)
+	if err != nil || len(batch) == 0 {
+		if err != nil {
+			m.log.Warn("reading documents to relay", "err", err)
+		}
+		return
+	}
+	m.log.Debug("relaying a push", "from", from, "to", targets, "documents", len(batch))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, device := range targets {
+		select {
+		case m.peer(device).push <- batch:
+		default:
+			m.kickPull(device)
+		}
+	}
+}

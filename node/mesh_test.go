@@ -973,3 +973,38 @@ func TestMeshRefusesWritesOfARevokedDevice(t *testing.T) {
 		t.Fatalf("the revoked device's later edit reached a: %q (%v)", got.Content, err)
 	}
 }
+
+// TestMeshPushCrossesAPartialPartition: a and b cannot reach each other,
+// both reach c; a write on a reaches b by push, through c, with no
+// anti-entropy pull (the sync interval is an hour), and the other way.
+func TestMeshPushCrossesAPartialPartition(t *testing.T) {
+	a, b, c := partialMesh(t, mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour})
+	for _, n := range []*Node{a, b} { // each knows the other reaches c only
+		other := map[*Node]*Node{a: b, b: a}[n]
+		waitUntil(t, "a and b see each other through c", func() bool {
+			_, via := peerView(t, n, other.DeviceID())
+			return slices.Equal(via, []string{c.DeviceID()})
+		})
+	}
+	fromA := remember(t, a, api.RememberRequest{Content: "written on a, for b through c"})
+	fromB := remember(t, b, api.RememberRequest{Content: "written on b, for a through c"})
+	waitUntil(t, "a's write on b", func() bool { return has(b, fromA.ID) })
+	waitUntil(t, "b's write on a", func() bool { return has(a, fromB.ID) })
+}
+
+// TestMeshRevokedDeviceIsTold: a revoked device that missed its
+// revocation (the revoking member disconnects it at once) learns it from
+// the member it retries, and says so in its status; it then stops its
+// membership, joins, pushes and pulls.
+func TestMeshRevokedDeviceIsTold(t *testing.T) {
+	ctx := context.Background()
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	if _, err := a.Revoke(ctx, b.DeviceID()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "b learns it was revoked", func() bool {
+		st, err := b.mesh.Status(ctx)
+		return err == nil && slices.ContainsFunc(st.Errors, func(e string) bool { return strings.Contains(e, "revoked") })
+	})
+}
