@@ -18,6 +18,11 @@ type Memory struct {
 	Reads         int      `json:"reads"`          // times read here
 	Maturity      Maturity `json:"maturity"`       // from Reads
 	ConfidenceNow float64  `json:"confidence_now"` // Confidence after decay (half-life since the last update)
+	// Replaces is set by an update that moved the memory out of a
+	// local-only namespace: the id it had there. The move made a new
+	// memory, whose history starts at the move, and purged that one, so
+	// that no revision written while it was private leaves the machine.
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // RememberRequest asks the node to store a memory. Only Content is required.

@@ -36,9 +36,9 @@ type Device struct {
 // NamespaceChange changes a namespace's settings; nil fields are left as
 // they are.
 type NamespaceChange struct {
-	// Sync is the replication policy: crdt.SyncLocal keeps the namespace's
+	// Sync is the replication policy: model.SyncLocal keeps the namespace's
 	// memories on the machine that wrote them (enforced when sending and
-	// when receiving), crdt.SyncAll replicates them.
+	// when receiving), model.SyncAll replicates them.
 	Sync *string `json:"sync,omitempty"`
 	// StaleAfter is the age after which a memory that was not updated is
 	// stale, in whole days ("30d"), or "default" (60 days).

@@ -3,15 +3,16 @@
 // transport), pushes of local changes to every live peer, anti-entropy
 // pulls, the adaptation of the node's store to the sync protocol
 // (transport.Replica: what to offer, send and apply, and the replication
-// policy), the view of the device registry that decides who may connect,
-// and invites.
+// policy), the device registry (Registry writes its records and the
+// namespace settings; the running mesh follows them and decides who may
+// connect), and invites.
 //
 // The node creates a Mesh with New, over the consumer-side interfaces
 // Store (the change log, digest, documents and local data) and Host (the
 // node's rules for records, its write locks, its erasures), then Starts
-// it. The registry's records are written by the node and replicated like
-// memories; the mesh follows them (Noted) and the documents its peers
-// send.
+// it. The node makes the Registry whether or not the mesh runs: its
+// records replicate like memories, and a running mesh follows them and the
+// ones its peers send.
 //
 // Scheduling reads time from Config.Clock (the anti-entropy and retry
 // tickers, the waits between joins, the interval between pulls back,

@@ -26,18 +26,18 @@ type Store interface {
 
 var _ Store = (*storage.Store)(nil)
 
-// Host is what the mesh needs of the node it runs in: the rules that turn
-// a document into the records the node stores, the node's per-document
-// write locks, its erasures, and its reaction to documents from peers.
+// Host is what the mesh and the registry need of the node they run in:
+// the rules that turn a document into the records the node stores, the
+// node's per-document write locks, its erasures, and its reaction to
+// commits.
 type Host interface {
 	// Lock takes the write locks of the documents ids (the ones local
 	// writes take) and returns their unlock.
 	Lock(ids ...string) (unlock func())
-	// MemoryRecord, EdgeRecord and MeshRecord build the record the node
-	// stores for a materialised document whose bytes are doc.
+	// MemoryRecord and EdgeRecord build the record the node stores for
+	// a materialised document whose bytes are doc.
 	MemoryRecord(m *model.Memory, doc []byte) (storage.Record, error)
 	EdgeRecord(e *model.Edge, doc []byte) (storage.Record, error)
-	MeshRecord(r *model.MeshRecord, doc []byte) (storage.Record, error)
 	// TombstoneRecords returns the records that store ts, merged with
 	// the node's own, and erase its memory and edges; none when nothing
 	// is new.
@@ -46,11 +46,8 @@ type Host interface {
 	// PurgedEndpoint whether an edge endpoint is such a memory.
 	Purged(id string) bool
 	PurgedEndpoint(end string) bool
-	// AddDevice adds a device to the registry (by the device by), or
-	// returns its record; a revoked device cannot be added again.
-	AddDevice(device, name, by string) (model.MeshRecord, error)
-	// Committed tells the node that documents from peers were committed
-	// (to index them and erase what they erase).
+	// Committed tells the node that documents were committed, from
+	// peers or to the registry (to index them and erase what they erase).
 	Committed()
 	// HoldIndex holds back indexing while a pull brings documents in,
 	// to index them in large batches once it ends.

@@ -148,7 +148,7 @@ func (m *Mesh) ensureSelf() error {
 	if ok {
 		return nil
 	}
-	_, err := m.host.AddDevice(self, m.cfg.Name, self)
+	_, err := m.registry.AddDevice(self, m.cfg.Name, self)
 	return err
 }
 
@@ -177,7 +177,7 @@ func (m *Mesh) serveJoin(s *transport.Stream) error {
 	}
 	name := peerDeviceName(req.Name, s.Peer[:8])
 	if err := m.useInvite(req, s.Peer, func() error {
-		_, err := m.host.AddDevice(s.Peer, name, m.self)
+		_, err := m.registry.AddDevice(s.Peer, name, m.self)
 		return err
 	}); err != nil {
 		return refuse(err)

@@ -114,6 +114,7 @@ type Mesh struct {
 	actor     string // the Automerge actor of this device
 	host      Host
 	store     Store
+	registry  *Registry
 	clock     Clock
 	log       *slog.Logger
 	ep        *transport.Endpoint
@@ -189,9 +190,9 @@ type peerState struct {
 }
 
 // New makes the mesh of the device id over store, whose documents host
-// merges and commits. It checks the configuration and reads the
-// registry; Start opens the network.
-func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Mesh, error) {
+// merges and commits, and whose device registry reg writes. It checks
+// the configuration and reads the registry; Start opens the network.
+func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *slog.Logger) (*Mesh, error) {
 	given := cfg.Name
 	cfg = cfg.withDefaults()
 	name, err := checkDeviceName(cfg.Name)
@@ -209,6 +210,7 @@ func New(cfg Config, id Identity, host Host, store Store, log *slog.Logger) (*Me
 		actor:    crdt.ActorID(id.Device),
 		host:     host,
 		store:    store,
+		registry: reg,
 		clock:    cfg.Clock,
 		log:      log.With("component", "mesh"),
 		devices:  make(map[string]model.MeshRecord),
@@ -259,6 +261,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 		return fmt.Errorf("mesh: memberlist: %w", err)
 	}
 	m.ctx, m.cancel = context.WithCancel(ctx)
+	m.registry.follow(m)
 	m.goLoop(m.acceptLoop)
 	m.goLoop(m.pullLoop)
 	m.goLoop(m.pushLoop)

@@ -42,7 +42,7 @@ func testMesh(t *testing.T, store Store, clock Clock) *Mesh {
 		t.Fatal(err)
 	}
 	m, err := New(Config{Name: "test", SyncInterval: time.Hour, Clock: clock}, Identity{Key: key, Device: strings.Repeat("A", 52)},
-		nil, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		nil, store, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -476,7 +476,7 @@ func (m *Mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (
 			return storage.Record{}, nil, fmt.Errorf("device %s: a revocation cannot be undone", r.Key)
 		}
 	}
-	rec, err := m.host.MeshRecord(&r, savedOr(local, remote, doc.Save))
+	rec, err := record(&r, savedOr(local, remote, doc.Save))
 	return rec, &r, err
 }
 

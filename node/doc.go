@@ -82,8 +82,9 @@
 // every SyncInterval. Documents received from peers are validated, merged
 // on every core and committed exactly like local writes (the mesh asks the
 // node for their records through mesh.Host). Invite, Join, JoinAddr,
-// Peers and MeshStatus delegate to the mesh; Devices, Revoke and
-// SetNamespace write the registry's records (registry.go):
+// Peers and MeshStatus delegate to the mesh, and Devices, Revoke and
+// SetNamespace to its registry, which works without the mesh too
+// (mesh.go, registry.go):
 //
 //	inv, err := a.Invite(ctx, time.Hour)     // on a member
 //	res, err := b.Join(ctx, inv.Token)       // on the new machine

@@ -94,6 +94,16 @@ func (l *lifecycle) read(id string) int {
 	return l.reads[id]
 }
 
+// moveReads gives memory id to the reads counted of memory from.
+func (l *lifecycle) moveReads(from, to string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r, ok := l.reads[from]; ok {
+		l.reads[to] = r
+		delete(l.reads, from)
+	}
+}
+
 func (l *lifecycle) readsOf(id string) int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

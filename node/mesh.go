@@ -18,12 +18,10 @@ func (n *Node) startMesh(ctx context.Context, cfg mesh.Config) error {
 	if cfg.Clock == nil {
 		cfg.Clock = mesh.SystemClock(n.now)
 	}
-	m, err := mesh.New(cfg, id, meshHost{n}, n.store, n.log)
+	m, err := mesh.New(cfg, id, meshHost{n}, n.store, n.registry, n.log)
 	if err != nil {
 		return err
 	}
-	// The mesh adds this device to the registry through the node, which
-	// tells the mesh: it must be in place before the mesh starts.
 	n.mesh = m
 	if err := m.Start(ctx); err != nil {
 		n.mesh = nil
@@ -51,10 +49,6 @@ func (h meshHost) EdgeRecord(e *model.Edge, doc []byte) (storage.Record, error) 
 	return edgeRecord(e, doc)
 }
 
-func (h meshHost) MeshRecord(r *model.MeshRecord, doc []byte) (storage.Record, error) {
-	return meshRecord(r, doc)
-}
-
 func (h meshHost) TombstoneRecords(ts crdt.Tombstone) ([]storage.Record, error) {
 	recs, _, err := h.n.tombstoneRecords(ts)
 	return recs, err
@@ -63,9 +57,6 @@ func (h meshHost) TombstoneRecords(ts crdt.Tombstone) ([]storage.Record, error) 
 func (h meshHost) Purged(id string) bool          { return h.n.purged(id) }
 func (h meshHost) PurgedEndpoint(end string) bool { return h.n.purgedEndpoint(end) }
 func (h meshHost) HoldIndex() func()              { return h.n.indexer.hold() }
-func (h meshHost) AddDevice(device, name, by string) (model.MeshRecord, error) {
-	return h.n.addDevice(device, name, by)
-}
 
 func (h meshHost) Committed() {
 	h.n.changed()

@@ -68,12 +68,13 @@ type Node struct {
 	id    Identity
 	actor string
 
-	store   *storage.Store
-	index   *search.Index
-	indexer *indexer
-	mesh    *mesh.Mesh // nil when the node runs without the mesh
-	life    lifecycle
-	dups    *duplicateLinker
+	store    *storage.Store
+	index    *search.Index
+	indexer  *indexer
+	mesh     *mesh.Mesh // nil when the node runs without the mesh
+	registry *mesh.Registry
+	life     lifecycle
+	dups     *duplicateLinker
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -154,6 +155,7 @@ func New(cfg Config) (*Node, error) {
 		n.life.changed(m)
 		n.dups.note(m)
 	}
+	n.registry = mesh.NewRegistry(id.DeviceID, meshHost{n}, store, mesh.SystemClock(now))
 	return n, nil
 }
 

@@ -350,7 +350,17 @@ func (n *Node) Update(ctx context.Context, ref string, req api.UpdateRequest) (a
 			return api.Memory{}, api.Invalidf("status %q: update can set active, stale or archived (use delete to delete)", *req.Status)
 		}
 	}
-	return n.edit(ref, func(doc *crdt.MemoryDoc, m *model.Memory) error {
+	id, m, doc, release, err := n.openMemory(ref, false)
+	if err != nil {
+		return api.Memory{}, err
+	}
+	defer release()
+	if req.Namespace != nil {
+		if to, err := NormalizeNamespace(*req.Namespace); err == nil && n.leavesLocal(m.Namespace, to) {
+			return n.moveOutOfLocal(id, doc, &m, req)
+		}
+	}
+	return n.changeMemory(id, doc, &m, func(doc *crdt.MemoryDoc, m *model.Memory) error {
 		return n.applyUpdate(doc, m, req)
 	})
 }
@@ -395,30 +405,45 @@ func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *model.Memory) erro
 
 // editMemory is edit, and changes deleted memories too when deleted is set.
 func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc, *model.Memory) error) (api.Memory, error) {
-	id, err := n.resolve(ref)
+	id, m, doc, release, err := n.openMemory(ref, deleted)
 	if err != nil {
 		return api.Memory{}, err
 	}
+	defer release()
+	return n.changeMemory(id, doc, &m, change)
+}
+
+// openMemory resolves ref, takes the memory's lock and loads it for a
+// change; release closes the document and unlocks.
+func (n *Node) openMemory(ref string, deleted bool) (id string, m model.Memory, doc *crdt.MemoryDoc, release func(), err error) {
+	if id, err = n.resolve(ref); err != nil {
+		return "", m, nil, nil, err
+	}
 	unlock := n.lock(id)
-	defer unlock()
-	m, err := n.load(id)
-	if err != nil {
-		return api.Memory{}, n.notFound(id, ref, err)
+	fail := func(err error) (string, model.Memory, *crdt.MemoryDoc, func(), error) {
+		unlock()
+		return "", model.Memory{}, nil, nil, err
+	}
+	if m, err = n.load(id); err != nil {
+		return fail(n.notFound(id, ref, err))
 	}
 	if m.Status == model.StatusDeleted && !deleted {
-		return api.Memory{}, fmt.Errorf("%w: memory %s is deleted: restore it first (or purge it to erase it)", api.ErrNotFound, DisplayID(id))
+		return fail(fmt.Errorf("%w: memory %s is deleted: restore it first (or purge it to erase it)", api.ErrNotFound, DisplayID(id)))
 	}
 	data, err := n.store.GetDoc(storage.KindMemory, id)
 	if err != nil {
-		return api.Memory{}, fmt.Errorf("read memory %s: %w", DisplayID(id), err)
+		return fail(fmt.Errorf("read memory %s: %w", DisplayID(id), err))
 	}
-	doc, err := crdt.LoadMemoryDoc(n.actor, data)
-	if err != nil {
-		return api.Memory{}, fmt.Errorf("load memory %s: %w", DisplayID(id), err)
+	if doc, err = crdt.LoadMemoryDoc(n.actor, data); err != nil {
+		return fail(fmt.Errorf("load memory %s: %w", DisplayID(id), err))
 	}
-	defer doc.Close()
-	if err := change(doc, &m); errors.Is(err, errUnchanged) {
-		return n.view(m), nil
+	return id, m, doc, func() { doc.Close(); unlock() }, nil
+}
+
+// changeMemory applies change to an opened memory and commits it.
+func (n *Node) changeMemory(id string, doc *crdt.MemoryDoc, m *model.Memory, change func(*crdt.MemoryDoc, *model.Memory) error) (api.Memory, error) {
+	if err := change(doc, m); errors.Is(err, errUnchanged) {
+		return n.view(*m), nil
 	} else if err != nil {
 		return api.Memory{}, err
 	}

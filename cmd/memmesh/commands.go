@@ -436,7 +436,11 @@ func (a *app) updateCommand() *cobra.Command {
 		Use:   "update ID",
 		Short: "Change a memory",
 		Long: `Change a memory's fields. New content is added as a revision: the history is
-kept, and an update resolves a sync conflict.`,
+kept, and an update resolves a sync conflict.
+
+Moving a memory (--ns) out of a local-only namespace into one that syncs makes
+a new memory with a new id, whose history starts at the move, and purges the
+old one: no revision written while it was private leaves this machine.`,
 		Example: `  memmesh update m-k3j5x2ab --tag-add db --kind decision
   memmesh update m-k3j5x2ab --content "Use pgx v5" 
   memmesh update m-k3j5x2ab --status active`,
@@ -483,7 +487,13 @@ kept, and an update resolves a sync conflict.`,
 			if err != nil {
 				return err
 			}
-			return a.emit(m, func(w io.Writer) { fmt.Fprintf(w, "Updated %s\n", m.ShortID) }, func(w io.Writer) { fmt.Fprintln(w, m.ShortID) })
+			return a.emit(m, func(w io.Writer) {
+				if m.Replaces != "" {
+					fmt.Fprintf(w, "Moved to %s as a new memory %s: %s (in a local-only namespace) is purged, and its history stays off the mesh\n", m.Namespace, m.ShortID, m.Replaces)
+					return
+				}
+				fmt.Fprintf(w, "Updated %s\n", m.ShortID)
+			}, func(w io.Writer) { fmt.Fprintln(w, m.ShortID) })
 		},
 	}
 	f := cmd.Flags()
