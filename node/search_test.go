@@ -96,3 +96,52 @@ func TestSearchHitsAreExcerpts(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchLooseQuote: a quoted phrase that no memory holds is searched
+// as loose words, and the result says so; one that a memory holds is not.
+func TestSearchLooseQuote(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	book := remember(t, n, RememberRequest{Namespace: "proj", Content: "Tim loved reading Harry Potter and the Sorcerer's Stone as a kid"})
+	remember(t, n, RememberRequest{Namespace: "proj", Content: "The build cache lives in the home directory"})
+	for _, tc := range []struct {
+		query string
+		loose bool
+	}{
+		{`"Harry Potter and the Philosopher's Stone"`, true},
+		{`"Harry Potter"`, false},
+	} {
+		for _, noGraph := range []bool{false, true} {
+			res, err := n.Search(ctx, SearchRequest{Query: tc.query, Namespace: "proj", NoGraph: noGraph})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Results) == 0 || res.Results[0].ID != book.ID || res.Loose != tc.loose {
+				t.Errorf("%s (no graph %v): %d results, loose %v; want the book first, loose %v", tc.query, noGraph, len(res.Results), res.Loose, tc.loose)
+			}
+		}
+	}
+}
+
+// TestSearchQuotePulledIn: after a search whose quoted phrase matched, a
+// memory pulled in by a link that holds the phrase's words but not the
+// phrase is related, not a match.
+func TestSearchQuotePulledIn(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	match := remember(t, n, RememberRequest{Namespace: "proj", Content: "Retry webhooks with exponential backoff"})
+	linked := remember(t, n, RememberRequest{Namespace: "proj", Content: "Backoff grows; exponential growth is capped at a minute"})
+	if _, err := n.Link(ctx, LinkRequest{From: match.ID, Rel: "depends_on", To: linked.ID}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := n.Search(ctx, SearchRequest{Query: `"exponential backoff"`, Namespace: "proj"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != 2 || res.Total != 1 || res.Loose {
+		t.Fatalf("%d results, total %d, loose %v; want the match and the linked memory", len(res.Results), res.Total, res.Loose)
+	}
+	if r := res.Results[1]; r.ID != linked.ID || r.Related == "" {
+		t.Errorf("second result %s, related %q: want the linked memory, related", r.ShortID, r.Related)
+	}
+}

@@ -711,6 +711,7 @@ const HitContentBytes = 1500
 type SearchResult struct {
 	Results []SearchHit `json:"results"`
 	Fuzzy   bool        `json:"fuzzy,omitempty"` // no exact match: these are typo-tolerant matches
+	Loose   bool        `json:"loose,omitempty"` // no memory holds the quoted phrases: these match their words
 	Total   uint64      `json:"total"`           // memories that match; related memories are not counted
 	// Tokens is, with a budget, the size of this result as JSON, counted
 	// by internal/tokens.
@@ -882,7 +883,7 @@ func (n *Node) indexSearch(ctx context.Context, q search.Query) (search.Result, 
 // hydrate loads the memories of an index result, with their fusion
 // explanations when given.
 func (n *Node) hydrate(res search.Result, fusion map[string]*Fusion) (SearchResult, error) {
-	out := SearchResult{Results: make([]SearchHit, 0, len(res.Hits)), Fuzzy: res.Fuzzy, Total: res.Total}
+	out := SearchResult{Results: make([]SearchHit, 0, len(res.Hits)), Fuzzy: res.Fuzzy, Loose: res.Loose, Total: res.Total}
 	for _, h := range res.Hits {
 		m, err := n.load(h.ID)
 		if storageNotFound(err) {
