@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -143,5 +144,23 @@ func TestSearchQuotePulledIn(t *testing.T) {
 	}
 	if r := res.Results[1]; r.ID != linked.ID || r.Related == "" {
 		t.Errorf("second result %s, related %q: want the linked memory, related", r.ShortID, r.Related)
+	}
+}
+
+// TestSearchLooseQuoteWithFeedback: when the loose words of a quote find
+// few memories, the feedback pass adds what the store associates with
+// them, and the result still says that the quote was loosened.
+func TestSearchLooseQuoteWithFeedback(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	remember(t, n, RememberRequest{Namespace: "db", Content: "Postgres access goes through pgx and its connection pool"})
+	remember(t, n, RememberRequest{Namespace: "db", Content: "We run the postgres migrations with pgx before the server starts"})
+	target := remember(t, n, RememberRequest{Namespace: "db", Content: "Use pgx, not lib/pq"})
+	res, err := n.Search(ctx, SearchRequest{Query: `"postgres driver"`, Namespace: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(ids(res.Results), target.ID) || !res.Loose {
+		t.Errorf("results %v, loose %v: want the associated memory, loose", ids(res.Results), res.Loose)
 	}
 }

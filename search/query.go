@@ -163,8 +163,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		if err != nil || !found {
 			return Result{Hits: []Hit{}}, err
 		}
+		res, err = ix.feedback(ctx, p, res)
 		res.Loose = true
-		return ix.feedbackOn(ctx, p, res, nil)
+		return res, err
 	}
 	fuzzy := p.fuzzyQuery()
 	if fuzzy == nil {
