@@ -160,6 +160,9 @@ func checkObjects(cols map[uint64][]byte) error {
 	type opID struct{ actor, ctr uint64 }
 	made := make(map[opID]uint64) // object -> the action that made it
 	var ctr int64
+	// Operations come object by object: look each object up once.
+	var last opID
+	lastKind, haveLast := uint64(0), false
 	for op := 0; ; op++ {
 		action, noAction, ok := actions.next()
 		if !ok {
@@ -176,11 +179,14 @@ func checkObjects(cols map[uint64][]byte) error {
 		_, noKey := keyStr.nextOrNull()
 		inserted := insert.next()
 		kind := uint64(actionMakeMap) // the root
-		if !rootObj {
+		if obj := (opID{oa, oc}); !rootObj && haveLast && obj == last {
+			kind = lastKind
+		} else if !rootObj {
 			var ok bool
-			if kind, ok = made[opID{oa, oc}]; !ok {
+			if kind, ok = made[obj]; !ok {
 				return fmt.Errorf("%w: operation %d is in an object no operation made", ErrCorrupt, op)
 			}
+			last, lastKind, haveLast = obj, kind, true
 		}
 		if err := checkKey(kind, noKey, inserted); err != nil {
 			return fmt.Errorf("%w: operation %d %w", ErrCorrupt, op, err)
