@@ -138,21 +138,19 @@ func checkSaved(data []byte) error {
 			kept[col.id] = b
 		}
 	}
-	if err := checkActions(kept[colAction], kept[colValueMeta]); err != nil {
-		return err
-	}
-	return checkObjects(kept)
+	return checkOps(kept)
 }
 
-// checkObjects checks that every operation is in an object that an
-// earlier operation made (or the root), and keyed as its object's type
-// wants: by a string in a map or table, by an element (and only there
-// inserted) in a list or text. The linked Automerge loads a document
-// whose map holds an inserted element, and aborts on the next write to
-// that map ("can only compare map keys"). Operations are stored object by
-// object, each object after the one that holds the operation making it.
-func checkObjects(cols map[uint64][]byte) error {
-	actions := rle{c: cursor{b: cols[colAction]}}
+// checkOps checks every operation's action, that increments carry an
+// integer, and that every operation is in an object that an earlier
+// operation made (or the root) and keyed as its object's type wants: by a
+// string in a map or table, by an element (and only there inserted) in a
+// list or text. The linked Automerge loads a document whose map holds an
+// inserted element, and aborts on the next write to that map ("can only
+// compare map keys"). Operations are stored object by object, each object
+// after the one that holds the operation making it.
+func checkOps(cols map[uint64][]byte) error {
+	actions, meta := rle{c: cursor{b: cols[colAction]}}, rle{c: cursor{b: cols[colValueMeta]}}
 	objActor, objCtr := rle{c: cursor{b: cols[colObjActor]}}, rle{c: cursor{b: cols[colObjCtr]}}
 	idActor, idCtr := rle{c: cursor{b: cols[colIDActor]}}, rle{c: cursor{b: cols[colIDCtr]}, signed: true}
 	keyStr := rle{c: cursor{b: cols[colKeyStr]}, str: true}
@@ -170,6 +168,14 @@ func checkObjects(cols map[uint64][]byte) error {
 		}
 		if op >= maxOps {
 			return fmt.Errorf("%w: more than %d operations", ErrTooLarge, maxOps)
+		}
+		valueMeta, _ := meta.nextOrNull() // a missing value is null: type 0
+		switch {
+		case noAction:
+		case action > maxAction:
+			return fmt.Errorf("%w: operation %d has unknown action %d", ErrCorrupt, op, action)
+		case action == actionIncrement && valueMeta&0xf != valueUint && valueMeta&0xf != valueInt:
+			return fmt.Errorf("%w: operation %d increments by a non-integer", ErrCorrupt, op)
 		}
 		oa, rootObj := objActor.nextOrNull()
 		oc, _ := objCtr.nextOrNull()
@@ -198,7 +204,7 @@ func checkObjects(cols map[uint64][]byte) error {
 			made[opID{ia, uint64(ctr)}] = action
 		}
 	}
-	err := errors.Join(actions.c.err, objActor.c.err, objCtr.c.err, idActor.c.err, idCtr.c.err, keyStr.c.err, insert.c.err)
+	err := errors.Join(actions.c.err, meta.c.err, objActor.c.err, objCtr.c.err, idActor.c.err, idCtr.c.err, keyStr.c.err, insert.c.err)
 	if err != nil {
 		return fmt.Errorf("%w: op columns: %w", ErrCorrupt, err)
 	}
@@ -240,33 +246,6 @@ func checkOpIDs(col []byte, delta bool, most uint64) error {
 			return fmt.Errorf("value %d above %d", v, most)
 		}
 	}
-}
-
-// checkActions checks every operation's action, and that increments carry
-// an integer.
-func checkActions(actions, meta []byte) error {
-	as, ms := rle{c: cursor{b: actions}}, rle{c: cursor{b: meta}}
-	for op := 0; ; op++ {
-		action, null, ok := as.next()
-		if !ok {
-			break
-		}
-		if op >= maxOps {
-			return fmt.Errorf("%w: more than %d operations", ErrTooLarge, maxOps)
-		}
-		valueMeta, _, _ := ms.next() // a missing value is null: type 0
-		switch {
-		case null:
-		case action > maxAction:
-			return fmt.Errorf("%w: operation %d has unknown action %d", ErrCorrupt, op, action)
-		case action == actionIncrement && valueMeta&0xf != valueUint && valueMeta&0xf != valueInt:
-			return fmt.Errorf("%w: operation %d increments by a non-integer", ErrCorrupt, op)
-		}
-	}
-	if err := errors.Join(as.c.err, ms.c.err); err != nil {
-		return fmt.Errorf("%w: op columns: %w", ErrCorrupt, err)
-	}
-	return nil
 }
 
 type column struct {

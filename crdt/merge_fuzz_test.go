@@ -609,7 +609,7 @@ func changeIDsFit(data []byte) bool {
 
 // changeObjectsFit reports whether every operation of the changes
 // (applied in this order) is in an object one of them made, or the root,
-// and keyed as its object's type wants (see checkObjects). Automerge
+// and keyed as its object's type wants (see checkOps). Automerge
 // aborts applying a change that inserts more than one element into a
 // map; FuzzMergeOps makes such changes.
 func changeObjectsFit(changes ...[]byte) bool {
