@@ -98,10 +98,16 @@ func (m *Mesh) NextPush(device string) ([]transport.Entry, bool) {
 	}
 }
 
-// PushTo sends a batch of pushes to device, as the peer's sender does.
+// PushTo sends a batch of pushes to device once, as the peer's sender's
+// first attempt does (a stepped mesh does not retry: the caller does, or
+// anti-entropy carries the batch).
 func (m *Mesh) PushTo(device string, batch []transport.Entry) error {
 	m.mu.Lock()
-	p := m.peer(device)
+	addr := m.peer(device).addr
 	m.mu.Unlock()
-	return m.sendPush(device, p, batch)
+	err := m.send(m.ctx, device, addr, batch)
+	if err == nil {
+		m.holding(device, batch)
+	}
+	return err
 }

@@ -172,7 +172,7 @@ func New(cfg Config) (*Node, error) {
 		n.life.changed(m)
 		n.dups.note(m)
 	}
-	n.registry = mesh.NewRegistry(id.DeviceID, meshHost{n}, store, mesh.SystemClock(now))
+	n.registry = mesh.NewRegistry(id.DeviceID, n.actor, meshHost{n}, store, mesh.SystemClock(now))
 	return n, nil
 }
 
