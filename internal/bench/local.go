@@ -71,7 +71,11 @@ func Capture(ctx context.Context, opts CaptureOptions) (CaptureReport, error) {
 	r.Capture = lat.Summary()
 	log.Info("captured", "memories", opts.Memories, "latency", r.Capture.String())
 
-	durable, all, err := batchImport(ctx, filepath.Join(dir, "import"), opts.Import, log)
+	var durable, all time.Duration
+	err = inPhase(ctx, "import", func(ctx context.Context) error {
+		durable, all, err = batchImport(ctx, filepath.Join(dir, "import"), opts.Import, log)
+		return err
+	})
 	if err != nil {
 		return CaptureReport{}, err
 	}

@@ -278,37 +278,41 @@ func newPair(ctx context.Context, dir string, memories int, fn *faultnet.Net, lo
 	if err := populate(ctx, home, memories, log); err != nil {
 		return nil, err
 	}
-	p := &pair{}
-	var err error
-	if p.member, err = meshNode(ctx, home, 1, fn, log); err != nil {
-		return nil, err
-	}
-	if p.fresh, err = meshNode(ctx, filepath.Join(dir, "fresh"), 2, fn, log); err != nil {
-		p.close()
-		return nil, err
-	}
 	log.Info("a fresh node joins", "member_memories", memories)
-	start := time.Now()
-	if err := join(ctx, p.member, p.fresh); err != nil {
-		p.close()
-		return nil, err
-	}
-	if err := waitFor(ctx, "initial sync", waitLimit, func() (bool, error) { return converged(p.member, p.fresh) }); err != nil {
-		p.close()
-		return nil, err
-	}
-	p.stored = time.Since(start)
-	if err := searchable(ctx, p.fresh); err != nil {
-		p.close()
-		return nil, err
-	}
-	p.searchable = time.Since(start)
-	if p.initial, err = nextPull(ctx, p.fresh, p.member, transport.SyncStats{}); err != nil {
+	p := &pair{}
+	err := inPhase(ctx, "catchup", func(ctx context.Context) error { return p.catchUp(ctx, dir, home, fn, log) })
+	if err != nil {
 		p.close()
 		return nil, err
 	}
 	log.Info("caught up", "stored_after", p.stored.Round(time.Millisecond), "searchable_after", p.searchable.Round(time.Millisecond))
 	return p, nil
+}
+
+// catchUp starts the member on home and a fresh node, joins them and
+// waits until the fresh node has caught up.
+func (p *pair) catchUp(ctx context.Context, dir, home string, fn *faultnet.Net, log *slog.Logger) error {
+	var err error
+	if p.member, err = meshNode(ctx, home, 1, fn, log); err != nil {
+		return err
+	}
+	if p.fresh, err = meshNode(ctx, filepath.Join(dir, "fresh"), 2, fn, log); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := join(ctx, p.member, p.fresh); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "initial sync", waitLimit, func() (bool, error) { return converged(p.member, p.fresh) }); err != nil {
+		return err
+	}
+	p.stored = time.Since(start)
+	if err := searchable(ctx, p.fresh); err != nil {
+		return err
+	}
+	p.searchable = time.Since(start)
+	p.initial, err = nextPull(ctx, p.fresh, p.member, transport.SyncStats{})
+	return err
 }
 
 func (p *pair) close() {

@@ -78,6 +78,10 @@ func searchable(ctx context.Context, s searcher) error {
 // waits until they are searchable and closes the node, so that a
 // benchmark opens the home cold, as a restarted daemon would.
 func populate(ctx context.Context, home string, count int, log *slog.Logger) error {
+	return inPhase(ctx, "populate", func(ctx context.Context) error { return fill(ctx, home, count, log) })
+}
+
+func fill(ctx context.Context, home string, count int, log *slog.Logger) error {
 	log.Info("filling a home", "memories", count)
 	start := time.Now()
 	n, err := startNode(ctx, node.Config{Home: home, Logger: nodeLogger(log)})
