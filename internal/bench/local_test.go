@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCapture(t *testing.T) {
@@ -55,6 +56,21 @@ func TestBadOptions(t *testing.T) {
 	} {
 		if err := c.run(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestPollAfter: a wait checks every pollInterval at first, then every
+// hundredth of the time it has waited.
+func TestPollAfter(t *testing.T) {
+	for _, tt := range []struct{ elapsed, want time.Duration }{
+		{0, pollInterval},
+		{500 * time.Millisecond, pollInterval},
+		{2 * time.Second, 20 * time.Millisecond},
+		{30 * time.Second, 300 * time.Millisecond},
+	} {
+		if got := pollAfter(tt.elapsed); got != tt.want {
+			t.Errorf("pollAfter(%v) = %v, want %v", tt.elapsed, got, tt.want)
 		}
 	}
 }
