@@ -513,15 +513,11 @@ func (n *Node) importRecords(batch []crdt.Memory, committing map[string]bool, re
 
 // importRecord builds the document and storage record of an imported memory.
 func (n *Node) importRecord(m *crdt.Memory) (storage.Record, error) {
-	doc, err := crdt.NewMemoryDoc(n.actor, m)
+	doc, mat, err := crdt.CreateMemory(n.actor, m)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
 	}
 	defer doc.Close()
-	mat, err := doc.Materialize()
-	if err != nil {
-		return storage.Record{}, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
-	}
 	rec, err := memoryRecord(&mat, nil)
 	if err != nil {
 		return storage.Record{}, err
