@@ -18,8 +18,8 @@ func TestCapture(t *testing.T) {
 	if r.Capture.P50 <= 0 || r.Capture.P99 < r.Capture.P50 {
 		t.Errorf("capture latency = %+v", r.Capture)
 	}
-	if r.ImportRate <= 0 || r.ImportSearchable <= 0 {
-		t.Errorf("import: %v memories/s, searchable after %v s", r.ImportRate, r.ImportSearchable)
+	if r.ImportRate <= 0 || r.ImportSearchable <= 0 || r.ImportCPU <= 0 {
+		t.Errorf("import: %v memories/s, searchable after %v s, %v s of CPU", r.ImportRate, r.ImportSearchable, r.ImportCPU)
 	}
 	if len(r.Rows()) == 0 {
 		t.Error("no rows")
