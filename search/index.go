@@ -469,6 +469,20 @@ func (ix *Index) Count() (uint64, error) {
 	return n, nil
 }
 
+// reader returns a reader of the index's current snapshot, for op; the
+// caller closes it.
+func (ix *Index) reader(op string) (index.IndexReader, error) {
+	adv, err := ix.idx.Advanced()
+	if err != nil {
+		return nil, bleveError(op, err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, bleveError(op, err)
+	}
+	return r, nil
+}
+
 // bleveError adds op to an error from bleve, reporting a closed index as
 // ErrClosed.
 func bleveError(op string, err error) error {

@@ -454,13 +454,9 @@ func (ix *Index) fuzzyQuery(ctx context.Context, p *plan) (query.Query, error) {
 	if !slices.ContainsFunc(words, func(w fuzzyWord) bool { return w.edits > 0 }) {
 		return nil, nil
 	}
-	adv, err := ix.idx.Advanced()
+	r, err := ix.reader("fuzzy")
 	if err != nil {
-		return nil, bleveError("fuzzy", err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return nil, bleveError("fuzzy", err)
+		return nil, err
 	}
 	defer r.Close()
 	fr, ok := r.(index.IndexReaderFuzzy)
