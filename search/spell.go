@@ -65,6 +65,9 @@ func (ix *Index) corrections(ctx context.Context, r index.IndexReaderFuzzy, w st
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if len(stems) >= spellMaxStems {
+			break
+		}
 		d, err := r.FieldDictFuzzy(fieldContent, probe, edits, "")
 		if err != nil {
 			return nil, bleveError("fuzzy", err)
