@@ -15,11 +15,12 @@ import (
 // characters of "postgress" are three edits from it, and "configuration"
 // is "configur". So a query word is corrected in two steps:
 //
-//  1. Probes. The stem of the word and its prefixes down to spellTail
-//     characters shorter (a stem is the start of its words, give or take
-//     a final e or y) are matched against the content field's terms
-//     within the word's edits: "postgr" is within one edit of a prefix of
-//     "postgress", "configur" of one of "configuraton".
+//  1. Probes. The stem of the word, the word and its prefixes down to
+//     spellTail characters shorter (a stem is the start of its words,
+//     give or take a final e or y) are matched, longest first, against
+//     the content field's terms within the word's edits, until one finds
+//     a stem that step 2 proves: "postgr" is within one edit of a prefix
+//     of "postgress", "configur" of one of "configuraton".
 //  2. Proof. A stem found is kept only when one of its words, the stem
 //     with a common English ending (spellEndings) that the analysis stems
 //     back to it, is itself within the edits of the query word:
@@ -58,21 +59,25 @@ var spellEndings = []string{
 var spellDoubled = []string{"ing", "ed", "er", "ers", "est"}
 
 // corrections returns the stems of the content field that words within
-// edits of the word w have, through r, sorted.
+// edits of the word w have, through r, sorted. The probes run longest
+// first and stop at the first whose stems hold a proved one: a typo
+// inside a word is found by the word's own probe, and only one at its
+// end needs the shorter ones.
 func (ix *Index) corrections(ctx context.Context, r index.IndexReaderFuzzy, w string, edits int) ([]string, error) {
-	stems := map[string]bool{}
+	seen := map[string]bool{}
+	var out []string
 	for _, probe := range ix.probes(w) {
+		if len(out) > 0 || len(seen) >= spellMaxStems {
+			break
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
-		}
-		if len(stems) >= spellMaxStems {
-			break
 		}
 		d, err := r.FieldDictFuzzy(fieldContent, probe, edits, "")
 		if err != nil {
 			return nil, bleveError("fuzzy", err)
 		}
-		for len(stems) < spellMaxStems {
+		for len(seen) < spellMaxStems {
 			e, err := d.Next()
 			if err != nil {
 				_ = d.Close()
@@ -81,16 +86,15 @@ func (ix *Index) corrections(ctx context.Context, r index.IndexReaderFuzzy, w st
 			if e == nil {
 				break
 			}
-			stems[e.Term] = true
+			if !seen[e.Term] {
+				seen[e.Term] = true
+				if ix.proved(e.Term, w, edits) {
+					out = append(out, e.Term)
+				}
+			}
 		}
 		if err := d.Close(); err != nil {
 			return nil, bleveError("fuzzy", err)
-		}
-	}
-	var out []string
-	for t := range stems {
-		if ix.proved(t, w, edits) {
-			out = append(out, t)
 		}
 	}
 	slices.Sort(out)
@@ -112,31 +116,48 @@ func (ix *Index) probes(w string) []string {
 
 // proved reports whether a word of the stem t lies within edits of w:
 // t with one of spellEndings (after a doubled final consonant, or with
-// a final i back to y), whose analysis yields t.
+// a final i back to y), whose analysis yields t. Candidates of a length
+// out of reach are not built.
 func (ix *Index) proved(t, w string, edits int) bool {
-	for _, word := range spellWords(t) {
-		if editDistance(word, w, edits) <= edits && slices.Contains(terms(ix.text, word), t) {
-			return true
+	n := utf8.RuneCountInString(w)
+	near := func(word string) bool {
+		if d := utf8.RuneCountInString(word) - n; d > edits || -d > edits {
+			return false
+		}
+		return editDistance(word, w, edits) <= edits && slices.Contains(terms(ix.text, word), t)
+	}
+	for _, bases := range spellBases(t) {
+		for _, e := range bases.endings {
+			if d := utf8.RuneCountInString(bases.stem) + len(e) - n; d > edits || -d > edits {
+				continue
+			}
+			if near(bases.stem + e) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// spellWords returns the candidate words of the stem t.
-func spellWords(t string) []string {
-	words := make([]string, 0, len(spellEndings)+len(spellDoubled)+2)
-	for _, e := range spellEndings {
-		words = append(words, t+e)
-	}
+// spellBase is what a stem's words may be made of: a base and the
+// endings it may take.
+type spellBase struct {
+	stem    string
+	endings []string
+}
+
+// spellBases returns how the words of the stem t are made: t with any of
+// spellEndings, t with its final consonant doubled and one of
+// spellDoubled, and a final i back to y.
+func spellBases(t string) []spellBase {
+	bases := []spellBase{{t, spellEndings}}
 	if last, _ := utf8.DecodeLastRuneInString(t); last != utf8.RuneError && !strings.ContainsRune("aeiouwxy", last) {
-		for _, e := range spellDoubled {
-			words = append(words, t+string(last)+e)
-		}
+		bases = append(bases, spellBase{t + string(last), spellDoubled})
 	}
 	if base, ok := strings.CutSuffix(t, "i"); ok {
-		words = append(words, base+"y", base+"ys")
+		bases = append(bases, spellBase{base + "y", []string{"", "s"}})
 	}
-	return words
+	return bases
 }
 
 // editDistance returns the optimal string alignment distance between a
