@@ -1,9 +1,6 @@
 package search
 
-import (
-	"slices"
-	"testing"
-)
+import "testing"
 
 func TestEditDistance(t *testing.T) {
 	tests := []struct {
@@ -25,44 +22,5 @@ func TestEditDistance(t *testing.T) {
 		if got := editDistance(tt.a, tt.b, tt.bound); got != tt.want {
 			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.bound, got, tt.want)
 		}
-	}
-}
-
-// TestFuzzyFindsWordsByTheirStems: the index holds stems; a misspelt
-// word finds the memories of a word within its edits whatever the stem
-// dropped or changed, and nothing when only the stem is that close.
-func TestFuzzyFindsWordsByTheirStems(t *testing.T) {
-	t.Parallel()
-	ix := openTest(t)
-	apply(t, ix,
-		mem("happy", "Mood", "The team was happy with the release."),
-		mem("running", "Jobs", "The nightly jobs keep running late."),
-		mem("deploy", "Rollout", "Deployments wait for the canary."),
-		mem("retries", "Client", "Retries use exponential backoff."),
-	)
-	tests := []struct {
-		text string
-		want []string
-	}{
-		{"hapy", []string{"happy"}},          // happy is stemmed happi
-		{"runing", []string{"running"}},      // running is stemmed run
-		{"deploymetns", []string{"deploy"}},  // deployments is stemmed deploy
-		{"exponentail", []string{"retries"}}, // exponential is stemmed exponenti
-		{"retires", []string{"retries"}},     // retries is stemmed retri
-		{"canaryy", []string{"deploy"}},
-		{"rnu", nil},       // under 4 characters: exact
-		{"deploi", nil},    // the stem itself, but two edits from any of its words
-		{"backofxyz", nil}, // three edits from any word of backoff
-	}
-	for _, tt := range tests {
-		t.Run(tt.text, func(t *testing.T) {
-			res := search(t, ix, Query{Text: tt.text})
-			if got := ids(res); !slices.Equal(got, tt.want) {
-				t.Errorf("hits = %v, want %v", got, tt.want)
-			}
-			if res.Fuzzy != (len(tt.want) > 0) {
-				t.Errorf("Fuzzy = %v", res.Fuzzy)
-			}
-		})
 	}
 }
