@@ -29,9 +29,10 @@ import (
 //
 // A word is thus matched against whole words, as when a field of
 // unstemmed words was indexed for it, except that the words are those a
-// stem of the index can come from, not only those a memory holds. That
-// field cost a fifth of indexing, for a pass that runs only when nothing
-// else matched.
+// stem of the index can come from, not only those a memory holds, and
+// that the longest probe that proves a stem ends the search. That field
+// cost a fifth of indexing, for a pass that runs only when nothing else
+// matched.
 const (
 	// spellTail is how many characters of a query word a probe may drop:
 	// the longest common ending that a stem loses ("ation", "ings").
