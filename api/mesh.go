@@ -50,11 +50,12 @@ type Peer struct {
 	Device   string        `json:"device"`
 	Name     string        `json:"name"`
 	Addr     string        `json:"addr"`
-	State    string        `json:"state"` // alive, suspect, dead, left, unknown (never seen), revoked
+	State    string        `json:"state"`         // alive, suspect, dead, left, unknown (never seen), revoked
+	Via      []string      `json:"via,omitempty"` // alive but not reached directly: the devices that reach it
 	RTT      time.Duration `json:"rtt_ns"`
 	LastSync time.Time     `json:"last_sync,omitzero"` // last complete pull from it
 	Pulls    int           `json:"pulls"`              // pulls from it since this node started
-	Behind   int           `json:"behind"`             // our documents changed since it last pulled from us
+	Behind   int           `json:"behind"`             // our documents it lacks, as far as the last exchanges tell (see Mesh.Peers)
 	Version  string        `json:"version"`
 	LastErr  string        `json:"last_error,omitempty"`
 }

@@ -83,3 +83,43 @@ func BenchmarkMaterialize(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckSaved walks the format of a memory edited 20 times on
+// each of two devices and merged, as a pulled document is before
+// Automerge loads it.
+func BenchmarkCheckSaved(b *testing.B) {
+	d, err := NewMemoryDoc(actorA, benchMemory())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	other, err := d.Fork(actorB)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer other.Close()
+	now := time.Now()
+	for i := range 20 {
+		for _, doc := range []*MemoryDoc{d, other} {
+			if _, err := doc.AppendRevision(benchMemory().Content+" Edited.", "device", now.Add(time.Duration(i)*time.Second)); err != nil {
+				b.Fatal(err)
+			}
+			if err := doc.AddTags("tag" + string(rune('a'+i))); err != nil {
+				b.Fatal(err)
+			}
+			if err := doc.Commit("edit"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := d.Merge(other); err != nil {
+		b.Fatal(err)
+	}
+	saved := d.Save()
+	for b.Loop() {
+		if err := checkSaved(saved); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(saved)), "doc-bytes")
+}

@@ -78,10 +78,21 @@
 // LoadMemoryDoc and LoadEdgeDoc check bytes before Automerge parses them:
 // they refuse empty input, input over MaxDocSize, input without the
 // Automerge magic, anything but a single document chunk (what Save
-// produces), deflated columns that inflate beyond 8 times MaxDocSize, and
-// operations with an unknown action or an increment by a non-integer —
-// both of which the linked Automerge aborts on even with a valid checksum.
+// produces), deflated columns that inflate beyond 8 times MaxDocSize,
+// operations with an unknown action or an increment by a non-integer, and
+// operation ids (of an operation, its object, the element it follows or
+// a successor) whose actor index or counter does not fit 32 bits — all of
+// which the linked Automerge aborts on even with a valid checksum.
 // After loading they check the document type, schema version and id.
+//
+// A peer also controls what a merge applies: every change of its document
+// that the stored one lacks. Merges of two documents that each load are
+// fuzzed (merge_fuzz_test.go); what they found to abort Automerge, the
+// operation ids beyond 32 bits, is refused on load. Automerge
+// refuses a change that reuses an actor's sequence number for other
+// content (two copies that edited as one actor) only when it reaches it,
+// after applying the changes before it, so a refused Merge closes the
+// document it merged into rather than leave it half merged.
 //
 // # Memory release
 //

@@ -138,6 +138,9 @@ func (d *document) commit(msg string) error {
 	if !d.dirty {
 		return nil
 	}
+	if err := checkText("commit message", msg); err != nil {
+		return err
+	}
 	if _, err := d.am.Commit(msg); err != nil {
 		return fmt.Errorf("crdt: commit: %w", err)
 	}
@@ -194,6 +197,10 @@ func (d *document) fork(actor string) (document, error) {
 }
 
 // merge applies the changes of o that d lacks. Both must have the same id.
+// Automerge refuses changes that cannot be merged (the same actor and
+// sequence number on two different changes: two copies that edited as
+// one actor) only when it reaches them, after applying the ones before,
+// so on such an error d holds part of o and is closed.
 func (d *document) merge(o *document) error {
 	if d.am == nil || o.am == nil {
 		return ErrClosed
@@ -212,10 +219,14 @@ func (d *document) merge(o *document) error {
 	if id != oid {
 		return fmt.Errorf("%w: %s and %s", ErrIDMismatch, id, oid)
 	}
-	if _, err := d.am.Merge(o.am); err != nil {
-		return fmt.Errorf("crdt: merge: %w", err)
-	}
+	// Automerge commits the pending operations of both documents first,
+	// whether the merge succeeds or not.
+	_, err = d.am.Merge(o.am)
 	d.dirty, o.dirty = false, false
+	if err != nil {
+		d.close()
+		return fmt.Errorf("%w: %w", ErrUnmergeable, err)
+	}
 	d.cost = max(d.cost, o.cost)
 	return nil
 }

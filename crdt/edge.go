@@ -182,7 +182,8 @@ func (d *EdgeDoc) Heads() []string { return d.heads() }
 func (d *EdgeDoc) Save() []byte { return d.save() }
 
 // Merge applies the changes of other that d lacks. Both documents must
-// be of the same edge.
+// be of the same edge. If Automerge refuses the changes
+// (ErrUnmergeable; see document.merge), d is closed.
 func (d *EdgeDoc) Merge(other *EdgeDoc) error { return d.merge(&other.document) }
 
 // Fork returns an independent copy of d that makes changes as actor.

@@ -40,6 +40,9 @@ var (
 	ErrMalformed = errors.New("crdt: malformed document")
 	// ErrIDMismatch: Merge was given a document with a different id.
 	ErrIDMismatch = errors.New("crdt: merging documents with different ids")
+	// ErrUnmergeable: Automerge refused to merge two histories (one
+	// actor's sequence number used for two different changes).
+	ErrUnmergeable = errors.New("crdt: histories cannot be merged")
 	// ErrClosed: the document was used after Close.
 	ErrClosed = errors.New("crdt: document closed")
 )

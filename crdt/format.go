@@ -26,7 +26,14 @@ import (
 //
 // Integer columns are run-length encoded: a signed LEB128 count n, then
 // one value repeated n times (n > 0), -n literal values (n < 0), or an
-// unsigned LEB128 number of nulls (n == 0).
+// unsigned LEB128 number of nulls (n == 0). Delta columns hold the
+// differences between successive values, as signed LEB128.
+//
+// The linked Automerge also aborts on an operation id (of an operation,
+// the object it is in, the element it follows, or a successor) whose actor
+// index or counter does not fit 32 bits, before it checks the actor
+// index against the actors or the heads against the changes, so
+// checkSaved bounds those columns too.
 
 const (
 	chunkDocument = 0
@@ -53,6 +60,17 @@ const (
 )
 
 var errTruncated = errors.New("truncated")
+
+// opIDColumns are the op columns of the actor indexes and counters of
+// operation ids, as id<<4 | type, and whether each holds deltas: the
+// object's, the key's (the element an insertion follows), the
+// operation's own and its successors'.
+var opIDColumns = map[uint64]bool{
+	0<<4 | 1: false, 0<<4 | 2: false, // object actor, counter
+	1<<4 | 1: false, 1<<4 | 3: true, // key actor, counter
+	2<<4 | 1: false, 2<<4 | 3: true, // id actor, counter
+	8<<4 | 1: false, 8<<4 | 3: true, // successor actor, counter
+}
 
 // inflaters holds DEFLATE readers for reuse: each holds a 32 KiB window.
 var inflaters = sync.Pool{New: func() any { return flate.NewReader(nil) }}
@@ -92,19 +110,61 @@ func checkSaved(data []byte) error {
 	}
 	var actions, meta []byte
 	for _, col := range opCols {
-		keep := col.id == colAction || col.id == colValueMeta
+		delta, isID := opIDColumns[col.id]
+		keep := isID || col.id == colAction || col.id == colValueMeta
 		b, err := col.data(&c, &budget, keep)
 		if err != nil {
 			return err
 		}
-		switch col.id {
-		case colAction:
+		switch {
+		case isID:
+			if err := checkOpIDs(b, delta, math.MaxUint32); err != nil {
+				return fmt.Errorf("%w: op column %d: %w", ErrCorrupt, col.id>>4, err)
+			}
+		case col.id == colAction:
 			actions = b
-		case colValueMeta:
+		case col.id == colValueMeta:
 			meta = b
 		}
 	}
 	return checkActions(actions, meta)
+}
+
+// checkOpIDs checks that a column of actor indexes or counters (their
+// deltas if delta is set) holds no value below 0 or above most, which is
+// at most 2^32-1. A run of one repeated value is checked whole, however
+// long it claims to be.
+func checkOpIDs(col []byte, delta bool, most uint64) error {
+	r := rle{c: cursor{b: col}, signed: delta}
+	var sum int64
+	for {
+		v, null, ok := r.next()
+		if !ok {
+			return r.c.err
+		}
+		rows := int64(1)
+		if !r.literal {
+			rows += r.left // the rest of the run repeats this row
+			r.left = 0
+		}
+		if null {
+			continue
+		}
+		if delta {
+			d := int64(v)
+			if d < -math.MaxUint32 || d > math.MaxUint32 || d != 0 && rows > math.MaxUint32 {
+				return fmt.Errorf("%d deltas of %d", rows, d)
+			}
+			sum += d * rows // within ±2^64 by the bounds above
+			if sum < 0 {
+				return fmt.Errorf("negative value %d", sum)
+			}
+			v = uint64(sum)
+		}
+		if v > most {
+			return fmt.Errorf("value %d above %d", v, most)
+		}
+	}
 }
 
 // checkActions checks every operation's action, and that increments carry
@@ -264,13 +324,22 @@ func (c *cursor) sleb() int64 {
 	}
 }
 
-// rle iterates over a run-length encoded column of uLEB values.
+// rle iterates over a run-length encoded column of uLEB values, or of
+// signed LEB128 values (returned as their bits) if signed is set.
 type rle struct {
 	c       cursor
+	signed  bool
 	left    int64 // rows left in the current run
 	literal bool  // the run's values are read one by one
 	null    bool  // the run is nulls
 	val     uint64
+}
+
+func (r *rle) value() uint64 {
+	if r.signed {
+		return uint64(r.c.sleb())
+	}
+	return r.c.uleb()
 }
 
 // next returns the next row; ok is false at the end of the column or on
@@ -283,7 +352,7 @@ func (r *rle) next() (val uint64, null, ok bool) {
 		n := r.c.sleb()
 		switch {
 		case n > 0:
-			r.left, r.literal, r.null, r.val = n, false, false, r.c.uleb()
+			r.left, r.literal, r.null, r.val = n, false, false, r.value()
 		case n == 0:
 			nulls := r.c.uleb()
 			if nulls > math.MaxInt64 {
@@ -304,7 +373,7 @@ func (r *rle) next() (val uint64, null, ok bool) {
 	case r.null:
 		return 0, true, true
 	case r.literal:
-		v := r.c.uleb()
+		v := r.value()
 		return v, false, r.c.err == nil
 	}
 	return r.val, false, true

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -172,6 +173,147 @@ func chunk(typ byte, body []byte) []byte {
 	return withChecksum(out)
 }
 
+func appendSleb(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// cell is one row of an integer column.
+type cell struct {
+	null bool
+	v    int64
+}
+
+// decodeColumn decodes an uncompressed integer column, of deltas if delta
+// is set (returned as the values they add up to).
+func decodeColumn(tb testing.TB, col []byte, delta bool) []cell {
+	tb.Helper()
+	r := rle{c: cursor{b: col}, signed: delta}
+	var out []cell
+	var sum int64
+	for {
+		v, null, ok := r.next()
+		if !ok {
+			break
+		}
+		if !null && delta {
+			sum += int64(v)
+			v = uint64(sum)
+		}
+		out = append(out, cell{null, int64(v)})
+	}
+	must(tb, r.c.err)
+	return out
+}
+
+// encodeColumn encodes cells as decodeColumn decodes them, in literal and
+// null runs.
+func encodeColumn(cells []cell, delta bool) []byte {
+	var b []byte
+	var prev int64
+	for i := 0; i < len(cells); {
+		j := i
+		for j < len(cells) && cells[j].null == cells[i].null {
+			j++
+		}
+		if cells[i].null {
+			b = appendUleb(appendSleb(b, 0), uint64(j-i))
+		} else {
+			b = appendSleb(b, -int64(j-i))
+			for _, c := range cells[i:j] {
+				if delta {
+					b = appendSleb(b, c.v-prev)
+					prev = c.v
+				} else {
+					b = appendUleb(b, uint64(c.v))
+				}
+			}
+		}
+		i = j
+	}
+	return b
+}
+
+// withOpColumn returns a document chunk with op column id of data (which
+// must not be deflated) changed by edit, and the checksum fixed: the
+// bytes a peer could send, which only this package's checks stand between
+// and Automerge.
+func withOpColumn(tb testing.TB, data []byte, id uint64, edit func([]cell)) []byte {
+	tb.Helper()
+	c := cursor{b: data[8:]}
+	c.byte()
+	c.uleb()
+	start := c.b
+	for range c.count(1) {
+		c.take(c.uleb())
+	}
+	c.take(c.count(32) * 32)
+	header := slices.Clone(start[:len(start)-len(c.b)])
+	changeCols, opCols := c.columns(), c.columns()
+	var specs, body []byte
+	for k, cols := range [][]column{changeCols, opCols} {
+		specs = appendUleb(specs, uint64(len(cols)))
+		for _, col := range cols {
+			b := c.take(col.len)
+			if k == 1 && col.id == id {
+				if col.deflate {
+					tb.Fatalf("op column %#x is deflated", id)
+				}
+				delta := opIDColumns[id]
+				cells := decodeColumn(tb, b, delta)
+				edit(cells)
+				b = encodeColumn(cells, delta)
+			}
+			spec := col.id
+			if col.deflate {
+				spec |= deflateBit
+			}
+			specs = appendUleb(appendUleb(specs, spec), uint64(len(b)))
+			body = append(body, b...)
+		}
+	}
+	must(tb, c.err)
+	return chunk(chunkDocument, slices.Concat(header, specs, body, c.b))
+}
+
+// idsDoc saves a document with operation ids in every column that holds
+// them: a list in the root (an object), two insertions (the second after
+// the first: a key), and a value set twice (a successor).
+func idsDoc(tb testing.TB) []byte {
+	tb.Helper()
+	d := automerge.New()
+	must(tb, d.SetActorID("01"))
+	must(tb, d.RootMap().Set("l", []any{"x", "y"}))
+	must(tb, d.RootMap().Set("a", "1"))
+	if _, err := d.Commit("", automerge.CommitOptions{Time: &time.Time{}}); err != nil {
+		tb.Fatal(err)
+	}
+	must(tb, d.RootMap().Set("a", "2"))
+	if _, err := d.Commit("", automerge.CommitOptions{Time: &time.Time{}}); err != nil {
+		tb.Fatal(err)
+	}
+	return d.Save()
+}
+
+// setLast sets the last non-null cell of a column to v.
+func setLast(v int64) func([]cell) {
+	return func(cells []cell) {
+		for i := len(cells) - 1; i >= 0; i-- {
+			if !cells[i].null {
+				cells[i].v = v
+				return
+			}
+		}
+		panic("no value in the column")
+	}
+}
+
 func TestCheckSavedRejects(t *testing.T) {
 	valid := oneOpDoc(t)
 	change := func() []byte {
@@ -199,6 +341,21 @@ func TestCheckSavedRejects(t *testing.T) {
 		{"column past the end", chunk(chunkDocument, []byte{0, 0, 1, 0x42, 50, 0}), ErrCorrupt},
 		{"decompression bomb", deflatedColumnDoc(t, maxInflated>>20+1), ErrTooLarge},
 	}
+	// Automerge aborts on an operation id whose actor index or counter
+	// does not fit 32 bits.
+	ids := idsDoc(t)
+	for name, col := range map[string]uint64{
+		"object actor": 0<<4 | 1, "object counter": 0<<4 | 2,
+		"key actor": 1<<4 | 1, "key counter": 1<<4 | 3,
+		"operation actor": 2<<4 | 1, "operation counter": 2<<4 | 3,
+		"successor actor": 8<<4 | 1, "successor counter": 8<<4 | 3,
+	} {
+		tests = append(tests, struct {
+			name string
+			data []byte
+			want error
+		}{name + " beyond 32 bits", withOpColumn(t, ids, col, setLast(1<<32)), ErrCorrupt})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := checkSaved(tt.data); !errors.Is(err, tt.want) {
@@ -206,6 +363,54 @@ func TestCheckSavedRejects(t *testing.T) {
 			}
 			if _, err := LoadMemoryDoc(actorA, tt.data); !errors.Is(err, tt.want) {
 				t.Errorf("LoadMemoryDoc: err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckSavedOpIDsFit: ids up to 2^32-1 pass the check (Automerge
+// refuses the ones that do not fit the document with an error); the
+// column rewriting the tests rely on changes nothing by itself.
+func TestCheckSavedOpIDsFit(t *testing.T) {
+	ids := idsDoc(t)
+	for col := range opIDColumns {
+		same := withOpColumn(t, ids, col, func([]cell) {})
+		if _, err := LoadMemoryDoc(actorA, same); !errors.Is(err, ErrWrongType) {
+			t.Errorf("column %#x rewritten as it was: %v, want %v", col, err, ErrWrongType)
+		}
+		if err := checkSaved(withOpColumn(t, ids, col, setLast(1<<32-1))); err != nil {
+			t.Errorf("column %#x at 2^32-1: %v", col, err)
+		}
+	}
+}
+
+func TestCheckOpIDs(t *testing.T) {
+	tests := []struct {
+		name  string
+		col   []byte
+		delta bool
+		ok    bool
+	}{
+		{"empty", nil, false, true},
+		{"nulls then values", encodeColumn([]cell{{null: true}, {v: 1<<32 - 1}}, false), false, true},
+		{"a huge null run", slices.Concat(appendSleb(nil, 0), appendUleb(nil, 1<<62)), false, true},
+		{"a value beyond 32 bits", encodeColumn([]cell{{v: 1}, {v: 1 << 32}}, false), false, false},
+		{"deltas adding up to 2^32-1", encodeColumn([]cell{{v: 1 << 31}, {v: 1<<32 - 1}}, true), true, true},
+		{"deltas adding up beyond", encodeColumn([]cell{{v: 1 << 31}, {v: 1 << 32}}, true), true, false},
+		{"deltas going negative", encodeColumn([]cell{{v: 5}, {v: -1}}, true), true, false},
+		{"a repeated delta", slices.Concat(appendSleb(nil, 3), appendSleb(nil, 1<<31)), true, false},
+		{"a repeated delta within bounds", slices.Concat(appendSleb(nil, 3), appendSleb(nil, 1<<30)), true, true},
+		{"a huge run of one value", slices.Concat(appendSleb(nil, 1<<62), appendUleb(nil, 1)), false, true},
+		{"a huge run of a zero delta", slices.Concat(appendSleb(nil, 1<<62), appendSleb(nil, 0)), true, true},
+		{"a huge run of a delta", slices.Concat(appendSleb(nil, 1<<62), appendSleb(nil, 1)), true, false},
+		{"a huge run of a value beyond 32 bits", slices.Concat(appendSleb(nil, 1<<62), appendUleb(nil, 1<<32)), false, false},
+		{"a huge delta", slices.Concat(appendSleb(nil, -1), appendSleb(nil, math.MinInt64)), true, false},
+		{"truncated", []byte{0x7f}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := checkOpIDs(tt.col, tt.delta, math.MaxUint32); (err == nil) != tt.ok {
+				t.Errorf("checkOpIDs(% x) = %v, want ok %v", tt.col, err, tt.ok)
 			}
 		})
 	}

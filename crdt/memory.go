@@ -397,7 +397,8 @@ func (d *MemoryDoc) Heads() []string { return d.heads() }
 func (d *MemoryDoc) Save() []byte { return d.save() }
 
 // Merge applies the changes of other that d lacks. Both documents must
-// be of the same memory.
+// be of the same memory. If Automerge refuses the changes
+// (ErrUnmergeable; see document.merge), d is closed.
 func (d *MemoryDoc) Merge(other *MemoryDoc) error { return d.merge(&other.document) }
 
 // Fork returns an independent copy of d that makes changes as actor.

@@ -232,6 +232,21 @@ func TestMemoryInvalidInput(t *testing.T) {
 	}
 }
 
+// TestCommitMessageNotUTF8: a commit message that is not UTF-8 is refused
+// as an invalid string, and the edits stay pending for the next commit.
+func TestCommitMessageNotUTF8(t *testing.T) {
+	d := newTestDoc(t, actorA, testMemory())
+	heads := d.Heads()
+	must(t, d.SetTitle("renamed"))
+	if err := d.Commit("bad \xff"); !errors.Is(err, ErrInvalidString) {
+		t.Fatalf("Commit: err = %v, want %v", err, ErrInvalidString)
+	}
+	must(t, d.Commit("rename"))
+	if m := materialize(t, d); m.Title != "renamed" || slices.Equal(m.Heads, heads) {
+		t.Fatalf("after the commit: title %q, heads %v (were %v)", m.Title, m.Heads, heads)
+	}
+}
+
 func TestNewMemoryDocInvalid(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -485,6 +500,57 @@ func TestMemoryMergeDifferentID(t *testing.T) {
 		t.Errorf("Merge of another memory: err = %v, want %v", err, ErrIDMismatch)
 	}
 	must(t, a.Merge(a))
+}
+
+// TestMemoryMergeSameActorRefused: two copies that edited as one actor
+// (a device restored from an older backup that edits again) cannot merge,
+// in either order. Automerge applies the peer's changes up to the one it
+// refuses, so the refused merge closes the document rather than leave it
+// holding part of the peer's history.
+func TestMemoryMergeSameActorRefused(t *testing.T) {
+	base := newTestDoc(t, actorA, testMemory())
+	local := fork(t, base, actorA)
+	peer := fork(t, base, actorB)
+	must(t, peer.SetTitle("the peer's own edit"))
+	must(t, peer.Commit("b"))
+	must(t, peer.am.SetActorID(actorA))
+	must(t, peer.SetKind("an edit as the local actor"))
+	must(t, peer.Commit("a on the peer"))
+	must(t, local.SetNamespace("local"))
+	must(t, local.Commit("a"))
+	stored, sent := local.Save(), peer.Save()
+
+	for _, order := range [][2][]byte{{stored, sent}, {sent, stored}} {
+		into, err := LoadMemoryDoc(actorC, order[0])
+		must(t, err)
+		other, err := LoadMemoryDoc(actorC, order[1])
+		must(t, err)
+		if err := into.Merge(other); !errors.Is(err, ErrUnmergeable) {
+			t.Fatalf("merging two histories of one actor: err = %v, want %v", err, ErrUnmergeable)
+		}
+		if _, err := into.Materialize(); !errors.Is(err, ErrClosed) {
+			t.Errorf("after a refused merge: Materialize err = %v, want %v", err, ErrClosed)
+		}
+		other.Close()
+	}
+}
+
+// TestMemoryMergeRefusedCommitsOther: Automerge commits the other
+// document's pending edits even when it refuses the merge, so the other
+// document has nothing left to commit, and Commit must not fail on an
+// empty change.
+func TestMemoryMergeRefusedCommitsOther(t *testing.T) {
+	base := newTestDoc(t, actorA, testMemory())
+	into, other := fork(t, base, actorA), fork(t, base, actorA)
+	must(t, into.SetTitle("one"))
+	must(t, other.SetTitle("two"))
+	if err := into.Merge(other); !errors.Is(err, ErrUnmergeable) {
+		t.Fatalf("merging two histories of one actor: err = %v, want %v", err, ErrUnmergeable)
+	}
+	must(t, other.Commit("after the refused merge"))
+	if m := materialize(t, other); m.Title != "two" {
+		t.Fatalf("title %q, want the pending edit", m.Title)
+	}
 }
 
 func TestMemoryCommitAndHeads(t *testing.T) {

@@ -10,14 +10,14 @@ import (
 
 // Root keys of a mesh document, besides keyType, keySchema and keyID.
 const (
-	keyWhat      = "what"       // MeshDevice or MeshNamespace
+	keyWhat      = "what"       // model.MeshDevice or model.MeshNamespace
 	keyKey       = "key"        // the device id or namespace name
 	keyName      = "name"       // device: a human name
 	keyAddedBy   = "added_by"   // device: the device that admitted it
 	keyAddedAt   = "added_at"   // device: Unix ms
 	keyRevokedBy = "revoked_by" // device: who revoked it
 	keyRevokedAt = "revoked_at" // device: Unix ms; set once, never cleared
-	keySync      = "sync"       // namespace: SyncAll or SyncLocal
+	keySync      = "sync"       // namespace: model.SyncAll or model.SyncLocal
 	keyStale     = "stale_days" // namespace: age in days after which a memory is stale; 0 means the default
 )
 
@@ -86,19 +86,23 @@ func LoadMeshDoc(actor string, data []byte) (*MeshDoc, error) {
 }
 
 // Revoke marks a device record revoked, for good; revoking a revoked
-// device changes nothing.
+// device changes nothing. at must not be the zero time, which reads as
+// not revoked.
 func (d *MeshDoc) Revoke(by string, at time.Time) error {
-	r, err := d.Materialize()
-	if err != nil {
+	if err := checkText(keyRevokedBy, by); err != nil {
 		return err
 	}
-	if r.What != model.MeshDevice {
-		return fmt.Errorf("%w: revoke of a %s record", ErrMalformed, r.What)
+	if millis(at) == 0 {
+		return fmt.Errorf("%w: a revocation at the zero time revokes nothing", ErrMalformed)
+	}
+	r, err := d.record(model.MeshDevice, "revoke")
+	if err != nil {
+		return err
 	}
 	if r.Revoked() {
 		return nil
 	}
-	return d.set(d.am.RootMap(), field{keyRevokedBy, by}, field{keyRevokedAt, millis(at)}, field{keyUpdatedAt, millis(at)})
+	return d.put(d.am.RootMap(), field{keyRevokedBy, by}, field{keyRevokedAt, millis(at)}, field{keyUpdatedAt, millis(at)})
 }
 
 // SetName sets a device's name.
@@ -109,19 +113,40 @@ func (d *MeshDoc) SetName(name string, at time.Time) error {
 	return d.put(d.am.RootMap(), field{keyName, name}, field{keyUpdatedAt, millis(at)})
 }
 
-// SetSync sets a namespace's replication policy.
+// record returns the record, which must be of kind what: op, refused on
+// other kinds, names the edit in the error.
+func (d *MeshDoc) record(what, op string) (model.MeshRecord, error) {
+	r, err := d.Materialize()
+	if err != nil {
+		return model.MeshRecord{}, err
+	}
+	if r.What != what {
+		return model.MeshRecord{}, fmt.Errorf("%w: %s of a %s record", ErrMalformed, op, r.What)
+	}
+	return r, nil
+}
+
+// SetSync sets a namespace's replication policy. A device record has no
+// policy and is refused with ErrMalformed.
 func (d *MeshDoc) SetSync(policy string, at time.Time) error {
 	if err := checkSync(policy); err != nil {
+		return err
+	}
+	if _, err := d.record(model.MeshNamespace, "sync policy"); err != nil {
 		return err
 	}
 	return d.put(d.am.RootMap(), field{keySync, policy}, field{keyUpdatedAt, millis(at)})
 }
 
 // SetStaleDays sets the age in days after which a namespace's memories
-// are stale (0: the default).
+// are stale (0: the default). A device record has no such age and is
+// refused with ErrMalformed.
 func (d *MeshDoc) SetStaleDays(days int64, at time.Time) error {
 	if days < 0 || days > model.MaxStaleDays {
 		return fmt.Errorf("%w: stale after %d days, want 0 to %d", ErrInvalidNumber, days, model.MaxStaleDays)
+	}
+	if _, err := d.record(model.MeshNamespace, "staleness age"); err != nil {
+		return err
 	}
 	return d.put(d.am.RootMap(), field{keyStale, days}, field{keyUpdatedAt, millis(at)})
 }
@@ -166,7 +191,8 @@ func (d *MeshDoc) Heads() []string { return d.heads() }
 func (d *MeshDoc) Save() []byte { return d.save() }
 
 // Merge applies the changes of other that d lacks. Both must be of the
-// same record.
+// same record. If Automerge refuses the changes (ErrUnmergeable; see
+// document.merge), d is closed.
 func (d *MeshDoc) Merge(other *MeshDoc) error { return d.merge(&other.document) }
 
 // Close releases the document. It is safe to call more than once.

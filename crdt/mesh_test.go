@@ -3,6 +3,7 @@ package crdt
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/memmesh/memmesh/model"
 )
@@ -77,5 +78,66 @@ func TestMeshInvalid(t *testing.T) {
 	// A memory's bytes are not a mesh record.
 	if _, err := LoadMeshDoc(ActorID("A"), savedMemory(t)); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("memory loaded as mesh record: %v", err)
+	}
+}
+
+// TestMeshRevokeInvalidBy: a revoker that is not UTF-8 is refused as an
+// invalid string, as every other text field is, and revokes nothing.
+func TestMeshRevokeInvalidBy(t *testing.T) {
+	d, err := NewMeshDoc(ActorID("A"), deviceRecord("DEV1", "laptop"))
+	must(t, err)
+	defer d.Close()
+	if err := d.Revoke("\xff\xfe", at("2026-02-01T00:00:00Z")); !errors.Is(err, ErrInvalidString) {
+		t.Fatalf("Revoke: err = %v, want %v", err, ErrInvalidString)
+	}
+	if r, err := d.Materialize(); err != nil || r.Revoked() {
+		t.Fatalf("after a refused revoke: %+v, %v", r, err)
+	}
+}
+
+// TestMeshWrongKindEdits: a device record takes no namespace settings and
+// a namespace record cannot be revoked; either would leave a record that
+// no longer reads.
+func TestMeshWrongKindEdits(t *testing.T) {
+	dev, err := NewMeshDoc(ActorID("A"), deviceRecord("DEV1", "laptop"))
+	must(t, err)
+	defer dev.Close()
+	ns, err := NewMeshDoc(ActorID("A"), &model.MeshRecord{ID: MeshID(model.MeshNamespace, "work"), What: model.MeshNamespace, Key: "work", Sync: model.SyncAll})
+	must(t, err)
+	defer ns.Close()
+	when := at("2026-02-01T00:00:00Z")
+	for name, edit := range map[string]func() error{
+		"sync of a device":       func() error { return dev.SetSync(model.SyncLocal, when) },
+		"stale days of a device": func() error { return dev.SetStaleDays(30, when) },
+		"revoke of a namespace":  func() error { return ns.Revoke("A", when) },
+	} {
+		if err := edit(); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want %v", name, err, ErrMalformed)
+		}
+	}
+	for _, d := range []*MeshDoc{dev, ns} {
+		again, err := LoadMeshDoc(ActorID("B"), d.Save())
+		if err != nil {
+			t.Fatalf("a record no longer loads after refused edits: %v", err)
+		}
+		again.Close()
+	}
+}
+
+// TestMeshRevokeZeroTime: a revocation at the zero time would read as not
+// revoked, and revoking again would make an empty change that Commit
+// fails on; it is refused.
+func TestMeshRevokeZeroTime(t *testing.T) {
+	d, err := NewMeshDoc(ActorID("A"), deviceRecord("DEV1", "laptop"))
+	must(t, err)
+	defer d.Close()
+	for range 2 {
+		if err := d.Revoke("B", time.Time{}); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("Revoke: err = %v, want %v", err, ErrMalformed)
+		}
+		must(t, d.Commit("revoke"))
+	}
+	if r, err := d.Materialize(); err != nil || r.RevokedBy != "" {
+		t.Fatalf("after refused revocations: %+v, %v", r, err)
 	}
 }

@@ -78,3 +78,53 @@ func TestMergeTombstonesConverges(t *testing.T) {
 		t.Fatalf("merging tombstones of two memories: %v, want ErrIDMismatch", err)
 	}
 }
+
+// FuzzMergeTombstones decodes two tombstones a peer could send and merges
+// them in both orders: the same tombstone, one of the two, with the same
+// heads, whose encoding decodes to itself.
+func FuzzMergeTombstones(f *testing.F) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, pair := range [][2]Tombstone{
+		{{ID: fuzzIDs[0], At: at, By: testDevice}, {ID: fuzzIDs[0], At: at.Add(time.Millisecond), By: "AAAA"}},
+		{{ID: fuzzIDs[0], At: at, By: "BBBB"}, {ID: fuzzIDs[0], At: at, By: "AAAA"}},
+		{{ID: fuzzIDs[0], At: at, By: "BBBB"}, {ID: fuzzIDs[1], At: at, By: "BBBB"}},
+	} {
+		a, err := pair[0].Encode()
+		must(f, err)
+		b, err := pair[1].Encode()
+		must(f, err)
+		f.Add(a, b)
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ta, errA := DecodeTombstone(a)
+		tb, errB := DecodeTombstone(b)
+		for _, err := range []error{errA, errB} {
+			if err != nil && !errors.Is(err, ErrInvalidTombstone) {
+				t.Fatalf("DecodeTombstone: unexpected error %v", err)
+			}
+		}
+		if errA != nil || errB != nil {
+			return
+		}
+		ab, errAB := MergeTombstones(ta, tb)
+		ba, errBA := MergeTombstones(tb, ta)
+		if (errAB == nil) != (errBA == nil) || ab != ba {
+			t.Fatalf("merge does not commute: %v (%v) and %v (%v)", ab, errAB, ba, errBA)
+		}
+		if errAB != nil {
+			if !errors.Is(errAB, ErrIDMismatch) || ta.ID == tb.ID {
+				t.Fatalf("MergeTombstones: %v", errAB)
+			}
+			return
+		}
+		if ab != ta && ab != tb {
+			t.Fatalf("merged %v is neither %v nor %v", ab, ta, tb)
+		}
+		enc, err := ab.Encode()
+		must(t, err)
+		again, err := DecodeTombstone(enc)
+		if err != nil || again != ab {
+			t.Fatalf("a merged tombstone does not decode to itself: %v, %v", again, err)
+		}
+	})
+}

@@ -41,11 +41,12 @@ type invitation struct {
 
 type peersOut struct {
 	Peers []struct {
-		Device  string `json:"device"`
-		Name    string `json:"name"`
-		State   string `json:"state"`
-		Behind  int    `json:"behind"`
-		LastErr string `json:"last_error"`
+		Device  string   `json:"device"`
+		Name    string   `json:"name"`
+		State   string   `json:"state"`
+		Via     []string `json:"via"`
+		Behind  int      `json:"behind"`
+		LastErr string   `json:"last_error"`
 	} `json:"peers"`
 }
 

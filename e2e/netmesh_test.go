@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -244,9 +243,8 @@ func TestLabLossyLinks(t *testing.T) {
 // way round; and `memmesh peers` on a and b gives a steady view of the
 // peer they cannot reach, not one that flaps between dead and alive. The
 // test records how long each write took and every state each of them
-// showed for the other. That peers says how many documents the other is
-// behind when it lacks none is known to fail (MEMMESH_KNOWN_FAILING=1
-// checks it).
+// showed for the other, and peers must say the other lacks nothing once
+// both writes crossed.
 func TestLabPartialConnectivity(t *testing.T) {
 	t.Parallel()
 	hosts, ms := labMesh(t, "a", "b", "c")
@@ -307,19 +305,30 @@ func TestLabPartialConnectivity(t *testing.T) {
 			t.Errorf("peers flaps: %s %s", key, strings.Join(states, ", "))
 		}
 	}
-	// behind should count the documents the peer really lacks: none, once
+	// Each says the other is reached through c, and c that it reaches both
+	// directly.
+	for m, other := range map[*machine]*machine{a: b, b: a} {
+		for _, p := range views[m].Peers {
+			if p.Device == other.id && !slices.Equal(p.Via, []string{c.id}) {
+				t.Errorf("peers on %s shows %s %s via %v, want via c (%s)", m.name, other.name, p.State, p.Via, c.id)
+			}
+		}
+	}
+	var fromC peersOut
+	okJSON(t, c.home, &fromC, "peers", "--json")
+	for _, p := range fromC.Peers {
+		if p.Via != nil {
+			t.Errorf("peers on c shows %s via %v, want reached directly", p.Name, p.Via)
+		}
+	}
+	// behind counts the documents the peer really lacks: none, once
 	// everything crossed through c.
 	for m, other := range map[*machine]*machine{a: b, b: a} {
 		for _, p := range views[m].Peers {
 			if p.Device != other.id || p.Behind == 0 || reachedA == 0 || reachedB == 0 {
 				continue
 			}
-			msg := fmt.Sprintf("peers on %s says %s is %d documents behind, though it has them all (through c)", m.name, other.name, p.Behind)
-			if os.Getenv("MEMMESH_KNOWN_FAILING") != "" {
-				t.Error(msg)
-			} else {
-				t.Log("known failing, not checked unless MEMMESH_KNOWN_FAILING=1: " + msg)
-			}
+			t.Errorf("peers on %s says %s is %d documents behind, though it has them all (through c)", m.name, other.name, p.Behind)
 		}
 	}
 	if t.Failed() {

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -85,4 +86,24 @@ func (t *fakeTicker) Stop() {
 	t.clock.mu.Lock()
 	defer t.clock.mu.Unlock()
 	t.stopped = true
+}
+
+// pending is how many waits (After) have not fired yet.
+func (c *fakeClock) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waits)
+}
+
+// waitPending waits until n waits are pending: a goroutine reached the
+// wait that the test then advances the clock past.
+func waitPending(t *testing.T, c *fakeClock, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.pending() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waits pending, want %d", c.pending(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

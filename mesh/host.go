@@ -20,7 +20,6 @@ type Store interface {
 	GetDoc(kind storage.Kind, id string) ([]byte, error)
 	All(kind storage.Kind, fn func(storage.Record) error) error
 	Scan(kind storage.Kind, t storage.Term, fn func(id string) error) error
-	Count(kind storage.Kind) (int, error)
 	Commit(recs ...storage.Record) (uint64, error)
 	GetLocal(key string) ([]byte, error)
 	PutLocalDurable(key string, value []byte) error

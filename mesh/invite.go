@@ -347,6 +347,7 @@ func (m *Mesh) Join(ctx context.Context, tok string) (api.JoinResult, error) {
 	res.Devices = len(m.devices)
 	m.mu.Unlock()
 	m.remember(t.Inviter, res.Addr)
+	m.saveKnown()
 	var addrs []string
 	for _, a := range reply.Addrs {
 		if _, _, err := net.SplitHostPort(a); err == nil {

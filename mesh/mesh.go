@@ -140,12 +140,24 @@ type Mesh struct {
 
 	pulledBytes atomic.Int64 // frame bytes of every pull since the start
 
+	// revokedBy is the member that told this device it was revoked: it
+	// then stops syncing (see revokedSelf). leaveMu orders that stop and
+	// Stop's leave.
+	revokedBy atomic.Pointer[string]
+	leaveMu   sync.Mutex
+
 	mu      sync.Mutex
 	devices map[string]model.MeshRecord // the registry, by device id
 	localNS map[string]bool             // namespaces that never leave this machine
 	peers   map[string]*peerState       // by device id
 	remote  map[uint64]bool             // seqs of changes received from peers: not pushed
 	known   map[string]string           // device id -> last address, persisted
+	heard   map[string]heard            // reach reports, by the device that sent them
+	relayed map[string]relayedSum       // digest sums relayed by others, by device
+
+	// send pushes a batch to a peer and waits until it applied it (push;
+	// tests replace it).
+	send func(ctx context.Context, device, addr string, batch []transport.Entry) error
 
 	private privateShare // of the digest: documents that never leave this machine
 
@@ -156,15 +168,20 @@ type Mesh struct {
 	// others, which start once that one is done, find little left to
 	// fetch instead of the same documents from every peer at once.
 	pullSlot chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+
+	knownChanged chan struct{} // known changed: saveLoop writes it
+	saveMu       sync.Mutex    // one write of known at a time, in order
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
 }
 
 // peerState is what this node knows of one peer beyond memberlist.
 type peerState struct {
 	addr      string
-	state     string // alive, suspect, dead, left
+	state     string    // memberlist's: alive, dead, left (see reach for suspect)
+	joined    time.Time // when it last became alive
+	direct    time.Time // when it last answered a direct probe
 	version   string
 	name      string
 	pulling   bool
@@ -175,7 +192,10 @@ type peerState struct {
 	pulledAt  time.Time // when the last one started
 	served    bool      // the peer completed a pull from us
 	servedSeq uint64    // our change-log seq it reached then
-	push      chan []transport.Entry
+	// holds are documents the peer is known to hold since (pushed to it
+	// and applied, or received from it): kind and id -> heads.
+	holds map[string]string
+	push  chan []transport.Entry
 }
 
 // New makes the mesh of the device id over store, whose documents host
@@ -207,10 +227,15 @@ func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *sl
 		peers:    make(map[string]*peerState),
 		remote:   make(map[uint64]bool),
 		known:    make(map[string]string),
+		heard:    make(map[string]heard),
+		relayed:  make(map[string]relayedSum),
 		kick:     make(chan string, 64),
 		pullSlot: make(chan struct{}, 1),
 		pushWake: make(chan struct{}, 1),
+
+		knownChanged: make(chan struct{}, 1),
 	}
+	m.send = m.push
 	if err := m.loadState(); err != nil {
 		return nil, err
 	}
@@ -224,6 +249,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 		Key:       m.id.Key,
 		Cert:      m.id.Cert,
 		Authorize: m.Authorize,
+		Revoked:   m.revokedSelf,
 		Logger:    m.log.With("component", "transport"),
 		WrapConn:  m.cfg.WrapConn,
 	})
@@ -250,6 +276,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 	m.goLoop(m.pullLoop)
 	m.goLoop(m.pushLoop)
 	m.goLoop(m.retryLoop)
+	m.goLoop(m.saveLoop)
 	m.log.Info("mesh listening", "addr", ep.Addr().String(), "advertise", m.advertise.String(), "device", m.self)
 	return nil
 }
@@ -274,12 +301,17 @@ func (m *Mesh) goLoop(fn func()) {
 // endpoint stop.
 func (m *Mesh) Stop() error {
 	m.leaving.Store(true)
-	if err := m.ml.UpdateNode(time.Second); err != nil {
-		// Peers that miss it show a death instead of a leave: no reason
-		// to fail the stop.
-		m.log.Debug("telling peers of the leave", "err", err)
+	var err error
+	m.leaveMu.Lock()
+	if m.revokedBy.Load() == nil {
+		if err := m.ml.UpdateNode(time.Second); err != nil {
+			// Peers that miss it show a death instead of a leave: no
+			// reason to fail the stop.
+			m.log.Debug("telling peers of the leave", "err", err)
+		}
+		err = m.ml.Leave(time.Second)
 	}
-	err := m.ml.Leave(time.Second)
+	m.leaveMu.Unlock()
 	err = errors.Join(err, m.ml.Shutdown())
 	m.evMu.Lock()
 	m.closed = true
@@ -308,6 +340,7 @@ func (m *Mesh) memberlistConfig() *memberlist.Config {
 	c.Delegate = &meshDelegate{m}
 	c.Events = &meshEvents{m}
 	c.Alive = &meshAlive{m}
+	c.Ping = meshPing{m}
 	c.Logger = slog.NewLogLogger(m.log.With("component", "memberlist").Handler(), slog.LevelDebug)
 	return c
 }
@@ -374,7 +407,7 @@ func (m *Mesh) Authorize(device string) error {
 	case !ok:
 		return fmt.Errorf("%w: %s is not in the device registry", transport.ErrUnauthorized, device)
 	case d.Revoked():
-		return fmt.Errorf("%w: %s was revoked", transport.ErrUnauthorized, device)
+		return fmt.Errorf("%w: %s was revoked", transport.ErrRevoked, device)
 	}
 	return nil
 }
@@ -383,22 +416,71 @@ func (m *Mesh) Authorize(device string) error {
 func (m *Mesh) peer(device string) *peerState {
 	p := m.peers[device]
 	if p == nil {
-		p = &peerState{push: make(chan []transport.Entry, pushQueue)}
+		p = &peerState{push: make(chan []transport.Entry, pushQueue), holds: make(map[string]string)}
 		m.peers[device] = p
 		m.goLoop(func() { m.pushTo(device, p) })
 	}
 	return p
 }
 
-// remember records a peer's address for reconnection, durably only when
-// it changed.
+// revokedSelf is told by the endpoint that the member by closed the
+// connection because this device was revoked. The device stops: no more
+// membership, joins, pushes or pulls (each would be refused, and logged by
+// every member), until it is started again.
+func (m *Mesh) revokedSelf(by string) {
+	if !m.revokedBy.CompareAndSwap(nil, &by) {
+		return
+	}
+	m.log.Error("this device was revoked from the mesh: it no longer syncs", "told_by", by)
+	m.goLoop(func() {
+		m.leaveMu.Lock()
+		defer m.leaveMu.Unlock()
+		if err := m.ml.Shutdown(); err != nil {
+			m.log.Debug("stopping membership", "err", err)
+		}
+	})
+}
+
+// remember records a peer's address for reconnection. It only tells
+// saveLoop to write it durably when it changed: memberlist calls it from
+// callbacks that hold its node lock, where an fsync would stall every
+// probe and gossip.
 func (m *Mesh) remember(device, addr string) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if device == m.self || m.known[device] == addr {
-		m.mu.Unlock()
 		return
 	}
 	m.known[device] = addr
+	select {
+	case m.knownChanged <- struct{}{}:
+	default:
+	}
+}
+
+// saveLoop writes the known peers durably each time they change, and a
+// last time as the mesh stops if they changed since.
+func (m *Mesh) saveLoop() {
+	for {
+		select {
+		case <-m.ctx.Done():
+			select {
+			case <-m.knownChanged:
+				m.saveKnown()
+			default:
+			}
+			return
+		case <-m.knownChanged:
+			m.saveKnown()
+		}
+	}
+}
+
+// saveKnown writes the known peers durably.
+func (m *Mesh) saveKnown() {
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	m.mu.Lock()
 	data, err := json.Marshal(m.known)
 	m.mu.Unlock()
 	if err == nil {
@@ -474,10 +556,13 @@ func (m *Mesh) serve(s *transport.Stream) {
 			m.kickPull(s.Peer)
 		}
 	case transport.StreamPush:
-		if n, err := transport.ServePush(s, replica{m}); err != nil {
+		r := &pushedReplica{replica: replica{m}}
+		n, err := transport.ServePush(s, r)
+		if err != nil {
 			log.Warn("receiving a push failed", "err", err, "applied", n)
 			m.kickPull(s.Peer)
 		}
+		m.relay(s.Peer, r.docs)
 	case transport.StreamJoin:
 		if err := m.serveJoin(s); err != nil {
 			log.Warn("join refused", "err", err)
@@ -522,7 +607,7 @@ func (m *Mesh) startPull(device string) {
 	m.mu.Lock()
 	p := m.peer(device)
 	addr := p.addr
-	if p.pulling || addr == "" {
+	if p.pulling || addr == "" || m.revokedBy.Load() != nil {
 		m.mu.Unlock()
 		return
 	}
@@ -744,6 +829,13 @@ func (m *Mesh) queuePush(batch []transport.Entry) {
 	}
 }
 
+// Backoff of a push that failed: the first retry after pushRetryFirst,
+// each wait twice the last, up to pushRetryMax.
+const (
+	pushRetryFirst = 250 * time.Millisecond
+	pushRetryMax   = 8 * time.Second
+)
+
 // pushTo sends queued batches to one peer, in order.
 func (m *Mesh) pushTo(device string, p *peerState) {
 	for {
@@ -753,19 +845,56 @@ func (m *Mesh) pushTo(device string, p *peerState) {
 			return
 		case batch = <-p.push:
 		}
-		m.mu.Lock()
-		addr := p.addr
-		m.mu.Unlock()
-		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
-		s, err := m.Open(ctx, addr, transport.StreamPush)
-		if err == nil {
-			err = transport.Push(s, batch)
-		}
-		cancel()
-		if err != nil {
-			m.log.Debug("push failed; anti-entropy will carry it", "peer", device, "err", err)
-		}
+		m.deliver(device, p, batch)
 	}
+}
+
+// deliver sends a batch to one peer until the peer has applied it: a
+// push that fails (a network blip, a peer busy restarting) is retried
+// with backoff, read from the mesh's clock, for as long as the peer is
+// alive or suspect. A peer that died or left gets the batch from
+// anti-entropy when it returns.
+func (m *Mesh) deliver(device string, p *peerState, batch []transport.Entry) {
+	wait := pushRetryFirst
+	for attempt := 1; ; attempt++ {
+		m.mu.Lock()
+		addr, state := p.addr, p.state
+		m.mu.Unlock()
+		if attempt > 1 && (state != "alive" && state != "suspect" || m.revokedBy.Load() != nil) {
+			m.log.Debug("push given up; anti-entropy will carry it", "peer", device, "state", state, "attempts", attempt-1)
+			return
+		}
+		err := m.send(m.ctx, device, addr, batch)
+		if err == nil {
+			m.holding(device, batch)
+			return
+		}
+		m.log.Debug("push failed; retrying", "peer", device, "err", err, "attempt", attempt, "wait", wait)
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.clock.After(wait):
+		}
+		wait = min(2*wait, pushRetryMax)
+	}
+}
+
+// pushTimeout bounds one push, its answer included.
+const pushTimeout = 10 * time.Second
+
+// push sends a batch to the device at addr and waits until it applied it.
+func (m *Mesh) push(ctx context.Context, device, addr string, batch []transport.Entry) error {
+	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+	defer cancel()
+	s, err := m.Open(ctx, addr, transport.StreamPush)
+	if err != nil {
+		return err
+	}
+	if s.Peer != device {
+		s.Close()
+		return fmt.Errorf("%s answered at %s, expected %s", s.Peer, addr, device)
+	}
+	return transport.Push(ctx, s, batch)
 }
 
 // Notify tells the pusher that changes are durable.
@@ -789,6 +918,10 @@ func (m *Mesh) retryLoop() {
 			return
 		case <-tick.C():
 		}
+		if m.revokedBy.Load() != nil {
+			return
+		}
+		m.tellReach()
 		alive := make(map[string]bool)
 		for _, node := range m.ml.Members() {
 			alive[node.Name] = node.State == memberlist.StateAlive
@@ -849,7 +982,12 @@ func (d *meshDelegate) NodeMeta(limit int) []byte {
 	}
 	return b
 }
-func (d *meshDelegate) NotifyMsg([]byte)                           {}
+func (d *meshDelegate) NotifyMsg(msg []byte) {
+	defer d.m.evMu.RUnlock()
+	if d.m.live() {
+		d.m.heardReach(msg)
+	}
+}
 func (d *meshDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (d *meshDelegate) LocalState(join bool) []byte                { return nil }
 func (d *meshDelegate) MergeRemoteState(buf []byte, join bool)     {}
@@ -913,6 +1051,9 @@ func (m *Mesh) note(node *memberlist.Node, state string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.peer(node.Name)
+	if state == "alive" && p.state != "alive" {
+		p.joined = m.clock.Now()
+	}
 	p.addr, p.state, p.version, p.name = node.Address(), state, meta.Version, peerDeviceName(meta.Name, "")
 }
 
@@ -945,46 +1086,28 @@ func peerDeviceName(name, fallback string) string {
 	return fallback
 }
 
-// Peers lists every other device in the registry with its state.
+// Peers lists every other device in the registry with its state, how it
+// is reached (see reach) and how many documents it lacks (see behind).
 func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
-	suspect := make(map[string]bool)
-	for _, node := range m.ml.Members() {
-		if node.State == memberlist.StateSuspect {
-			suspect[node.Name] = true
-		}
-	}
-	total := 0
-	for _, kind := range []storage.Kind{storage.KindMemory, storage.KindEdge, storage.KindMesh} {
-		c, err := m.store.Count(kind)
-		if err != nil {
-			return nil, err
-		}
-		total += c
-	}
+	now := m.clock.Now()
 	m.mu.Lock()
 	var out []api.Peer
 	for device, rec := range m.devices {
 		if device == m.self {
 			continue
 		}
-		p := api.Peer{Device: device, Name: rec.Name, State: "unknown", Behind: -1}
+		p := api.Peer{Device: device, Name: rec.Name, State: "unknown"}
 		if st := m.peers[device]; st != nil {
 			p.Addr, p.LastSync, p.Version, p.LastErr, p.Pulls = st.addr, st.lastSync, st.version, st.lastErr, st.pulls
 			if st.state != "" {
-				p.State = st.state
+				p.State, p.Via = m.reach(device, st, now)
 			}
 			if st.name != "" {
 				p.Name = st.name
 			}
-			if st.served {
-				p.Behind = int(st.servedSeq) // converted to a count below
-			}
 		}
 		if p.Addr == "" {
 			p.Addr = m.known[device]
-		}
-		if suspect[device] {
-			p.State = "suspect"
 		}
 		if rec.Revoked() {
 			p.State = "revoked"
@@ -992,16 +1115,16 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		out = append(out, p)
 	}
 	m.mu.Unlock()
+	var sum string
+	if d, err := m.store.Digest(); err == nil {
+		sum = digestSum(d)
+	}
 	for i := range out {
 		if out[i].State == "alive" || out[i].State == "suspect" {
 			out[i].RTT = m.ep.RTT(out[i].Addr)
 		}
-		if out[i].Behind < 0 {
-			out[i].Behind = total
-			continue
-		}
-		behind := 0
-		if _, err := m.store.Changes(uint64(out[i].Behind), 0, func(storage.Record) error { behind++; return nil }); err != nil {
+		behind, err := m.behind(out[i].Device, sum, now)
+		if err != nil {
 			return nil, err
 		}
 		out[i].Behind = behind
@@ -1014,6 +1137,9 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 // the health of its peers. The registry's size is the caller's to add.
 func (m *Mesh) Status(ctx context.Context) (api.MeshStatus, error) {
 	st := api.MeshStatus{Device: m.self, Enabled: true, Name: m.cfg.Name}
+	if by := m.revokedBy.Load(); by != nil {
+		st.Errors = append(st.Errors, "this device was revoked from the mesh (as "+*by+" said): it no longer syncs")
+	}
 	st.Listen, st.Advertise = m.Addr().String(), m.advertise.String()
 	peers, err := m.Peers(ctx)
 	if err != nil {

@@ -3,14 +3,20 @@ package mesh
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/memmesh/memmesh/internal/secrets/secretstest"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
@@ -160,5 +166,169 @@ func TestPeerDeviceName(t *testing.T) {
 		if got := peerDeviceName(name, "ABCDEFGH"); got != want {
 			t.Errorf("peerDeviceName(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestFailedPushRetried: a push that fails (a network blip) is sent again
+// with backoff, read from the mesh's clock, until the peer has it; and no
+// longer once the peer is dead, anti-entropy then carries it.
+func TestFailedPushRetried(t *testing.T) {
+	clock := newFakeClock()
+	m := testMesh(t, testStore(t), clock)
+	sent := make(chan string, 16) // the first id of each batch sent
+	var failures atomic.Int32
+	failures.Store(3)
+	m.send = func(_ context.Context, _, _ string, batch []transport.Entry) error {
+		sent <- batch[0].ID
+		if failures.Add(-1) >= 0 {
+			return errors.New("network is unreachable")
+		}
+		return nil
+	}
+	m.mu.Lock()
+	p := m.peer("B")
+	p.state, p.addr = "alive", "127.0.0.2:7420"
+	m.mu.Unlock()
+	expect := func(id string) {
+		t.Helper()
+		select {
+		case got := <-sent:
+			if got != id {
+				t.Fatalf("sent %s, want %s", got, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s was not sent", id)
+		}
+	}
+	none := func() {
+		t.Helper()
+		select {
+		case got := <-sent:
+			t.Fatalf("%s sent before its time", got)
+		default:
+		}
+	}
+
+	p.push <- []transport.Entry{{ID: "x"}}
+	expect("x")
+	for _, wait := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+		waitPending(t, clock, 1)
+		clock.Advance(wait - time.Millisecond)
+		none()
+		clock.Advance(time.Millisecond)
+		expect("x") // the third retry succeeds
+	}
+	p.push <- []transport.Entry{{ID: "y"}}
+	expect("y") // the next batch: x is not sent again
+
+	// A dead peer's push is given up after the attempt in flight.
+	failures.Store(100)
+	p.push <- []transport.Entry{{ID: "z"}}
+	expect("z")
+	waitPending(t, clock, 1)
+	m.mu.Lock()
+	p.state = "dead"
+	m.mu.Unlock()
+	clock.Advance(time.Second)
+	p.push <- []transport.Entry{{ID: "w"}}
+	expect("w")
+}
+
+// TestPeersTellSuspectAndIndirect: a peer that stops answering direct
+// probes is suspect, unless a peer that reaches it says so: it is then
+// alive, reached through that peer. Reports age out, and only members'
+// count.
+func TestPeersTellSuspectAndIndirect(t *testing.T) {
+	clock := newFakeClock()
+	m := testMesh(t, testStore(t), clock)
+	const b, c = "B", "C"
+	for _, d := range []string{b, c} {
+		m.noteRecord(model.MeshRecord{What: model.MeshDevice, Key: d})
+		m.note(&memberlist.Node{Name: d, Addr: net.IPv4(127, 0, 0, 2), Port: 7420}, "alive")
+	}
+	ping := meshPing{m}
+	acked := func(d string) { ping.NotifyPingComplete(&memberlist.Node{Name: d}, time.Millisecond, nil) }
+	check := func(d, wantState string, wantVia ...string) {
+		t.Helper()
+		m.mu.Lock()
+		state, via := m.reach(d, m.peers[d], clock.Now())
+		m.mu.Unlock()
+		if state != wantState || !slices.Equal(via, wantVia) {
+			t.Fatalf("%s: %s via %v, want %s via %v", d, state, via, wantState, wantVia)
+		}
+	}
+	check(c, "alive") // joined just now: not probed yet
+
+	step := m.cfg.ProbeInterval
+	for range 10 { // b answers every probe, c none
+		clock.Advance(step)
+		acked(b)
+	}
+	check(b, "alive")
+	check(c, "suspect")
+
+	m.heardReach([]byte(`{"f":"C","d":["B"]}`)) // c's report does not vouch for c
+	m.heardReach([]byte(`{"f":"X","d":["C"]}`)) // nor does a stranger's
+	check(c, "suspect")
+	m.heardReach([]byte(`{"f":"B","d":["C"]}`))
+	check(c, "alive", b)
+	if !strings.Contains(string(m.reachReport()), `"B"`) || strings.Contains(string(m.reachReport()), `"C"`) {
+		t.Fatalf("reach report %s, want b listed and c not", m.reachReport())
+	}
+
+	for range 20 { // b's report ages out
+		clock.Advance(step)
+		acked(b)
+	}
+	check(c, "suspect")
+	m.heardReach([]byte(`{"f":"B","d":["C"]}`))
+	check(c, "alive", b)
+	acked(c) // c answers again
+	check(c, "alive")
+
+	m.note(&memberlist.Node{Name: c}, "dead")
+	check(c, "dead")
+}
+
+// slowSyncStore is a store whose durable local writes wait until release
+// is closed, as an fsync on a busy disk does.
+type slowSyncStore struct {
+	*storage.Store
+	release chan struct{}
+	wrote   chan string
+}
+
+func (s slowSyncStore) PutLocalDurable(key string, value []byte) error {
+	<-s.release
+	err := s.Store.PutLocalDurable(key, value)
+	s.wrote <- key
+	return err
+}
+
+// TestMembershipEventsDoNotWaitForTheDisk: memberlist calls its event
+// delegates holding its node lock; a join event returns before the new
+// peer's address is durable, which is written after.
+func TestMembershipEventsDoNotWaitForTheDisk(t *testing.T) {
+	st := slowSyncStore{Store: testStore(t), release: make(chan struct{}), wrote: make(chan string, 1)}
+	m := testMesh(t, st, nil)
+	m.goLoop(m.saveLoop)
+	returned := make(chan struct{})
+	go func() {
+		(&meshEvents{m}).NotifyJoin(&memberlist.Node{Name: "B", Addr: net.IPv4(127, 0, 0, 2), Port: 7420})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		close(st.release)
+		t.Fatal("a join event waited for a durable write")
+	}
+	close(st.release)
+	if key := <-st.wrote; key != localKnown {
+		t.Fatalf("wrote %s, want %s", key, localKnown)
+	}
+	data, err := st.GetLocal(localKnown)
+	if err != nil || !strings.Contains(string(data), "127.0.0.2:7420") {
+		t.Fatalf("known peers saved as %s (%v), want the new peer's address", data, err)
 	}
 }

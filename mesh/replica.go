@@ -141,6 +141,7 @@ func (m *Mesh) Apply(peer string, docs []transport.Entry) error { return replica
 // own, so that the memories and edges they erase are not stored again
 // from the same batch.
 func (r replica) Apply(peer string, docs []transport.Entry) error {
+	r.m.holding(peer, docs)
 	ids := make([]string, len(docs))
 	for i, d := range docs {
 		ids[i] = d.ID
@@ -352,8 +353,54 @@ func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, err
 	if m.LocalOnly(mem.Namespace) {
 		return storage.Record{}, fmt.Errorf("namespace %q is local-only on this machine", mem.Namespace)
 	}
+	if err := m.checkAuthors(&mem, local); err != nil {
+		return storage.Record{}, err
+	}
 	return m.host.MemoryRecord(&mem, savedOr(local, remote, doc.Save))
 }
+
+// checkAuthors refuses a memory that brings a revision written by a
+// revoked device after its revocation, whoever sent it: a member that
+// was offline during the revocation may pass on what the device wrote
+// since. Revisions this node already holds (local, the stored document)
+// stay.
+func (m *Mesh) checkAuthors(mem *model.Memory, local []byte) error {
+	var late []model.Revision
+	m.mu.Lock()
+	for _, r := range mem.Revisions {
+		if d, ok := m.devices[r.Device]; ok && d.Revoked() && r.At.After(d.RevokedAt) {
+			late = append(late, r)
+		}
+	}
+	m.mu.Unlock()
+	if len(late) == 0 {
+		return nil
+	}
+	held := make(map[string]bool)
+	if local != nil {
+		doc, err := crdt.LoadMemoryDoc(m.actor, local)
+		if err != nil {
+			return fmt.Errorf("stored document: %w", err)
+		}
+		was, err := doc.Materialize()
+		doc.Close()
+		if err != nil {
+			return fmt.Errorf("stored document: %w", err)
+		}
+		for _, r := range was.Revisions {
+			held[r.ID] = true
+		}
+	}
+	for _, r := range late {
+		if !held[r.ID] {
+			return fmt.Errorf("%w: revision %s written by device %s after its revocation", errRevokedAuthor, r.ID, r.Device)
+		}
+	}
+	return nil
+}
+
+// errRevokedAuthor refuses a change written by a revoked device.
+var errRevokedAuthor = errors.New("written by a revoked device")
 
 // savedOr returns the bytes to store: a document new to this node is
 // stored as received (it passed every check and loaded), a merged one is

@@ -833,3 +833,178 @@ func TestMeshPeersTellACleanStop(t *testing.T) {
 		t.Fatalf("a peer that stopped cleanly is shown %q, want left", got)
 	}
 }
+
+// peerView returns how n sees the peer device: its state and the devices
+// it is reached through.
+func peerView(t testing.TB, n *Node, device string) (string, []string) {
+	t.Helper()
+	peers, err := n.Peers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range peers {
+		if p.Device == device {
+			return p.State, p.Via
+		}
+	}
+	return "", nil
+}
+
+// partialMesh starts a, b and c where a and b cannot reach each other and
+// both reach c (a laptop behind NAT, a desktop, an always-on machine), and
+// joins a and b through c.
+func partialMesh(t *testing.T, mc mesh.Config) (a, b, c *Node) {
+	fn := faultnet.New(1)
+	a, b, c = meshNodeWith(t, "", 1, fn, mc), meshNodeWith(t, "", 2, fn, mc), meshNodeWith(t, "", 3, fn, mc)
+	fn.Cut(addr(a), addr(b))
+	join(t, c, a)
+	join(t, c, b)
+	waitUntil(t, "c sees a and b alive", func() bool { return alivePeers(c) == 2 })
+	return a, b, c
+}
+
+// TestMeshPeersThroughOthers: a peer reached only through another is
+// shown alive, through that peer; one reached directly, with no via.
+func TestMeshPeersThroughOthers(t *testing.T) {
+	a, b, c := partialMesh(t, mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour})
+	for _, n := range []*Node{a, b} {
+		other := map[*Node]*Node{a: b, b: a}[n]
+		waitUntil(t, "a and b see each other through c", func() bool {
+			state, via := peerView(t, n, other.DeviceID())
+			return state == "alive" && slices.Equal(via, []string{c.DeviceID()})
+		})
+		if state, via := peerView(t, n, c.DeviceID()); state != "alive" || via != nil {
+			t.Errorf("c, reached directly, is shown %s via %v", state, via)
+		}
+	}
+	for _, n := range []*Node{a, b} {
+		if state, via := peerView(t, c, n.DeviceID()); state != "alive" || via != nil {
+			t.Errorf("c shows %s %s via %v, want alive, directly", n.DeviceID(), state, via)
+		}
+	}
+}
+
+// behindOf is how many documents n says the peer device lacks.
+func behindOf(t testing.TB, n *Node, device string) int {
+	t.Helper()
+	peers, err := n.Peers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range peers {
+		if p.Device == device {
+			return p.Behind
+		}
+	}
+	t.Fatalf("%s is not a peer", device)
+	return 0
+}
+
+// TestMeshBehindCountsWhatThePeerLacks: documents pushed to a peer that
+// applied them are not counted as behind, and a peer reached only
+// through another is not behind once it holds everything.
+func TestMeshBehindCountsWhatThePeerLacks(t *testing.T) {
+	cfg := mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour}
+	a, b, c := partialMesh(t, cfg)
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, remember(t, a, api.RememberRequest{Content: fmt.Sprintf("pushed to c, then through c %d", i)}).ID)
+	}
+	waitUntil(t, "every memory on c", func() bool {
+		return !slices.ContainsFunc(ids, func(id string) bool { return !has(c, id) })
+	})
+	waitUntil(t, "a says c lacks nothing", func() bool { return behindOf(t, a, c.DeviceID()) == 0 })
+	if n := behindOf(t, a, b.DeviceID()); n < len(ids) {
+		t.Fatalf("a says b lacks %d documents, b lacks at least the %d memories", n, len(ids))
+	}
+	// b pulls them from c (its pull from a fails: a is out of its reach).
+	if err := b.Pull(context.Background()); err != nil {
+		t.Log(err)
+	}
+	waitUntil(t, "every memory on b", func() bool {
+		return !slices.ContainsFunc(ids, func(id string) bool { return !has(b, id) })
+	})
+	waitUntil(t, "a says b lacks nothing", func() bool { return behindOf(t, a, b.DeviceID()) == 0 })
+}
+
+// TestMeshRefusesWritesOfARevokedDevice: a memory a revoked device wrote
+// after its revocation is refused, whoever passes it on (here a third
+// member that was offline during the revocation); one it wrote before
+// stays.
+func TestMeshRefusesWritesOfARevokedDevice(t *testing.T) {
+	nodes := cluster(t, 3, nil)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	ctx := context.Background()
+	before := remember(t, b, api.RememberRequest{Content: "written before the revocation"})
+	waitUntil(t, "b's memory on a", func() bool { return has(a, before.ID) })
+	if _, err := a.Revoke(ctx, b.DeviceID()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the revocation on c", func() bool { return c.mesh.Authorize(b.DeviceID()) != nil })
+	advance(b, time.Second) // b writes after the revocation, on any clock
+	after := remember(t, b, api.RememberRequest{Content: "written after the revocation"})
+	content := "written before the revocation, edited after"
+	if _, err := b.Update(ctx, before.ID, api.UpdateRequest{Content: &content}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []transport.Entry
+	for _, id := range []string{after.ID, before.ID} {
+		rec, err := b.store.Get(storage.KindMemory, strings.TrimPrefix(id, "m-"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := b.store.GetDoc(storage.KindMemory, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, transport.Entry{Kind: byte(storage.KindMemory), ID: rec.ID, Heads: rec.Heads, Doc: doc})
+	}
+	err := a.mesh.Apply(c.DeviceID(), docs) // c passes on what b wrote
+	if rej, ok := errors.AsType[*transport.RejectedError](err); !ok || rej.Rejected != len(docs) {
+		t.Fatalf("applying the revoked device's later writes: %v, want both rejected", err)
+	}
+	if has(a, after.ID) {
+		t.Fatal("a memory the revoked device wrote after its revocation was stored")
+	}
+	if !has(a, before.ID) {
+		t.Fatal("a memory the revoked device wrote before its revocation was lost")
+	}
+	if got, err := a.Get(ctx, before.ID); err != nil || strings.Contains(got.Content, "edited after") {
+		t.Fatalf("the revoked device's later edit reached a: %q (%v)", got.Content, err)
+	}
+}
+
+// TestMeshPushCrossesAPartialPartition: a and b cannot reach each other,
+// both reach c; a write on a reaches b by push, through c, with no
+// anti-entropy pull (the sync interval is an hour), and the other way.
+func TestMeshPushCrossesAPartialPartition(t *testing.T) {
+	a, b, c := partialMesh(t, mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour})
+	for _, n := range []*Node{a, b} { // each knows the other reaches c only
+		other := map[*Node]*Node{a: b, b: a}[n]
+		waitUntil(t, "a and b see each other through c", func() bool {
+			_, via := peerView(t, n, other.DeviceID())
+			return slices.Equal(via, []string{c.DeviceID()})
+		})
+	}
+	fromA := remember(t, a, api.RememberRequest{Content: "written on a, for b through c"})
+	fromB := remember(t, b, api.RememberRequest{Content: "written on b, for a through c"})
+	waitUntil(t, "a's write on b", func() bool { return has(b, fromA.ID) })
+	waitUntil(t, "b's write on a", func() bool { return has(a, fromB.ID) })
+}
+
+// TestMeshRevokedDeviceIsTold: a revoked device that missed its
+// revocation (the revoking member disconnects it at once) learns it from
+// the member it retries, and says so in its status; it then stops its
+// membership, joins, pushes and pulls.
+func TestMeshRevokedDeviceIsTold(t *testing.T) {
+	ctx := context.Background()
+	nodes := cluster(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	if _, err := a.Revoke(ctx, b.DeviceID()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "b learns it was revoked", func() bool {
+		st, err := b.mesh.Status(ctx)
+		return err == nil && slices.ContainsFunc(st.Errors, func(e string) bool { return strings.Contains(e, "revoked") })
+	})
+}

@@ -39,6 +39,7 @@ const datagramMembership = 1
 const (
 	codeClosing      quic.ApplicationErrorCode = 0
 	codeUnauthorized quic.ApplicationErrorCode = 1
+	codeRevoked      quic.ApplicationErrorCode = 2 // ErrRevoked; only append codes
 	codeStreamDone   quic.StreamErrorCode      = 0
 	codeRefused      quic.StreamErrorCode      = 1
 )
@@ -52,8 +53,12 @@ type Config struct {
 	Cert tls.Certificate
 	// Authorize decides whether a device is a member of the mesh: it is
 	// asked at every TLS handshake of a mesh connection and at every
-	// stream a member opens. A non-nil error refuses the device.
+	// stream a member opens. A non-nil error refuses the device; one
+	// that is ErrRevoked also tells the device (see Revoked).
 	Authorize func(device string) error
+	// Revoked, when set, is called when a member closes the connection
+	// to it because this device was revoked (by: that member's device).
+	Revoked func(by string)
 	// Logger receives the endpoint's logs; nil discards them.
 	Logger *slog.Logger
 	// WrapConn, when set, wraps the UDP socket (fault injection in tests).
@@ -258,6 +263,10 @@ func (e *Endpoint) verifyClient(cs tls.ConnectionState, remote string) error {
 	if err == nil && cs.NegotiatedProtocol == alpnMesh {
 		err = e.cfg.Authorize(device)
 	}
+	if errors.Is(err, ErrRevoked) {
+		e.logRefusal(device, "refused a revoked device, telling it", "addr", remote, "device", device)
+		return nil // serveConn tells it and closes
+	}
 	if err != nil {
 		e.logRefusal(device, "refused connection", "addr", remote, "device", device, "err", err)
 	}
@@ -340,6 +349,10 @@ func (e *Endpoint) serveConn(conn *quic.Conn) *peerConn {
 	}
 	pc := &peerConn{conn: conn, device: device}
 	join := state.NegotiatedProtocol == alpnJoin
+	if err := e.cfg.Authorize(device); !join && errors.Is(err, ErrRevoked) {
+		conn.CloseWithError(codeRevoked, "revoked")
+		return nil
+	}
 	if !join {
 		addr := conn.RemoteAddr().String()
 		e.mu.Lock()
@@ -348,6 +361,10 @@ func (e *Endpoint) serveConn(conn *quic.Conn) *peerConn {
 		e.spawn(func() {
 			select {
 			case <-conn.Context().Done():
+				var closed *quic.ApplicationError
+				if errors.As(context.Cause(conn.Context()), &closed) && closed.Remote && closed.ErrorCode == codeRevoked && e.cfg.Revoked != nil {
+					e.cfg.Revoked(device)
+				}
 			case <-e.ctx.Done():
 			}
 			e.mu.Lock()

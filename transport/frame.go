@@ -70,6 +70,11 @@ var (
 	ErrBadCertificate = errors.New("transport: bad certificate")
 	// ErrUnauthorized is a device that is not a member of the mesh.
 	ErrUnauthorized = errors.New("transport: device not authorised")
+	// ErrRevoked is a device that was a member and was revoked. Unlike
+	// other refused devices it is told so: a member closes its mesh
+	// connections with codeRevoked, and its endpoint calls
+	// Config.Revoked.
+	ErrRevoked = fmt.Errorf("%w: revoked", ErrUnauthorized)
 	// ErrMalformed is a frame or message that does not decode.
 	ErrMalformed = errors.New("transport: malformed message")
 	// ErrClosed is an endpoint that was closed.

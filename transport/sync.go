@@ -369,19 +369,46 @@ func SendDocs(s FrameStream, docs []Entry) error {
 	return nil
 }
 
-// Push sends documents to the peer on s and closes it.
-func Push(s FrameStream, docs []Entry) error {
+// Push sends documents to the peer on s, waits until the peer has
+// applied them (it closes its side) and closes s. A peer that fails to
+// apply them answers with an error frame: Push returns ErrRefused. A
+// stream that ends otherwise, or ctx ending first, is an error too: the
+// peer may not have the documents.
+func Push(ctx context.Context, s FrameStream, docs []Entry) error {
 	defer s.Close()
+	stop := context.AfterFunc(ctx, s.Abort)
+	defer stop()
 	if err := SendDocs(s, docs); err != nil {
 		return err
 	}
-	return s.CloseWrite()
+	if err := s.CloseWrite(); err != nil {
+		return err
+	}
+	typ, p, err := s.ReadFrame(MaxFrame)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return fmt.Errorf("push: no answer: %w", err)
+	case typ == FrameError:
+		return fmt.Errorf("%w: %s", ErrRefused, p)
+	}
+	return fmt.Errorf("%w: frame type %d after a push", ErrMalformed, typ)
 }
 
 // ServePush applies the documents a peer pushes on s, skipping those the
-// replica already has. s is closed on return.
+// replica already has, and tells the pusher an error that stops it. s is
+// closed on return.
 func ServePush(s FrameStream, r Replica) (int, error) {
 	defer s.Close()
+	applied, err := servePush(s, r)
+	if err != nil {
+		s.WriteFrame(FrameError, []byte(err.Error()))
+	}
+	return applied, err
+}
+
+func servePush(s FrameStream, r Replica) (int, error) {
 	applied := 0
 	for {
 		typ, p, err := s.ReadFrame(MaxFrame)

@@ -297,7 +297,10 @@ func TestFrameOverLimitRefused(t *testing.T) {
 	})
 	t.Run("push", func(t *testing.T) {
 		a, b := Pipe("pusher", "server")
-		go a.Write(oversized())
+		go func() {
+			a.Write(oversized())
+			io.Copy(io.Discard, a) // the server's answer
+		}()
 		_, err := ServePush(b, newMemReplica(1))
 		if !errors.Is(err, ErrFrameTooLarge) {
 			t.Errorf("ServePush: %v, want %v", err, ErrFrameTooLarge)
@@ -305,7 +308,7 @@ func TestFrameOverLimitRefused(t *testing.T) {
 	})
 	t.Run("write", func(t *testing.T) {
 		a, _ := Pipe("pusher", "server")
-		err := Push(a, []Entry{{Kind: 'm', ID: "big", Doc: make([]byte, MaxFrame)}})
+		err := Push(ctx, a, []Entry{{Kind: 'm', ID: "big", Doc: make([]byte, MaxFrame)}})
 		if !errors.Is(err, ErrFrameTooLarge) {
 			t.Errorf("Push of a document over the cap: %v, want %v", err, ErrFrameTooLarge)
 		}
@@ -397,7 +400,7 @@ func TestPushAppliesWhatTheReplicaLacks(t *testing.T) {
 	docs, _ := pusher.Docs("receiver", []Entry{{ID: "doc0"}, {ID: "doc1"}, {ID: "doc2"}, {ID: "doc3"}, {ID: "doc4"}, {ID: "doc5"}})
 	a, b := Pipe("pusher", "receiver")
 	pushed := make(chan error, 1)
-	go func() { pushed <- Push(a, docs) }()
+	go func() { pushed <- Push(ctxT(t), a, docs) }()
 	applied, err := ServePush(b, receiver)
 	if err != nil {
 		t.Fatalf("ServePush: %v", err)
@@ -458,5 +461,46 @@ func TestSendDocsFillsFramesToAboutOneMiB(t *testing.T) {
 	want := [][]string{{"a", "b"}, {"c"}, {"d"}, {"e"}}
 	if !slices.EqualFunc(frames, want, slices.Equal) {
 		t.Errorf("frames %v, want %v", frames, want)
+	}
+}
+
+// failingReplica is a memReplica whose Apply fails as a full disk does.
+type failingReplica struct{ *memReplica }
+
+func (failingReplica) Apply(string, []Entry) error { return errors.New("no space left on device") }
+
+// TestPushTellsAFailedApply: a push the receiver cannot store fails on
+// the pusher's side too, so that it tries again; one it stored succeeds
+// only once the receiver has applied it.
+func TestPushTellsAFailedApply(t *testing.T) {
+	docs := []Entry{{Kind: 'm', ID: "doc", Heads: []string{headOf("x")}, Doc: []byte("x")}}
+	a, b := Pipe("pusher", "receiver")
+	pushed := make(chan error, 1)
+	go func() { pushed <- Push(ctxT(t), a, docs) }()
+	if _, err := ServePush(b, failingReplica{newMemReplica(2)}); err == nil {
+		t.Fatal("ServePush stored nothing and reported no error")
+	}
+	if err := <-pushed; !errors.Is(err, ErrRefused) {
+		t.Fatalf("Push to a receiver that failed to apply it: %v, want %v", err, ErrRefused)
+	}
+
+	// A receiver that reads the documents and never answers: the push
+	// waits for it until its context ends.
+	a, b = Pipe("pusher", "receiver")
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go func() { pushed <- Push(ctx, a, docs) }()
+	for {
+		if _, _, err := b.ReadFrame(MaxFrame); err != nil {
+			break // the pusher's end of the documents
+		}
+	}
+	select {
+	case err := <-pushed:
+		t.Fatalf("Push returned %v before the receiver answered", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if err := <-pushed; err == nil {
+		t.Fatal("Push whose receiver never answered succeeded")
 	}
 }

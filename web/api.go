@@ -93,8 +93,8 @@ type RevokeRequest struct {
 	Device string `json:"device"`
 }
 
-// SyncRequest sets a namespace's replication policy: crdt.SyncAll or
-// crdt.SyncLocal.
+// SyncRequest sets a namespace's replication policy: model.SyncAll or
+// model.SyncLocal.
 type NamespaceRequest struct {
 	Namespace string `json:"namespace"`
 	api.NamespaceChange

@@ -236,9 +236,10 @@ func (a *app) peersCommand() *cobra.Command {
 		Use:   "peers",
 		Short: "Show the other devices of the mesh and how sync with each is going",
 		Long: `Show the other devices of the mesh: address, state (alive, suspect, dead, left,
-unknown when never seen, revoked), round-trip time, the last complete sync
-from each, how many documents changed here since it last pulled from this
-machine (behind), and its memmesh version.`,
+unknown when never seen, revoked), the devices it is reached through when
+this machine cannot reach it directly (via), round-trip time, the last
+complete sync from each, how many documents changed here since it last
+pulled from this machine (behind), and its memmesh version.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			peers, err := call(cmd.Context(), a, (*web.Client).Peers)
@@ -247,8 +248,8 @@ machine (behind), and its memmesh version.`,
 			}
 			return emitList(a, "peers", peers, func(w io.Writer) {
 				printTable(w, peers, "No other devices yet: run 'memmesh invite' here and 'memmesh join TOKEN' on another machine.",
-					"DEVICE\tNAME\tADDRESS\tSTATE\tRTT\tLAST SYNC\tBEHIND\tVERSION", func(p api.Peer) []any {
-						return []any{shortID(p.Device), p.Name, orDash(p.Addr), p.State, rtt(p.RTT), ago(p.LastSync), p.Behind, orDash(p.Version)}
+					"DEVICE\tNAME\tADDRESS\tSTATE\tVIA\tRTT\tLAST SYNC\tBEHIND\tVERSION", func(p api.Peer) []any {
+						return []any{shortID(p.Device), p.Name, orDash(p.Addr), p.State, orDash(via(peers, p)), rtt(p.RTT), ago(p.LastSync), p.Behind, orDash(p.Version)}
 					})
 				for _, p := range peers {
 					if p.LastErr != "" {
@@ -447,4 +448,19 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// via names the devices a peer is reached through, "" when it is reached
+// directly.
+func via(peers []api.Peer, p api.Peer) string {
+	names := make([]string, len(p.Via))
+	for i, device := range p.Via {
+		names[i] = shortID(device)
+		for _, q := range peers {
+			if q.Device == device {
+				names[i] = q.Name
+			}
+		}
+	}
+	return strings.Join(names, ",")
 }

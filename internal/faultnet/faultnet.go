@@ -15,6 +15,7 @@ import (
 type Net struct {
 	mu       sync.Mutex
 	group    map[string]int // address -> partition group; absent: group 0
+	cut      map[[2]string]bool
 	dropRate float64
 	delay    time.Duration
 	rng      *rand.Rand
@@ -22,7 +23,7 @@ type Net struct {
 
 // New returns a network without faults; seed drives random drops.
 func New(seed uint64) *Net {
-	return &Net{group: make(map[string]int), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	return &Net{group: make(map[string]int), cut: make(map[[2]string]bool), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
 // Partition splits the network: each argument is a group of addresses
@@ -39,11 +40,21 @@ func (n *Net) Partition(groups ...[]string) {
 	}
 }
 
-// Heal removes every partition.
+// Cut stops packets between the addresses a and b, both ways, while
+// each still reaches the others (partial connectivity).
+func (n *Net) Cut(a, b string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cut[[2]string{a, b}] = true
+	n.cut[[2]string{b, a}] = true
+}
+
+// Heal removes every partition and cut.
 func (n *Net) Heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.group)
+	clear(n.cut)
 }
 
 // SetDrop drops each packet with probability p.
@@ -65,7 +76,7 @@ func (n *Net) SetDelay(d time.Duration) {
 func (n *Net) pass(src, dst string) (bool, time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.group[src] != n.group[dst] {
+	if n.group[src] != n.group[dst] || n.cut[[2]string{src, dst}] {
 		return false, 0
 	}
 	if n.dropRate > 0 && n.rng.Float64() < n.dropRate {
@@ -106,7 +117,8 @@ func (c *conn) ReadFrom(b []byte) (int, net.Addr, error) {
 			return k, addr, err
 		}
 		c.net.mu.Lock()
-		blocked := c.net.group[addr.String()] != c.net.group[c.LocalAddr().String()]
+		src, dst := addr.String(), c.LocalAddr().String()
+		blocked := c.net.group[src] != c.net.group[dst] || c.net.cut[[2]string{src, dst}]
 		c.net.mu.Unlock()
 		if !blocked {
 			return k, addr, nil
