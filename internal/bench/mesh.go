@@ -68,14 +68,17 @@ func join(ctx context.Context, member, newcomer *node.Node) error {
 }
 
 // alivePeers counts the peers n sees alive.
-func alivePeers(ctx context.Context, n *node.Node) (int, error) {
+func alivePeers(ctx context.Context, n *node.Node) (int, error) { return peersIn(ctx, n, "alive") }
+
+// peersIn counts the peers n sees in state.
+func peersIn(ctx context.Context, n *node.Node, state string) (int, error) {
 	peers, err := n.Peers(ctx)
 	if err != nil {
 		return 0, err
 	}
 	k := 0
 	for _, p := range peers {
-		if p.State == "alive" {
+		if p.State == state {
 			k++
 		}
 	}
@@ -465,9 +468,11 @@ func Resync(ctx context.Context, opts ResyncOptions) (ResyncReport, error) {
 	r := ResyncReport{Memories: opts.Memories, Changes: opts.Changes}
 	fn.Partition([]string{addrA}, []string{addrB})
 	cut := time.Now()
+	// Dead, not only suspect: pushes to a suspect peer are retried until
+	// they get through, and the changes would then come back by push.
 	err = waitFor(ctx, "each side sees the other dead", waitLimit, func() (bool, error) {
 		for _, n := range []*node.Node{a, b} {
-			if alive, err := alivePeers(ctx, n); err != nil || alive != 0 {
+			if dead, err := peersIn(ctx, n, "dead"); err != nil || dead != 1 {
 				return false, err
 			}
 		}
