@@ -1168,7 +1168,7 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 	}
 	m.mu.Unlock()
 	var sum string
-	if d, err := m.store.Digest(); err == nil {
+	if d, err := m.Digest(); err == nil {
 		sum = digestSum(d)
 	}
 	for i := range out {
