@@ -718,7 +718,7 @@ func (m *Mesh) pushLoop() {
 				break
 			}
 			if len(batch) > 0 {
-				m.queuePush(batch)
+				m.queuePush(batch, m.aliveDevices())
 			}
 			if last == after {
 				break
@@ -775,13 +775,13 @@ func (m *Mesh) skipRemote(after uint64) uint64 {
 	return after
 }
 
-// queuePush hands a batch to every live peer's sender; a peer whose queue
-// is full misses it and is pulled from instead (anti-entropy both ways).
-func (m *Mesh) queuePush(batch []transport.Entry) {
-	alive := m.aliveDevices()
+// queuePush hands a batch to the senders of the devices; a peer whose
+// queue is full misses it and is pulled from instead (anti-entropy both
+// ways).
+func (m *Mesh) queuePush(batch []transport.Entry, devices []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, device := range alive {
+	for _, device := range devices {
 		select {
 		case m.peer(device).push <- batch:
 		default:

@@ -341,13 +341,5 @@ func (m *Mesh) relay(from string, pushed []transport.Entry) {
 		return
 	}
 	m.log.Debug("relaying a push", "from", from, "to", targets, "documents", len(batch))
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, device := range targets {
-		select {
-		case m.peer(device).push <- batch:
-		default:
-			m.kickPull(device)
-		}
-	}
+	m.queuePush(batch, targets)
 }
