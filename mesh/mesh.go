@@ -821,7 +821,7 @@ func (m *Mesh) deliver(device string, p *peerState, batch []transport.Entry) {
 		m.mu.Lock()
 		addr, state := p.addr, p.state
 		m.mu.Unlock()
-		if attempt > 1 && (state != "alive" && state != "suspect" || m.revokedBy.Load() != nil) {
+		if m.revokedBy.Load() != nil || attempt > 1 && state != "alive" && state != "suspect" {
 			m.log.Debug("push given up; anti-entropy will carry it", "peer", device, "state", state, "attempts", attempt-1)
 			return
 		}
