@@ -69,13 +69,18 @@ func join(ctx context.Context, member, newcomer *node.Node) error {
 
 // alivePeers counts the peers n sees alive.
 func alivePeers(ctx context.Context, n *node.Node) (int, error) {
+	return peersIn(ctx, n, "alive")
+}
+
+// peersIn counts the peers of n in the given state.
+func peersIn(ctx context.Context, n *node.Node, state string) (int, error) {
 	peers, err := n.Peers(ctx)
 	if err != nil {
 		return 0, err
 	}
 	k := 0
 	for _, p := range peers {
-		if p.State == "alive" {
+		if p.State == state {
 			k++
 		}
 	}
@@ -400,7 +405,9 @@ func Resync(ctx context.Context, opts ResyncOptions) (ResyncReport, error) {
 	cut := time.Now()
 	err = waitFor(ctx, "each side sees the other dead", waitLimit, func() (bool, error) {
 		for _, n := range []*node.Node{a, b} {
-			if alive, err := alivePeers(ctx, n); err != nil || alive != 0 {
+			// Dead, not only suspect: a push to a suspect peer is
+			// retried until it arrives, and the figures are the pull's.
+			if dead, err := peersIn(ctx, n, "dead"); err != nil || dead != 1 {
 				return false, err
 			}
 		}
