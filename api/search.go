@@ -62,6 +62,7 @@ const HitContentBytes = 1500
 type SearchResult struct {
 	Results []SearchHit `json:"results"`
 	Fuzzy   bool        `json:"fuzzy,omitempty"` // no exact match: these are typo-tolerant matches
+	Loose   bool        `json:"loose,omitempty"` // no memory holds the quoted phrases: these match their words
 	Total   uint64      `json:"total"`           // memories that match; related memories are not counted
 	// Tokens is, with a budget, the size of this result as JSON, counted
 	// by internal/tokens.

@@ -79,16 +79,20 @@
 // they refuse empty input, input over MaxDocSize, input without the
 // Automerge magic, anything but a single document chunk (what Save
 // produces), deflated columns that inflate beyond 8 times MaxDocSize,
-// operations with an unknown action or an increment by a non-integer, and
+// operations with an unknown action or an increment by a non-integer,
 // operation ids (of an operation, its object, the element it follows or
 // a successor) whose actor index or counter does not fit 32 bits — all of
-// which the linked Automerge aborts on even with a valid checksum.
+// which the linked Automerge aborts on even with a valid checksum — and
+// operations in an object no operation made, or keyed against their
+// object's type (an element inserted into a map, a string key in a list),
+// which Automerge loads and aborts on at the next write to that object.
 // After loading they check the document type, schema version and id.
 //
 // A peer also controls what a merge applies: every change of its document
 // that the stored one lacks. Merges of two documents that each load are
-// fuzzed (merge_fuzz_test.go); what they found to abort Automerge, the
-// operation ids beyond 32 bits, is refused on load. Automerge
+// fuzzed (merge_fuzz_test.go); what they found to abort Automerge (the
+// operation ids beyond 32 bits, the elements in a map) is refused on
+// load. Automerge
 // refuses a change that reuses an actor's sequence number for other
 // content (two copies that edited as one actor) only when it reaches it,
 // after applying the changes before it, so a refused Merge closes the

@@ -39,6 +39,12 @@ const (
 	chunkDocument = 0
 
 	// Op columns checked, as id<<4 | type.
+	colObjActor  = 0<<4 | 1 // uLEB: the object's actor index, null for the root
+	colObjCtr    = 0<<4 | 2 // uLEB: the object's counter
+	colKeyStr    = 1<<4 | 5 // strings: the map key, null for a list element
+	colIDActor   = 2<<4 | 1 // uLEB: the operation's actor index
+	colIDCtr     = 2<<4 | 3 // delta: the operation's counter
+	colInsert    = 3<<4 | 4 // boolean: the operation inserts a list element
 	colAction    = 4<<4 | 2 // uLEB: the operation's action
 	colValueMeta = 5<<4 | 6 // uLEB: value length<<4 | value type
 
@@ -47,7 +53,11 @@ const (
 	// Largest valid action: make map, set, make list, delete, make text,
 	// increment, make table, mark.
 	maxAction       = 7
+	actionMakeMap   = 0
+	actionMakeList  = 2
+	actionMakeText  = 4
 	actionIncrement = 5
+	actionMakeTable = 6
 	// Value types an increment may carry: uLEB and signed LEB integers.
 	valueUint = 3
 	valueInt  = 4
@@ -57,6 +67,9 @@ const (
 	maxInflated = 8 * MaxDocSize
 	// maxOps caps the number of operations in a document.
 	maxOps = 1 << 22
+	// maxObjects caps the number of maps, lists and texts in a document
+	// (a memory makes one map per revision).
+	maxObjects = 1 << 18
 )
 
 var errTruncated = errors.New("truncated")
@@ -108,26 +121,94 @@ func checkSaved(data []byte) error {
 			return err
 		}
 	}
-	var actions, meta []byte
+	kept := make(map[uint64][]byte)
 	for _, col := range opCols {
 		delta, isID := opIDColumns[col.id]
-		keep := isID || col.id == colAction || col.id == colValueMeta
+		keep := isID || col.id == colAction || col.id == colValueMeta || col.id == colKeyStr || col.id == colInsert
 		b, err := col.data(&c, &budget, keep)
 		if err != nil {
 			return err
 		}
-		switch {
-		case isID:
+		if isID {
 			if err := checkOpIDs(b, delta, math.MaxUint32); err != nil {
 				return fmt.Errorf("%w: op column %d: %w", ErrCorrupt, col.id>>4, err)
 			}
-		case col.id == colAction:
-			actions = b
-		case col.id == colValueMeta:
-			meta = b
+		}
+		if keep {
+			kept[col.id] = b
 		}
 	}
-	return checkActions(actions, meta)
+	return checkOps(kept)
+}
+
+// checkOps checks every operation's action, that increments carry an
+// integer, and that every operation is in an object that an earlier
+// operation made (or the root) and keyed as its object's type wants: by a
+// string in a map or table, by an element (and only there inserted) in a
+// list or text. The linked Automerge loads a document whose map holds an
+// inserted element, and aborts on the next write to that map ("can only
+// compare map keys"). Operations are stored object by object, each object
+// after the one that holds the operation making it.
+func checkOps(cols map[uint64][]byte) error {
+	actions, meta := rle{c: cursor{b: cols[colAction]}}, rle{c: cursor{b: cols[colValueMeta]}}
+	objActor, objCtr := rle{c: cursor{b: cols[colObjActor]}}, rle{c: cursor{b: cols[colObjCtr]}}
+	idActor, idCtr := rle{c: cursor{b: cols[colIDActor]}}, rle{c: cursor{b: cols[colIDCtr]}, signed: true}
+	keyStr := rle{c: cursor{b: cols[colKeyStr]}, str: true}
+	insert := bools{c: cursor{b: cols[colInsert]}}
+	type opID struct{ actor, ctr uint64 }
+	made := make(map[opID]uint64) // object -> the action that made it
+	var ctr int64
+	// Operations come object by object: look each object up once.
+	var last opID
+	lastKind, haveLast := uint64(0), false
+	for op := 0; ; op++ {
+		action, noAction, ok := actions.next()
+		if !ok {
+			break
+		}
+		if op >= maxOps {
+			return fmt.Errorf("%w: more than %d operations", ErrTooLarge, maxOps)
+		}
+		valueMeta, _ := meta.nextOrNull() // a missing value is null: type 0
+		switch {
+		case noAction:
+		case action > maxAction:
+			return fmt.Errorf("%w: operation %d has unknown action %d", ErrCorrupt, op, action)
+		case action == actionIncrement && valueMeta&0xf != valueUint && valueMeta&0xf != valueInt:
+			return fmt.Errorf("%w: operation %d increments by a non-integer", ErrCorrupt, op)
+		}
+		oa, rootObj := objActor.nextOrNull()
+		oc, _ := objCtr.nextOrNull()
+		ia, _ := idActor.nextOrNull()
+		d, _ := idCtr.nextOrNull()
+		ctr += int64(d)
+		_, noKey := keyStr.nextOrNull()
+		inserted := insert.next()
+		kind := uint64(actionMakeMap) // the root
+		if obj := (opID{oa, oc}); !rootObj && haveLast && obj == last {
+			kind = lastKind
+		} else if !rootObj {
+			var ok bool
+			if kind, ok = made[obj]; !ok {
+				return fmt.Errorf("%w: operation %d is in an object no operation made", ErrCorrupt, op)
+			}
+			last, lastKind, haveLast = obj, kind, true
+		}
+		if err := checkKey(kind, noKey, inserted); err != nil {
+			return fmt.Errorf("%w: operation %d %w", ErrCorrupt, op, err)
+		}
+		if !noAction && makesObject(action) {
+			if len(made) >= maxObjects {
+				return fmt.Errorf("%w: more than %d objects", ErrTooLarge, maxObjects)
+			}
+			made[opID{ia, uint64(ctr)}] = action
+		}
+	}
+	err := errors.Join(actions.c.err, meta.c.err, objActor.c.err, objCtr.c.err, idActor.c.err, idCtr.c.err, keyStr.c.err, insert.c.err)
+	if err != nil {
+		return fmt.Errorf("%w: op columns: %w", ErrCorrupt, err)
+	}
+	return nil
 }
 
 // checkOpIDs checks that a column of actor indexes or counters (their
@@ -165,33 +246,6 @@ func checkOpIDs(col []byte, delta bool, most uint64) error {
 			return fmt.Errorf("value %d above %d", v, most)
 		}
 	}
-}
-
-// checkActions checks every operation's action, and that increments carry
-// an integer.
-func checkActions(actions, meta []byte) error {
-	as, ms := rle{c: cursor{b: actions}}, rle{c: cursor{b: meta}}
-	for op := 0; ; op++ {
-		action, null, ok := as.next()
-		if !ok {
-			break
-		}
-		if op >= maxOps {
-			return fmt.Errorf("%w: more than %d operations", ErrTooLarge, maxOps)
-		}
-		valueMeta, _, _ := ms.next() // a missing value is null: type 0
-		switch {
-		case null:
-		case action > maxAction:
-			return fmt.Errorf("%w: operation %d has unknown action %d", ErrCorrupt, op, action)
-		case action == actionIncrement && valueMeta&0xf != valueUint && valueMeta&0xf != valueInt:
-			return fmt.Errorf("%w: operation %d increments by a non-integer", ErrCorrupt, op)
-		}
-	}
-	if err := errors.Join(as.c.err, ms.c.err); err != nil {
-		return fmt.Errorf("%w: op columns: %w", ErrCorrupt, err)
-	}
-	return nil
 }
 
 type column struct {
@@ -324,11 +378,32 @@ func (c *cursor) sleb() int64 {
 	}
 }
 
-// rle iterates over a run-length encoded column of uLEB values, or of
-// signed LEB128 values (returned as their bits) if signed is set.
+// makesObject reports whether an action makes a map, list, text or table.
+func makesObject(action uint64) bool {
+	return action == actionMakeMap || action == actionMakeList || action == actionMakeText || action == actionMakeTable
+}
+
+// checkKey checks the key of an operation in an object made by the
+// action kind: a string in a map or table, an element (which only there
+// may be inserted) in a list or text.
+func checkKey(kind uint64, noKey, inserted bool) error {
+	inMap := kind == actionMakeMap || kind == actionMakeTable
+	switch {
+	case inMap && (noKey || inserted):
+		return errors.New("is a list element in a map")
+	case !inMap && !noKey:
+		return errors.New("has a map key in a list")
+	}
+	return nil
+}
+
+// rle iterates over a run-length encoded column of uLEB values, of
+// signed LEB128 values (returned as their bits) if signed is set, or of
+// uLEB-length-prefixed strings (returned as 0) if str is set.
 type rle struct {
 	c       cursor
 	signed  bool
+	str     bool
 	left    int64 // rows left in the current run
 	literal bool  // the run's values are read one by one
 	null    bool  // the run is nulls
@@ -336,10 +411,42 @@ type rle struct {
 }
 
 func (r *rle) value() uint64 {
-	if r.signed {
+	switch {
+	case r.signed:
 		return uint64(r.c.sleb())
+	case r.str:
+		r.c.take(r.c.uleb())
+		return 0
 	}
 	return r.c.uleb()
+}
+
+// nextOrNull returns the next row, null past the end of the column.
+func (r *rle) nextOrNull() (val uint64, null bool) {
+	val, null, ok := r.next()
+	return val, null || !ok
+}
+
+// bools iterates over a boolean column: uLEB lengths of alternating runs
+// of false and true, false first. Past the end it yields false.
+type bools struct {
+	c    cursor
+	left uint64
+	val  bool
+	read bool // a run has been read
+}
+
+func (b *bools) next() bool {
+	for b.left == 0 {
+		if len(b.c.b) == 0 {
+			return false
+		}
+		b.left = b.c.uleb()
+		b.val = b.read && !b.val
+		b.read = true
+	}
+	b.left--
+	return b.val
 }
 
 // next returns the next row; ok is false at the end of the column or on

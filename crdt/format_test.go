@@ -378,9 +378,49 @@ func TestCheckSavedOpIDsFit(t *testing.T) {
 		if _, err := LoadMemoryDoc(actorA, same); !errors.Is(err, ErrWrongType) {
 			t.Errorf("column %#x rewritten as it was: %v, want %v", col, err, ErrWrongType)
 		}
+		if col == colObjActor || col == colObjCtr {
+			continue // the id then names no object (TestCheckSavedObjects)
+		}
 		if err := checkSaved(withOpColumn(t, ids, col, setLast(1<<32-1))); err != nil {
 			t.Errorf("column %#x at 2^32-1: %v", col, err)
 		}
+	}
+}
+
+// TestCheckSavedObjects: an operation must be in an object an operation
+// made, keyed as the object's type wants. (TestMergeElementInMap shows the
+// abort such a document leads to.)
+func TestCheckSavedObjects(t *testing.T) {
+	d := automerge.New()
+	must(t, d.SetActorID("01"))
+	must(t, d.RootMap().Set("l", []any{"x", "y"}))
+	must(t, d.RootMap().Set("m", map[string]any{"k": "v"}))
+	must(t, d.RootMap().Set("t", automerge.NewText("ab")))
+	if _, err := d.Commit("", automerge.CommitOptions{Time: &time.Time{}}); err != nil {
+		t.Fatal(err)
+	}
+	objects := d.Save()
+	if err := checkSaved(objects); err != nil {
+		t.Fatalf("checkSaved of a map, a list and a text: %v", err)
+	}
+	// replace turns the first action from into to.
+	replace := func(from, to int64) func([]cell) {
+		return func(cells []cell) {
+			i := slices.IndexFunc(cells, func(c cell) bool { return !c.null && c.v == from })
+			cells[i].v = to
+		}
+	}
+	for name, data := range map[string][]byte{
+		"elements in a map":      withOpColumn(t, objects, colAction, replace(actionMakeList, actionMakeMap)),
+		"elements in a table":    withOpColumn(t, objects, colAction, replace(actionMakeText, actionMakeTable)),
+		"a map key in a list":    withOpColumn(t, objects, colAction, replace(actionMakeMap, actionMakeList)),
+		"an object nothing made": withOpColumn(t, objects, colObjCtr, setLast(99)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := checkSaved(data); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("checkSaved: err = %v, want %v", err, ErrCorrupt)
+			}
+		})
 	}
 }
 

@@ -519,7 +519,7 @@ func isActorColumn(id uint64) bool { return id&7 == 1 }
 type changeChunk struct {
 	header  []byte // deps, actor, seq, start op, time, message, other actors
 	startOp uint64
-	actors  uint64 // the change's actor and the others it names
+	actors  [][]byte // the change's actor and the others it names
 	cols    []column
 	data    [][]byte // each column's bytes
 	rest    []byte   // what follows the columns
@@ -540,16 +540,14 @@ func parseChange(data []byte) (ch changeChunk, next []byte, ok bool) {
 	}
 	start := body.b
 	body.take(body.count(32) * 32) // deps
-	body.take(body.uleb())         // actor
-	body.uleb()                    // seq
+	ch.actors = [][]byte{body.take(body.uleb())}
+	body.uleb() // seq
 	ch.startOp = body.uleb()
 	body.sleb()            // time
 	body.take(body.uleb()) // message
-	others := body.count(1)
-	for range others {
-		body.take(body.uleb())
+	for range body.count(1) {
+		ch.actors = append(ch.actors, body.take(body.uleb()))
 	}
-	ch.actors = 1 + others
 	ch.header = start[:len(start)-len(body.b)]
 	ch.cols = body.columns()
 	for _, col := range ch.cols {
@@ -591,7 +589,7 @@ func changeIDsFit(data []byte) bool {
 			delta, isID := changeOpIDColumns[col.id]
 			most := uint64(math.MaxUint32)
 			if isActorColumn(col.id) {
-				most = ch.actors - 1
+				most = uint64(len(ch.actors)) - 1
 			}
 			if col.deflate || isID && checkOpIDs(ch.data[i], delta, most) != nil {
 				return false
@@ -605,6 +603,60 @@ func changeIDsFit(data []byte) bool {
 				if ch.startOp+ops > math.MaxUint32 {
 					return false
 				}
+			}
+		}
+	}
+	return true
+}
+
+// changeObjectsFit reports whether every operation of the changes
+// (applied in this order) is in an object one of them made, or the root,
+// and keyed as its object's type wants (see checkOps). Automerge
+// aborts applying a change that inserts more than one element into a
+// map; FuzzMergeOps makes such changes.
+func changeObjectsFit(changes ...[]byte) bool {
+	type opID struct {
+		actor string
+		ctr   uint64
+	}
+	made := map[opID]uint64{}
+	for _, data := range changes {
+		ch, _, ok := parseChange(data)
+		if !ok {
+			return false
+		}
+		col := func(id uint64) []byte {
+			if i := slices.IndexFunc(ch.cols, func(c column) bool { return c.id == id }); i >= 0 {
+				return ch.data[i]
+			}
+			return nil
+		}
+		actions := rle{c: cursor{b: col(colAction)}}
+		objActor, objCtr := rle{c: cursor{b: col(colObjActor)}}, rle{c: cursor{b: col(colObjCtr)}}
+		keyStr := rle{c: cursor{b: col(colKeyStr)}, str: true}
+		insert := bools{c: cursor{b: col(colInsert)}}
+		for op := uint64(0); op < maxOps; op++ {
+			action, noAction, ok := actions.next()
+			if !ok {
+				break
+			}
+			oa, root := objActor.nextOrNull()
+			oc, _ := objCtr.nextOrNull()
+			_, noKey := keyStr.nextOrNull()
+			kind := uint64(actionMakeMap)
+			if !root {
+				if oa >= uint64(len(ch.actors)) {
+					return false
+				}
+				if kind, ok = made[opID{string(ch.actors[oa]), oc}]; !ok {
+					return false
+				}
+			}
+			if checkKey(kind, noKey, insert.next()) != nil {
+				return false
+			}
+			if !noAction && makesObject(action) {
+				made[opID{string(ch.actors[0]), ch.startOp + op}] = action
 			}
 		}
 	}
@@ -637,6 +689,11 @@ func FuzzMergeOps(f *testing.F) {
 	memory, _, _, _ := fuzzBases(f)
 	k := structureKind()
 	changes := seedChanges(f, memory)
+	base, err := automerge.Load(memory)
+	must(f, err)
+	created, err := base.Changes()
+	must(f, err)
+	baseChanges := saveChanges(created)
 	f.Add([]byte{0, 0, 1, 3, 2})
 	f.Add([]byte{1, 2, 1, 0, 1, 3, 2, 5, 4, 1, 3})
 	f.Add([]byte{2, 1, 7, 2, 200, 6, 0, 255})
@@ -664,7 +721,8 @@ func FuzzMergeOps(f *testing.F) {
 			editOpColumn(t, &ch, in)
 		}
 		rewritten := ch.bytes()
-		if !changeIDsFit(rewritten) {
+		before := slices.Concat(baseChanges, saveChanges(changes[:i]))
+		if !changeIDsFit(rewritten) || !changeObjectsFit(append(before, rewritten)...) {
 			return // the peer's Automerge would abort on these
 		}
 		d, err := automerge.Load(memory)
@@ -677,6 +735,15 @@ func FuzzMergeOps(f *testing.F) {
 		}
 		checkPeerMerge(t, k, d.Save(), concurrent[which&1])
 	})
+}
+
+// saveChanges returns the chunks of changes.
+func saveChanges(changes []*automerge.Change) [][]byte {
+	out := make([][]byte, len(changes))
+	for i, c := range changes {
+		out[i] = c.Save()
+	}
+	return out
 }
 
 // editOpColumn sets one cell of one of the opEditColumns of ch as in says:
@@ -894,5 +961,43 @@ func TestMergeKnownAutomergeDefects(t *testing.T) {
 			a, b := tt.make()
 			checkPeerMerge(t, k, a.Save(), b.Save())
 		})
+	}
+}
+
+// TestMergeElementInMap replays what FuzzMergeOps found
+// (testdata/fuzz/FuzzMergeOps/1cf80001391f0a20): a peer's change that
+// makes a map (instead of a list) and inserts an element into it.
+// Automerge applies it and saves a memory document with valid hashes and
+// a valid root, which loads; the next write to that map (here the tags,
+// which the change replaces) aborts the process ("can only compare map
+// keys"). The document is refused on load.
+func TestMergeElementInMap(t *testing.T) {
+	memory, _, _, _ := fuzzBases(t)
+	src, err := automerge.Load(memory)
+	must(t, err)
+	heads := src.Heads()
+	must(t, src.SetActorID(actorB))
+	must(t, src.RootMap().Set(keyTags, []any{"x"}))
+	changes, err := src.Changes(heads...)
+	must(t, err)
+	ch, _, ok := parseChange(changes[0].Save())
+	if !ok {
+		t.Fatal("the change does not parse")
+	}
+	i := slices.IndexFunc(ch.cols, func(c column) bool { return c.id == colAction })
+	cells := decodeColumn(t, ch.data[i], false)
+	made := slices.IndexFunc(cells, func(c cell) bool { return c.v == actionMakeList })
+	cells[made].v = actionMakeMap
+	ch.data[i] = encodeColumn(cells, false)
+
+	peer, err := automerge.Load(memory)
+	must(t, err)
+	must(t, peer.LoadIncremental(ch.bytes()))
+	sent := peer.Save()
+	if _, err := automerge.Load(sent); err != nil {
+		t.Fatalf("Automerge does not load what it saved: %v", err)
+	}
+	if _, err := LoadMemoryDoc(actorC, sent); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("LoadMemoryDoc: err = %v, want %v", err, ErrCorrupt)
 	}
 }

@@ -80,3 +80,26 @@ func TestRecallSaysWhatItFound(t *testing.T) {
 		}
 	}
 }
+
+// TestRecallLooseQuote: quoted words that no memory holds as written are
+// searched loose, and the text says so.
+func TestRecallLooseQuote(t *testing.T) {
+	n := testNode(t)
+	c := connect(t, n)
+	res, err := n.Remember(context.Background(), api.RememberRequest{Namespace: testNamespace, Content: "We read Designing Data-Intensive Applications for the storage layer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out recallData
+	text := call(t, c, "recall", map[string]any{"query": `"designing data applications"`}, &out)
+	if len(out.Results) != 1 || out.Results[0].ID != res.ID {
+		t.Fatalf("recall: %d results, want the memory:\n%s", len(out.Results), text)
+	}
+	if want := "(no memory holds the quoted words as written: matches of the words)"; !strings.Contains(text, want) {
+		t.Errorf("recall text lacks %q:\n%s", want, text)
+	}
+	text = call(t, c, "recall", map[string]any{"query": `"designing data-intensive applications"`}, &out)
+	if len(out.Results) != 1 || strings.Contains(text, "as written") {
+		t.Errorf("a phrase the memory holds:\n%s", text)
+	}
+}

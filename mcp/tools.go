@@ -158,7 +158,7 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return h.failure(tool.Name, err, ""), nil
 		}
-		out := recallData{Notice: dataNotice, Query: r.Query, Namespace: r.Namespace, Total: int(res.Total), Fuzzy: res.Fuzzy, Results: []hitData{}, budget: r.Budget}
+		out := recallData{Notice: dataNotice, Query: r.Query, Namespace: r.Namespace, Total: int(res.Total), Fuzzy: res.Fuzzy, Results: []hitData{}, budget: r.Budget, loose: res.Loose}
 		for _, hit := range res.Results {
 			out.Results = append(out.Results, newHit(hit))
 		}
@@ -888,6 +888,7 @@ type recallData struct {
 	Fuzzy     bool      `json:"fuzzy,omitempty" jsonschema:"nothing matched exactly: these are typo-tolerant matches"`
 	Results   []hitData `json:"results"`
 	budget    int
+	loose     bool // no memory holds the quoted phrases: these match their words
 }
 
 func (r *recallData) text() string {
@@ -912,6 +913,9 @@ func (r *recallData) text() string {
 	fmt.Fprintf(&b, "%d of %d matches for %q in %s", len(r.Results)-related, r.Total, r.Query, where)
 	if r.Fuzzy {
 		b.WriteString(" (no exact match: typo-tolerant matches)")
+	}
+	if r.loose {
+		b.WriteString(" (no memory holds the quoted words as written: matches of the words)")
 	}
 	if related > 0 {
 		fmt.Fprintf(&b, ", and %d related", related)

@@ -10,8 +10,8 @@ import (
 
 // Store is what the mesh reads and writes of the node's store: the change
 // log it pushes and serves, the digest that anti-entropy compares, the
-// documents and records it offers, sends and merges, and its own local
-// (never replicated) data. *storage.Store implements it.
+// documents and records it offers, sends and merges (and finds by index
+// term), and its own local (never replicated) data. *storage.Store implements it.
 type Store interface {
 	Digest() ([256][32]byte, error)
 	DurableSeq() uint64
@@ -19,6 +19,7 @@ type Store interface {
 	Get(kind storage.Kind, id string) (storage.Record, error)
 	GetDoc(kind storage.Kind, id string) ([]byte, error)
 	All(kind storage.Kind, fn func(storage.Record) error) error
+	Scan(kind storage.Kind, t storage.Term, fn func(id string) error) error
 	Commit(recs ...storage.Record) (uint64, error)
 	GetLocal(key string) ([]byte, error)
 	PutLocalDurable(key string, value []byte) error

@@ -138,6 +138,8 @@ type Mesh struct {
 	// memberlist tells its peers of a leave as of a death.
 	leaving atomic.Bool
 
+	pulledBytes atomic.Int64 // frame bytes of every pull since the start
+
 	// revokedBy is the member that told this device it was revoked: it
 	// then stops syncing (see revokedSelf). leaveMu orders that stop and
 	// Stop's leave.
@@ -157,8 +159,15 @@ type Mesh struct {
 	// tests replace it).
 	send func(ctx context.Context, device, addr string, batch []transport.Entry) error
 
+	private privateShare // of the digest: documents that never leave this machine
+
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes
+	// pullSlot lets one pull run at a time, from whichever peer: a new or
+	// returning node catches up from one peer, and its pulls from the
+	// others, which start once that one is done, find little left to
+	// fetch instead of the same documents from every peer at once.
+	pullSlot chan struct{}
 
 	knownChanged chan struct{} // known changed: saveLoop writes it
 	saveMu       sync.Mutex    // one write of known at a time, in order
@@ -221,6 +230,7 @@ func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *sl
 		heard:    make(map[string]heard),
 		relayed:  make(map[string]relayedSum),
 		kick:     make(chan string, 64),
+		pullSlot: make(chan struct{}, 1),
 		pushWake: make(chan struct{}, 1),
 
 		knownChanged: make(chan struct{}, 1),
@@ -377,10 +387,13 @@ func (m *Mesh) noteRecordLocked(r model.MeshRecord) {
 	case model.MeshDevice:
 		m.devices[r.Key] = r
 	case model.MeshNamespace:
-		if r.Sync == model.SyncLocal {
-			m.localNS[r.Key] = true
-		} else {
-			delete(m.localNS, r.Key)
+		if local := r.Sync == model.SyncLocal; local != m.localNS[r.Key] {
+			if local {
+				m.localNS[r.Key] = true
+			} else {
+				delete(m.localNS, r.Key)
+			}
+			m.privateChanged()
 		}
 	}
 }
@@ -495,7 +508,7 @@ func (m *Mesh) pullBack(peer string, req transport.PullRequest) bool {
 	if recent {
 		return false
 	}
-	digest, err := m.store.Digest()
+	digest, err := m.Digest()
 	return err == nil && digest != req.Digest
 }
 
@@ -608,21 +621,28 @@ func (m *Mesh) startPull(device string) {
 	})
 }
 
-// pull runs one anti-entropy pull from the device at addr, and records
-// and logs how it went.
+// pull runs one anti-entropy pull from the device at addr, once no other
+// pull runs, and records and logs how it went.
 func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
+	select {
+	case m.pullSlot <- struct{}{}:
+	case <-m.ctx.Done():
+		return transport.SyncStats{}, m.ctx.Err()
+	}
+	defer func() { <-m.pullSlot }()
 	m.mu.Lock()
 	p := m.peer(device)
 	p.pulls++
 	p.pulledAt = m.clock.Now()
 	m.mu.Unlock()
 	stats, err := m.pullFrom(device, addr)
+	m.pulledBytes.Add(stats.Bytes)
 	m.mu.Lock()
 	if err != nil {
 		p.lastErr = err.Error()
 	} else {
 		p.lastSync, p.lastErr = m.clock.Now(), ""
-		if stats.Received+stats.Rejected > 0 {
+		if stats.Received > 0 {
 			p.lastStats = stats
 		}
 	}
@@ -636,7 +656,11 @@ func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
 }
 
 // pullFrom runs one anti-entropy pull from the device at addr and saves
-// where it ended.
+// where it ended. When the peer's changes since the saved position leave
+// the digests different, a pull by buckets follows: whatever positions
+// were saved (a namespace that became shared, documents lost here), every
+// document of the buckets that differ is compared, so any divergence is
+// repaired. The peer's own pull back repairs the other direction.
 func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Minute)
 	defer cancel()
@@ -644,6 +668,25 @@ func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 	if data, err := m.store.GetLocal(localPosPrefix + device); err == nil {
 		since, _ = transport.DecodePosition(data)
 	}
+	// Index what the pull brings in large batches, once it ends (a search
+	// meanwhile still brings the index up to date first).
+	release := m.host.HoldIndex()
+	defer release()
+	stats, err := m.pullOnce(ctx, device, addr, since)
+	if err == nil && stats.Reconcile() {
+		var more transport.SyncStats
+		more, err = m.pullOnce(ctx, device, addr, transport.Position{})
+		stats.Add(more)
+	}
+	if err != nil {
+		return stats, err
+	}
+	return stats, m.store.PutLocalDurable(localPosPrefix+device, transport.AppendPosition(nil, stats.End))
+}
+
+// pullOnce runs one pull from the device at addr since a position of its
+// change log (zero: by digest buckets).
+func (m *Mesh) pullOnce(ctx context.Context, device, addr string, since transport.Position) (transport.SyncStats, error) {
 	s, err := m.Open(ctx, addr, transport.StreamSync)
 	if err != nil {
 		return transport.SyncStats{}, err
@@ -652,15 +695,7 @@ func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
 		s.Close()
 		return transport.SyncStats{}, fmt.Errorf("%s answered at %s, expected %s", s.Peer, addr, device)
 	}
-	// Index what the pull brings in large batches, once it ends (a search
-	// meanwhile still brings the index up to date first).
-	release := m.host.HoldIndex()
-	defer release()
-	stats, err := transport.Pull(ctx, s, replica{m}, since)
-	if err != nil {
-		return stats, err
-	}
-	return stats, m.store.PutLocalDurable(localPosPrefix+device, transport.AppendPosition(nil, stats.End))
+	return transport.Pull(ctx, s, replica{m}, since)
 }
 
 // Pull runs one anti-entropy pull from every live peer and waits for it;
@@ -687,6 +722,10 @@ func (m *Mesh) Pull(ctx context.Context) error {
 	close(errs)
 	return <-errs
 }
+
+// PulledBytes returns the frame bytes of every pull from every peer
+// since the mesh started.
+func (m *Mesh) PulledBytes() int64 { return m.pulledBytes.Load() }
 
 // LastPull returns the figures of the last pull from the peer device
 // that brought documents; the zero value when none did.

@@ -28,7 +28,7 @@ var _ transport.Replica = replica{}
 // offered: tombstones before the memories they erase.
 var syncKinds = []storage.Kind{storage.KindMesh, storage.KindPurge, storage.KindMemory, storage.KindEdge}
 
-func (r replica) Digest() ([256][32]byte, error)        { return r.m.store.Digest() }
+func (r replica) Digest() ([256][32]byte, error)        { return r.m.Digest() }
 func (r replica) Position() (transport.Position, error) { return r.m.position() }
 
 func entryOf(rec storage.Record) transport.Entry {

@@ -59,7 +59,7 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (api.SearchResul
 	if err := n.spreadThreads(&s, res.Hits); err != nil {
 		return api.SearchResult{}, err
 	}
-	if err := n.scorePulled(ctx, q, &s, res.Fuzzy); err != nil {
+	if err := n.scorePulled(ctx, q, &s, res); err != nil {
 		return api.SearchResult{}, err
 	}
 	s.addSessions()
@@ -220,19 +220,21 @@ func (n *Node) spreadThreads(s *spread, hits []search.Hit) error {
 
 // scorePulled gives the pulled-in memories that match q their text
 // scores (they ranked past the text candidates) and drops those that q's
-// filters exclude. After a typo-tolerant search, none counts as a match.
-func (n *Node) scorePulled(ctx context.Context, q search.Query, s *spread, fuzzy bool) error {
+// filters exclude. A pulled-in memory matches as res's matches do: after
+// a typo-tolerant search, none counts as a match, and after a search
+// whose quoted phrases matched, only those that hold them.
+func (n *Node) scorePulled(ctx context.Context, q search.Query, s *spread, res search.Result) error {
 	if len(s.pulled) == 0 {
 		return nil
 	}
 	nq := q
 	nq.IDs, nq.Limit, nq.Feedback = s.pulled, len(s.pulled), nil
-	if !fuzzy {
+	if !res.Fuzzy {
 		matched, err := n.indexSearch(ctx, nq)
 		if err != nil {
 			return err
 		}
-		if !matched.Fuzzy {
+		if !matched.Fuzzy && matched.Loose == res.Loose {
 			for _, h := range matched.Hits {
 				s.fusion[h.ID].Text = h.Score
 				s.explain[h.ID] = h.Explain

@@ -84,9 +84,25 @@ func (n *Node) LastPull(device string) transport.SyncStats {
 	return n.mesh.LastPull(device)
 }
 
+// PulledBytes returns the frame bytes of every anti-entropy pull from
+// every peer since the node started (0 without the mesh).
+func (n *Node) PulledBytes() int64 {
+	if n.mesh == nil {
+		return 0
+	}
+	return n.mesh.PulledBytes()
+}
+
 // Digest returns the node's anti-entropy digest: two nodes holding the
-// same documents with the same heads have equal digests.
-func (n *Node) Digest() ([256][32]byte, error) { return n.store.Digest() }
+// same documents with the same heads have equal digests. With the mesh
+// on, documents that never leave this machine (local-only namespaces)
+// are left out of it.
+func (n *Node) Digest() ([256][32]byte, error) {
+	if n.mesh != nil {
+		return n.mesh.Digest()
+	}
+	return n.store.Digest()
+}
 
 // Peers lists every other device in the registry with its state.
 func (n *Node) Peers(ctx context.Context) ([]api.Peer, error) {

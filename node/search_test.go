@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,5 +97,72 @@ func TestSearchHitsAreExcerpts(t *testing.T) {
 		if m.ID == big.ID && len(m.Content) < 800_000 {
 			t.Errorf("List cut the memory to %d bytes", len(m.Content))
 		}
+	}
+}
+
+// TestSearchLooseQuote: a quoted phrase that no memory holds is searched
+// as loose words, and the result says so; one that a memory holds is not.
+func TestSearchLooseQuote(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	book := remember(t, n, api.RememberRequest{Namespace: "proj", Content: "Tim loved reading Harry Potter and the Sorcerer's Stone as a kid"})
+	remember(t, n, api.RememberRequest{Namespace: "proj", Content: "The build cache lives in the home directory"})
+	for _, tc := range []struct {
+		query string
+		loose bool
+	}{
+		{`"Harry Potter and the Philosopher's Stone"`, true},
+		{`"Harry Potter"`, false},
+	} {
+		for _, noGraph := range []bool{false, true} {
+			res, err := n.Search(ctx, api.SearchRequest{Query: tc.query, Namespace: "proj", NoGraph: noGraph})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Results) == 0 || res.Results[0].ID != book.ID || res.Loose != tc.loose {
+				t.Errorf("%s (no graph %v): %d results, loose %v; want the book first, loose %v", tc.query, noGraph, len(res.Results), res.Loose, tc.loose)
+			}
+		}
+	}
+}
+
+// TestSearchQuotePulledIn: after a search whose quoted phrase matched, a
+// memory pulled in by a link that holds the phrase's words but not the
+// phrase is related, not a match.
+func TestSearchQuotePulledIn(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	match := remember(t, n, api.RememberRequest{Namespace: "proj", Content: "Retry webhooks with exponential backoff"})
+	linked := remember(t, n, api.RememberRequest{Namespace: "proj", Content: "Backoff grows; exponential growth is capped at a minute"})
+	if _, err := n.Link(ctx, api.LinkRequest{From: match.ID, Rel: "depends_on", To: linked.ID}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := n.Search(ctx, api.SearchRequest{Query: `"exponential backoff"`, Namespace: "proj"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != 2 || res.Total != 1 || res.Loose {
+		t.Fatalf("%d results, total %d, loose %v; want the match and the linked memory", len(res.Results), res.Total, res.Loose)
+	}
+	if r := res.Results[1]; r.ID != linked.ID || r.Related == "" {
+		t.Errorf("second result %s, related %q: want the linked memory, related", r.ShortID, r.Related)
+	}
+}
+
+// TestSearchLooseQuoteWithFeedback: when the loose words of a quote find
+// few memories, the feedback pass adds what the store associates with
+// them, and the result still says that the quote was loosened.
+func TestSearchLooseQuoteWithFeedback(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	remember(t, n, api.RememberRequest{Namespace: "db", Content: "Postgres access goes through pgx and its connection pool"})
+	remember(t, n, api.RememberRequest{Namespace: "db", Content: "We run the postgres migrations with pgx before the server starts"})
+	target := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Use pgx, not lib/pq"})
+	res, err := n.Search(ctx, api.SearchRequest{Query: `"postgres driver"`, Namespace: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(ids(res.Results), target.ID) || !res.Loose {
+		t.Errorf("results %v, loose %v: want the associated memory, loose", ids(res.Results), res.Loose)
 	}
 }

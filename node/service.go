@@ -805,7 +805,7 @@ func (n *Node) indexSearch(ctx context.Context, q search.Query) (search.Result, 
 // hydrate loads the memories of an index result, with their fusion
 // explanations when given.
 func (n *Node) hydrate(res search.Result, fusion map[string]*api.Fusion) (api.SearchResult, error) {
-	out := api.SearchResult{Results: make([]api.SearchHit, 0, len(res.Hits)), Fuzzy: res.Fuzzy, Total: res.Total}
+	out := api.SearchResult{Results: make([]api.SearchHit, 0, len(res.Hits)), Fuzzy: res.Fuzzy, Loose: res.Loose, Total: res.Total}
 	for _, h := range res.Hits {
 		m, err := n.load(h.ID)
 		if storageNotFound(err) {

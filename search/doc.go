@@ -47,7 +47,8 @@
 // # Queries and ranking
 //
 // Query text is never parsed as bleve query syntax; "foo:bar" and "+x" are
-// words. Double-quoted parts are phrases, which must all match; the other
+// words. Double-quoted parts are phrases, which must all match (unless
+// none can: the fallback below); the other
 // words, and those after a quote that has no partner, are terms, any of
 // which may match. Text is refused (ErrInvalidQuery) past 4096 bytes, 64
 // words, 256 bytes in one word, 16 phrases or 128 distinct terms once
@@ -79,7 +80,11 @@
 //     matches share and the query lacks are searched for too (feedback.go);
 //     what only they find joins the results, scored at most half the best
 //     match (MatchAssociated).
-//  5. Fallback. When nothing matched and the text has no phrases, the
+//  5. Fallback. When no memory holds every phrase, the phrases' words
+//     join the terms and the query runs again as loose terms, and
+//     Result.Loose is set: a title misremembered by a letter or a word
+//     still finds what holds its other words. Quoted words stay exact.
+//     When nothing matched and the text has no phrases, the
 //     terms are matched against unstemmed words within 1 edit (4 to 7
 //     characters) or 2 edits (8 to 24), and Result.Fuzzy is set. Only
 //     the first 8 words that allow edits get them; longer words and the

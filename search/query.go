@@ -82,6 +82,7 @@ type Derived struct {
 type Result struct {
 	Hits  []Hit
 	Fuzzy bool   // true when no exact hits existed and the typo-tolerant fallback produced these
+	Loose bool   // true when no memory held every quoted phrase and these match their words, loose
 	Total uint64 // matching documents before Limit
 }
 
@@ -147,6 +148,38 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if !p.hasText {
 		return ix.list(ctx, p)
 	}
+	res, found, err := ix.searchWords(ctx, p)
+	if err != nil || found {
+		return ix.feedbackOn(ctx, p, res, err)
+	}
+	if len(p.phrases) > 0 {
+		// No memory holds every quoted phrase: their words, loose, may
+		// still find what was meant (a title misremembered by a letter).
+		// Quoted words stay exact: no typo-tolerant pass follows.
+		if !ix.loosen(p) {
+			return Result{Hits: []Hit{}}, nil
+		}
+		res, found, err = ix.searchWords(ctx, p)
+		if err != nil || !found {
+			return Result{Hits: []Hit{}}, err
+		}
+		res, err = ix.feedback(ctx, p, res)
+		res.Loose = true
+		return res, err
+	}
+	fuzzy := p.fuzzyQuery()
+	if fuzzy == nil {
+		return Result{Hits: []Hit{}}, nil
+	}
+	res, _, err = ix.rank(ctx, p, fuzzy, MatchFuzzy)
+	res.Fuzzy = len(res.Hits) > 0
+	return res, err
+}
+
+// searchWords ranks the memories that hold every loose term, when there
+// are enough of them, else those that hold any; found reports that it
+// found any. Phrases are required in both.
+func (ix *Index) searchWords(ctx context.Context, p *plan) (res Result, found bool, err error) {
 	match := MatchTerms
 	if len(p.phrases) > 0 {
 		match = MatchPhrase
@@ -154,22 +187,42 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if all := p.allTermsQuery(); all != nil {
 		res, full, err := ix.rank(ctx, p, all, match)
 		if err != nil || full {
-			return ix.feedbackOn(ctx, p, res, err)
+			return res, true, err
 		}
 	}
 	if exact := p.exactQuery(); exact != nil {
 		res, _, err := ix.rank(ctx, p, exact, match)
-		if err != nil || len(res.Hits) > 0 {
-			return ix.feedbackOn(ctx, p, res, err)
+		return res, len(res.Hits) > 0, err
+	}
+	return Result{}, false, nil
+}
+
+// loosen turns the phrases of p into loose terms. It reports false, and
+// changes nothing, when they would take the terms past maxQueryTerms.
+func (ix *Index) loosen(p *plan) bool {
+	loose, words := slices.Clone(p.terms), slices.Clone(p.words)
+	for _, ph := range p.phrases {
+		loose = appendNew(loose, terms(ix.text, ph))
+		words = appendNew(words, terms(ix.words, ph))
+	}
+	if len(loose) > maxQueryTerms {
+		return false
+	}
+	p.terms, p.words, p.phrases = loose, words, nil
+	for _, t := range p.terms {
+		p.when[t] = ix.isWhen(t)
+	}
+	return true
+}
+
+// appendNew appends to dst the elements of src it does not hold.
+func appendNew(dst, src []string) []string {
+	for _, s := range src {
+		if !slices.Contains(dst, s) {
+			dst = append(dst, s)
 		}
 	}
-	fuzzy := p.fuzzyQuery()
-	if fuzzy == nil {
-		return Result{Hits: []Hit{}}, nil
-	}
-	res, _, err := ix.rank(ctx, p, fuzzy, MatchFuzzy)
-	res.Fuzzy = len(res.Hits) > 0
-	return res, err
+	return dst
 }
 
 // feedbackOn adds the feedback pass to res unless err is set.
@@ -440,12 +493,8 @@ func (p *plan) addPhrases(b *query.BooleanQuery) {
 
 // fuzzyQuery matches any loose term within fuzziness edits of an unstemmed
 // word; only the first maxFuzzyWords words that allow edits get them. It
-// returns nil when the text has phrases (quoted text is exact, and no
-// memory matched it) or no term allows an edit.
+// returns nil when no term allows an edit.
 func (p *plan) fuzzyQuery() query.Query {
-	if len(p.phrases) > 0 {
-		return nil
-	}
 	b := query.NewBooleanQuery(nil, nil, nil)
 	fuzzed := 0
 	for _, w := range p.words {

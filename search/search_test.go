@@ -209,18 +209,21 @@ func TestPhrases(t *testing.T) {
 		text  string
 		want  []string // in any order
 		match string
+		loose bool // no memory holds the phrases: their words, loose
 	}{
-		{`exponential backoff`, []string{"adjacent", "apart"}, MatchTerms},
-		{`"exponential backoff"`, []string{"adjacent"}, MatchPhrase},
-		{`"exponential backoff" retry`, []string{"adjacent"}, MatchPhrase},
-		{`"backoff exponential"`, nil, ""},
-		{`"cache in front of the database"`, []string{"stop"}, MatchPhrase},
-		{`"cache in front of a database"`, []string{"stop"}, MatchPhrase}, // stop words are gaps
-		{`"Cache" "database"`, []string{"stop"}, MatchPhrase},
-		{`"cache" "exponential"`, nil, ""},
+		{`exponential backoff`, []string{"adjacent", "apart"}, MatchTerms, false},
+		{`"exponential backoff"`, []string{"adjacent"}, MatchPhrase, false},
+		{`"exponential backoff" retry`, []string{"adjacent"}, MatchPhrase, false},
+		{`"backoff exponential"`, []string{"adjacent", "apart"}, MatchTerms, true},
+		{`"cache in front of the database"`, []string{"stop"}, MatchPhrase, false},
+		{`"cache in front of a database"`, []string{"stop"}, MatchPhrase, false}, // stop words are gaps
+		{`"Cache" "database"`, []string{"stop"}, MatchPhrase, false},
+		{`"cache" "exponential"`, []string{"stop", "adjacent", "apart"}, MatchTerms, true},
+		{`"exponential cache" jitter`, []string{"adjacent", "apart", "stop"}, MatchTerms, true},
+		{`"exponentiel backof"`, nil, "", false}, // quoted words stay exact
 		// A quote without a partner starts loose text.
-		{`"exponential backoff`, []string{"adjacent", "apart"}, MatchTerms},
-		{`"exponential backoff" "cache`, []string{"adjacent"}, MatchPhrase},
+		{`"exponential backoff`, []string{"adjacent", "apart"}, MatchTerms, false},
+		{`"exponential backoff" "cache`, []string{"adjacent"}, MatchPhrase, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -230,6 +233,9 @@ func TestPhrases(t *testing.T) {
 			}
 			if res.Fuzzy {
 				t.Error("Fuzzy = true")
+			}
+			if res.Loose != tt.loose {
+				t.Errorf("Loose = %v, want %v", res.Loose, tt.loose)
 			}
 			for _, h := range res.Hits {
 				if h.Explain.Match != tt.match {

@@ -169,7 +169,7 @@ func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
 				erased = append(erased, k)
 			}
 		}
-		prev := docHash(r.Kind, r.ID, old.heads)
+		prev := DocHash(r.Kind, r.ID, old.heads)
 		b.Merge(digestKey(Bucket(r.Kind, r.ID)), prev[:], nil)
 		return erased, nil
 	}
@@ -190,10 +190,10 @@ func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
 		}
 	}
 
-	delta := docHash(r.Kind, r.ID, r.Heads)
+	delta := DocHash(r.Kind, r.ID, r.Heads)
 	if found {
 		b.Delete(changeKey(old.seq, r.Kind, r.ID), nil)
-		prev := docHash(r.Kind, r.ID, old.heads)
+		prev := DocHash(r.Kind, r.ID, old.heads)
 		for i := range delta {
 			delta[i] ^= prev[i]
 		}

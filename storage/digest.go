@@ -36,9 +36,9 @@ func Bucket(kind Kind, id string) byte {
 	return h.Sum(nil)[0]
 }
 
-// docHash is a document's share of its bucket:
+// DocHash is a document's share of its bucket:
 // sha256(kind id {0x00 head}) over the heads sorted.
-func docHash(kind Kind, id string, heads []string) [sha256.Size]byte {
+func DocHash(kind Kind, id string, heads []string) [sha256.Size]byte {
 	sorted := slices.Sorted(slices.Values(heads))
 	h := sha256.New()
 	h.Write([]byte{byte(kind)})

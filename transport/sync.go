@@ -73,6 +73,49 @@ type SyncStats struct {
 	RoundTrips int           // request/response exchanges
 	Duration   time.Duration // whole pull
 	End        Position      // the peer's change-log position the pull reached
+	// ByBuckets is set when the peer offered every document of the digest
+	// buckets that differed, rather than its changes since the position.
+	ByBuckets bool
+	// Differ counts the digest buckets in which the puller, once it
+	// applied what it received, still differs from the peer's digest as
+	// the peer made its offers: writes in flight on either side, or
+	// documents that changes since the position could not bring (see
+	// Reconcile). Zero when the peer sent no digest.
+	Differ int
+}
+
+// Reconcile reports whether a pull left differences that a pull by
+// buckets (Pull with a zero position) would repair: the digests still
+// differ after the peer offered only its changes since the position.
+func (st *SyncStats) Reconcile() bool { return st.Differ > 0 && !st.ByBuckets }
+
+// Add adds the figures of a later pull from the same peer: the sums, and
+// the later one's end and differences.
+func (st *SyncStats) Add(later SyncStats) {
+	st.Offered += later.Offered
+	st.Received += later.Received
+	st.Rejected += later.Rejected
+	st.Bytes += later.Bytes
+	st.RoundTrips += later.RoundTrips
+	st.Duration += later.Duration
+	st.End, st.ByBuckets, st.Differ = later.End, later.ByBuckets, later.Differ
+}
+
+// sinceValid reports whether a puller's position since names the change
+// log whose end is pos: the responder then offers its changes since it.
+func sinceValid(since, pos Position) bool {
+	return since.Epoch == pos.Epoch && since.Seq > 0 && since.Seq <= pos.Seq
+}
+
+// differing lists the buckets in which two digests differ.
+func differing(a, b *[256][32]byte) []byte {
+	var out []byte
+	for i := range a {
+		if a[i] != b[i] {
+			out = append(out, byte(i))
+		}
+	}
+	return out
 }
 
 // Pull runs anti-entropy from the peer on s: it sends since (where the last
@@ -98,6 +141,7 @@ func Pull(ctx context.Context, s FrameStream, r Replica, since Position) (SyncSt
 	stats.RoundTrips++
 
 	var want []Entry
+	var end OffersEnd
 	for {
 		typ, p, err := s.ReadFrame(MaxFrame)
 		if err != nil {
@@ -105,9 +149,10 @@ func Pull(ctx context.Context, s FrameStream, r Replica, since Position) (SyncSt
 		}
 		stats.Bytes += int64(len(p) + 5)
 		if typ == FrameOffersEnd {
-			if stats.End, err = DecodePosition(p); err != nil {
+			if end, err = DecodeOffersEnd(p); err != nil {
 				return stats, err
 			}
+			stats.End, stats.ByBuckets = end.End, !sinceValid(since, end.End)
 			break
 		}
 		if err := checkFrame(typ, p, FrameOffers); err != nil {
@@ -187,6 +232,12 @@ func Pull(ctx context.Context, s FrameStream, r Replica, since Position) (SyncSt
 	if res.err != nil {
 		return stats, fmt.Errorf("sync: send wants: %w", res.err)
 	}
+	if end.Digest != nil {
+		if digest, err = r.Digest(); err != nil {
+			return stats, err
+		}
+		stats.Differ = len(differing(&digest, end.Digest))
+	}
 	stats.Duration = time.Since(start)
 	return stats, nil
 }
@@ -224,11 +275,13 @@ func ServePull(ctx context.Context, s FrameStream, r Replica) (PullRequest, erro
 	if err != nil {
 		return fail(err)
 	}
-	digest, err := r.Digest()
+	// The position first: every change up to it is in the digest read
+	// after it, so a pull by buckets that ends there misses nothing.
+	pos, err := r.Position()
 	if err != nil {
 		return fail(err)
 	}
-	pos, err := r.Position()
+	digest, err := r.Digest()
 	if err != nil {
 		return fail(err)
 	}
@@ -237,7 +290,7 @@ func ServePull(ctx context.Context, s FrameStream, r Replica) (PullRequest, erro
 			return fail(err)
 		}
 	}
-	if err := s.WriteFrame(FrameOffersEnd, AppendPosition(nil, pos)); err != nil {
+	if err := s.WriteFrame(FrameOffersEnd, AppendOffersEnd(nil, &OffersEnd{End: pos, Digest: &digest})); err != nil {
 		return req, err
 	}
 	for {
@@ -280,16 +333,10 @@ func offer(s FrameStream, r Replica, req *PullRequest, digest *[256][32]byte, po
 		return err
 	}
 	var err error
-	if req.Since.Epoch == pos.Epoch && req.Since.Seq > 0 && req.Since.Seq <= pos.Seq {
+	if sinceValid(req.Since, pos) {
 		err = r.Changed(s.PeerDevice(), req.Since.Seq, pos.Seq, emit)
 	} else {
-		var buckets []byte
-		for i := range digest {
-			if digest[i] != req.Digest[i] {
-				buckets = append(buckets, byte(i))
-			}
-		}
-		err = r.InBuckets(s.PeerDevice(), buckets, emit)
+		err = r.InBuckets(s.PeerDevice(), differing(digest, &req.Digest), emit)
 	}
 	if err != nil {
 		return err

@@ -204,6 +204,9 @@ func TestPullSinceMovesOnlyLaterChanges(t *testing.T) {
 	if got := puller.content("doc3"); got != "" {
 		t.Errorf("a change before the position reached the puller: doc3 = %q", got)
 	}
+	if stats.ByBuckets || stats.Differ != 1 || !stats.Reconcile() {
+		t.Errorf("pull since a position past a missing document: by buckets %v, %d buckets differ; want changes, 1 bucket, a pull by buckets to follow", stats.ByBuckets, stats.Differ)
+	}
 	for i := 6; i <= 10; i++ {
 		if got, want := puller.content(fmt.Sprint("doc", i)), fmt.Sprint("v1 of doc", i); got != want {
 			t.Errorf("doc%d on the puller = %q, want %q", i, got, want)
@@ -214,9 +217,29 @@ func TestPullSinceMovesOnlyLaterChanges(t *testing.T) {
 	if stats.Received != 1 || puller.content("doc3") != "v1 of doc3" {
 		t.Errorf("pull by digest: received %d, doc3 = %q; want 1 document, doc3", stats.Received, puller.content("doc3"))
 	}
+	if !stats.ByBuckets || stats.Differ != 0 || stats.Reconcile() {
+		t.Errorf("pull by digest: by buckets %v, %d buckets differ after it; want by buckets, none", stats.ByBuckets, stats.Differ)
+	}
 	stats, _ = runPull(t, puller, server, Position{})
 	if stats.Offered != 0 || stats.Received != 0 {
 		t.Errorf("pull between equal replicas: offered %d, received %d; want nothing", stats.Offered, stats.Received)
+	}
+}
+
+// TestOffersEndFromOlderPeers: the end of offers carries the responder's
+// digest; one from a version that sent only its position decodes with no
+// digest, and a pull from such a peer reports no difference.
+func TestOffersEndFromOlderPeers(t *testing.T) {
+	pos := Position{Epoch: [EpochSize]byte{7}, Seq: 42}
+	var digest [256][32]byte
+	digest[3][0] = 1
+	got, err := DecodeOffersEnd(AppendOffersEnd(nil, &OffersEnd{End: pos, Digest: &digest}))
+	if err != nil || got.End != pos || got.Digest == nil || *got.Digest != digest {
+		t.Fatalf("round trip: %+v, %v", got.End, err)
+	}
+	old, err := DecodeOffersEnd(AppendPosition(nil, pos))
+	if err != nil || old.End != pos || old.Digest != nil {
+		t.Fatalf("an older peer's end of offers: %+v, digest %v, %v", old.End, old.Digest != nil, err)
 	}
 }
 

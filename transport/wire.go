@@ -9,7 +9,7 @@ import (
 const (
 	FramePull      byte = 1 // PullRequest
 	FrameOffers    byte = 2 // []Entry: kind, id, heads
-	FrameOffersEnd byte = 3 // Position: the responder's change-log position
+	FrameOffersEnd byte = 3 // OffersEnd: the responder's change-log position and digest
 	FrameWant      byte = 4 // []Entry: kind, id
 	FrameDocs      byte = 5 // []Entry: kind, id, heads, document
 	FrameWantEnd   byte = 6 // empty: no more wants
@@ -53,6 +53,15 @@ type PullRequest struct {
 	Digest [256][32]byte
 }
 
+// OffersEnd ends a responder's offers: the point of its change log they
+// reach, and its digest as it made them, which the puller compares with
+// its own once it applied what it received. Digest is nil from a peer
+// that sends none (versions before it did).
+type OffersEnd struct {
+	End    Position
+	Digest *[256][32]byte
+}
+
 // JoinRequest proves an invite token's secret: Proof is
 // HMAC-SHA256(secret, joiner device id).
 type JoinRequest struct {
@@ -71,6 +80,7 @@ type JoinReply struct {
 //
 //	PullRequest  epoch(16) seq(uv) digest(8192)
 //	Position     epoch(16) seq(uv)
+//	OffersEnd    epoch(16) seq(uv) [digest(8192)] (older peers send no digest)
 //	[]Entry      count(uv), then per entry:
 //	             kind(1) id(str) nheads(uv) heads(str...) doc(str)
 //	JoinRequest  token(16) proof(32) name(str)
@@ -109,6 +119,30 @@ func DecodePosition(b []byte) (Position, error) {
 	d := decoder{b: b}
 	p := d.position()
 	return p, d.done("position")
+}
+
+// AppendOffersEnd encodes an OffersEnd.
+func AppendOffersEnd(b []byte, e *OffersEnd) []byte {
+	b = AppendPosition(b, e.End)
+	if e.Digest != nil {
+		for i := range e.Digest {
+			b = append(b, e.Digest[i][:]...)
+		}
+	}
+	return b
+}
+
+// DecodeOffersEnd decodes an OffersEnd.
+func DecodeOffersEnd(b []byte) (OffersEnd, error) {
+	d := decoder{b: b}
+	e := OffersEnd{End: d.position()}
+	if d.err == nil && len(d.b) >= 256*32 {
+		e.Digest = new([256][32]byte)
+		for i := range e.Digest {
+			copy(e.Digest[i][:], d.bytes(32))
+		}
+	}
+	return e, d.done("end of offers")
 }
 
 // AppendEntries encodes entries.

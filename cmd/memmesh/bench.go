@@ -168,16 +168,17 @@ loopback address (127.0.0.x), with the daemon's default mesh timings.
 
 First, on a mesh of --nodes empty nodes, capture on one node and search on
 the next until the memory is found (push, durable apply, indexing), and
-report p50 and p99. Then a fresh node joins a member holding --memories
-corpus memories: the time until it stores them all, until they are all
-searchable, and the bytes and round trips of its pull.`,
+report p50 and p99. Then a fresh node joins a mesh of --nodes - 1 members
+holding the same --memories corpus memories: the time until it stores them
+all, until they are all searchable, the bytes and round trips of the pull
+that brought the most, and the bytes of all its pulls from every member.`,
 		Example: `  memmesh bench sync
   memmesh bench sync --nodes 3 --memories 10000 --json`,
 		Args: args(cobra.NoArgs),
 		RunE: benchRunE(a, &opts, bench.Sync),
 	}
 	cmd.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "nodes of the propagation mesh (at least 2)")
-	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories on the member a fresh node joins")
+	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories on the members a fresh node joins")
 	cmd.Flags().IntVar(&opts.Samples, "samples", opts.Samples, "captures timed until searchable on a peer")
 	return cmd
 }

@@ -328,6 +328,9 @@ func printSearch(w io.Writer, req api.SearchRequest, res api.SearchResult) {
 	if res.Fuzzy {
 		fmt.Fprintln(w, "No exact matches; showing close spellings.")
 	}
+	if res.Loose {
+		fmt.Fprintln(w, "No memory holds the quoted words as written; showing matches of the words.")
+	}
 	fmt.Fprintf(w, "%d of %d matches for %q in namespace %s", related, res.Total, req.Query, orAll(req.Namespace))
 	if n := len(res.Results) - related; n > 0 {
 		fmt.Fprintf(w, ", and %d related", n)

@@ -129,10 +129,11 @@ func meshAddr(ctx context.Context, n *node.Node) (string, error) {
 
 // SyncOptions configures Sync.
 type SyncOptions struct {
-	// Nodes is how many nodes capture and search in the propagation part.
+	// Nodes is how many nodes capture and search in the propagation part,
+	// and how many there are once a fresh node joined the others.
 	Nodes int
-	// Memories is how many corpus memories the node a fresh one joins
-	// holds.
+	// Memories is how many corpus memories the members a fresh node joins
+	// hold.
 	Memories int
 	// Samples is how many captures are timed until searchable on another
 	// node.
@@ -163,6 +164,9 @@ type SyncReport struct {
 	InitialStored     float64     `json:"initial_stored_s"`
 	InitialSearchable float64     `json:"initial_searchable_s"`
 	InitialPull       PullFigures `json:"initial_pull"`
+	// InitialBytes is the frame bytes of every pull of the fresh node,
+	// from every member, until it had completed one from each.
+	InitialBytes int64 `json:"initial_bytes"`
 }
 
 // Rows implements Report.
@@ -171,18 +175,19 @@ func (r SyncReport) Rows() []Row {
 		{"nodes", fmt.Sprint(r.Nodes)},
 		{"captures timed", fmt.Sprint(r.Samples)},
 		{"capture until searchable on a peer", r.Propagation.String()},
-		{"memories on the member a fresh node joins", fmt.Sprint(r.Memories)},
+		{"memories on each member a fresh node joins", fmt.Sprintf("%d (members: %d)", r.Memories, r.Nodes-1)},
 		{"initial sync: join until stored", fmt.Sprintf("%s s", num(r.InitialStored))},
 		{"initial sync: join until all searchable", fmt.Sprintf("%s s", num(r.InitialSearchable))},
-		{"initial sync: last pull", r.InitialPull.String()},
+		{"initial sync: the pull that brought the most", r.InitialPull.String()},
+		{"initial sync: bytes of every pull from every member", fmt.Sprintf("%s MB", num(float64(r.InitialBytes)/1e6))},
 	}
 }
 
 // Sync runs real nodes in this process, each with its own home and QUIC
 // on its own loopback address. First, on a mesh of opts.Nodes empty
 // nodes, it times captures on one node until a search on the next finds
-// them. Then a fresh node joins a member holding opts.Memories corpus
-// memories and catches up.
+// them. Then a fresh node joins a mesh of opts.Nodes-1 members holding
+// the same opts.Memories corpus memories and catches up.
 func Sync(ctx context.Context, opts SyncOptions) (SyncReport, error) {
 	if err := opts.Validate(); err != nil {
 		return SyncReport{}, err
@@ -202,13 +207,14 @@ func Sync(ctx context.Context, opts SyncOptions) (SyncReport, error) {
 	r.Propagation = lat.Summary()
 	log.Info("propagation", "samples", opts.Samples, "latency", r.Propagation.String())
 
-	p, err := newPair(ctx, filepath.Join(dir, "initial"), opts.Memories, nil, log)
+	p, err := newPair(ctx, filepath.Join(dir, "initial"), opts.Memories, opts.Nodes-1, nil, log)
 	if err != nil {
 		return SyncReport{}, err
 	}
 	defer p.close()
 	r.InitialStored, r.InitialSearchable = p.stored.Seconds(), p.searchable.Seconds()
 	r.InitialPull = pullFigures(p.initial)
+	r.InitialBytes = p.pulledBytes
 	return r, nil
 }
 
@@ -268,19 +274,22 @@ func propagation(ctx context.Context, dir string, k, samples int, log *slog.Logg
 	return lat, nil
 }
 
-// pair is a member holding corpus memories and a fresh node that joined
-// it and caught up.
+// pair is a member holding corpus memories, the other members that
+// caught up from it, and a fresh node that joined them and caught up.
 type pair struct {
 	member, fresh *node.Node
+	others        []*node.Node
 	stored        time.Duration       // from the join until the fresh node stored everything
 	searchable    time.Duration       // until it was all searchable there
-	initial       transport.SyncStats // the fresh node's last pull from the member
+	initial       transport.SyncStats // the fresh node's pull that brought the most documents
+	pulledBytes   int64               // every pull of the fresh node until it pulled from each member
 }
 
-// newPair fills a home with memories, starts a member on it (127.0.0.1)
-// and a fresh node (127.0.0.2), their packets through fn when set, joins
-// them and waits until the fresh node has caught up.
-func newPair(ctx context.Context, dir string, memories int, fn *faultnet.Net, log *slog.Logger) (*pair, error) {
+// newPair fills a home with memories, starts a member on it (127.0.0.1),
+// members-1 more that join it and catch up, and a fresh node, their
+// packets through fn when set; it joins the fresh node to the first
+// member and waits until it has caught up and pulled from every member.
+func newPair(ctx context.Context, dir string, memories, members int, fn *faultnet.Net, log *slog.Logger) (*pair, error) {
 	home := filepath.Join(dir, "member")
 	if err := populate(ctx, home, memories, log); err != nil {
 		return nil, err
@@ -290,17 +299,33 @@ func newPair(ctx context.Context, dir string, memories int, fn *faultnet.Net, lo
 	if p.member, err = meshNode(ctx, home, 1, fn, log); err != nil {
 		return nil, err
 	}
-	if p.fresh, err = meshNode(ctx, filepath.Join(dir, "fresh"), 2, fn, log); err != nil {
+	for host := 2; host <= members; host++ {
+		n, err := meshNode(ctx, filepath.Join(dir, fmt.Sprintf("member%d", host)), host, fn, log)
+		if err == nil {
+			p.others = append(p.others, n)
+			err = join(ctx, p.member, n)
+		}
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+	}
+	all := append([]*node.Node{p.member}, p.others...)
+	if err := waitFor(ctx, "the members' sync", waitLimit, func() (bool, error) { return converged(all...) }); err != nil {
 		p.close()
 		return nil, err
 	}
-	log.Info("a fresh node joins", "member_memories", memories)
+	if p.fresh, err = meshNode(ctx, filepath.Join(dir, "fresh"), members+1, fn, log); err != nil {
+		p.close()
+		return nil, err
+	}
+	log.Info("a fresh node joins", "member_memories", memories, "members", members)
 	start := time.Now()
 	if err := join(ctx, p.member, p.fresh); err != nil {
 		p.close()
 		return nil, err
 	}
-	if err := waitFor(ctx, "initial sync", waitLimit, func() (bool, error) { return converged(p.member, p.fresh) }); err != nil {
+	if err := waitFor(ctx, "initial sync", waitLimit, func() (bool, error) { return converged(append(all, p.fresh)...) }); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -310,7 +335,7 @@ func newPair(ctx context.Context, dir string, memories int, fn *faultnet.Net, lo
 		return nil, err
 	}
 	p.searchable = time.Since(start)
-	if p.initial, err = nextPull(ctx, p.fresh, p.member, transport.SyncStats{}); err != nil {
+	if err := p.measure(ctx, all); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -318,8 +343,36 @@ func newPair(ctx context.Context, dir string, memories int, fn *faultnet.Net, lo
 	return p, nil
 }
 
+// measure waits until the fresh node has completed a pull from every
+// member, then takes its pulls' figures.
+func (p *pair) measure(ctx context.Context, members []*node.Node) error {
+	err := waitFor(ctx, "a pull from every member", pullRecordLimit, func() (bool, error) {
+		peers, err := p.fresh.Peers(ctx)
+		if err != nil {
+			return false, err
+		}
+		synced := 0
+		for _, peer := range peers {
+			if !peer.LastSync.IsZero() {
+				synced++
+			}
+		}
+		return synced >= len(members), nil
+	})
+	if err != nil {
+		return err
+	}
+	p.pulledBytes = p.fresh.PulledBytes()
+	for _, m := range members {
+		if st := p.fresh.LastPull(m.DeviceID()); st.Received >= p.initial.Received {
+			p.initial = st
+		}
+	}
+	return nil
+}
+
 func (p *pair) close() {
-	for _, n := range []*node.Node{p.fresh, p.member} {
+	for _, n := range append([]*node.Node{p.fresh, p.member}, p.others...) {
 		if n != nil {
 			n.Close()
 		}
@@ -385,7 +438,7 @@ func Resync(ctx context.Context, opts ResyncOptions) (ResyncReport, error) {
 	defer cleanup()
 
 	fn := faultnet.New(1)
-	p, err := newPair(ctx, dir, opts.Memories, fn, log)
+	p, err := newPair(ctx, dir, opts.Memories, 1, fn, log)
 	if err != nil {
 		return ResyncReport{}, err
 	}

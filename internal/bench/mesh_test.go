@@ -6,7 +6,7 @@ import (
 )
 
 func TestSync(t *testing.T) {
-	r, err := Sync(context.Background(), SyncOptions{Nodes: 2, Memories: 20, Samples: 5, Common: Common{Dir: t.TempDir()}})
+	r, err := Sync(context.Background(), SyncOptions{Nodes: 3, Memories: 20, Samples: 5, Common: Common{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,6 +18,9 @@ func TestSync(t *testing.T) {
 	}
 	if p := r.InitialPull; p.Bytes <= 0 || p.RoundTrips < 1 || p.Documents < 20 {
 		t.Errorf("initial pull = %+v: want the 20 memories, bytes and a round trip", p)
+	}
+	if r.InitialBytes < r.InitialPull.Bytes {
+		t.Errorf("the fresh node's pulls took %d bytes, fewer than its catch-up pull's %d", r.InitialBytes, r.InitialPull.Bytes)
 	}
 }
 

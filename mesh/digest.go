@@ -1,0 +1,175 @@
+package mesh
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/memmesh/memmesh/storage"
+)
+
+// privateShare is the share of the store's digest held by documents that
+// never leave this machine (memories of local-only namespaces and edges
+// that touch one). The digest two devices compare is the store's less
+// this share, so local-only namespaces never make two nodes differ.
+//
+// It is kept current from the change log: each read walks the changes
+// since the last one. A change of namespace settings, a tombstone (whose
+// erasures leave no change-log entry) or a first read computes it anew
+// from the namespace index.
+type privateShare struct {
+	mu    sync.Mutex
+	stale atomic.Bool // set when namespace settings change: recompute
+	ready bool
+	seq   uint64              // the change-log seq the share covers
+	docs  map[docKey][32]byte // the private documents' shares
+	xor   [256][32]byte
+}
+
+// docKey names a document across kinds.
+type docKey struct {
+	kind storage.Kind
+	id   string
+}
+
+// errRecompute stops a walk of the change log that met a change the walk
+// cannot follow.
+var errRecompute = errors.New("recompute the private share")
+
+// Digest returns the anti-entropy digest of what may go between this
+// node and its peers: the store's digest without the documents that
+// never leave this machine.
+func (m *Mesh) Digest() ([256][32]byte, error) {
+	private, err := m.privateXOR()
+	if err != nil {
+		return [256][32]byte{}, err
+	}
+	d, err := m.store.Digest()
+	if err != nil {
+		return d, err
+	}
+	for b := range d {
+		for i := range d[b] {
+			d[b][i] ^= private[b][i]
+		}
+	}
+	return d, nil
+}
+
+// privateXOR returns the private share, brought up to date.
+func (m *Mesh) privateXOR() ([256][32]byte, error) {
+	p := &m.private
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stale.Swap(false) && p.ready {
+		err := m.followPrivate()
+		if !errors.Is(err, errRecompute) {
+			return p.xor, err
+		}
+	}
+	return p.xor, m.recomputePrivate()
+}
+
+// recomputePrivate computes the private share from the namespace index:
+// every memory of a local-only namespace and every edge at one.
+func (m *Mesh) recomputePrivate() error {
+	p := &m.private
+	p.ready, p.seq, p.docs, p.xor = false, m.store.DurableSeq(), make(map[docKey][32]byte), [256][32]byte{}
+	m.mu.Lock()
+	var local []string
+	for ns := range m.localNS {
+		local = append(local, ns)
+	}
+	m.mu.Unlock()
+	for _, ns := range local {
+		err := m.store.Scan(storage.KindMemory, storage.Term{Field: "ns", Value: ns}, func(id string) error {
+			return m.notePrivate(storage.KindMemory, id)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	p.ready = true
+	return nil
+}
+
+// followPrivate applies the changes committed since the share was last
+// brought up to date.
+func (m *Mesh) followPrivate() error {
+	p := &m.private
+	m.mu.Lock()
+	none := len(m.localNS) == 0
+	m.mu.Unlock()
+	if none && len(p.docs) == 0 {
+		p.seq = m.store.DurableSeq()
+		return nil
+	}
+	last, err := m.store.Changes(p.seq, 0, func(rec storage.Record) error {
+		switch rec.Kind {
+		case storage.KindPurge:
+			return errRecompute
+		case storage.KindMemory, storage.KindEdge:
+			return m.setPrivate(rec)
+		}
+		return nil
+	})
+	if err == nil {
+		p.seq = last
+	}
+	return err
+}
+
+// notePrivate reads the stored document and sets its part in the share.
+func (m *Mesh) notePrivate(kind storage.Kind, id string) error {
+	rec, err := m.store.Get(kind, id)
+	if notFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return m.setPrivate(rec)
+}
+
+// setPrivate sets the part of one document in the share: its digest share
+// when it may not be sent, nothing otherwise. A memory that starts or
+// stops being private takes the edges at it along.
+func (m *Mesh) setPrivate(rec storage.Record) error {
+	p := &m.private
+	key := docKey{rec.Kind, rec.ID}
+	old, was := p.docs[key]
+	if was {
+		p.toggle(key, old)
+		delete(p.docs, key)
+	}
+	private := !m.sendable(rec)
+	if private {
+		h := storage.DocHash(rec.Kind, rec.ID, rec.Heads)
+		p.toggle(key, h)
+		p.docs[key] = h
+	}
+	if rec.Kind != storage.KindMemory || was == private {
+		return nil
+	}
+	for _, field := range []string{"from", "to"} {
+		err := m.store.Scan(storage.KindEdge, storage.Term{Field: field, Value: "m-" + rec.ID}, func(id string) error {
+			return m.notePrivate(storage.KindEdge, id)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toggle adds or removes a document's digest share h.
+func (p *privateShare) toggle(key docKey, h [32]byte) {
+	b := &p.xor[storage.Bucket(key.kind, key.id)]
+	for i := range b {
+		b[i] ^= h[i]
+	}
+}
+
+// privateChanged marks the private share for recomputation: namespace
+// settings changed.
+func (m *Mesh) privateChanged() { m.private.stale.Store(true) }
