@@ -687,7 +687,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(brief.FromPeers) != 1 || brief.FromPeers[0].ID != learned.ID || brief.Tokens > brief.Budget {
-		t.Fatalf("from_peers %+v (tokens %d of %d), want A's memory only", brief.FromPeers, brief.Tokens, brief.Budget)
+		t.Fatalf("from_peers %+v (tokens %d of %d), want A's memory only; active %+v", brief.FromPeers, brief.Tokens, brief.Budget, brief.Active)
 	}
 	if len(brief.Active) != 1 || brief.Active[0].ID != own.ID {
 		t.Fatalf("active %+v, want B's own memory", brief.Active)
