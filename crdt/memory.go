@@ -60,30 +60,102 @@ type MemoryDoc struct {
 // ignored. m.Conflict and m.Heads are always ignored.
 // actor is the Automerge actor id of this device (see ActorID).
 func NewMemoryDoc(actor string, m *model.Memory) (*MemoryDoc, error) {
+	d, _, err := newMemoryDoc(actor, m)
+	return d, err
+}
+
+// CreateMemory is NewMemoryDoc that also returns the memory as
+// Materialize would read it from the new document, built from m instead:
+// times at millisecond precision in UTC, tags and touches sorted and
+// unique, revisions oldest first, Content and Conflict from their leaves,
+// and the document's heads. A batch import creates a document per memory,
+// and reading each back cost a seventh of its work.
+func CreateMemory(actor string, m *model.Memory) (*MemoryDoc, model.Memory, error) {
+	d, revs, err := newMemoryDoc(actor, m)
+	if err != nil {
+		return nil, model.Memory{}, err
+	}
+	return d, written(m, revs, d.heads()), nil
+}
+
+// newMemoryDoc is NewMemoryDoc; it also returns the revisions written.
+func newMemoryDoc(actor string, m *model.Memory) (*MemoryDoc, []model.Revision, error) {
 	if err := checkMemory(m); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	revs := m.Revisions
 	if len(revs) == 0 {
 		revs = []model.Revision{{ID: NewID(), Text: m.Content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
 	}
 	if err := checkRevisions(revs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base, err := newDocument(actor)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := &MemoryDoc{base}
 	if err := d.create(m, revs); err != nil {
 		d.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := d.Commit("create"); err != nil {
 		d.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return d, nil
+	return d, revs, nil
+}
+
+// written returns what create wrote for m and revs, as Materialize reads
+// it, with heads.
+func written(m *model.Memory, revs []model.Revision, heads []string) model.Memory {
+	at := func(t time.Time) time.Time { return fromMillis(millis(t)) }
+	out := model.Memory{
+		ID:         m.ID,
+		Namespace:  m.Namespace,
+		Title:      m.Title,
+		Kind:       m.Kind,
+		Tags:       uniqueSorted(m.Tags),
+		Touches:    uniqueSorted(m.Touches),
+		Tier:       m.Tier,
+		Confidence: m.Confidence,
+		Evergreen:  m.Evergreen,
+		ExpiresAt:  at(m.ExpiresAt),
+		Provenance: model.Provenance{
+			Device:    m.Provenance.Device,
+			Agent:     m.Provenance.Agent,
+			Session:   m.Provenance.Session,
+			CreatedAt: at(m.Provenance.CreatedAt),
+			UpdatedAt: at(m.Provenance.UpdatedAt),
+		},
+		Revisions: make([]model.Revision, len(revs)),
+		Heads:     heads,
+	}
+	out.Status, out.CompactedInto = parseStatus(statusValue(m.Status, m.CompactedInto))
+	for i, r := range revs {
+		out.Revisions[i] = model.Revision{ID: r.ID, Parent: r.Parent, Text: r.Text, Device: r.Device, At: at(r.At)}
+		if merges := strings.Join(r.Merges, ","); merges != "" {
+			out.Revisions[i].Merges = strings.Split(merges, ",")
+		}
+	}
+	slices.SortFunc(out.Revisions, compareRevisions)
+	tips := leaves(out.Revisions)
+	out.Content = tips[0].Text
+	if len(tips) > 1 {
+		out.Conflict = tips
+	}
+	return out
+}
+
+// uniqueSorted returns the distinct elements of s sorted, nil when there
+// are none: the keys of a set map as Materialize reads them.
+func uniqueSorted(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (d *MemoryDoc) create(m *model.Memory, revisions []model.Revision) error {

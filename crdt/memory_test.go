@@ -2,7 +2,9 @@ package crdt
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -640,5 +642,68 @@ func TestNewMemoryDocWithRevisions(t *testing.T) {
 				t.Errorf("err = %v, want an invalid id or string error", err)
 			}
 		})
+	}
+}
+
+// TestCreateMemoryIsWhatMaterializeReads: the memory CreateMemory builds
+// from its input equals what Materialize reads from the document, for
+// random memories: times below a millisecond, repeated and unsorted tags
+// and touches, statuses, TTLs, given revisions that merge and conflict.
+func TestCreateMemoryIsWhatMaterializeReads(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	base := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	when := func() time.Time { return base.Add(time.Duration(rng.Int64N(int64(400 * 24 * time.Hour)))) }
+	words := []string{"pebble", "bleve", "quic", "sync", "retry", "pebble", "Índice", "a,b"}
+	pick := func() []string {
+		var out []string
+		for range rng.IntN(5) {
+			out = append(out, words[rng.IntN(len(words))])
+		}
+		return out
+	}
+	for i := range 200 {
+		m := testMemory()
+		m.Tags, m.Touches = pick(), pick()
+		m.Confidence = rng.Float64()
+		m.Evergreen = rng.IntN(2) == 0
+		m.Provenance.CreatedAt, m.Provenance.UpdatedAt = when(), when()
+		m.ExpiresAt = time.Time{}
+		if rng.IntN(2) == 0 {
+			m.ExpiresAt = when()
+		}
+		m.Status = []model.Status{model.StatusActive, model.StatusStale, model.StatusArchived, model.StatusCompacted, model.StatusDeleted}[rng.IntN(5)]
+		m.CompactedInto = ""
+		if m.Status == model.StatusCompacted {
+			m.CompactedInto = NewID()
+		}
+		if rng.IntN(2) == 0 {
+			var revs []model.Revision
+			for j := range 1 + rng.IntN(4) {
+				r := model.Revision{ID: NewID(), Text: fmt.Sprintf("text %d", j), Device: "device-a", At: when()}
+				if j > 0 {
+					r.Parent = revs[rng.IntN(j)].ID
+				}
+				if j > 1 && rng.IntN(2) == 0 {
+					r.Merges = []string{revs[rng.IntN(j)].ID}
+				}
+				revs = append(revs, r)
+			}
+			rng.Shuffle(len(revs), func(a, b int) { revs[a], revs[b] = revs[b], revs[a] })
+			m.Revisions = revs
+		}
+		d, got, err := CreateMemory(actorA, m)
+		if err != nil {
+			t.Fatalf("memory %d: CreateMemory: %v", i, err)
+		}
+		want := materialize(t, d)
+		d.Close()
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("memory %d: CreateMemory returned\n%+v\nMaterialize reads\n%+v", i, got, want)
+		}
+	}
+	if _, _, err := CreateMemory(actorA, &model.Memory{}); err == nil {
+		t.Error("CreateMemory of an empty memory: no error")
 	}
 }

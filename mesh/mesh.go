@@ -22,7 +22,6 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/memmesh/memmesh/api"
-	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -85,12 +84,14 @@ func (c *Config) withDefaults() Config {
 }
 
 // Identity is the device the mesh runs as: its key and certificate,
-// which peers check at every connection, and the device id derived from
-// the key.
+// which peers check at every connection, the device id derived from the
+// key, and the Automerge actor the node writes as since it opened its
+// store.
 type Identity struct {
 	Key    ed25519.PrivateKey
 	Cert   tls.Certificate
 	Device string
+	Actor  string
 }
 
 // Keys of the mesh's local (never replicated) data.
@@ -111,7 +112,7 @@ type Mesh struct {
 	cfg       Config
 	id        Identity
 	self      string // id.Device
-	actor     string // the Automerge actor of this device
+	actor     string // the Automerge actor of this device since the store opened
 	host      Host
 	store     Store
 	registry  *Registry
@@ -216,7 +217,7 @@ func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *sl
 		cfg:      cfg,
 		id:       id,
 		self:     id.Device,
-		actor:    crdt.ActorID(id.Device),
+		actor:    id.Actor,
 		host:     host,
 		store:    store,
 		registry: reg,
@@ -1116,7 +1117,7 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 	}
 	m.mu.Unlock()
 	var sum string
-	if d, err := m.store.Digest(); err == nil {
+	if d, err := m.Digest(); err == nil {
 		sum = digestSum(d)
 	}
 	for i := range out {

@@ -129,7 +129,7 @@ func (m *Mesh) reach(device string, p *peerState, now time.Time) (state string, 
 func (m *Mesh) reachReport() []byte {
 	now := m.clock.Now()
 	r := reachReport{From: m.self, Direct: []string{}, Sums: map[string]string{}}
-	if d, err := m.store.Digest(); err == nil {
+	if d, err := m.Digest(); err == nil {
 		r.Sums[m.self] = digestSum(d)
 	}
 	m.mu.Lock()

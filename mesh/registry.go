@@ -21,7 +21,7 @@ import (
 // commits.
 type Registry struct {
 	self  string // this device
-	actor string // its Automerge actor
+	actor string // its Automerge actor since the store opened
 	host  Host
 	store Store
 	clock Clock
@@ -30,13 +30,14 @@ type Registry struct {
 	mesh *Mesh // the running mesh; nil when none
 }
 
-// NewRegistry returns the registry of device self over store; host takes
-// the write locks and learns of commits. A nil clock is the system's.
-func NewRegistry(self string, host Host, store Store, clock Clock) *Registry {
+// NewRegistry returns the registry of device self, which writes as
+// Automerge actor actor (see Identity), over store; host takes the write
+// locks and learns of commits. A nil clock is the system's.
+func NewRegistry(self, actor string, host Host, store Store, clock Clock) *Registry {
 	if clock == nil {
 		clock = SystemClock(nil)
 	}
-	return &Registry{self: self, actor: crdt.ActorID(self), host: host, store: store, clock: clock}
+	return &Registry{self: self, actor: actor, host: host, store: store, clock: clock}
 }
 
 // follow makes m follow the records committed from now on.

@@ -259,6 +259,16 @@ type importer struct {
 	memories []model.Memory
 	edges    []model.Edge
 	erased   bool
+	// committing is the batch of memories being committed while the
+	// next one is read and built, nil when none is.
+	committing *importCommit
+}
+
+// importCommit is a batch of memories committing in the background.
+type importCommit struct {
+	ids  map[string]bool // its memories, which the next batch must not build again
+	n    int             // how many
+	done chan error
 }
 
 func (imp *importer) add(line int, it importItem) error {
@@ -276,7 +286,7 @@ func (imp *importer) add(line int, it importItem) error {
 		}
 	case it.edge != nil:
 		// An edge's memories must be stored before it.
-		if err = imp.flushMemories(); err == nil {
+		if err = imp.storeMemories(); err == nil {
 			imp.edges = append(imp.edges, *it.edge)
 			if len(imp.edges) == importBatch {
 				err = imp.flushEdges()
@@ -329,29 +339,71 @@ func (imp *importer) single(line int, it importItem) error {
 	return nil
 }
 
+// flush stores what is pending and returns once it is stored.
 func (imp *importer) flush() error {
-	if err := imp.flushMemories(); err != nil {
+	if err := imp.storeMemories(); err != nil {
 		return err
 	}
 	return imp.flushEdges()
 }
 
-// flushMemories stores the pending memories that the home lacks.
+// storeMemories stores the pending memories and returns once they and
+// the batch before them are stored.
+func (imp *importer) storeMemories() error {
+	err := imp.flushMemories()
+	if werr := imp.wait(); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// flushMemories builds the records of the pending memories that the home
+// lacks, on every core, while the batch before them commits, then starts
+// committing them. Reading and building the next batch thus overlaps the
+// commit (a synced Pebble batch) of this one.
 func (imp *importer) flushMemories() error {
 	batch := imp.memories
 	imp.memories = imp.memories[:0]
 	if len(batch) == 0 {
 		return nil
 	}
-	recs, err := imp.n.importRecords(batch, &imp.res)
+	var committing map[string]bool
+	if imp.committing != nil {
+		committing = imp.committing.ids
+	}
+	recs, err := imp.n.importRecords(batch, committing, &imp.res)
 	if err != nil || len(recs) == 0 {
 		return err
 	}
-	if _, err := imp.n.store.Commit(recs...); err != nil {
+	if err := imp.wait(); err != nil {
+		return err
+	}
+	c := &importCommit{ids: make(map[string]bool, len(recs)), n: len(recs), done: make(chan error, 1)}
+	for _, r := range recs {
+		c.ids[r.ID] = true
+	}
+	imp.committing = c
+	go func() {
+		_, err := imp.n.store.Commit(recs...)
+		if err == nil {
+			imp.n.changed()
+		}
+		c.done <- err
+	}()
+	return nil
+}
+
+// wait returns once the batch being committed, if any, is stored.
+func (imp *importer) wait() error {
+	c := imp.committing
+	if c == nil {
+		return nil
+	}
+	imp.committing = nil
+	if err := <-c.done; err != nil {
 		return fmt.Errorf("import: %w", storeError(err))
 	}
-	imp.res.Imported += len(recs)
-	imp.n.changed()
+	imp.res.Imported += c.n
 	return nil
 }
 
@@ -384,8 +436,9 @@ func (imp *importer) flushEdges() error {
 }
 
 // importRecords builds, on every core, the records of the memories of batch
-// that are not stored yet, nor purged; it counts the others in res.
-func (n *Node) importRecords(batch []model.Memory, res *api.ImportResult) ([]storage.Record, error) {
+// that are not stored yet, nor being committed (committing), nor purged;
+// it counts the others in res.
+func (n *Node) importRecords(batch []model.Memory, committing map[string]bool, res *api.ImportResult) ([]storage.Record, error) {
 	var todo []*model.Memory
 	seen := make(map[string]bool, len(batch))
 	for i := range batch {
@@ -394,7 +447,7 @@ func (n *Node) importRecords(batch []model.Memory, res *api.ImportResult) ([]sto
 			res.Erased++
 			continue
 		}
-		if _, err := n.store.Get(storage.KindMemory, id); err == nil || seen[id] {
+		if _, err := n.store.Get(storage.KindMemory, id); err == nil || seen[id] || committing[id] {
 			res.Skipped++
 			continue
 		} else if !storageNotFound(err) {
@@ -422,15 +475,11 @@ func (n *Node) importRecords(batch []model.Memory, res *api.ImportResult) ([]sto
 
 // importRecord builds the document and storage record of an imported memory.
 func (n *Node) importRecord(m *model.Memory) (storage.Record, error) {
-	doc, err := crdt.NewMemoryDoc(n.actor, m)
+	doc, mat, err := crdt.CreateMemory(n.actor, m)
 	if err != nil {
 		return storage.Record{}, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
 	}
 	defer doc.Close()
-	mat, err := doc.Materialize()
-	if err != nil {
-		return storage.Record{}, fmt.Errorf("import %s: %w", DisplayID(m.ID), err)
-	}
 	rec, err := memoryRecord(&mat, nil)
 	if err != nil {
 		return storage.Record{}, err

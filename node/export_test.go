@@ -15,6 +15,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/internal/mutate"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -440,4 +441,33 @@ func FuzzCheckImport(f *testing.F) {
 			t.Fatalf("Import of a file CheckImport accepts: %v", err)
 		}
 	})
+}
+
+// TestImportSkipsAMemoryWhileItsBatchCommits: a batch of an import
+// commits while the next one is read and built; a memory that the file
+// holds twice, once in each, is stored once.
+func TestImportSkipsAMemoryWhileItsBatchCommits(t *testing.T) {
+	ctx := context.Background()
+	var file bytes.Buffer
+	if err := corpus.New(7).WriteImport(&file, importBatch+100); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(file.Bytes(), []byte("\n"))
+	// The first memory again, in the second batch.
+	twice := slices.Concat(file.Bytes(), lines[0])
+	n := testNode(t, "")
+	res, err := n.Import(ctx, bytes.NewReader(twice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Imported != importBatch+100 || res.Skipped != 1 {
+		t.Fatalf("import = %+v; want %d imported and the repeated memory skipped", res, importBatch+100)
+	}
+	list, err := n.List(ctx, api.ListRequest{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != importBatch+100 {
+		t.Fatalf("%d memories listed, want %d", len(list), importBatch+100)
+	}
 }

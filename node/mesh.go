@@ -14,7 +14,7 @@ import (
 
 // startMesh makes the mesh over this node and starts it.
 func (n *Node) startMesh(ctx context.Context, cfg mesh.Config) error {
-	id := mesh.Identity{Key: n.id.Key, Cert: n.id.Cert, Device: n.id.DeviceID}
+	id := mesh.Identity{Key: n.id.Key, Cert: n.id.Cert, Device: n.id.DeviceID, Actor: n.actor}
 	if cfg.Clock == nil {
 		cfg.Clock = mesh.SystemClock(n.now)
 	}

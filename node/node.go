@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -138,7 +139,7 @@ func New(cfg Config) (*Node, error) {
 		log:         log.With("component", "node"),
 		now:         now,
 		id:          id,
-		actor:       crdt.ActorID(id.DeviceID),
+		actor:       openActor(id.DeviceID),
 		store:       store,
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
@@ -155,8 +156,18 @@ func New(cfg Config) (*Node, error) {
 		n.life.changed(m)
 		n.dups.note(m)
 	}
-	n.registry = mesh.NewRegistry(id.DeviceID, meshHost{n}, store, mesh.SystemClock(now))
+	n.registry = mesh.NewRegistry(id.DeviceID, n.actor, meshHost{n}, store, mesh.SystemClock(now))
 	return n, nil
+}
+
+// openActor is the Automerge actor a node writes as from the time it opens
+// its store: the device's, with a random part new at each open. Automerge
+// numbers each actor's changes; a home restored from an older backup would
+// otherwise number its next changes as ones its peers already hold, with
+// other contents, and Automerge refuses to merge such a document for good.
+// (Revisions name the device that wrote them; the actor is not shown.)
+func openActor(device string) string {
+	return crdt.ActorID(device + "/" + rand.Text())
 }
 
 // openIndex opens the search index, rebuilding it from scratch when it

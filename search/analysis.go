@@ -23,7 +23,8 @@ const (
 	// irregularFilter before the stop words.
 	analyzerText = "memmesh_text"
 
-	// analyzerWords keeps words unstemmed, for typo-tolerant matching:
+	// analyzerWords keeps the words of query text unstemmed, for the
+	// typo-tolerant pass and excerpts (no field is indexed with it):
 	// Unicode word segmentation, identPartsFilter, lower case, English stop
 	// words.
 	analyzerWords = "memmesh_words"

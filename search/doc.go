@@ -17,7 +17,6 @@
 //	asks         keyword, stored: "yes" when the memory asks a question
 //	             (a question mark that ends a sentence), so that graph
 //	             search can lend more to what follows it
-//	words        title, content and tags, unstemmed (typo-tolerant fallback)
 //	tags         keyword, for filters
 //	namespace    keyword
 //	kind         keyword
@@ -41,8 +40,7 @@
 // the irregular past forms of common English verbs and a few irregular
 // plurals become their base forms (irregular.go), which no stemmer joins:
 // "choose" finds "chose", "go" finds "went", "child" finds "children".
-// The words field skips both, so that edit distances are measured on real
-// words.
+// Edit distances are measured on words, not stems: see the fallback below.
 //
 // # Queries and ranking
 //
@@ -84,12 +82,17 @@
 //     join the terms and the query runs again as loose terms, and
 //     Result.Loose is set: a title misremembered by a letter or a word
 //     still finds what holds its other words. Quoted words stay exact.
-//     When nothing matched and the text has no phrases, the
-//     terms are matched against unstemmed words within 1 edit (4 to 7
-//     characters) or 2 edits (8 to 24), and Result.Fuzzy is set. Only
-//     the first 8 words that allow edits get them; longer words and the
-//     others match exactly (each edit automaton costs memory in
-//     proportion to its word).
+//     When nothing matched and the text has no phrases, each
+//     word is matched against the words within 1 edit (4 to 7
+//     characters) or 2 edits (8 to 24) whose stems the content field
+//     holds (spell.go): its stem and its prefixes are looked up in the
+//     field's terms within those edits, and a stem found counts when the
+//     stem with a common English ending, which stems back to it, is
+//     within the edits of the word ("postgress" finds "postgres", stemmed
+//     "postgr"). Result.Fuzzy is then set. Only the first 8 words that
+//     allow edits get them; longer words and the others match exactly
+//     (each edit automaton costs memory in proportion to its word). No
+//     field of unstemmed words is indexed for it.
 //
 // A query without text lists the memories that pass the filters, newest
 // first, without scores.

@@ -22,7 +22,11 @@ func dictionaryHolds(tb testing.TB, dir, term string) bool {
 		tb.Fatal(err)
 	}
 	defer idx.Close()
-	for _, field := range []string{fieldTitle, fieldContent, fieldWords} {
+	fields, err := idx.Fields()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, field := range fields {
 		d, err := idx.FieldDictPrefix(field, []byte(term))
 		if err != nil {
 			tb.Fatal(err)

@@ -114,13 +114,9 @@ func (ix *Index) associated(ctx context.Context, p *plan, top []Hit, texts []str
 	if len(out) == 0 {
 		return nil, nil
 	}
-	adv, err := ix.idx.Advanced()
+	r, err := ix.reader("feedback")
 	if err != nil {
-		return nil, bleveError("feedback", err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return nil, bleveError("feedback", err)
+		return nil, err
 	}
 	defer r.Close()
 	n, err := r.DocCount()

@@ -37,7 +37,6 @@ const (
 	fieldWhen       = "when"    // month and year the memory was learned, analyzerText
 	fieldSession    = "session" // keyword, stored
 	fieldAsks       = "asks"    // keyword, stored: "yes" when the memory asks a question
-	fieldWords      = "words"   // title, content and tags, analyzerWords
 	fieldTags       = "tags"    // keyword
 	fieldNamespace  = "namespace"
 	fieldKind       = "kind"
@@ -58,7 +57,7 @@ var (
 // schemaVersion changes whenever the mapping or the analysis changes. An
 // index with another version is removed and recreated empty, so that its
 // watermark (0) makes the caller rebuild it from storage.
-const schemaVersion = "5"
+const schemaVersion = "6"
 
 // Time bounds of indexed datetimes. Bleve stores datetimes as Unix
 // nanoseconds, which end in 2262.
@@ -128,7 +127,7 @@ type Index struct {
 	halfLife time.Duration
 	text     analysis.Analyzer // analyzerText, for query text
 	months   map[string]bool   // month names through analyzerText
-	words    analysis.Analyzer // analyzerWords, for query text
+	words    analysis.Analyzer // analyzerWords: the words of query text, unstemmed
 
 	closed atomic.Bool
 	cache  storedCache
@@ -248,10 +247,9 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 
 	dm := bleve.NewDocumentStaticMapping()
 	dm.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
-	dm.AddFieldMappingsAt("title", textField(fieldTitle), wordsField())
-	dm.AddFieldMappingsAt("content", wordsField())
+	dm.AddFieldMappingsAt("title", textField(fieldTitle))
 	dm.AddFieldMappingsAt("body", textField(fieldContent))
-	dm.AddFieldMappingsAt("tags", keywordField(fieldTags, false), textField(fieldTitle), wordsField())
+	dm.AddFieldMappingsAt("tags", keywordField(fieldTags, false), textField(fieldTitle))
 	dm.AddFieldMappingsAt("when", &mapping.FieldMapping{
 		Name: fieldWhen, Type: "text", Analyzer: analyzerText, Index: true,
 	})
@@ -286,10 +284,6 @@ func textField(name string) *mapping.FieldMapping {
 	}
 }
 
-func wordsField() *mapping.FieldMapping {
-	return &mapping.FieldMapping{Name: fieldWords, Type: "text", Analyzer: analyzerWords, Index: true}
-}
-
 // keywordField is an exact-match field for filters; stored when ranking
 // reads it.
 func keywordField(name string, store bool) *mapping.FieldMapping {
@@ -302,7 +296,6 @@ func keywordField(name string, store bool) *mapping.FieldMapping {
 // mapping's property names.
 type document struct {
 	Title      string     `json:"title"`
-	Content    string     `json:"content"`
 	Body       string     `json:"body"` // title, tags and content
 	When       string     `json:"when"`
 	Session    string     `json:"session"`
@@ -333,7 +326,6 @@ func newDocument(m *model.Memory) document {
 	}
 	return document{
 		Title:      title,
-		Content:    m.Content,
 		Body:       strings.Join(append(append([]string{title}, m.Tags...), m.Content), "\n"),
 		When:       m.Provenance.CreatedAt.Format(whenLayout),
 		Session:    m.Provenance.Session,
@@ -475,6 +467,20 @@ func (ix *Index) Count() (uint64, error) {
 		return 0, bleveError("count", err)
 	}
 	return n, nil
+}
+
+// reader returns a reader of the index's current snapshot, for op; the
+// caller closes it.
+func (ix *Index) reader(op string) (index.IndexReader, error) {
+	adv, err := ix.idx.Advanced()
+	if err != nil {
+		return nil, bleveError(op, err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, bleveError(op, err)
+	}
+	return r, nil
 }
 
 // bleveError adds op to an error from bleve, reporting a closed index as

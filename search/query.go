@@ -13,13 +13,15 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/memmesh/memmesh/model"
 )
 
 // Query limits. Text is bounded before any analysis: the work a query
 // costs grows with its words and terms, and the typo-tolerant pass builds
-// a Levenshtein automaton per word whose size grows with the word (vellum
+// Levenshtein automata per word (one for its stem and each probe prefix,
+// spell.go) whose size grows with the word (vellum
 // reserves 1 KiB per possible state, about 34 KiB per character at two
 // edits: one 60 KB word asked for gigabytes).
 const (
@@ -167,9 +169,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		res.Loose = true
 		return res, err
 	}
-	fuzzy := p.fuzzyQuery()
-	if fuzzy == nil {
-		return Result{Hits: []Hit{}}, nil
+	fuzzy, err := ix.fuzzyQuery(ctx, p)
+	if err != nil || fuzzy == nil {
+		return Result{Hits: []Hit{}}, err
 	}
 	res, _, err = ix.rank(ctx, p, fuzzy, MatchFuzzy)
 	res.Fuzzy = len(res.Hits) > 0
@@ -491,29 +493,75 @@ func (p *plan) addPhrases(b *query.BooleanQuery) {
 	}
 }
 
-// fuzzyQuery matches any loose term within fuzziness edits of an unstemmed
-// word; only the first maxFuzzyWords words that allow edits get them. It
-// returns nil when no term allows an edit.
-func (p *plan) fuzzyQuery() query.Query {
+// fuzzyQuery matches, for each loose word, the stems of the words within
+// fuzziness edits of it (spell.go); only the first maxFuzzyWords words
+// that allow edits get them, the others match their own stems. It
+// returns nil when the text has phrases (quoted text is exact, and no
+// memory matched it), no word allows an edit, or no word has a stem to
+// match.
+func (ix *Index) fuzzyQuery(ctx context.Context, p *plan) (query.Query, error) {
+	if len(p.phrases) > 0 {
+		return nil, nil
+	}
+	words := p.fuzzyWords()
+	if !slices.ContainsFunc(words, func(w fuzzyWord) bool { return w.edits > 0 }) {
+		return nil, nil
+	}
+	r, err := ix.reader("fuzzy")
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	fr, ok := r.(index.IndexReaderFuzzy)
+	if !ok {
+		return nil, fmt.Errorf("search: fuzzy: a %T reads no term dictionary by edit distance", r)
+	}
 	b := query.NewBooleanQuery(nil, nil, nil)
-	fuzzed := 0
-	for _, w := range p.words {
-		f := query.NewFuzzyQuery(w)
-		f.SetField(fieldWords)
-		edits := 0
-		if fuzzed < maxFuzzyWords {
-			edits = fuzziness(w)
+	matched := false
+	for _, w := range words {
+		stems := terms(ix.text, w.word)
+		if w.edits > 0 {
+			if stems, err = ix.corrections(ctx, fr, w.word, w.edits); err != nil {
+				return nil, err
+			}
 		}
-		f.SetFuzziness(edits)
-		if edits > 0 {
+		if len(stems) == 0 {
+			continue
+		}
+		qs := make([]query.Query, len(stems))
+		for i, t := range stems {
+			qs[i] = boosted(query.NewTermQuery(t), fieldContent, boostContent)
+		}
+		b.AddShould(query.NewDisjunctionQuery(qs))
+		matched = true
+	}
+	if !matched {
+		return nil, nil
+	}
+	return p.constrained(b), nil
+}
+
+// fuzzyWord is a loose word of a query and the edits it is matched with.
+type fuzzyWord struct {
+	word  string
+	edits int
+}
+
+// fuzzyWords returns the loose words with their edits: fuzziness for
+// the first maxFuzzyWords words that allow one, none for the others.
+func (p *plan) fuzzyWords() []fuzzyWord {
+	out := make([]fuzzyWord, len(p.words))
+	fuzzed := 0
+	for i, w := range p.words {
+		out[i].word = w
+		if fuzzed < maxFuzzyWords {
+			out[i].edits = fuzziness(w)
+		}
+		if out[i].edits > 0 {
 			fuzzed++
 		}
-		b.AddShould(f)
 	}
-	if fuzzed == 0 {
-		return nil
-	}
-	return p.constrained(b)
+	return out
 }
 
 // listQuery matches every memory that passes the filters. The includes are

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/blevesearch/bleve/v2/search/query"
-
 	"github.com/memmesh/memmesh/internal/mutate"
 )
 
@@ -78,14 +76,13 @@ func fuzzed(t testing.TB, ix *Index, text string) []string {
 	if err != nil {
 		t.Fatalf("plan(%q): %v", text, err)
 	}
-	q := p.fuzzyQuery()
-	if q == nil {
+	if len(p.phrases) > 0 {
 		return nil
 	}
 	var out []string
-	for _, c := range q.(*query.BooleanQuery).Should.(*query.DisjunctionQuery).Disjuncts {
-		if f, ok := c.(*query.FuzzyQuery); ok && f.Fuzziness > 0 {
-			out = append(out, f.Term)
+	for _, w := range p.fuzzyWords() {
+		if w.edits > 0 {
+			out = append(out, w.word)
 		}
 	}
 	return out

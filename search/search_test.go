@@ -348,7 +348,14 @@ func TestFuzzyFallback(t *testing.T) {
 		mem("pg", "Postgres vacuum", "Autovacuum runs on the postgres primary."),
 		mem("ids", "Identifiers", "Use parseConfiguration before startup."),
 		mem("other", "Kafka", "Consumers commit offsets."),
+		mem("happy", "Mood", "The team was happy with the release."),
+		mem("stopping", "Jobs", "The nightly jobs keep stopping early."),
+		mem("deploy", "Rollout", "Deployments wait for the canary."),
+		mem("retries", "Client", "Retries use exponential backoff."),
 	)
+	// The index holds stems: a misspelt word finds the memories of a word
+	// within its edits whatever the stem dropped or changed (spell.go),
+	// and nothing when only the stem is that close.
 	tests := []struct {
 		text      string
 		want      []string
@@ -365,6 +372,15 @@ func TestFuzzyFallback(t *testing.T) {
 		{`"postgress"`, nil, false}, // quoted text is exact
 		{"kafak consumer", []string{"other"}, false},
 		{"zzzzzzzz", nil, false},
+		{"hapy", []string{"happy"}, true},          // happy is stemmed happi
+		{"stoping", []string{"stopping"}, true},    // stopping is stemmed stop
+		{"deploymetns", []string{"deploy"}, true},  // deployments is stemmed deploy
+		{"exponentail", []string{"retries"}, true}, // exponential is stemmed exponenti
+		{"retires", []string{"retries"}, true},     // retries is stemmed retri
+		{"canaryy", []string{"deploy"}, true},
+		{"rnu", nil, false},       // under 4 characters: exact
+		{"deploi", nil, false},    // the stem itself, but two edits from any of its words
+		{"backofxyz", nil, false}, // three edits from any word of backoff
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {

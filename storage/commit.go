@@ -78,6 +78,11 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 	// covers seq covers every smaller one. The sync is awaited outside the
 	// mutex (SyncWait), where Pebble's WAL flusher serves all the requests
 	// queued meanwhile with one fsync.
+	for i := range recs {
+		if !recs[i].Erase {
+			s.held[recs[i].Kind].Store(true)
+		}
+	}
 	var seq uint64
 	err := s.apply(b, int64(b.Len()+extra), true, func() {
 		seq = s.nextSeq

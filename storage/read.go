@@ -20,6 +20,9 @@ func (s *Store) Get(kind Kind, id string) (Record, error) {
 		return Record{}, err
 	}
 	defer s.leave()
+	if !s.held[kind].Load() {
+		return Record{}, ErrNotFound
+	}
 	return getRecord(s.db, kind, id)
 }
 

@@ -89,6 +89,13 @@ type Store struct {
 	shut     bool       // Close has closed db
 	readOnly atomic.Bool
 	schema   int
+	// held[kind] is set when a record of kind may be stored: at open for
+	// each kind that has one, and by every commit of one, before the
+	// commit is visible; it is never cleared while the database is open.
+	// A kind not held has no record, so that a point read of it (a
+	// tombstone looked for under each id a peer sends) needs no Pebble
+	// lookup.
+	held [256]atomic.Bool
 
 	// eraseMu guards what erasing Commits left for Expunge: their keys, or
 	// everything when an erasure was pending at Open. expungeMu serialises
@@ -253,6 +260,21 @@ func (s *Store) init(readOnly bool) error {
 	}
 	s.nextSeq = last + 1
 	s.durable.Store(last)
+	return s.findHeld()
+}
+
+// findHeld sets held for the kinds of which a record is stored.
+func (s *Store) findHeld() error {
+	for _, kind := range []Kind{KindMemory, KindEdge, KindMesh, KindPurge} {
+		it, err := s.db.NewIter(prefixOptions(recordKey(kind, "")))
+		if err != nil {
+			return fmt.Errorf("storage: open %s: %w", s.dir, err)
+		}
+		s.held[kind].Store(it.First())
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			return fmt.Errorf("storage: open %s: %w", s.dir, err)
+		}
+	}
 	return nil
 }
 

@@ -739,3 +739,33 @@ func TestEnvelope(t *testing.T) {
 		t.Error("envelope cut inside its heads decoded")
 	}
 }
+
+// TestGetOfAKindNeverStored: a point read of a kind with no record is
+// answered without Pebble; it must still find a record of that kind as
+// soon as one is committed, and after the store opens again.
+func TestGetOfAKindNeverStored(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openAt(t, fs, "db")
+	commit(t, s, memory("m1", "a memory"))
+	if _, err := s.Get(KindPurge, "m1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of a tombstone before any: %v, want ErrNotFound", err)
+	}
+	tomb := Record{Kind: KindPurge, ID: "m2", Heads: []string{"h"}, Value: []byte("tombstone"), Doc: []byte("tombstone")}
+	commit(t, s, tomb)
+	if got, err := s.Get(KindPurge, "m2"); err != nil || string(got.Value) != "tombstone" {
+		t.Fatalf("Get of a tombstone just committed = %+v, %v", got, err)
+	}
+	if _, err := s.Get(KindPurge, "m1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of another id: %v, want ErrNotFound", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, fs, "db")
+	if got, err := s.Get(KindPurge, "m2"); err != nil || string(got.Value) != "tombstone" {
+		t.Fatalf("Get of a tombstone after reopening = %+v, %v", got, err)
+	}
+	if _, err := s.Get(KindEdge, "e1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of an edge, none stored: %v, want ErrNotFound", err)
+	}
+}

@@ -121,7 +121,8 @@ func differing(a, b *[256][32]byte) []byte {
 // Pull runs anti-entropy from the peer on s: it sends since (where the last
 // complete pull from this peer ended) and the local digest, receives the
 // peer's offers, asks for the documents the replica lacks and applies
-// them. s is closed on return.
+// them; then it compares the replica's digest with the one the peer sent
+// (SyncStats.Differ, Reconcile). s is closed on return.
 func Pull(ctx context.Context, s FrameStream, r Replica, since Position) (SyncStats, error) {
 	start := time.Now()
 	stats := SyncStats{}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"text/tabwriter"
 
@@ -25,6 +26,7 @@ removed afterwards. Each subcommand prints a table, or with --json one JSON
 object of its figures. The running daemon and its home are not touched.`,
 		Args: args(cobra.NoArgs),
 	}
+	cmd.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (go tool pprof; samples carry a phase label)")
 	cmd.AddCommand(a.benchLocomoCommand(), a.benchCaptureCommand(), a.benchSearchCommand(),
 		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand(), a.benchBriefCommand())
 	return cmd
@@ -51,13 +53,43 @@ func benchRunE[O any, P benchOptions[O], R bench.Report](a *app, opts P, run fun
 		defer stop()
 		log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		opts.SetLog(log.With("bench", cmd.Name()))
+		stopProfile, err := startCPUProfile(a.cpuProfile)
+		if err != nil {
+			return err
+		}
 		r, err := run(ctx, *opts)
+		if perr := stopProfile(); err == nil {
+			err = perr
+		}
 		if err != nil {
 			return err
 		}
 		table := func(w io.Writer) { printRows(w, r.Rows()) }
 		return a.emit(r, table, table)
 	}
+}
+
+// startCPUProfile starts a CPU profile written to path, unless path is
+// empty, and returns what stops it.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 func printRows(w io.Writer, rows []bench.Row) {

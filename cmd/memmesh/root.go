@@ -37,7 +37,8 @@ type app struct {
 	stdout, stderr io.Writer
 	home           string
 	format         string
-	json           bool // --json: --format json
+	json           bool   // --json: --format json
+	cpuProfile     string // memmesh bench --cpuprofile
 	cfg            Config
 }
 

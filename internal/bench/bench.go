@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 )
@@ -121,3 +122,12 @@ func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }
+
+// inPhase runs fn with the profiler label phase=name, which goroutines
+// started in fn inherit, so that a CPU profile of a benchmark splits by
+// phase (`go tool pprof -tagfocus phase=catchup`).
+func inPhase(ctx context.Context, name string, fn func(context.Context) error) error {
+	var err error
+	pprof.Do(ctx, pprof.Labels("phase", name), func(ctx context.Context) { err = fn(ctx) })
+	return err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCapture(t *testing.T) {
@@ -17,8 +18,8 @@ func TestCapture(t *testing.T) {
 	if r.Capture.P50 <= 0 || r.Capture.P99 < r.Capture.P50 {
 		t.Errorf("capture latency = %+v", r.Capture)
 	}
-	if r.ImportRate <= 0 || r.ImportSearchable <= 0 {
-		t.Errorf("import: %v memories/s, searchable after %v s", r.ImportRate, r.ImportSearchable)
+	if r.ImportRate <= 0 || r.ImportSearchable <= 0 || r.ImportCPU <= 0 {
+		t.Errorf("import: %v memories/s, searchable after %v s, %v s of CPU", r.ImportRate, r.ImportSearchable, r.ImportCPU)
 	}
 	if len(r.Rows()) == 0 {
 		t.Error("no rows")
@@ -55,6 +56,21 @@ func TestBadOptions(t *testing.T) {
 	} {
 		if err := c.run(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestPollAfter: a wait checks every pollInterval at first, then every
+// hundredth of the time it has waited.
+func TestPollAfter(t *testing.T) {
+	for _, tt := range []struct{ elapsed, want time.Duration }{
+		{0, pollInterval},
+		{500 * time.Millisecond, pollInterval},
+		{2 * time.Second, 20 * time.Millisecond},
+		{30 * time.Second, 300 * time.Millisecond},
+	} {
+		if got := pollAfter(tt.elapsed); got != tt.want {
+			t.Errorf("pollAfter(%v) = %v, want %v", tt.elapsed, got, tt.want)
 		}
 	}
 }

@@ -16,6 +16,9 @@ func TestSync(t *testing.T) {
 	if r.InitialStored <= 0 || r.InitialSearchable < r.InitialStored {
 		t.Errorf("initial sync: stored after %v s, searchable after %v s", r.InitialStored, r.InitialSearchable)
 	}
+	if r.InitialCPU <= 0 {
+		t.Errorf("initial sync used %v s of CPU, want more than 0", r.InitialCPU)
+	}
 	if p := r.InitialPull; p.Bytes <= 0 || p.RoundTrips < 1 || p.Documents < 20 {
 		t.Errorf("initial pull = %+v: want the 20 memories, bytes and a round trip", p)
 	}
