@@ -810,7 +810,7 @@ func (m *Mesh) queuePending() {
 			return
 		}
 		if len(batch) > 0 {
-			m.queuePush(batch)
+			m.queuePush(batch, m.aliveDevices())
 		}
 		if last == after {
 			return
@@ -866,13 +866,13 @@ func (m *Mesh) skipRemote(after uint64) uint64 {
 	return after
 }
 
-// queuePush hands a batch to every live peer's sender; a peer whose queue
-// is full misses it and is pulled from instead (anti-entropy both ways).
-func (m *Mesh) queuePush(batch []transport.Entry) {
-	alive := m.aliveDevices()
+// queuePush hands a batch to the senders of the devices; a peer whose
+// queue is full misses it and is pulled from instead (anti-entropy both
+// ways).
+func (m *Mesh) queuePush(batch []transport.Entry, devices []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, device := range alive {
+	for _, device := range devices {
 		select {
 		case m.peer(device).push <- batch:
 		default:
@@ -912,7 +912,7 @@ func (m *Mesh) deliver(device string, p *peerState, batch []transport.Entry) {
 		m.mu.Lock()
 		addr, state := p.addr, p.state
 		m.mu.Unlock()
-		if attempt > 1 && (state != "alive" && state != "suspect" || m.revokedBy.Load() != nil) {
+		if m.revokedBy.Load() != nil || attempt > 1 && state != "alive" && state != "suspect" {
 			m.log.Debug("push given up; anti-entropy will carry it", "peer", device, "state", state, "attempts", attempt-1)
 			return
 		}

@@ -346,3 +346,44 @@ func TestMembershipEventsDoNotWaitForTheDisk(t *testing.T) {
 		t.Fatalf("known peers saved as %s (%v), want the new peer's address", data, err)
 	}
 }
+
+// TestRevokedDeviceStopsSyncing: once told it was revoked, a device gives
+// up the push in flight, sends no other and starts no pull; a member
+// would refuse each.
+func TestRevokedDeviceStopsSyncing(t *testing.T) {
+	clock := newFakeClock()
+	m := testMesh(t, testStore(t), clock)
+	sent := make(chan string, 16)
+	m.send = func(_ context.Context, _, _ string, batch []transport.Entry) error {
+		sent <- batch[0].ID
+		return errors.New("refused")
+	}
+	m.mu.Lock()
+	p := m.peer("B")
+	p.state, p.addr = "alive", "127.0.0.2:7420"
+	m.mu.Unlock()
+	p.push <- []transport.Entry{{ID: "x"}}
+	<-sent
+	waitPending(t, clock, 1)
+	by := "B"
+	m.revokedBy.Store(&by)
+	clock.Advance(time.Minute)
+	p.push <- []transport.Entry{{ID: "y"}}
+	p.push <- []transport.Entry{{ID: "z"}}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(p.push) > 0 && time.Now().Before(deadline) { // y is done once z is taken
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case got := <-sent:
+		t.Fatalf("a revoked device sent %s", got)
+	default:
+	}
+	m.startPull("B")
+	m.mu.Lock()
+	pulling := p.pulling
+	m.mu.Unlock()
+	if pulling {
+		t.Fatal("a revoked device started a pull")
+	}
+}

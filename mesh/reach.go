@@ -53,8 +53,9 @@ type heard struct {
 	sum    string // the sender's own digest sum
 }
 
-// digestSum sums the 256 digest buckets: two replicas with equal sums
-// hold the same versions of the same documents.
+// digestSum sums the 256 buckets of the digest two devices compare
+// (Mesh.Digest, which leaves out local-only namespaces): two replicas
+// with equal sums hold the same versions of the documents they share.
 func digestSum(d [256][32]byte) string {
 	h := sha256.New()
 	for i := range d {
@@ -341,13 +342,5 @@ func (m *Mesh) relay(from string, pushed []transport.Entry) {
 		return
 	}
 	m.log.Debug("relaying a push", "from", from, "to", targets, "documents", len(batch))
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, device := range targets {
-		select {
-		case m.peer(device).push <- batch:
-		default:
-			m.kickPull(device)
-		}
-	}
+	m.queuePush(batch, targets)
 }

@@ -142,20 +142,13 @@ func (m *Mesh) Apply(peer string, docs []transport.Entry) error { return replica
 // from the same batch.
 func (r replica) Apply(peer string, docs []transport.Entry) error {
 	r.m.holding(peer, docs)
-	ids := make([]string, len(docs))
-	for i, d := range docs {
-		ids[i] = d.ID
-	}
-	unlock := r.m.host.Lock(ids...)
-	defer unlock()
-
 	isTombstone := func(e transport.Entry) bool { return storage.Kind(e.Kind) == storage.KindPurge }
 	rejected := 0
 	for _, part := range [][]transport.Entry{
 		slices.DeleteFunc(slices.Clone(docs), func(e transport.Entry) bool { return !isTombstone(e) }),
 		slices.DeleteFunc(slices.Clone(docs), isTombstone),
 	} {
-		k, err := r.applyLocked(peer, part)
+		k, err := r.applyPart(peer, part)
 		if err != nil {
 			return err
 		}
@@ -167,21 +160,65 @@ func (r replica) Apply(peer string, docs []transport.Entry) error {
 	return nil
 }
 
-// applyLocked is Apply for documents whose locks the caller holds. It
-// returns how many it rejected.
-func (r replica) applyLocked(peer string, docs []transport.Entry) (rejected int, err error) {
+// applyPart merges documents and commits them. Merging is CPU work in
+// Automerge, independent per document: it runs on every core before the
+// documents' write locks are taken, so that a local write of one of them
+// waits only for the commit, not for the merge of the whole batch. Under
+// the locks, a document whose stored version changed since its merge
+// (a local write meanwhile) is merged again. Tombstones, which erase
+// other documents, are merged under the locks. It returns how many
+// documents it rejected.
+func (r replica) applyPart(peer string, docs []transport.Entry) (rejected int, err error) {
+	if len(docs) == 0 {
+		return 0, nil
+	}
 	m := r.m
-	// Merging is CPU work in Automerge, independent per document: it runs
-	// on every core, then one batch commits the results.
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	tombstones := storage.Kind(docs[0].Kind) == storage.KindPurge
 	merged := make([]mergeResult, len(docs))
-	parallel(len(docs), func(i int) {
-		r := &merged[i]
-		if storage.Kind(docs[i].Kind) == storage.KindPurge {
-			r.rec, r.erase, r.err = m.mergeTombstone(docs[i])
-			return
+	if !tombstones {
+		parallel(len(docs), func(i int) { merged[i] = m.mergeOne(docs[i]) })
+	}
+	unlock := m.host.Lock(ids...)
+	defer unlock()
+	for i, d := range docs {
+		if tombstones || m.changedSince(d, merged[i].base) {
+			merged[i] = m.mergeOne(d)
 		}
-		r.rec, r.mesh, r.err = m.merge(docs[i])
-	})
+	}
+	return r.commitMerged(peer, docs, merged)
+}
+
+// mergeOne merges one document from a peer.
+func (m *Mesh) mergeOne(e transport.Entry) (r mergeResult) {
+	if storage.Kind(e.Kind) == storage.KindPurge {
+		r.rec, r.erase, r.err = m.mergeTombstone(e)
+		return r
+	}
+	r.rec, r.mesh, r.base, r.err = m.merge(e)
+	return r
+}
+
+// changedSince reports whether the stored version of e's document is no
+// longer base, the heads (headsKey) its merge read.
+func (m *Mesh) changedSince(e transport.Entry, base string) bool {
+	rec, err := m.store.Get(storage.Kind(e.Kind), e.ID)
+	switch {
+	case notFound(err):
+		return base != ""
+	case err != nil:
+		return true // merged again, where the error shows
+	}
+	return headsKey(rec.Heads) != base
+}
+
+// commitMerged commits the merges of docs, whose locks the caller holds.
+// It returns how many it rejected.
+func (r replica) commitMerged(peer string, docs []transport.Entry, merged []mergeResult) (rejected int, err error) {
+	m := r.m
 	var recs []storage.Record
 	var meshRecs []model.MeshRecord
 	seen := make(map[string]bool)
@@ -233,6 +270,7 @@ func (r replica) applyLocked(peer string, docs []transport.Entry) (rejected int,
 }
 
 type mergeResult struct {
+	base  string // heads (headsKey) of the stored version merged with, "" none
 	rec   storage.Record
 	mesh  *model.MeshRecord
 	erase []storage.Record // what a tombstone erases
@@ -290,37 +328,37 @@ func mergeBytes[D mergeable[D]](actor string, load func(string, []byte) (D, erro
 }
 
 // merge turns a peer's document into the record to store. A zero record
-// means the merge changed nothing.
-func (m *Mesh) merge(e transport.Entry) (storage.Record, *model.MeshRecord, error) {
+// means the merge changed nothing; base is the stored version it merged
+// with (headsKey of its heads, "" when none).
+func (m *Mesh) merge(e transport.Entry) (rec storage.Record, mr *model.MeshRecord, base string, err error) {
 	kind, err := syncKind(e.Kind)
 	if err != nil {
-		return storage.Record{}, nil, err
+		return storage.Record{}, nil, base, err
 	}
 	if !crdt.ValidID(e.ID) {
-		return storage.Record{}, nil, fmt.Errorf("invalid id %q", e.ID)
+		return storage.Record{}, nil, base, fmt.Errorf("invalid id %q", e.ID)
 	}
 	if len(e.Doc) == 0 {
-		return storage.Record{}, nil, errors.New("no document")
+		return storage.Record{}, nil, base, errors.New("no document")
 	}
 	if kind == storage.KindMemory && m.host.Purged(e.ID) {
-		return storage.Record{}, nil, nil // erased here for good
+		return storage.Record{}, nil, base, nil // erased here for good
 	}
 	old, err := m.store.Get(kind, e.ID)
 	found := err == nil
 	if err != nil && !notFound(err) {
-		return storage.Record{}, nil, err
+		return storage.Record{}, nil, base, err
 	}
 	var local []byte
 	if found {
+		base = headsKey(old.Heads)
 		if local, err = m.store.GetDoc(kind, e.ID); err != nil {
-			return storage.Record{}, nil, err
+			return storage.Record{}, nil, base, err
 		}
 	}
-	var rec storage.Record
-	var mr *model.MeshRecord
 	switch kind {
 	case storage.KindPurge:
-		return storage.Record{}, nil, errors.New("a tombstone merges through mergeTombstone")
+		return storage.Record{}, nil, base, errors.New("a tombstone merges through mergeTombstone")
 	case storage.KindMemory:
 		rec, err = m.mergeMemory(e.ID, local, e.Doc)
 	case storage.KindEdge:
@@ -329,12 +367,12 @@ func (m *Mesh) merge(e transport.Entry) (storage.Record, *model.MeshRecord, erro
 		rec, mr, err = m.mergeMesh(e.ID, &old, local, e.Doc)
 	}
 	if err != nil {
-		return storage.Record{}, nil, err
+		return storage.Record{}, nil, base, err
 	}
 	if found && slices.Equal(old.Heads, rec.Heads) {
-		return storage.Record{}, nil, nil
+		return storage.Record{}, nil, base, nil
 	}
-	return rec, mr, nil
+	return rec, mr, base, nil
 }
 
 func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, error) {

@@ -687,7 +687,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(brief.FromPeers) != 1 || brief.FromPeers[0].ID != learned.ID || brief.Tokens > brief.Budget {
-		t.Fatalf("from_peers %+v (tokens %d of %d), want A's memory only", brief.FromPeers, brief.Tokens, brief.Budget)
+		t.Fatalf("from_peers %+v (tokens %d of %d), want A's memory only; active %+v", brief.FromPeers, brief.Tokens, brief.Budget, brief.Active)
 	}
 	if len(brief.Active) != 1 || brief.Active[0].ID != own.ID {
 		t.Fatalf("active %+v, want B's own memory", brief.Active)
@@ -834,9 +834,8 @@ func TestMeshPeersTellACleanStop(t *testing.T) {
 	}
 }
 
-// peerView returns how n sees the peer device: its state and the devices
-// it is reached through.
-func peerView(t testing.TB, n *Node, device string) (string, []string) {
+// peerOf returns how n sees the peer device.
+func peerOf(t testing.TB, n *Node, device string) api.Peer {
 	t.Helper()
 	peers, err := n.Peers(context.Background())
 	if err != nil {
@@ -844,10 +843,19 @@ func peerView(t testing.TB, n *Node, device string) (string, []string) {
 	}
 	for _, p := range peers {
 		if p.Device == device {
-			return p.State, p.Via
+			return p
 		}
 	}
-	return "", nil
+	t.Fatalf("%s is not a peer", device)
+	return api.Peer{}
+}
+
+// peerView returns how n sees the peer device: its state and the devices
+// it is reached through.
+func peerView(t testing.TB, n *Node, device string) (string, []string) {
+	t.Helper()
+	p := peerOf(t, n, device)
+	return p.State, p.Via
 }
 
 // partialMesh starts a, b and c where a and b cannot reach each other and
@@ -887,17 +895,7 @@ func TestMeshPeersThroughOthers(t *testing.T) {
 // behindOf is how many documents n says the peer device lacks.
 func behindOf(t testing.TB, n *Node, device string) int {
 	t.Helper()
-	peers, err := n.Peers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range peers {
-		if p.Device == device {
-			return p.Behind
-		}
-	}
-	t.Fatalf("%s is not a peer", device)
-	return 0
+	return peerOf(t, n, device).Behind
 }
 
 // TestMeshBehindCountsWhatThePeerLacks: documents pushed to a peer that
