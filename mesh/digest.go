@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +13,12 @@ import (
 // never leave this machine (memories of local-only namespaces and edges
 // that touch one). The digest two devices compare is the store's less
 // this share, so local-only namespaces never make two nodes differ.
+//
+// While any namespace is local-only, an edge at a memory this node does
+// not hold is left out too: only the node that holds the memory can tell
+// whether it is private, and an edge that reached the others before its
+// memory's namespace became local-only would otherwise make them differ
+// from it for good. Such an edge joins the digest when its memory arrives.
 //
 // It is kept current from the change log: each read walks the changes
 // since the last one. A change of namespace settings, a tombstone (whose
@@ -89,6 +96,18 @@ func (m *Mesh) recomputePrivate() error {
 			return err
 		}
 	}
+	if len(local) > 0 {
+		// Edges at memories this node does not hold (see privateShare).
+		err := m.store.All(storage.KindEdge, func(rec storage.Record) error {
+			if _, noted := p.docs[docKey{rec.Kind, rec.ID}]; noted {
+				return nil
+			}
+			return m.setPrivate(rec)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	p.ready = true
 	return nil
 }
@@ -142,14 +161,14 @@ func (m *Mesh) setPrivate(rec storage.Record) error {
 		p.toggle(key, old)
 		delete(p.docs, key)
 	}
-	private := !m.sendable(rec)
+	private := !m.sendable(rec) || m.endpointMissing(rec)
 	if private {
 		h := storage.DocHash(rec.Kind, rec.ID, rec.Heads)
 		p.toggle(key, h)
 		p.docs[key] = h
 	}
-	if rec.Kind != storage.KindMemory || was == private {
-		return nil
+	if rec.Kind != storage.KindMemory || (was == private && !m.anyLocal()) {
+		return nil // (a memory may have just arrived: its edges join then)
 	}
 	for _, field := range []string{"from", "to"} {
 		err := m.store.Scan(storage.KindEdge, storage.Term{Field: field, Value: "m-" + rec.ID}, func(id string) error {
@@ -160,6 +179,29 @@ func (m *Mesh) setPrivate(rec storage.Record) error {
 		}
 	}
 	return nil
+}
+
+// anyLocal reports whether any namespace is local-only.
+func (m *Mesh) anyLocal() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.localNS) > 0
+}
+
+// endpointMissing reports whether rec is an edge at a memory this node
+// does not hold while some namespace is local-only (see privateShare).
+func (m *Mesh) endpointMissing(rec storage.Record) bool {
+	if rec.Kind != storage.KindEdge || !m.anyLocal() {
+		return false
+	}
+	for _, t := range rec.Terms {
+		if id, ok := strings.CutPrefix(t.Value, "m-"); ok && (t.Field == "from" || t.Field == "to") {
+			if _, err := m.store.Get(storage.KindMemory, id); notFound(err) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // toggle adds or removes a document's digest share h.

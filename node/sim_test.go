@@ -43,20 +43,12 @@ var (
 	simSeeds = flag.Int("sim.seeds", 0, "number of seeds TestSim runs (0: the suite's default)")
 	simSeed  = flag.Uint64("sim.seed", 0, "run this one seed of TestSim (0: none)")
 	simFirst = flag.Uint64("sim.first", 1, "the first seed of a TestSim run of several")
-	simKnown = flag.Bool("sim.known", true, "report failures whose cause is known (see simKnownCauses) instead of failing")
 	simTrace = flag.Bool("sim.trace", false, "log the trace of every seed")
 	simLog   = flag.Bool("sim.log", false, "write the nodes' warnings to standard error")
 )
 
 // simDefaultSeeds is how many seeds the suite runs.
 const simDefaultSeeds = 16
-
-// simKnownCauses names failures of known causes, by the prefix of their
-// description, with the cause.
-var simKnownCauses = map[string]string{
-	"converged only once saved positions were forgotten":              "anti-entropy offers only changes since the saved position and never repairs an older difference",
-	"digests differ over edges to memories of a local-only namespace": "an edge counts in the digest by whether this node holds its endpoint memory of a local-only namespace, so a node that holds it and one that does not differ for good",
-}
 
 func TestSim(t *testing.T) {
 	first, count := *simFirst, *simSeeds
@@ -67,41 +59,20 @@ func TestSim(t *testing.T) {
 		first, count = *simSeed, 1
 	}
 	start := time.Now()
-	failed, known := 0, map[string][]uint64{}
+	failed := 0
 	for seed := first; seed < first+uint64(count); seed++ {
 		r := runSim(t, seed)
 		if *simTrace {
 			t.Logf("seed %d: trace %s\n%s", seed, r.hash, strings.Join(r.trace, "\n"))
 		}
-		var hard []string
-		for _, f := range r.failures {
-			if cause, ok := knownCause(f); ok && *simKnown {
-				known[cause] = append(known[cause], seed)
-				continue
-			}
-			hard = append(hard, f)
-		}
-		if len(hard) > 0 {
+		if len(r.failures) > 0 {
 			failed++
 			t.Errorf("seed %d failed (replay: go test ./node -run 'TestSim$' -sim.seed %d -sim.trace):\n  %s\ntrace (last events):\n  %s",
-				seed, seed, strings.Join(hard, "\n  "), strings.Join(r.trace[max(0, len(r.trace)-40):], "\n  "))
+				seed, seed, strings.Join(r.failures, "\n  "), strings.Join(r.trace[max(0, len(r.trace)-40):], "\n  "))
 		}
-	}
-	for cause, seeds := range known {
-		t.Logf("known cause, reported (-sim.known=false fails): %s: %d seeds, e.g. %v", cause, len(seeds), seeds[:min(len(seeds), 10)])
 	}
 	took := time.Since(start)
 	t.Logf("simulated seeds %d..%d: %d failed, %.1f seeds/s", first, first+uint64(count)-1, failed, float64(count)/took.Seconds())
-}
-
-// knownCause returns the known cause of a failure.
-func knownCause(failure string) (string, bool) {
-	for prefix, cause := range simKnownCauses {
-		if strings.HasPrefix(failure, prefix) {
-			return cause, true
-		}
-	}
-	return "", false
 }
 
 // TestSimReplays runs seeds twice: each gives the same trace.
@@ -1024,9 +995,7 @@ func TestSimRestoreThenEdit(t *testing.T) {
 	s.heal()
 	s.check()
 	for _, f := range s.failures {
-		if _, ok := knownCause(f); !ok {
-			t.Error(f)
-		}
+		t.Error(f)
 	}
 	if t.Failed() {
 		t.Logf("trace:\n  %s", strings.Join(s.trace, "\n  "))
