@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -136,13 +135,9 @@ func (n *Node) linkCopy(from, to string) error {
 	if _, err := n.store.GetDoc(storage.KindEdge, id); !errors.Is(err, storage.ErrNotFound) {
 		return err // there already, or removed by someone: nil; or a read error
 	}
-	now := n.now().UTC()
-	rec, _, err := newEdgeRecord(n.actor, &model.Edge{
-		ID: id, From: from, Rel: "related_to", To: to, Strength: 1, Origin: api.OriginAutoLink, Notes: dupNotes,
-		CreatedAt: now, UpdatedAt: now,
-	})
+	rec, err := n.autoLink(from, to, 1, dupNotes, n.now().UTC())
 	if err != nil {
-		return fmt.Errorf("link copy: %w", err)
+		return err
 	}
 	if _, err := n.store.Commit(rec); err != nil {
 		return writeFailed("store edge", err)

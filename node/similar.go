@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/memmesh/memmesh/api"
@@ -124,16 +125,24 @@ func (n *Node) autoLinks(m *model.Memory, similar []api.Similar) ([]storage.Reco
 		if s.Similarity < autoLinkThreshold {
 			continue
 		}
-		e := model.Edge{
-			ID: crdt.EdgeID(from, "related_to", s.ID), From: from, Rel: "related_to", To: s.ID,
-			Strength: s.Similarity, Origin: api.OriginAutoLink, Notes: fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity),
-			CreatedAt: m.Provenance.CreatedAt, UpdatedAt: m.Provenance.CreatedAt,
-		}
-		rec, _, err := newEdgeRecord(n.actor, &e)
+		rec, err := n.autoLink(from, s.ID, s.Similarity, fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity), m.Provenance.CreatedAt)
 		if err != nil {
-			return nil, fmt.Errorf("auto-link: %w", err)
+			return nil, err
 		}
 		recs = append(recs, rec)
 	}
 	return recs, nil
+}
+
+// autoLink is the record of a new auto-link from memory from to memory to
+// (display ids), made at time at.
+func (n *Node) autoLink(from, to string, strength float64, notes string, at time.Time) (storage.Record, error) {
+	rec, _, err := newEdgeRecord(n.actor, &model.Edge{
+		ID: crdt.EdgeID(from, "related_to", to), From: from, Rel: "related_to", To: to,
+		Strength: strength, Origin: api.OriginAutoLink, Notes: notes, CreatedAt: at, UpdatedAt: at,
+	})
+	if err != nil {
+		return storage.Record{}, fmt.Errorf("auto-link: %w", err)
+	}
+	return rec, nil
 }
