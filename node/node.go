@@ -48,6 +48,11 @@ type Config struct {
 	// on), and a quarter of it is held in a ballast file released when
 	// the disk fills anyway. 0 means storage.DefaultMinFree (256 MiB).
 	MinFreeSpace int64
+	// IndexFlushDelay is how long the search index gathers batches in
+	// memory before writing them (search.Options.FlushDelay): 0 means a
+	// second, negative writes each batch at once, so that Close and an
+	// erasure do not wait for it.
+	IndexFlushDelay time.Duration
 	// Rand, when set, is where new memory and revision ids, the Automerge
 	// actor and the mesh's epochs come from instead of crypto/rand: a
 	// simulation seeds it so that a run replays. Production leaves it nil.
@@ -133,8 +138,9 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: open storage: %w", err)
 	}
 	index, err := openIndex(filepath.Join(cfg.Home, "index"), search.Options{
-		Logger:   log.With("component", "search"),
-		HalfLife: cfg.RecencyHalfLife,
+		Logger:     log.With("component", "search"),
+		HalfLife:   cfg.RecencyHalfLife,
+		FlushDelay: cfg.IndexFlushDelay,
 	}, log)
 	if err != nil {
 		store.Close()

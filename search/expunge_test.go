@@ -17,7 +17,7 @@ import (
 // automaton: its files cannot simply be searched for the word.)
 func dictionaryHolds(tb testing.TB, dir, term string) bool {
 	tb.Helper()
-	idx, err := bleve.OpenUsing(dir, runtimeConfig)
+	idx, err := bleve.OpenUsing(dir, runtimeConfig(defaultFlushDelay))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // Scorch writes segments in its own goroutines, the persister and the
 // merger, and tries again when a write fails. On a full disk each attempt
 // fails at once, and the persister merges the in-memory segments anew
-// before each one: about a second apart (persisterNap), that kept a
+// before each one: about a second apart (Options.FlushDelay), that kept a
 // tenth to a quarter of a core busy for nothing. writeFailed, which scorch
 // calls from the failing goroutine, spaces the attempts out instead.
 // Meanwhile every batch stays searchable in memory, and what never reaches
