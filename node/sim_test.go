@@ -48,7 +48,7 @@ var (
 )
 
 // simDefaultSeeds is how many seeds the suite runs.
-const simDefaultSeeds = 16
+const simDefaultSeeds = 300
 
 func TestSim(t *testing.T) {
 	first, count := *simFirst, *simSeeds
@@ -59,20 +59,26 @@ func TestSim(t *testing.T) {
 		first, count = *simSeed, 1
 	}
 	start := time.Now()
-	failed := 0
-	for seed := first; seed < first+uint64(count); seed++ {
-		r := runSim(t, seed)
-		if *simTrace {
-			t.Logf("seed %d: trace %s\n%s", seed, r.hash, strings.Join(r.trace, "\n"))
+	var failed atomic.Int32
+	// Seeds are independent: they run side by side (go test's -parallel).
+	t.Run("seeds", func(t *testing.T) {
+		for seed := first; seed < first+uint64(count); seed++ {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				t.Parallel()
+				r := runSim(t, seed)
+				if *simTrace {
+					t.Logf("trace %s\n%s", r.hash, strings.Join(r.trace, "\n"))
+				}
+				if len(r.failures) > 0 {
+					failed.Add(1)
+					t.Errorf("seed %d failed (replay: go test ./node -run 'TestSim$' -sim.seed %d -sim.trace):\n  %s\ntrace (last events):\n  %s",
+						seed, seed, strings.Join(r.failures, "\n  "), strings.Join(r.trace[max(0, len(r.trace)-40):], "\n  "))
+				}
+			})
 		}
-		if len(r.failures) > 0 {
-			failed++
-			t.Errorf("seed %d failed (replay: go test ./node -run 'TestSim$' -sim.seed %d -sim.trace):\n  %s\ntrace (last events):\n  %s",
-				seed, seed, strings.Join(r.failures, "\n  "), strings.Join(r.trace[max(0, len(r.trace)-40):], "\n  "))
-		}
-	}
+	})
 	took := time.Since(start)
-	t.Logf("simulated seeds %d..%d: %d failed, %.1f seeds/s", first, first+uint64(count)-1, failed, float64(count)/took.Seconds())
+	t.Logf("simulated seeds %d..%d: %d failed, %.1f seeds/s", first, first+uint64(count)-1, failed.Load(), float64(count)/took.Seconds())
 }
 
 // TestSimReplays runs seeds twice: each gives the same trace.
@@ -251,6 +257,8 @@ func (s *sim) open(sn *simNode) {
 		Rand:   sn.ids,
 		// A small ballast: the sim's homes are many and small.
 		MinFreeSpace: 1 << 20,
+		// Restarts and erasures do not wait for the index's writes.
+		IndexFlushDelay: -1,
 		Mesh: &mesh.Config{
 			Name:    fmt.Sprintf("sim%d", sn.i),
 			Network: simNetwork{s, sn.i},
