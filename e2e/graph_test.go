@@ -168,28 +168,31 @@ func TestContextHook(t *testing.T) {
 		t.Fatalf("hook output = %+v", out)
 	}
 
-	// A UserPromptSubmit hook, with the JSON Claude Code writes on stdin:
-	// the memories that match the prompt, or nothing.
+	// A UserPromptSubmit hook, with the JSON Claude Code writes on stdin,
+	// and Gemini CLI's BeforeAgent: the memories that match the prompt,
+	// or nothing.
 	ok(t, home, "capture", "--kind", "decision", "Use pgx, not lib/pq, for every Postgres connection: lib/pq is in maintenance mode")
-	prompt := func(text string) string {
+	prompt := func(event, text string) string {
 		in, _ := json.Marshal(map[string]string{"session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": home,
-			"hook_event_name": "UserPromptSubmit", "prompt": text})
+			"hook_event_name": event, "prompt": text})
 		return string(in)
 	}
-	for _, tc := range []struct {
-		prompt, want string
-	}{
-		{"Switch the reports service to the lib/pq Postgres driver", "> Use pgx, not lib/pq"},
-		{"Bake a chocolate cake for the birthday party", ""},
-	} {
-		r := mm(t, home, prompt(tc.prompt), "context", "--hook")
-		out.HookSpecificOutput.AdditionalContext = ""
-		if err := json.Unmarshal([]byte(r.stdout), &out); r.code != 0 || err != nil || out.HookSpecificOutput.HookEventName != "UserPromptSubmit" {
-			t.Fatalf("prompt %q: exit %d, stdout %q, stderr %q", tc.prompt, r.code, r.stdout, r.stderr)
-		}
-		got := out.HookSpecificOutput.AdditionalContext
-		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) || strings.Contains(got, "Releases are tagged") {
-			t.Errorf("prompt %q: additional context %q, want %q only", tc.prompt, got, tc.want)
+	for _, event := range []string{"UserPromptSubmit", "BeforeAgent"} {
+		for _, tc := range []struct {
+			prompt, want string
+		}{
+			{"Switch the reports service to the lib/pq Postgres driver", "> Use pgx, not lib/pq"},
+			{"Bake a chocolate cake for the birthday party", ""},
+		} {
+			r := mm(t, home, prompt(event, tc.prompt), "context", "--hook")
+			out.HookSpecificOutput.AdditionalContext = ""
+			if err := json.Unmarshal([]byte(r.stdout), &out); r.code != 0 || err != nil || out.HookSpecificOutput.HookEventName != event {
+				t.Fatalf("%s %q: exit %d, stdout %q, stderr %q", event, tc.prompt, r.code, r.stdout, r.stderr)
+			}
+			got := out.HookSpecificOutput.AdditionalContext
+			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) || strings.Contains(got, "Releases are tagged") {
+				t.Errorf("%s %q: additional context %q, want %q only", event, tc.prompt, got, tc.want)
+			}
 		}
 	}
 	if r := mm(t, home, `{"hook_event_name":"SessionStart","source":"startup"}`, "context", "--hook"); !strings.Contains(r.stdout, `"hookEventName":"SessionStart"`) ||

@@ -101,11 +101,19 @@ type hookInput struct {
 	Prompt         string `json:"prompt"`
 }
 
-// The hook events memmesh answers.
+// The hook events memmesh answers. Gemini CLI calls a prompt's event
+// BeforeAgent, with the same input and output (google-gemini/gemini-cli
+// docs/hooks/reference.md).
 const (
 	eventSessionStart     = "SessionStart"
 	eventUserPromptSubmit = "UserPromptSubmit"
+	eventBeforeAgent      = "BeforeAgent"
 )
+
+// isPrompt reports whether a hook event brings the user's prompt.
+func isPrompt(event string) bool {
+	return event == eventUserPromptSubmit || event == eventBeforeAgent
+}
 
 // maxHookInput bounds the hook's input read: a prompt and its paths.
 const maxHookInput = 1 << 20
@@ -139,7 +147,7 @@ func readHookInput(r io.Reader) (hookInput, []byte) {
 	if len(data) > maxHookInput {
 		return in, nil
 	}
-	if err := json.Unmarshal(data, &in); err != nil || in.HookEventName != eventUserPromptSubmit {
+	if err := json.Unmarshal(data, &in); err != nil || !isPrompt(in.HookEventName) {
 		in = hookInput{HookEventName: eventSessionStart}
 	}
 	return in, data
@@ -151,7 +159,7 @@ func readHookInput(r io.Reader) (hookInput, []byte) {
 // and the hook still succeeds, with no context. The Markdown is inert.
 func (a *app) hook(cmd *cobra.Command, req api.ContextRequest) error {
 	in, _ := readHookInput(a.stdin)
-	if in.HookEventName == eventUserPromptSubmit {
+	if isPrompt(in.HookEventName) {
 		req.Query = in.Prompt
 		if strings.TrimSpace(req.Query) == "" {
 			return writeHook(a.stdout, in.HookEventName, "")
@@ -171,7 +179,7 @@ func (a *app) hook(cmd *cobra.Command, req api.ContextRequest) error {
 
 // hookNothing says that a hook adds no context.
 func hookNothing(event string) string {
-	if event == eventUserPromptSubmit {
+	if isPrompt(event) {
 		return "no memories for this prompt"
 	}
 	return "no brief for this session"

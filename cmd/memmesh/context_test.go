@@ -44,6 +44,8 @@ func TestHookAlwaysSucceeds(t *testing.T) {
 		{"config never read", []string{"--home", stuck, "context", "--hook"}, "none came within", ""},
 		{"prompt, broken config", []string{"--home", broken, "context", "--hook"}, "config.toml", `{"hook_event_name":"UserPromptSubmit","prompt":"deploy"}`},
 		{"prompt, config never read", []string{"--home", stuck, "context", "--hook"}, "none came within", `{"hook_event_name":"UserPromptSubmit","prompt":"deploy"}`},
+		{"Gemini prompt, broken config", []string{"--home", broken, "context", "--hook"}, "config.toml", `{"hook_event_name":"BeforeAgent","prompt":"deploy"}`},
+		{"Gemini prompt, config never read", []string{"--home", stuck, "context", "--hook"}, "none came within", `{"hook_event_name":"BeforeAgent","prompt":"deploy"}`},
 		{"input not JSON", []string{"--home", broken, "context", "--hook"}, "config.toml", `{"hook_event_name":`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,8 +67,10 @@ func TestHookAlwaysSucceeds(t *testing.T) {
 				} `json:"hookSpecificOutput"`
 			}
 			event := "SessionStart"
-			if strings.Contains(tc.stdin, "UserPromptSubmit") {
-				event = "UserPromptSubmit"
+			for _, prompt := range []string{"UserPromptSubmit", "BeforeAgent"} {
+				if strings.Contains(tc.stdin, prompt) {
+					event = prompt
+				}
 			}
 			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.HookSpecificOutput.HookEventName != event || out.HookSpecificOutput.AdditionalContext != "" {
 				t.Errorf("stdout %q (%v), want an empty %s answer", stdout.String(), err, event)
