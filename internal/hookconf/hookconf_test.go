@@ -231,6 +231,7 @@ func TestRoundTripLayouts(t *testing.T) {
 		"four spaces": "{\n    \"model\": \"opus\",\n    \"n\": 1e3\n}",
 		"one line":    `{"model":"opus","env":{}}`,
 		"empty":       "{}\n",
+		"windows":     "{\r\n  \"model\": \"opus\",\r\n  \"env\": {\r\n    \"A\": \"b\"\r\n  }\r\n}\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "settings.json")

@@ -117,10 +117,12 @@ func parseValue(dec *json.Decoder, depth int) (any, error) {
 }
 
 // layout is how a file writes its JSON: the indent of one level ("" for
-// one line) and whether it ends with a newline.
+// one line), whether it ends with a newline and whether its lines end
+// with CR LF.
 type layout struct {
 	indent  string
 	newline bool
+	crlf    bool
 }
 
 // defaultLayout is the one of a new file: two spaces, as the clients write
@@ -129,7 +131,7 @@ var defaultLayout = layout{indent: "  ", newline: true}
 
 // layoutOf guesses a file's layout from its first indented line.
 func layoutOf(data []byte) layout {
-	l := layout{newline: bytes.HasSuffix(data, []byte("\n"))}
+	l := layout{newline: bytes.HasSuffix(data, []byte("\n")), crlf: bytes.Contains(data, []byte("\r\n"))}
 	trimmed := bytes.TrimSpace(data)
 	i := bytes.IndexByte(trimmed, '\n')
 	if i < 0 {
@@ -164,6 +166,9 @@ func encodeJSON(v any, l layout) ([]byte, error) {
 	}
 	if l.newline {
 		out = append(out, '\n')
+	}
+	if l.crlf { // JSON holds no raw newline but between tokens
+		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
 	}
 	return out, nil
 }
