@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -62,3 +63,7 @@ func walkFiles(root string, depth int, match func(name string) bool) ([]string, 
 	slices.Sort(out)
 	return out, nil
 }
+
+// quote quotes a name read from a file (a record type) for a warning,
+// kept short.
+func quote(s string) string { return strconv.Quote(clip(s)) }
