@@ -356,6 +356,27 @@ func TestExistingMemmeshHooks(t *testing.T) {
 	}
 }
 
+// TestDuplicateKeys: of two "hooks" members the clients read the last;
+// memmesh's hooks go there, and the first is left as it was.
+func TestDuplicateKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	content := `{"hooks":{"Stop":[]},"model":"opus","hooks":{}}`
+	write(t, path, content, 0o644)
+	if _, err := Install(path, claude(t).Hooks, now); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, path)
+	if !strings.HasPrefix(got, `{"hooks":{"Stop":[]},"model":"opus","hooks":{"SessionStart":`) {
+		t.Fatalf("got %s", got)
+	}
+	if _, err := Uninstall(path, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, path); got != `{"hooks":{"Stop":[]},"model":"opus"}` {
+		t.Fatalf("uninstalled: %s", got)
+	}
+}
+
 // TestSymlinkFollowed: a settings file that is a symlink (a dotfile
 // manager's) stays a symlink; the file it names is edited.
 func TestSymlinkFollowed(t *testing.T) {

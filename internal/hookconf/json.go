@@ -10,8 +10,9 @@ import (
 )
 
 // object is a JSON object that keeps its members in the order of the file
-// (and duplicate keys, which a client may read as it likes): a settings
-// file is written back with its keys where they were.
+// (and duplicate keys): a settings file is written back with its keys
+// where they were. Of duplicate keys the last counts, as for the clients
+// (JSON.parse, serde_json's maps).
 type object struct {
 	members []member
 }
@@ -21,36 +22,38 @@ type member struct {
 	val any // *object, []any, string, json.Number, bool or nil
 }
 
-// get returns the value of the first member named key.
+// get returns the value of the last member named key.
 func (o *object) get(key string) (any, bool) {
-	for _, m := range o.members {
-		if m.key == key {
-			return m.val, true
-		}
+	if i := o.index(key); i >= 0 {
+		return o.members[i].val, true
 	}
 	return nil, false
 }
 
-// set replaces the value of the first member named key, or appends one.
+// set replaces the value of the last member named key, or appends one.
 func (o *object) set(key string, val any) {
-	for i := range o.members {
-		if o.members[i].key == key {
-			o.members[i].val = val
-			return
-		}
+	if i := o.index(key); i >= 0 {
+		o.members[i].val = val
+		return
 	}
 	o.members = append(o.members, member{key, val})
 }
 
-// remove removes every member named key.
-func (o *object) remove(key string) {
-	kept := o.members[:0]
-	for _, m := range o.members {
-		if m.key != key {
-			kept = append(kept, m)
+// index is the position of the last member named key, or -1.
+func (o *object) index(key string) int {
+	for i := len(o.members) - 1; i >= 0; i-- {
+		if o.members[i].key == key {
+			return i
 		}
 	}
-	o.members = kept
+	return -1
+}
+
+// remove removes the last member named key.
+func (o *object) remove(key string) {
+	if i := o.index(key); i >= 0 {
+		o.members = append(o.members[:i], o.members[i+1:]...)
+	}
 }
 
 // maxDepth bounds the nesting of a settings file read: a file of a few
