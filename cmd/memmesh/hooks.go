@@ -305,8 +305,12 @@ func printHookStatus(w io.Writer, list []hookStatus) {
 			state = "partly installed (missing " + strings.Join(s.Missing, ", ") + ")"
 		}
 		fmt.Fprintf(w, "%-12s %-8s %s: %s\n", s.Client, s.Scope, s.Path, state)
-		if s.Feature != "" && len(s.Events) > 0 && s.Feature != string(hookconf.FeatureOn) {
-			fmt.Fprintf(w, "%-12s %-8s hooks are not turned on in ~/.codex/config.toml (%s): run 'memmesh hooks install --client codex'\n", "", "", s.Feature)
+		switch {
+		case s.Feature == "" || len(s.Events) == 0 || s.Feature == string(hookconf.FeatureOn):
+		case s.Feature == string(hookconf.FeatureOff):
+			fmt.Fprintf(w, "%-21s but ~/.codex/config.toml turns Codex's hooks off\n", "")
+		default:
+			fmt.Fprintf(w, "%-21s but codex_hooks is not on in ~/.codex/config.toml (%s), which older Codex releases need: run 'memmesh hooks install --client codex'\n", "", s.Feature)
 		}
 	}
 }
