@@ -129,6 +129,19 @@ func TestHooksCodexUser(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(project, ".codex")); !os.IsNotExist(err) {
 		t.Fatalf("--user touched the project: %v", err)
 	}
+	out, _, _ := mmRun(t, home, "hooks", "status", "--client", "codex", "--format", "human")
+	if !strings.Contains(out, filepath.Join(home, ".codex", "hooks.json")+": installed") || strings.Contains(out, "config.toml") {
+		t.Fatalf("status:\n%s", out)
+	}
+	// Turned off by the user afterwards: status says so; install does
+	// not overrule it.
+	os.WriteFile(config, []byte("[features]\nhooks = false\n"), 0o600)
+	if out, _, _ := mmRun(t, home, "hooks", "status", "--client", "codex", "--format", "human"); !strings.Contains(out, "turns Codex's hooks off") {
+		t.Fatalf("status:\n%s", out)
+	}
+	if _, errs, code := mmRun(t, home, "hooks", "install", "--client", "codex", "--user"); code != exitError || !strings.Contains(errs, "hooks = false") {
+		t.Fatalf("install over hooks = false: exit %d, %s", code, errs)
+	}
 }
 
 // TestHooksRefused: bad calls are usage errors (exit 2); a settings file
