@@ -195,7 +195,7 @@ func edit(path string, now time.Time, change func(*object) ([]string, error)) (R
 		return res, err
 	}
 	l := defaultLayout
-	if f.exists {
+	if len(strings.TrimSpace(string(f.data))) > 0 {
 		l = layoutOf(f.data)
 	}
 	data, err := encodeJSON(root, l)

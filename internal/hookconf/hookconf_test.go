@@ -113,13 +113,25 @@ func TestInstallNewFile(t *testing.T) {
 	if err != nil || !slices.Equal(events, []string{"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"}) {
 		t.Fatalf("installed %v, %v", events, err)
 	}
-	// Uninstalled, the file memmesh made is gone, with no backup of it.
+	// An empty file, or one of blank lines, is taken as no file.
+	blank := filepath.Join(t.TempDir(), "settings.json")
+	write(t, blank, "\n\n", 0o644)
+	if _, err := Install(blank, claude(t).Hooks, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, blank); got != want {
+		t.Fatalf("installed in a blank file:\n%s", got)
+	}
+	// Uninstalled, the file memmesh made is gone, its backup kept.
 	res, err = Uninstall(path, now)
 	if err != nil || !res.Removed {
 		t.Fatalf("uninstall %+v, %v: want the file removed", res, err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("file still there: %v", err)
+	}
+	if got := backups(t, path); len(got) != 1 || read(t, got[0]) != want {
+		t.Fatalf("backups %v: want the removed file's", got)
 	}
 }
 
