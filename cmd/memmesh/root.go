@@ -47,7 +47,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if isHook(args) {
 		return runHook(ctx, args, stdin, stdout, stderr)
 	}
-	return runCLI(ctx, args, stdin, stdout, stderr)
+	code := runCLI(ctx, args, stdin, stdout, stderr)
+	if code == exitUsage && hasHookFlag(args) {
+		return exitError // see hasHookFlag
+	}
+	return code
 }
 
 // runCLI runs one command and returns its exit code.
