@@ -95,3 +95,24 @@ type SessionHit struct {
 	Namespace string      `json:"namespace"`
 	Turn      SessionTurn `json:"turn"`
 }
+
+// IngestReport says what reading one transcript brought.
+type IngestReport struct {
+	Client    string `json:"client"`
+	Path      string `json:"path"`
+	Session   string `json:"session,omitempty"`
+	Turns     int    `json:"turns"`            // new turns stored
+	Warnings  int    `json:"warnings"`         // parts skipped (the daemon's log names them)
+	Restarted bool   `json:"restarted"`        // the file was rewritten: its turns were read again
+	More      bool   `json:"more"`             // a bound stopped the read: the rest comes with the next
+	Queued    bool   `json:"queued,omitempty"` // not read yet: the daemon reads it in the background
+}
+
+// IngestRequest asks a node to read transcripts: one file of a client, or
+// (Path "") every transcript it finds. Without Wait it answers at once
+// and reads in the background.
+type IngestRequest struct {
+	Client string `json:"client,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Wait   bool   `json:"wait,omitempty"`
+}

@@ -254,7 +254,7 @@ const (
 // read back line by line by sessionFromMemory.
 func sessionSummary(meta api.Session, prompt, outcome string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s session, %s to %s.\n", meta.Client, meta.Start.UTC().Format(time.RFC3339), meta.End.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "%s session %s, %s to %s.\n", meta.Client, meta.ID, meta.Start.UTC().Format(time.RFC3339), meta.End.UTC().Format(time.RFC3339))
 	if meta.Project != "" {
 		b.WriteString(summaryProject + meta.Project + "\n")
 	}

@@ -225,3 +225,25 @@ func TestMeshSessionSummaryReachesPeers(t *testing.T) {
 		t.Fatalf("the peer shows %d turns, %v: turns stay on their machine", len(d.Transcript), err)
 	}
 }
+
+// TestSessionsWithTheSameTurns: two sessions that said the same things
+// (a script run twice) keep a summary each.
+func TestSessionsWithTheSameTurns(t *testing.T) {
+	n := testNode(t, "")
+	ctx := context.Background()
+	a, b := sampleSession(), sampleSession()
+	b.ID = "0d6f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+	ra, err := n.IngestSession(ctx, a, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := n.IngestSession(ctx, b, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.SummaryID == rb.SummaryID {
+		t.Fatalf("both sessions share the summary %s", ra.SummaryID)
+	}
+	sessionByID(t, n, a.ID)
+	sessionByID(t, n, b.ID)
+}
