@@ -4,14 +4,17 @@
 //
 //   - the user's standing instructions and corrections ("no, use pnpm",
 //     "always run the linter first"), kind convention, and stated
-//     preferences ("I prefer f-strings"), kind preference;
+//     preferences ("I prefer f-strings"), kind preference, and what
+//     the user asks to be remembered ("remember that the GPU box only
+//     has CUDA 11.8"), kind fact;
 //   - decisions stated in the conversation ("let's go with zod because
-//     ..."), kind decision;
+//     ..."), or proposed by the agent with a reason and agreed to by the
+//     user, kind decision;
 //   - bug fixes: a check command (build, test, lint) that failed, files
 //     changed, then the same command passing; with the error line, the
 //     cause as far as the agent's text says, and the files changed; kind bug;
 //   - the commands that built, tested or linted the project, kind fact;
-//   - pitfalls: "X doesn't work because Y", kind note.
+//   - pitfalls: "X doesn't work because Y", "X isn't supported", kind note.
 //
 // Tool output is read only for the commands' results: what a tool printed
 // never becomes an instruction or a decision. Greetings, questions, the
@@ -46,6 +49,7 @@ const (
 	RuleInstruction Rule = "user-instruction" // a standing instruction of the user
 	RuleCorrection  Rule = "user-correction"  // the user corrected what the agent did
 	RulePreference  Rule = "user-preference"  // "I prefer ..."
+	RuleFact        Rule = "user-fact"        // "remember that ..."
 	RuleDecision    Rule = "decision"         // a decision stated in the conversation
 	RuleBugFix      Rule = "bug-fix"          // failed, files changed, then passed
 	RuleCommands    Rule = "project-commands" // check commands that succeeded

@@ -18,19 +18,30 @@ var (
 		`^(don't|do not|dont)\s+\w|` +
 		`^we (use|always|never|don't|do not|prefer|stick to|follow|only use|keep)\b|` +
 		`^use \S.*\b(not|instead of|rather than|over)\b|` +
+		`^stop \w+ing\b|` +
 		`^(from now on|going forward|in the future|in future|in this (repo|project|codebase))\b`)
 	// oneOff marks an instruction that holds for now, not for good.
-	oneOff     = regexp.MustCompile(`\b(for now|this time|yet|right now|today|worry|bother)\b`)
+	oneOff = regexp.MustCompile(`\b(for now|this time|yet|right now|today|worry|bother)\b`)
+	// tentative marks a decision taken only until it is looked at again.
+	tentative  = regexp.MustCompile(`\b(for now|this time|revisit|temporarily|for the moment)\b`)
+	remember   = regexp.MustCompile(`^((also|and|btw|oh|ok|okay|please|pls),?\s+)*(remember that|keep in mind|note that|be aware that|for future reference)\b`)
 	correction = regexp.MustCompile(`^(use|run|call|put|keep|write|name|stick)\b`)
 	preference = regexp.MustCompile(`^i('d| would)? (prefer|rather|like)\b`)
 	decision   = regexp.MustCompile(`^(decided|decision)\b|` +
 		`^we('ve| have)? (decided|agreed|chose|settled on)\b|` +
 		`^(let's|lets|let us|we'll|we will|i'll|i will) (go with|stick with|settle on)\b|` +
 		`^(let's|lets|let us) (use|switch to|move to|keep)\b`)
+	// proposal is the agent recommending a choice, a decision once the
+	// user agrees.
+	proposal = regexp.MustCompile(`^(i'd|i would|i'll|i will) (go with|recommend|suggest|pick|choose|use)\b|^i (recommend|suggest)\b`)
+	agreed   = regexp.MustCompile(`^(?i)(agreed|yes|yep|sure|ok|okay|sounds good|go ahead|do it|let's do it|makes sense|perfect|great)\b`)
+	// hesitant marks an agreement that is not one ("ok, maybe later").
+	hesitant = regexp.MustCompile(`(?i)\b(maybe|later|not|don't|no|but)\b`)
 	// reason marks a sentence that says why.
 	reason  = regexp.MustCompile(`\b(because|since|as|so that)\b|:`)
 	pitfall = regexp.MustCompile(`\b(doesn't|does not|didn't|did not|won't|will not|can't|cannot|isn't|is not|wasn't) work\b.*\b(because|since)\b|` +
-		`\b(breaks|fails|broke|failed) because\b`)
+		`\b(breaks|fails|broke|failed) because\b|` +
+		`\b(isn't|is not|aren't|are not) supported\b`)
 )
 
 // speech finds what the user and the agent said: instructions,
@@ -63,6 +74,7 @@ func (x *extraction) userSpeech(i int) {
 	conv := said{kind: KindConvention, rule: RuleInstruction}
 	pref := said{kind: KindPreference, rule: RulePreference}
 	dec := said{kind: KindDecision, rule: RuleDecision}
+	fact := said{kind: KindFact, rule: RuleFact}
 	var pit said
 	for _, s := range sentences(x.text(i), x.lim.Sentence) {
 		if strings.HasSuffix(s, "?") {
@@ -70,7 +82,7 @@ func (x *extraction) userSpeech(i int) {
 		}
 		body := stripFillers(s)
 		switch {
-		case clauseMatches(body, decision, true):
+		case clauseMatches(body, decision, true) && !tentative.MatchString(strings.ToLower(body)):
 			dec.add(body)
 		case clauseMatches(body, pitfall, false):
 			pit = said{kind: KindNote, rule: RulePitfall, lines: []string{capitalise(body)}}
@@ -81,6 +93,8 @@ func (x *extraction) userSpeech(i int) {
 			conv.add(body)
 		case clauseMatches(body, instruction, false) && !oneOff.MatchString(strings.ToLower(body)):
 			conv.add(body)
+		case remember.MatchString(strings.ToLower(s)):
+			fact.add(body)
 		}
 	}
 	if conv.rule == RuleCorrection {
@@ -88,7 +102,7 @@ func (x *extraction) userSpeech(i int) {
 			conv.lines = append(conv.lines, "(The user said so after the agent ran `"+c+"`.)")
 		}
 	}
-	for _, s := range []said{dec, pit, pref, conv} {
+	for _, s := range []said{dec, pit, pref, conv, fact} {
 		x.addSaid(i, s)
 	}
 }
@@ -102,7 +116,7 @@ func (x *extraction) agentSpeech(i int) {
 			continue
 		}
 		lower := strings.ToLower(s)
-		if decision.MatchString(lower) && reason.MatchString(lower) {
+		if (decision.MatchString(lower) || proposal.MatchString(lower) && x.userAgrees(i)) && reason.MatchString(lower) {
 			x.addSaid(i, said{kind: KindDecision, rule: RuleDecision, lines: []string{s}})
 			continue
 		}
@@ -161,4 +175,16 @@ func (x *extraction) lastCommandBefore(i int) string {
 		}
 	}
 	return ""
+}
+
+// userAgrees reports whether the user's next prompt after turn i starts by
+// agreeing.
+func (x *extraction) userAgrees(i int) bool {
+	for j := i + 1; j < len(x.turns); j++ {
+		if x.turns[j].Role == transcript.RoleUser {
+			text := strings.TrimSpace(x.text(j))
+			return agreed.MatchString(text) && !hesitant.MatchString(text)
+		}
+	}
+	return false
 }
