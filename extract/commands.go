@@ -150,11 +150,25 @@ func segmentKey(seg string) (key string, check bool) {
 	return strings.Join(kw, " "), check
 }
 
-// bugFixes finds a command that failed, files changed, then the same check
-// passing. A failure caused only by files the agent had already changed in
-// the session is its own slip, not a bug worth keeping.
+// bugFixes finds a command that failed, files changed, then the same
+// command passing. A failure caused only by files the agent had already
+// changed in the session is its own slip, not a bug worth keeping. Bugs
+// are found in the order of their first turn, so no more than the
+// candidates returned are looked for.
 func (x *extraction) bugFixes() {
+	firstChange := map[string]int{}
+	for i, t := range x.turns {
+		for _, f := range changed(t) {
+			if _, ok := firstChange[f]; !ok {
+				firstChange[f] = i
+			}
+		}
+	}
+	found := 0
 	for i, fail := range x.runs {
+		if found == x.lim.Candidates {
+			return
+		}
 		if !fail.failed || fail.key == "" || (i > 0 && x.streak(i)) {
 			continue
 		}
@@ -163,10 +177,12 @@ func (x *extraction) bugFixes() {
 			continue
 		}
 		fixed, turns := x.changes(fail.call, pass.call)
-		if len(fixed) == 0 || x.allChangedBefore(fixed, fail.call) {
+		slip := !slices.ContainsFunc(fixed, func(f string) bool { return firstChange[f] > fail.call })
+		if len(fixed) == 0 || slip {
 			continue
 		}
 		x.add(x.bugCandidate(fail, pass, fixed, turns))
+		found++
 	}
 }
 
@@ -195,32 +211,32 @@ func (x *extraction) nextPass(i int) (run, bool) {
 // turns that changed them.
 func (x *extraction) changes(from, to int) (files []string, turns []int) {
 	for i := from + 1; i < to; i++ {
-		t := x.turns[i]
-		if !t.Changed || t.Role == transcript.RoleTool {
+		fs := changed(x.turns[i])
+		if len(fs) == 0 {
 			continue
 		}
 		turns = append(turns, i)
-		for _, f := range t.Files {
-			if f = oneLine(truncate(f, 300)); f != "" && !slices.Contains(files, f) {
+		for _, f := range fs {
+			if len(files) < 10 && !slices.Contains(files, f) {
 				files = append(files, f)
 			}
 		}
 	}
-	if len(files) > 10 {
-		files = files[:10]
-	}
 	return files, turns
 }
 
-// allChangedBefore reports whether every file was changed before turn i.
-func (x *extraction) allChangedBefore(files []string, i int) bool {
-	before, _ := x.changes(-1, i)
-	for _, f := range files {
-		if !slices.Contains(before, f) {
-			return false
+// changed returns the files a tool call changes, bounded.
+func changed(t transcript.Turn) []string {
+	if !t.Changed || t.Role == transcript.RoleTool {
+		return nil
+	}
+	var out []string
+	for _, f := range t.Files[:min(len(t.Files), 20)] {
+		if f = oneLine(truncate(f, 300)); f != "" {
+			out = append(out, f)
 		}
 	}
-	return true
+	return out
 }
 
 func (x *extraction) bugCandidate(fail, pass run, fixed []string, turns []int) Candidate {

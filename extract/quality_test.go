@@ -89,14 +89,14 @@ func judge(t *testing.T, name string, cands []Candidate, want []label) score {
 	return s
 }
 
-func loadSession(t *testing.T, path string) transcript.Session {
+func loadSession(t testing.TB, path string) transcript.Session {
 	t.Helper()
 	var s transcript.Session
 	readJSON(t, path, &s)
 	return s
 }
 
-func readJSON(t *testing.T, path string, v any) {
+func readJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
