@@ -12,10 +12,10 @@ import (
 
 // run is one shell command the agent ran and what became of it.
 type run struct {
-	call    int    // the turn of the call
-	result  int    // the turn of its result; -1 when none was recorded
-	command string // the command, normalised
-	key     string // what makes two commands the same check
+	call    int      // the turn of the call
+	result  int      // the turn of its result; -1 when none was recorded
+	command string   // the command, normalised
+	keys    []string // what makes two commands the same: one key a segment
 	failed  bool
 	output  string // the result's text, bounded
 }
@@ -25,23 +25,26 @@ func (r run) passed() bool { return r.result >= 0 && !r.failed }
 
 // commandRuns pairs each command call of turns with its result: the call
 // turn itself when it records the outcome, else the next unclaimed tool
-// result of the same tool before the user speaks again.
+// result of the same tool (and command, when the result names it) before
+// the user speaks again. A result whose call was not read (it came before
+// the turns read) is a run of its own.
 func commandRuns(turns []transcript.Turn, textLimit int) []run {
 	var runs []run
 	claimed := map[int]bool{}
 	for i, t := range turns {
-		if t.Command == "" || t.Role == transcript.RoleTool {
+		if t.Command == "" || claimed[i] {
 			continue
 		}
 		r := run{call: i, result: -1, command: normalise(t.Command)}
-		r.key = runKey(r.command)
+		r.keys = runKeys(r.command)
 		res := -1
-		if t.ExitCode != nil || t.Failed {
+		if t.Role == transcript.RoleTool || t.ExitCode != nil || t.Failed {
 			res = i
 		}
 		for j := i + 1; res < 0 && j < len(turns) && turns[j].Role != transcript.RoleUser; j++ {
 			u := turns[j]
-			if u.Role == transcript.RoleTool && !claimed[j] && (u.Tool == t.Tool || u.Tool == "") {
+			if u.Role == transcript.RoleTool && !claimed[j] && (u.Tool == t.Tool || u.Tool == "") &&
+				(u.Command == "" || u.Command == t.Command) {
 				res = j
 			}
 		}
@@ -109,17 +112,36 @@ var checkWords = map[string]bool{
 	"assemble": true, "verify": true, "package": true,
 }
 
-// runKey returns the key under which two runs of a command count as the
-// same: each segment's program and its first sub-commands, up to the first
-// flag or path. It is "" when every segment only changes or shows things.
-func runKey(cmd string) string {
+// runKeys returns the keys of a command line's segments, under which two
+// runs count as the same command: a segment's program and its first
+// sub-commands, up to the first flag or path. A segment that only changes
+// or shows things has none.
+func runKeys(cmd string) []string {
 	var keys []string
 	for _, seg := range segments(cmd) {
-		if k, _ := segmentKey(seg); k != "" {
+		if k, _ := segmentKey(seg); k != "" && !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
-	return strings.Join(keys, " && ")
+	return keys
+}
+
+// covers reports whether r runs every command of keys: "cargo build &&
+// cargo test" passing covers "cargo build" failing.
+func (r run) covers(keys []string) bool {
+	for _, k := range keys {
+		if !slices.Contains(r.keys, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// interpreters run the script or module named by their first argument,
+// which is then part of the command's key.
+var interpreters = map[string]bool{
+	"bash": true, "sh": true, "zsh": true, "python": true, "python3": true, "node": true,
+	"ruby": true, "perl": true, "deno": true, "bun": true,
 }
 
 // segmentKey returns the key of one command, and whether it builds, tests
@@ -133,7 +155,15 @@ func segmentKey(seg string) (key string, check bool) {
 		return "", false
 	}
 	kw := []string{words[0]}
-	for _, w := range words[1:] {
+	rest := words[1:]
+	if interpreters[path.Base(words[0])] && len(rest) > 0 {
+		if rest[0] == "-m" && len(rest) > 1 {
+			kw, rest = append(kw, rest[:2]...), rest[2:]
+		} else if !strings.HasPrefix(rest[0], "-") {
+			kw, rest = append(kw, rest[0]), rest[1:]
+		}
+	}
+	for _, w := range rest {
 		if len(kw) == 3 || strings.HasPrefix(w, "-") || strings.ContainsAny(w, "/.\"'=@:") {
 			break
 		}
@@ -158,7 +188,7 @@ func segmentKey(seg string) (key string, check bool) {
 func (x *extraction) bugFixes() {
 	firstChange := map[string]int{}
 	for i, t := range x.turns {
-		for _, f := range changed(t) {
+		for _, f := range x.changed(t) {
 			if _, ok := firstChange[f]; !ok {
 				firstChange[f] = i
 			}
@@ -169,7 +199,7 @@ func (x *extraction) bugFixes() {
 		if found == x.lim.Candidates {
 			return
 		}
-		if !fail.failed || fail.key == "" || (i > 0 && x.streak(i)) {
+		if !fail.failed || len(fail.keys) == 0 || x.streak(i) {
 			continue
 		}
 		pass, ok := x.nextPass(i)
@@ -186,21 +216,21 @@ func (x *extraction) bugFixes() {
 	}
 }
 
-// streak reports whether the run before x.runs[i] with the same key
+// streak reports whether the last run before x.runs[i] of its commands
 // failed too: only the first failure of a streak starts a fix.
 func (x *extraction) streak(i int) bool {
 	for j := i - 1; j >= 0; j-- {
-		if x.runs[j].key == x.runs[i].key {
+		if x.runs[j].covers(x.runs[i].keys) {
 			return x.runs[j].failed
 		}
 	}
 	return false
 }
 
-// nextPass returns the first later run of the same check that passed.
+// nextPass returns the first later run of the same commands that passed.
 func (x *extraction) nextPass(i int) (run, bool) {
 	for _, r := range x.runs[i+1:] {
-		if r.key == x.runs[i].key && r.passed() {
+		if r.covers(x.runs[i].keys) && r.passed() {
 			return r, true
 		}
 	}
@@ -211,7 +241,7 @@ func (x *extraction) nextPass(i int) (run, bool) {
 // turns that changed them.
 func (x *extraction) changes(from, to int) (files []string, turns []int) {
 	for i := from + 1; i < to; i++ {
-		fs := changed(x.turns[i])
+		fs := x.changed(x.turns[i])
 		if len(fs) == 0 {
 			continue
 		}
@@ -225,14 +255,19 @@ func (x *extraction) changes(from, to int) (files []string, turns []int) {
 	return files, turns
 }
 
-// changed returns the files a tool call changes, bounded.
-func changed(t transcript.Turn) []string {
+// changed returns the files a tool call changes, bounded, relative to the
+// project's directory when they are in it.
+func (x *extraction) changed(t transcript.Turn) []string {
 	if !t.Changed || t.Role == transcript.RoleTool {
 		return nil
 	}
 	var out []string
 	for _, f := range t.Files[:min(len(t.Files), 20)] {
-		if f = oneLine(truncate(f, 300)); f != "" {
+		f = oneLine(truncate(f, 300))
+		if x.s.Project != "" {
+			f = strings.TrimPrefix(f, strings.TrimSuffix(x.s.Project, "/")+"/")
+		}
+		if f != "" {
 			out = append(out, f)
 		}
 	}
@@ -342,7 +377,12 @@ func errorLine(out string) string {
 	return clip(oneLine(line), 240)
 }
 
-// projectCommands lists the checks that passed, the shortest form of each.
+// selective matches a command that runs some of the tests only: a
+// selector flag, or a single source file.
+var selective = regexp.MustCompile(`\s(-run|-k|--filter|-t|--testNamePattern|--grep|--test|--only)(\s|=)|\s\S+\.(py|ts|tsx|js|jsx|go|rb|rs|java|kt|php|ex|exs|c|cc|cpp|swift)(\s|$)`)
+
+// projectCommands lists the checks that passed, the shortest form of
+// each, leaving out the runs of some tests only.
 func (x *extraction) projectCommands() {
 	var order []string
 	best := map[string]string{}
@@ -353,7 +393,7 @@ func (x *extraction) projectCommands() {
 		}
 		for _, seg := range segments(r.command) {
 			k, check := segmentKey(seg)
-			if !check {
+			if !check || selective.MatchString(seg) {
 				continue
 			}
 			cur, ok := best[k]

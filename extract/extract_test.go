@@ -182,6 +182,40 @@ func TestNoBugWithout(t *testing.T) {
 	}
 }
 
+// TestSameCommand: a fix is a failure then a pass of the same commands;
+// a pass of more commands than failed counts, another script does not.
+func TestSameCommand(t *testing.T) {
+	orphan := func(cmd, out string, failed bool) transcript.Turn {
+		return transcript.Turn{Role: transcript.RoleTool, Tool: "Bash", Command: cmd, Text: out, Failed: failed}
+	}
+	tests := []struct {
+		name string
+		s    transcript.Session
+		bug  bool
+	}{
+		{"more commands pass", newBuilder().run("cargo build", "error[E0433]: x", 101).edit("src/a.rs").run("cargo build && cargo test -q", "ok", 0).s, true},
+		{"another module", newBuilder().run("python -m app run", "KeyError: 'x'", 1).edit("app/a.py").run("python -m pytest", "ok", 0).s, false},
+		{"another script", newBuilder().run("bash scripts/a.sh", "error: x", 1).edit("b.sh").run("bash scripts/b.sh", "ok", 0).s, false},
+		{"results whose calls were not read", newBuilder().turn(orphan("go test ./...", "a_test.go:3: error: x", true)).edit("a.go").turn(orphan("go test ./...", "ok", false)).s, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := slices.ContainsFunc(Candidates(tt.s), func(c Candidate) bool { return c.Kind == KindBug })
+			if got != tt.bug {
+				t.Errorf("bug %v, want %v", got, tt.bug)
+			}
+		})
+	}
+}
+
+// TestFileRefs: paths named in prose, not words with a slash.
+func TestFileRefs(t *testing.T) {
+	got := fileRefs("Keep src/gen and db/schema.rb, see api.go and a/b/c; try/except and and/or are words, as is next/dynamic.")
+	if want := []string{"src/gen", "db/schema.rb", "api.go", "a/b/c"}; !slices.Equal(got, want) {
+		t.Errorf("fileRefs = %q, want %q", got, want)
+	}
+}
+
 // TestProjectCommands lists checks that passed, the shortest form of
 // each, and leaves out what changes or shows things.
 func TestProjectCommands(t *testing.T) {
@@ -192,6 +226,8 @@ func TestProjectCommands(t *testing.T) {
 		run("pnpm install", "done", 0).
 		run("npm run lint", "bad", 1).
 		run("GOFLAGS=-mod=mod go vet ./...", "", 0).
+		run("pytest -k slow", "ok", 0).
+		run("pytest tests/test_a.py", "ok", 0).
 		s
 	got := Candidates(s)
 	if len(got) != 1 || got[0].Content != "Commands that built, tested or checked app and passed: `go test ./...`, `go vet ./...`." {

@@ -137,15 +137,23 @@ func capitalise(s string) string {
 // fileRef matches a file or directory path named in prose.
 var fileRef = regexp.MustCompile(`\b[\w.@-]+(/[\w.@-]+)+/?|\b[\w-]+\.(go|py|ts|tsx|js|jsx|rs|rb|java|kt|kts|php|ex|exs|c|cc|cpp|h|hpp|cs|swift|yml|yaml|toml|json|md|tf|gradle|sql|sh)\b`)
 
+// sourceDirs are the directories a two-part path without an extension
+// must start with to be taken for one ("src/gen", not "try/except").
+var sourceDirs = map[string]bool{
+	"src": true, "lib": true, "app": true, "pkg": true, "cmd": true, "internal": true,
+	"test": true, "tests": true, "api": true, "db": true, "docs": true, "scripts": true,
+	"config": true, "packages": true, "apps": true, "web": true, "server": true, "client": true,
+}
+
 // fileRefs returns the paths named in s, in order, without repeats.
 func fileRefs(s string) []string {
 	var out []string
 	for _, f := range fileRef.FindAllString(s, 8) {
 		f = strings.TrimRight(f, ".")
-		if strings.Contains(f, "://") || strings.HasPrefix(f, "//") {
-			continue
-		}
-		if !slices.Contains(out, f) {
+		parts := strings.Split(strings.TrimSuffix(f, "/"), "/")
+		last := parts[len(parts)-1]
+		path := len(parts) > 2 || strings.Contains(last, ".") || sourceDirs[parts[0]]
+		if path && !strings.Contains(f, "://") && !slices.Contains(out, f) {
 			out = append(out, f)
 		}
 	}
