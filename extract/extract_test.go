@@ -86,6 +86,21 @@ func TestUserSpeech(t *testing.T) {
 	}
 }
 
+// TestInstructionWithoutItsRequest: the request an instruction was joined
+// to is left out of the memory; a reason after it stays.
+func TestInstructionWithoutItsRequest(t *testing.T) {
+	for text, want := range map[string]string{
+		"Please fix it and always add a test for each bug fix.":         "Always add a test for each bug fix.",
+		"It's in api.py, and use .get with a default, not a try/except": "Use .get with a default, not a try/except",
+		"Don't use raw SQL, we use the ORM everywhere.":                 "Don't use raw SQL, we use the ORM everywhere.",
+	} {
+		got := Candidates(newBuilder().user(text).s)
+		if len(got) != 1 || got[0].Content != want {
+			t.Errorf("from %q: got %+v, want %q", text, got, want)
+		}
+	}
+}
+
 // TestCorrectionNamesWhatItCorrects: "no, use pnpm" says what the agent
 // did before.
 func TestCorrectionNamesWhatItCorrects(t *testing.T) {

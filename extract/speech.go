@@ -10,7 +10,7 @@ import (
 // clauseStart matches where a clause can start inside a sentence: a
 // standing instruction often follows a request ("fix it and always add a
 // test").
-var clauseStart = regexp.MustCompile(`(,|;|:| and| but| —| -)\s+`)
+var clauseStart = regexp.MustCompile(`(?i)(,?\s+and|,?\s+but|,|;|:|\s—|\s-)\s+`)
 
 // Patterns over a clause, lower-cased, from its start to the sentence's end.
 var (
@@ -92,7 +92,7 @@ func (x *extraction) userSpeech(i int) {
 			conv.rule = RuleCorrection
 			conv.add(body)
 		case clauseMatches(body, instruction, false) && !oneOff.MatchString(strings.ToLower(body)):
-			conv.add(body)
+			conv.add(instructionOf(body))
 		case remember.MatchString(strings.ToLower(s)):
 			fact.add(body)
 		}
@@ -149,19 +149,39 @@ func (x *extraction) addSaid(i int, s said) {
 // clauseMatches reports whether re matches s, lower-cased, from the start
 // of s or, unless atStart, from the start of one of its clauses.
 func clauseMatches(s string, re *regexp.Regexp, atStart bool) bool {
-	lower := strings.ToLower(s)
-	if re.MatchString(lower) {
+	if re.MatchString(strings.ToLower(s)) {
 		return true
 	}
-	if atStart {
-		return false
-	}
-	for _, loc := range clauseStart.FindAllStringIndex(lower, 8) {
-		if re.MatchString(stripFillers(lower[loc[1]:])) {
-			return true
+	return !atStart && matchingClause(s, re) >= 0
+}
+
+// matchingClause returns the index in s of the first clause re matches
+// from, or -1.
+func matchingClause(s string, re *regexp.Regexp) int {
+	for _, loc := range clauseStart.FindAllStringIndex(s, 8) {
+		if re.MatchString(strings.ToLower(stripFillers(s[loc[1]:]))) {
+			return loc[0]
 		}
 	}
-	return false
+	return -1
+}
+
+// instructionOf returns the instruction of a sentence without the request
+// it was joined to: "Fix it and always add a test" gives "always add a
+// test".
+func instructionOf(s string) string {
+	if instruction.MatchString(strings.ToLower(s)) {
+		return s
+	}
+	i := matchingClause(s, instruction)
+	if i < 0 {
+		return s
+	}
+	loc := clauseStart.FindStringIndex(s[i:])
+	if sep := strings.ToLower(s[i : i+loc[1]]); strings.Contains(sep, "and") || strings.Contains(sep, "but") || strings.Contains(sep, ";") {
+		return stripFillers(s[i+loc[1]:])
+	}
+	return s
 }
 
 // lastCommandBefore returns the last command the agent ran before turn i.
