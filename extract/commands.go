@@ -53,7 +53,7 @@ func commandRuns(turns []transcript.Turn, textLimit int) []run {
 			u := turns[res]
 			r.result = res
 			r.failed = u.Failed || (u.ExitCode != nil && *u.ExitCode != 0)
-			r.output = truncate(u.Text, textLimit)
+			r.output = plain(truncate(u.Text, textLimit))
 		}
 		runs = append(runs, r)
 	}

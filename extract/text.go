@@ -33,10 +33,21 @@ func clip(s string, n int) string {
 	return strings.TrimRight(cut, " ,;:") + "…"
 }
 
-// oneLine replaces control characters and runs of white space with one
-// space.
+// ansi matches a terminal escape sequence (colours in test output).
+var ansi = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-_])`)
+
+// plain returns s without terminal escape sequences.
+func plain(s string) string {
+	if strings.IndexByte(s, 0x1b) < 0 {
+		return s
+	}
+	return ansi.ReplaceAllString(s, "")
+}
+
+// oneLine drops terminal escape sequences and replaces control characters
+// and runs of white space with one space.
 func oneLine(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+	return strings.Join(strings.FieldsFunc(plain(s), func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}), " ")
 }
