@@ -281,7 +281,9 @@ func (x *extraction) bugCandidate(fail, pass run, fixed []string, turns []int) C
 	if errLine != "" {
 		fmt.Fprintf(&b, ": %s", errLine)
 	}
-	b.WriteString(".")
+	if !strings.HasSuffix(errLine, ".") {
+		b.WriteString(".")
+	}
 	if cause := x.cause(fail.result, pass.call); cause != "" {
 		fmt.Fprintf(&b, " Cause: %s", cause)
 	}

@@ -269,12 +269,12 @@ func TestErrorLine(t *testing.T) {
 // TestColouredOutput: the error line of coloured output is plain text.
 func TestColouredOutput(t *testing.T) {
 	s := newBuilder().
-		run("npm test", "\x1b[31mFAIL\x1b[0m src/a.test.js\n  \x1b[1mTypeError: x is not a function\x1b[22m", 1).
+		run("npm test", "\x1b[31mFAIL\x1b[0m src/a.test.js\n  \x1b[1mTypeError: x is not a function.\x1b[22m", 1).
 		edit("src/a.js").
 		run("npm test", "\x1b[32mPASS\x1b[0m", 0).
 		s
 	got := Candidates(s)
-	if len(got) == 0 || !strings.Contains(got[0].Content, "failed: TypeError: x is not a function.") {
+	if len(got) == 0 || !strings.Contains(got[0].Content, "failed: TypeError: x is not a function. Fixed") {
 		t.Fatalf("got %+v", got)
 	}
 }
