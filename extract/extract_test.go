@@ -72,6 +72,7 @@ func TestUserSpeech(t *testing.T) {
 		{"greeting", "Hi! Thanks a lot, that's great.", nil},
 		{"question", "Should we always use pnpm?", nil},
 		{"one-off", "Don't worry about the flaky test for now.", nil},
+		{"not an instruction", "Don't know why, but it hangs on CI.", nil},
 		{"request", "Add a retry to the upload and fix the typo in the README.", nil},
 		{"pasted log", "It fails:\n    always: true\nERROR: never run as root\n", nil},
 		{"code block", "Here:\n```\n// always use the pool\n```\nwhat does it do", nil},

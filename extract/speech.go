@@ -20,8 +20,9 @@ var (
 		`^use \S.*\b(not|instead of|rather than|over)\b|` +
 		`^stop \w+ing\b|` +
 		`^(from now on|going forward|in the future|in future|in this (repo|project|codebase))\b`)
-	// oneOff marks an instruction that holds for now, not for good.
-	oneOff = regexp.MustCompile(`\b(for now|this time|yet|right now|today|worry|bother)\b`)
+	// oneOff marks an instruction that holds for now, not for good, and a
+	// "don't" that is no instruction ("don't know why").
+	oneOff = regexp.MustCompile(`\b(for now|this time|yet|right now|today|worry|bother|know|think|understand)\b`)
 	// tentative marks a decision taken only until it is looked at again.
 	tentative  = regexp.MustCompile(`\b(for now|this time|revisit|temporarily|for the moment)\b`)
 	remember   = regexp.MustCompile(`^((also|and|btw|oh|ok|okay|please|pls),?\s+)*(remember that|keep in mind|note that|be aware that|for future reference)\b`)
@@ -84,7 +85,7 @@ func (x *extraction) userSpeech(i int) {
 		switch {
 		case clauseMatches(body, decision, true) && !tentative.MatchString(strings.ToLower(body)):
 			dec.add(body)
-		case clauseMatches(body, pitfall, false):
+		case pitfall.MatchString(strings.ToLower(body)):
 			pit = said{kind: KindNote, rule: RulePitfall, lines: []string{capitalise(body)}}
 		case clauseMatches(body, preference, false):
 			pref.add(body)
