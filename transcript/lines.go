@@ -43,6 +43,7 @@ func readLines(client, path string, cur Cursor, lim Limits, parse lineParser) (B
 	if err := r.lines(f, fi.Size(), parse); err != nil {
 		return Batch{}, err
 	}
+	r.flush()
 	id, err := identify(f, fi, 0)
 	if err != nil {
 		return Batch{}, err
