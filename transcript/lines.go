@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -60,7 +61,9 @@ func readLines(client, path string, cur Cursor, lim Limits, parse lineParser) (B
 // lines reads the lines of f from the cursor's offset up to size.
 func (r *reading) lines(f *os.File, size int64, parse lineParser) error {
 	start := r.cur.Offset
-	br := bufio.NewReaderSize(io.NewSectionReader(f, start, size-start), 64<<10)
+	// Large reads cost far less per byte than small ones (system calls);
+	// a read of a few new lines needs no large buffer.
+	br := bufio.NewReaderSize(io.NewSectionReader(f, start, size-start), int(min(max(size-start, 4<<10), 1<<20)))
 	var long []byte // a line longer than the reader's buffer, gathered
 	for {
 		if r.full() || r.cur.Offset-start >= r.lim.Bytes {
@@ -113,7 +116,12 @@ func (r *reading) longChunk(long *[]byte, chunk []byte) {
 		r.cur.Offset += int64(len(chunk))
 		return
 	}
-	if len(*long)+len(chunk) <= r.lim.Line {
+	if n := len(*long) + len(chunk); n <= r.lim.Line {
+		// Doubling, up to the limit: a long line costs at most twice
+		// the limit in allocations.
+		if n > cap(*long) {
+			*long = slices.Grow(*long, min(max(2*cap(*long), n), r.lim.Line)-len(*long))
+		}
 		*long = append(*long, chunk...)
 		return
 	}
