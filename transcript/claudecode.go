@@ -23,8 +23,8 @@ package transcript
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"time"
