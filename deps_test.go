@@ -10,7 +10,7 @@ import (
 // and the packages they share with node link neither the store, nor the
 // mesh's transport, nor Automerge (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets"}
+	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./transcript"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",
