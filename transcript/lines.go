@@ -21,6 +21,35 @@ type lineParser func(r *reading, line []byte)
 // held whole. The read stops at the file's size when it started, or at
 // the limits on turns and bytes.
 func readLines(client, path string, cur Cursor, lim Limits, parse lineParser) (Batch, error) {
+	return readFile(client, path, cur, lim, func(r *reading, f *os.File, fi os.FileInfo) error {
+		same, err := continues(f, fi, r.cur)
+		if err != nil {
+			return err
+		}
+		if !same {
+			r.restart()
+		}
+		if err := r.lines(f, fi.Size(), parse); err != nil {
+			return err
+		}
+		r.flush()
+		id, err := identify(f, fi, 0)
+		if err != nil {
+			return err
+		}
+		if r.batch.More {
+			// The file is not read to its end: the next read must not
+			// take it for unchanged.
+			id.ModTime = time.Time{}
+		}
+		r.cur.File = id
+		return nil
+	})
+}
+
+// readFile opens the transcript at path and, unless it is as the cursor
+// saw it last, reads it with read.
+func readFile(client, path string, cur Cursor, lim Limits, read func(r *reading, f *os.File, fi os.FileInfo) error) (Batch, error) {
 	r := newReading(client, path, cur, lim)
 	f, err := os.Open(path)
 	if err != nil {
@@ -31,30 +60,11 @@ func readLines(client, path string, cur Cursor, lim Limits, parse lineParser) (B
 	if err != nil {
 		return Batch{}, fmt.Errorf("transcript: %w", err)
 	}
-	if r.cur.File.unchanged(fi) {
-		return r.finish(), nil
+	if !r.cur.File.unchanged(fi) {
+		if err := read(r, f, fi); err != nil {
+			return Batch{}, err
+		}
 	}
-	same, err := continues(f, fi, r.cur)
-	if err != nil {
-		return Batch{}, err
-	}
-	if !same {
-		r.restart()
-	}
-	if err := r.lines(f, fi.Size(), parse); err != nil {
-		return Batch{}, err
-	}
-	r.flush()
-	id, err := identify(f, fi, 0)
-	if err != nil {
-		return Batch{}, err
-	}
-	if r.batch.More {
-		// The file is not read to its end: the next read must not take
-		// it for unchanged.
-		id.ModTime = time.Time{}
-	}
-	r.cur.File = id
 	return r.finish(), nil
 }
 
