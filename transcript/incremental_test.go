@@ -297,3 +297,72 @@ func TestOpenCodeReadsNewMessages(t *testing.T) {
 		t.Errorf("messages read before were read again: %v", b.Warnings)
 	}
 }
+
+func TestContinueReturnsOnlyNewHistory(t *testing.T) {
+	path := copyFixture(t, continueFixture, "s.json")
+	first := readAll(t, Continue{}, path)
+	editJSON(t, path, func(s *anyDoc) {
+		(*s)["history"] = append((*s)["history"].([]any), anyDoc{"message": anyDoc{"role": "user", "content": "and add a test for it"}, "contextItems": []any{}})
+	})
+	b := reread(t, Continue{}, path, first.Cursor)
+	if b.Restarted || len(b.Session.Turns) != 1 || b.Session.Turns[0].Text != "and add a test for it" || len(b.Warnings) != 0 {
+		t.Fatalf("restarted %v, turns %+v, warnings %v", b.Restarted, b.Session.Turns, b.Warnings)
+	}
+	// The person edits an earlier prompt: Continue drops what followed.
+	editJSON(t, path, func(s *anyDoc) {
+		h := (*s)["history"].([]any)
+		h[0].(anyDoc)["message"].(anyDoc)["content"] = "rename loadCfg to readConfig"
+		(*s)["history"] = h[:1]
+	})
+	b = reread(t, Continue{}, path, b.Cursor)
+	if !b.Restarted || len(b.Session.Turns) != 1 || b.Session.Turns[0].Index != 0 {
+		t.Errorf("edited: restarted %v, turns %+v", b.Restarted, b.Session.Turns)
+	}
+}
+
+func TestDocumentsComeInBoundedReads(t *testing.T) {
+	cur := Cursor{}
+	var turns []Turn
+	for reads := 1; ; reads++ {
+		b, err := Cline{}.Read(clineFixture, cur, Limits{Turns: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns, cur = append(turns, b.Session.Turns...), b.Cursor
+		if !b.More {
+			break
+		}
+		if reads > 10 {
+			t.Fatal("reads do not end")
+		}
+	}
+	all := readAll(t, Cline{}, clineFixture)
+	if len(turns) != len(all.Session.Turns) {
+		t.Errorf("%d turns in bounded reads, %d in one", len(turns), len(all.Session.Turns))
+	}
+	for i, turn := range turns {
+		if turn.Index != i {
+			t.Errorf("turn %d has index %d", i, turn.Index)
+		}
+	}
+}
+
+func TestOpenCodeReadsARewrittenSessionAgain(t *testing.T) {
+	home := t.TempDir()
+	if err := os.CopyFS(home, os.DirFS("testdata/home/.local")); err != nil {
+		t.Fatal(err)
+	}
+	storage := filepath.Join(home, "share", "opencode", "storage")
+	path := filepath.Join(storage, "session", "8f2e4c6a0b1d3e5f7a9c1e3b5d7f9a1c3e5b7d9f", "ses_5a1b2c3d4ffeAbCdEfGhIjKlMn.json")
+	first := readAll(t, OpenCode{}, path)
+	// The session is reverted to before its last messages.
+	for _, m := range []string{"msg_019ab697e805Aa0Bb1Cc2Dd3", "msg_019ab697e806Aa0Bb1Cc2Dd3"} {
+		if err := os.Remove(filepath.Join(storage, "message", "ses_5a1b2c3d4ffeAbCdEfGhIjKlMn", m+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := reread(t, OpenCode{}, path, first.Cursor)
+	if !b.Restarted || len(b.Session.Turns) != len(first.Session.Turns)-1 || b.Session.Turns[0].Index != 0 {
+		t.Errorf("reverted: restarted %v, %d turns", b.Restarted, len(b.Session.Turns))
+	}
+}
