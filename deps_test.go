@@ -7,11 +7,11 @@ import (
 )
 
 // TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
-// the packages they share with node, and extract (pure rules over a
-// session) link neither the store, nor the mesh's transport, nor Automerge
+// the packages they share with node, extract (pure rules over a session)
+// and transcript (readers of files) link neither the store, nor the mesh's transport, nor Automerge
 // (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract"}
+	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract", "./transcript"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",
