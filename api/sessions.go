@@ -55,6 +55,11 @@ type Session struct {
 	Summary      string   `json:"summary"`    // the summary memory's text
 	SummaryID    string   `json:"summary_id"` // the summary memory
 	Local        bool     `json:"local"`      // its turns are on this machine
+	// Learned and Strengthened count the memories this machine learned
+	// from the session's turns, and those it repeated (on the machine
+	// that ran it).
+	Learned      int `json:"learned,omitempty"`
+	Strengthened int `json:"strengthened,omitempty"`
 }
 
 // SessionTurn is one turn of a session, scrubbed of secrets.
@@ -75,6 +80,18 @@ type SessionTurn struct {
 type SessionDetail struct {
 	Session
 	Transcript []SessionTurn `json:"transcript"`
+	// Lessons are the memories this machine learned from the session.
+	Lessons []Lesson `json:"lessons"`
+}
+
+// Lesson is a memory learned from a session, with its evidence.
+type Lesson struct {
+	ID     string `json:"id"`
+	Kind   string `json:"kind"`
+	Title  string `json:"title"`
+	Rule   string `json:"rule"`   // why it was learned (user-correction, bug-fix, ...)
+	Turns  []int  `json:"turns"`  // the session's turns it comes from
+	Repeat bool   `json:"repeat"` // it strengthened a memory that was there
 }
 
 // SessionSearchRequest searches the turns of this machine's sessions.

@@ -9,7 +9,7 @@ import (
 )
 
 const (
-	claudeFixture = "../transcript/testdata/claude-code/7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53.jsonl"
+	claudeFixture = "../transcript/testdata/home/.claude/projects/-home-dev-src-fetchkit/7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53.jsonl"
 	claudeSession = "7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53"
 )
 

@@ -16,7 +16,7 @@ import (
 // claudeFixture is a Claude Code transcript of the transcript package's
 // tests: 13 turns, two of them failed tool calls.
 const (
-	claudeFixture = "../transcript/testdata/claude-code/7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53.jsonl"
+	claudeFixture = "../transcript/testdata/home/.claude/projects/-home-dev-src-fetchkit/7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53.jsonl"
 	claudeSession = "7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53"
 )
 
@@ -144,5 +144,104 @@ func TestIngestTranscriptBadInput(t *testing.T) {
 	}
 	if s := sessionByID(t, n, claudeSession); s.Turns != 13 {
 		t.Fatalf("the good transcript beside the junk: %+v", s)
+	}
+}
+
+// learnedMemories lists the memories a node learned from sessions.
+func learnedMemories(t *testing.T, n *Node) []api.Memory {
+	t.Helper()
+	mems, err := n.List(context.Background(), api.ListRequest{Tags: []string{"learned"}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mems
+}
+
+// TestLearnFromTranscript: a session's correction and bug fix become
+// memories at tier auto in its thread; reading the session again adds
+// nothing; the same instruction in another session strengthens the
+// memory instead of adding a copy.
+func TestLearnFromTranscript(t *testing.T) {
+	n, path := sessionsNode(t, -1)
+	ctx := context.Background()
+	if _, err := n.IngestTranscript(ctx, "claude-code", path); err != nil {
+		t.Fatal(err)
+	}
+	var correction api.Memory
+	waitUntil(t, "the correction is learned", func() bool {
+		for _, m := range learnedMemories(t, n) {
+			if strings.Contains(m.Content, "fake clock") {
+				correction = m
+				return true
+			}
+		}
+		return false
+	})
+	if correction.Tier != "auto" || correction.Provenance.Session != claudeSession || correction.Namespace != "fetchkit" ||
+		correction.Provenance.Agent != "claude-code" {
+		t.Fatalf("the learned correction: %+v", correction.Memory)
+	}
+	kinds := map[string]bool{}
+	for _, m := range learnedMemories(t, n) {
+		kinds[m.Kind] = true
+	}
+	if !kinds["bug"] {
+		t.Errorf("no bug fix learned from a failed test, an edit and a passing run: kinds %v", kinds)
+	}
+	before := len(learnedMemories(t, n))
+	d, err := n.Session(ctx, claudeSession)
+	if err != nil || len(d.Lessons) != before || len(d.Lessons[0].Turns) == 0 || d.Lessons[0].Rule == "" {
+		t.Fatalf("sessions show lists lessons %+v (%d learned), %v", d.Lessons, before, err)
+	}
+	meta, err := n.localSession(sessionKeyOf(claudeSession))
+	if err != nil || meta.Learned != before {
+		t.Fatalf("the session says it taught %d, %d are listed (%v)", meta.Learned, before, err)
+	}
+
+	// The same transcript under another session id: the same lessons.
+	data, _ := os.ReadFile(path)
+	other := strings.ReplaceAll(string(data), claudeSession, "0d6f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b")
+	otherPath := filepath.Join(filepath.Dir(path), "0d6f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b.jsonl")
+	os.WriteFile(otherPath, []byte(other), 0o600)
+	rep, err := n.IngestTranscript(ctx, "claude-code", otherPath)
+	if err != nil || rep.Turns != 13 {
+		t.Fatalf("the second session: %+v, %v", rep, err)
+	}
+	if after := len(learnedMemories(t, n)); after != before {
+		t.Errorf("a session repeating another's lessons added memories: %d, then %d", before, after)
+	}
+	again, err := n.Get(ctx, correction.ID)
+	if err != nil || again.Confidence <= correction.Confidence {
+		t.Errorf("the repeated correction's confidence: %.2f, then %.2f (%v)", correction.Confidence, again.Confidence, err)
+	}
+}
+
+func sessionKeyOf(id string) string {
+	key, _ := sessionKey("claude-code", id)
+	return key
+}
+
+// TestLearnedMemoryPromotedWhenRecalled: a learned memory read twice is
+// promoted to tier agent by the next lifecycle pass; one never read stays
+// auto.
+func TestLearnedMemoryPromotedWhenRecalled(t *testing.T) {
+	n := testNode(t, "")
+	ctx := context.Background()
+	read := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Always run the race detector on the cache package", Tier: "auto"})
+	unread := remember(t, n, api.RememberRequest{Namespace: "app", Content: "The staging database is reset every Monday", Tier: "auto"})
+	for range promoteReads {
+		if _, err := n.Get(ctx, read.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := n.RunLifecycle(ctx)
+	if err != nil || rep.Promoted != 1 {
+		t.Fatalf("lifecycle: promoted %d, %v; want 1", rep.Promoted, err)
+	}
+	for id, want := range map[string]string{read.ID: "agent", unread.ID: "auto"} {
+		m, err := n.Get(ctx, id)
+		if err != nil || string(m.Tier) != want {
+			t.Errorf("%s: tier %s, %v; want %s", id, m.Tier, err, want)
+		}
 	}
 }

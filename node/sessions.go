@@ -131,6 +131,13 @@ func (n *Node) IngestSession(ctx context.Context, s transcript.Session, ns strin
 			return api.Session{}, err
 		}
 	}
+	if added > 0 {
+		learned, strengthened, err := n.learnFromSession(ctx, meta)
+		if err != nil {
+			return api.Session{}, err
+		}
+		meta.Learned, meta.Strengthened = meta.Learned+learned, meta.Strengthened+strengthened
+	}
 	data, err := json.Marshal(meta)
 	if err != nil {
 		return api.Session{}, err
@@ -362,7 +369,7 @@ func (n *Node) Session(ctx context.Context, ref string) (api.SessionDetail, erro
 	default:
 		return api.SessionDetail{}, api.Invalidf("session %q is ambiguous: %d sessions start with it", ref, len(found))
 	}
-	d := api.SessionDetail{Session: found[0], Transcript: []api.SessionTurn{}}
+	d := api.SessionDetail{Session: found[0], Transcript: []api.SessionTurn{}, Lessons: []api.Lesson{}}
 	if !d.Local {
 		return d, nil
 	}
@@ -378,6 +385,10 @@ func (n *Node) Session(ctx context.Context, ref string) (api.SessionDetail, erro
 		}
 		return ctx.Err()
 	})
+	if err != nil {
+		return d, err
+	}
+	d.Lessons, err = n.lessons(d.Client, d.ID)
 	return d, err
 }
 

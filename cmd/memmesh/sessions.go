@@ -241,6 +241,16 @@ func printSession(w io.Writer, d api.SessionDetail) {
 		fmt.Fprintf(w, "\n%s\n\nIts turns are on %s.\n", indent(d.Summary), machine(d.Session))
 		return
 	}
+	if len(d.Lessons) > 0 {
+		fmt.Fprintln(w, "\nLearned from it:")
+		for _, l := range d.Lessons {
+			verb := "new"
+			if l.Repeat {
+				verb = "repeats"
+			}
+			fmt.Fprintf(w, "  %s  %-10s %s (%s, turns %s, %s)\n", l.ID, l.Kind, snippet(l.Title, 60), l.Rule, joinInts(l.Turns), verb)
+		}
+	}
 	for _, t := range d.Transcript {
 		fmt.Fprintf(w, "\n#%d %s", t.Index, t.Role)
 		if t.Tool != "" {
@@ -331,4 +341,12 @@ func projectNamespace(home, fallback, dir string) string {
 		}
 	}
 	return fallback
+}
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
 }
