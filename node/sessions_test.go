@@ -224,6 +224,13 @@ func TestMeshSessionSummaryReachesPeers(t *testing.T) {
 	if err != nil || len(d.Transcript) != 0 {
 		t.Fatalf("the peer shows %d turns, %v: turns stay on their machine", len(d.Transcript), err)
 	}
+	b, err := nodes[1].Context(context.Background(), api.ContextRequest{Namespace: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(b.FromPeers, func(it api.BriefItem) bool { return it.ID == got.SummaryID }) {
+		t.Errorf("the peer's brief does not list the session under what other machines learned: %+v", b.FromPeers)
+	}
 }
 
 // TestSessionsWithTheSameTurns: two sessions that said the same things
