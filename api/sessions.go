@@ -1,9 +1,16 @@
 package api
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // KindSession is the kind of a session's summary memory.
 const KindSession = "session"
+
+// SessionTag is the tag that ties a memory (an agent's handoff, say) to a
+// session.
+func SessionTag(id string) string { return "session:" + strings.ToLower(id) }
 
 // Session scopes of SessionSearchRequest.
 const (
@@ -82,6 +89,16 @@ type SessionDetail struct {
 	Transcript []SessionTurn `json:"transcript"`
 	// Lessons are the memories this machine learned from the session.
 	Lessons []Lesson `json:"lessons"`
+	// Handoffs are the summaries agents wrote of the session and tagged
+	// with it (SessionTag), on any machine.
+	Handoffs []MemoryRef `json:"handoffs"`
+}
+
+// MemoryRef names a memory.
+type MemoryRef struct {
+	ID    string `json:"id"`
+	Kind  string `json:"kind"`
+	Title string `json:"title"`
 }
 
 // Lesson is a memory learned from a session, with its evidence.

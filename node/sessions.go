@@ -39,6 +39,8 @@ const (
 	// maxSessionIDLen bounds a client's session id kept as is; a longer
 	// one, or one with other characters, is kept as its hash.
 	maxSessionIDLen = 128
+	// maxSessionHandoffs bounds the handoffs a session lists.
+	maxSessionHandoffs = 20
 	// maxSummaryLine bounds the prompt and the outcome quoted in a
 	// summary.
 	maxSummaryLine = 240
@@ -369,7 +371,14 @@ func (n *Node) Session(ctx context.Context, ref string) (api.SessionDetail, erro
 	default:
 		return api.SessionDetail{}, api.Invalidf("session %q is ambiguous: %d sessions start with it", ref, len(found))
 	}
-	d := api.SessionDetail{Session: found[0], Transcript: []api.SessionTurn{}, Lessons: []api.Lesson{}}
+	d := api.SessionDetail{Session: found[0], Transcript: []api.SessionTurn{}, Lessons: []api.Lesson{}, Handoffs: []api.MemoryRef{}}
+	tagged, err := n.List(ctx, api.ListRequest{Tags: []string{api.SessionTag(d.ID)}, Limit: maxSessionHandoffs})
+	if err != nil {
+		return d, err
+	}
+	for _, m := range tagged {
+		d.Handoffs = append(d.Handoffs, api.MemoryRef{ID: m.ID, Kind: m.Kind, Title: m.Title})
+	}
 	if !d.Local {
 		return d, nil
 	}

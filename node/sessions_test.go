@@ -90,6 +90,12 @@ func TestIngestSessionListsShowsAndScrubs(t *testing.T) {
 			t.Fatalf("turn %d kept the secret: %q", turn.Index, turn.Text)
 		}
 	}
+	handoff := remember(t, n, api.RememberRequest{Namespace: "app", Kind: "summary", Title: "Handoff: login test fixed",
+		Content: "Done: clock skew allowed. Open: nothing.", Tags: []string{api.SessionTag(s.ID)}})
+	waitUntil(t, "the handoff is listed with its session", func() bool {
+		d, err = n.Session(ctx, s.ID)
+		return err == nil && len(d.Handoffs) == 1 && d.Handoffs[0].ID == handoff.ID
+	})
 	if !strings.Contains(d.Transcript[2].Text, "clock skew") {
 		t.Fatalf("scrubbing took more than the secret: %q", d.Transcript[2].Text)
 	}

@@ -241,6 +241,9 @@ func printSession(w io.Writer, d api.SessionDetail) {
 		fmt.Fprintf(w, "\n%s\n\nIts turns are on %s.\n", indent(d.Summary), machine(d.Session))
 		return
 	}
+	for _, h := range d.Handoffs {
+		fmt.Fprintf(w, "\nHandoff %s  %s\n", h.ID, snippet(h.Title, 70))
+	}
 	if len(d.Lessons) > 0 {
 		fmt.Fprintln(w, "\nLearned from it:")
 		for _, l := range d.Lessons {
