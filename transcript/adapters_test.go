@@ -29,6 +29,18 @@ type wantSession struct {
 	warnings           []int // the lines (or records) of the warnings
 }
 
+// The fixtures, one a client, laid out as in a home directory.
+const (
+	home            = "testdata/home"
+	claudeFixture   = home + "/.claude/projects/-home-dev-src-fetchkit/7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53.jsonl"
+	codexFixture    = home + "/.codex/sessions/2026/11/21/rollout-2026-11-21T16-02-11-019a8c3e-77d2-7b41-9f3a-5e1c2d4b6a80.jsonl"
+	geminiFixture   = home + "/.gemini/tmp/326d90a056d51a045cce062efd2040e25b4457ccf8a55023715ba7c9d69cecb9/chats/session-2026-11-22T08-40-5d2e7c1a.json"
+	clineFixture    = home + "/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1763900000000/ui_messages.json"
+	continueFixture = home + "/.continue/sessions/b81f3c2a-6d4e-4a7b-9e15-0c2d3f4a5b6c.json"
+	opencodeFixture = home + "/.local/share/opencode/storage/session/8f2e4c6a0b1d3e5f7a9c1e3b5d7f9a1c3e5b7d9f/ses_5a1b2c3d4ffeAbCdEfGhIjKlMn.json"
+	aiderFixture    = home + "/src/pyparse/.aider.chat.history.md"
+)
+
 func exit(n int) *int { return &n }
 
 func checkSession(t *testing.T, b Batch, want wantSession) {
@@ -101,7 +113,7 @@ func readAll(t *testing.T, a Adapter, path string) Batch {
 }
 
 func TestClaudeCodeFixture(t *testing.T) {
-	b := readAll(t, ClaudeCode{}, "testdata/claude-code/7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53.jsonl")
+	b := readAll(t, ClaudeCode{}, claudeFixture)
 	const bash = "go test ./client -run TestRetryBackoff -count=20"
 	checkSession(t, b, wantSession{
 		id: "7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53", project: "/home/dev/src/fetchkit",
@@ -127,7 +139,7 @@ func TestClaudeCodeFixture(t *testing.T) {
 }
 
 func TestCodexFixture(t *testing.T) {
-	b := readAll(t, Codex{}, "testdata/codex/2026/11/21/rollout-2026-11-21T16-02-11-019a8c3e-77d2-7b41-9f3a-5e1c2d4b6a80.jsonl")
+	b := readAll(t, Codex{}, codexFixture)
 	const both = "cargo build && cargo test -q"
 	const clippy = "cargo clippy -- -D warnings"
 	checkSession(t, b, wantSession{
@@ -150,12 +162,6 @@ func TestCodexFixture(t *testing.T) {
 		warnings: []int{20, 21, 23},
 	})
 }
-
-const (
-	geminiFixture   = "testdata/gemini/326d90a056d51a045cce062efd2040e25b4457ccf8a55023715ba7c9d69cecb9/chats/session-2026-11-22T08-40-5d2e7c1a.json"
-	clineFixture    = "testdata/cline/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1763900000000/ui_messages.json"
-	continueFixture = "testdata/continue/.continue/sessions/b81f3c2a-6d4e-4a7b-9e15-0c2d3f4a5b6c.json"
-)
 
 func TestGeminiFixture(t *testing.T) {
 	b := readAll(t, Gemini{Roots: []string{"/home/dev/src/other", "/home/dev/src/weatherbot"}}, geminiFixture)
@@ -235,4 +241,93 @@ func TestContinueFixture(t *testing.T) {
 		},
 		warnings: []int{9},
 	})
+}
+
+func TestOpenCodeFixture(t *testing.T) {
+	b := readAll(t, OpenCode{}, opencodeFixture)
+	const test = "npm test -- tilecache"
+	checkSession(t, b, wantSession{
+		id: "ses_5a1b2c3d4ffeAbCdEfGhIjKlMn", project: "/home/dev/src/trailmap", title: "Fix tile cache eviction",
+		start: "2025-11-24T16:00:00Z", end: "2025-11-24T16:01:02Z",
+		turns: []wantTurn{
+			{role: RoleUser, text: "The tile cache never evicts"},
+			{role: RoleAssistant, text: "I'll run the cache tests"},
+			{role: RoleAssistant, tool: "bash", command: test},
+			{role: RoleTool, tool: "bash", command: test, failed: true, exit: exit(1), text: "FAIL src/tilecache.test.ts"},
+			{role: RoleAssistant, text: "size is never decremented"},
+			{role: RoleAssistant, tool: "edit", files: []string{"/home/dev/src/trailmap/src/tilecache.ts"}, changed: true},
+			{role: RoleTool, tool: "edit"},
+			{role: RoleAssistant, tool: "read", files: []string{"/home/dev/src/trailmap/src/tilecache.spec.ts"}},
+			{role: RoleTool, tool: "read", failed: true, text: "Error: File not found"},
+			{role: RoleAssistant, tool: "bash", command: test},
+			{role: RoleTool, tool: "bash", command: test, exit: exit(0), text: "PASS"},
+			{role: RoleUser, text: "good. from now on use pnpm"},
+			{role: RoleAssistant, text: "Noted: pnpm from now on."},
+		},
+		warnings: []int{3},
+	})
+	if b.Cursor.Records != 5 {
+		t.Errorf("read %d messages, want 5: the one being written is left for later", b.Cursor.Records)
+	}
+}
+
+func TestAiderFixture(t *testing.T) {
+	b := readAll(t, Aider{}, aiderFixture)
+	first, _ := time.ParseInLocation(time.DateTime, "2026-11-23 14:05:31", time.Local)
+	second, _ := time.ParseInLocation(time.DateTime, "2026-11-24 09:12:02", time.Local)
+	checkSession(t, b, wantSession{
+		id: aiderFixture, project: home + "/src/pyparse",
+		start: first.Format(time.RFC3339Nano), end: second.Format(time.RFC3339Nano),
+		turns: []wantTurn{
+			{role: RoleTool, line: 4, text: "/home/dev/.local/bin/aider --model sonnet\nAider v0.82.1"},
+			{role: RoleUser, line: 10, text: "/add pyparse/lexer.py"},
+			{role: RoleTool, line: 11, text: "Added pyparse/lexer.py"},
+			{role: RoleUser, line: 13, text: "the lexer drops the last token"},
+			{role: RoleAssistant, line: 15, text: "The loop in `tokenize`"},
+			{role: RoleTool, line: 28, tool: "edit", files: []string{"pyparse/lexer.py"}, changed: true, text: "Tokens: 3.1k sent"},
+			{role: RoleUser, line: 32, tool: "/run", command: "pytest -q tests/test_lexer.py"},
+			{role: RoleTool, line: 33, text: "F.....\nFAILED tests/test_lexer.py::test_empty"},
+			{role: RoleUser, line: 39, text: "no, don't touch the tests"},
+			{role: RoleAssistant, line: 41, text: "An empty input"},
+			{role: RoleTool, line: 52, tool: "edit", files: []string{"pyparse/lexer.py"}, changed: true},
+			{role: RoleUser, line: 58, tool: "!", command: "make lint"},
+			{role: RoleTool, line: 59, text: "ruff check pyparse"},
+		},
+	})
+	if reply := b.Session.Turns[4].Text; !strings.Contains(reply, ">>>>>>> REPLACE\n```") {
+		t.Errorf("the reply lost its edit block: %q", reply)
+	}
+	if got := b.Session.Turns[11].Time; !got.Equal(second) {
+		t.Errorf("a turn of the second run at %v, want %v", got, second)
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	for _, tc := range []struct {
+		a    Adapter
+		want string
+	}{
+		{ClaudeCode{}, claudeFixture},
+		{Codex{}, codexFixture},
+		{Gemini{}, geminiFixture},
+		{Cline{}, clineFixture},
+		{Continue{}, continueFixture},
+		{OpenCode{}, opencodeFixture},
+		{Aider{Roots: []string{home + "/src"}}, aiderFixture},
+	} {
+		t.Run(tc.a.Client(), func(t *testing.T) {
+			found, err := tc.a.Discover(home)
+			if err != nil || !slices.Equal(found, []string{tc.want}) {
+				t.Errorf("discovered %q, %v; want %q", found, err, tc.want)
+			}
+		})
+	}
+	for _, a := range Adapters(Config{}) {
+		if found, err := a.Discover(t.TempDir()); err != nil || len(found) != 0 {
+			t.Errorf("%s in an empty home: %q, %v", a.Client(), found, err)
+		}
+	}
+	if n := len(Adapters(Config{})); n != 7 {
+		t.Errorf("%d adapters, want 7", n)
+	}
 }

@@ -21,8 +21,10 @@ package transcript
 // lines are bookkeeping.
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"time"
@@ -58,26 +60,60 @@ type claudeRecord struct {
 	Meta      bool   `json:"isMeta"`
 	Summary   string `json:"summary"`
 	Message   *struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role    string        `json:"role"`
+		Content claudeContent `json:"content"`
 	} `json:"message"`
 }
 
+// claudeContent is a message's content: text, or blocks. It is decoded
+// in the line's one pass (a raw message decoded again costs a scan more
+// of every byte, and most of a transcript's bytes are content).
+type claudeContent struct {
+	text   *string
+	blocks []claudeBlock
+}
+
+func (c *claudeContent) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '"' {
+		c.text = new(string)
+		return json.Unmarshal(data, c.text)
+	}
+	return json.Unmarshal(data, &c.blocks)
+}
+
 type claudeBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
+	Type      string      `json:"type"`
+	Text      string      `json:"text"`
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Input     claudeInput `json:"input"`
+	ToolUseID string      `json:"tool_use_id"`
+	Content   text        `json:"content"`
+	IsError   bool        `json:"is_error"`
 }
 
 type claudeInput struct {
 	Command      string `json:"command"`
 	FilePath     string `json:"file_path"`
 	NotebookPath string `json:"notebook_path"`
+	raw          []byte
+}
+
+// UnmarshalJSON keeps the input whole besides the fields read: a call
+// that names no command or file is shown by its input.
+func (in *claudeInput) UnmarshalJSON(data []byte) error {
+	type fields claudeInput
+	var f fields
+	err := json.Unmarshal(data, &f)
+	*in = claudeInput(f)
+	in.raw = bytes.Clone(data)
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil // an input of another shape names no command or file
+		}
+	}
+	return err
 }
 
 // claudeChanges are the tools that change the files they name.
@@ -116,17 +152,11 @@ func claudeLine(r *reading, line []byte) {
 	if rec.Type == "assistant" {
 		role = RoleAssistant
 	}
-	var s string
-	if json.Unmarshal(rec.Message.Content, &s) == nil {
-		r.emit(Turn{Time: at, Role: role, Text: s})
+	if c := rec.Message.Content; c.text != nil {
+		r.emit(Turn{Time: at, Role: role, Text: *c.text})
 		return
 	}
-	var blocks []claudeBlock
-	if err := json.Unmarshal(rec.Message.Content, &blocks); err != nil {
-		r.warn("message content is neither text nor blocks")
-		return
-	}
-	for _, b := range blocks {
+	for _, b := range rec.Message.Content.blocks {
 		claudeBlockTurn(r, role, at, b)
 	}
 }
@@ -136,20 +166,19 @@ func claudeBlockTurn(r *reading, role Role, at time.Time, b claudeBlock) {
 	case "text":
 		r.emit(Turn{Time: at, Role: role, Text: b.Text})
 	case "tool_use":
-		var in claudeInput
-		_ = json.Unmarshal(b.Input, &in) // an input of another shape names no command or file
+		in := b.Input
 		t := Turn{Time: at, Role: RoleAssistant, Tool: b.Name, Command: in.Command, Changed: claudeChanges[b.Name]}
 		if f := cmp.Or(in.FilePath, in.NotebookPath); f != "" {
 			t.Files = []string{f}
 		}
 		if t.Command == "" && len(t.Files) == 0 {
-			t.Text = string(b.Input)
+			t.Text = string(in.raw)
 		}
 		r.call(b.ID, Call{Tool: b.Name, Command: in.Command})
 		r.emit(t)
 	case "tool_result":
 		c := r.result(b.ToolUseID)
-		out := textOf(b.Content)
+		out := string(b.Content)
 		t := Turn{Time: at, Role: RoleTool, Text: out, Tool: c.Tool, Command: c.Command, Failed: b.IsError}
 		if c.Command != "" && b.IsError {
 			t.ExitCode = exitCodeIn(out)

@@ -165,6 +165,9 @@ type reading struct {
 	batch  Batch
 	line   int // the line being parsed (from 1), 0 in documents
 	record int // the record being parsed (from 1), 0 in line formats
+	// open is a turn that spans lines (Aider's), emitted when a line of
+	// another kind starts or the read ends.
+	open *Turn
 }
 
 func newReading(client, path string, cur Cursor, lim Limits) *reading {
@@ -193,7 +196,9 @@ func (r *reading) emit(t Turn) {
 	if t.Line == 0 {
 		t.Line = r.line
 	}
-	t.Text, t.Cut = cut(t.Text, r.lim.TurnText)
+	var n int
+	t.Text, n = cut(t.Text, r.lim.TurnText)
+	t.Cut += n
 	t.Command, _ = cut(t.Command, r.lim.TurnText)
 	if !t.Time.IsZero() {
 		if r.cur.Meta.Start.IsZero() || t.Time.Before(r.cur.Meta.Start) {
@@ -204,6 +209,15 @@ func (r *reading) emit(t Turn) {
 		}
 	}
 	r.batch.Session.Turns = append(r.batch.Session.Turns, t)
+}
+
+// flush emits the open turn, if any.
+func (r *reading) flush() {
+	if r.open != nil {
+		t := *r.open
+		r.open = nil
+		r.emit(t)
+	}
 }
 
 // call remembers a tool call until its result comes.

@@ -67,3 +67,22 @@ func walkFiles(root string, depth int, match func(name string) bool) ([]string, 
 // quote quotes a name read from a file (a record type) for a warning,
 // kept short.
 func quote(s string) string { return strconv.Quote(clip(s)) }
+
+// Config is what the adapters need to know beyond a home directory.
+type Config struct {
+	// Roots are project directories: Aider's histories are found under
+	// them, and Gemini CLI's sessions are named by the one whose hash
+	// they record.
+	Roots []string
+	// OpenCodeData is OpenCode's data directory when it is not the
+	// default (XDG_DATA_HOME/opencode).
+	OpenCodeData string
+}
+
+// Adapters returns an adapter for each client, configured by c.
+func Adapters(c Config) []Adapter {
+	return []Adapter{
+		ClaudeCode{}, Codex{}, Gemini{Roots: c.Roots}, OpenCode{Data: c.OpenCodeData},
+		Cline{}, Continue{}, Aider{Roots: c.Roots},
+	}
+}

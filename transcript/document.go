@@ -39,41 +39,28 @@ type docParser func(r *reading, data []byte) (document, bool)
 // cursor's place has another id, or that has fewer records, was rewritten
 // and is read from its first record again.
 func readDocument(client, path string, cur Cursor, lim Limits, parse docParser) (Batch, error) {
-	r := newReading(client, path, cur, lim)
-	f, err := os.Open(path)
-	if err != nil {
-		return Batch{}, fmt.Errorf("transcript: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Batch{}, fmt.Errorf("transcript: %w", err)
-	}
-	if r.cur.File.unchanged(fi) {
-		return r.finish(), nil
-	}
-	id, err := identify(f, fi, 0)
-	if err != nil {
-		return Batch{}, err
-	}
-	r.cur.File = id
-	if fi.Size() > r.lim.Document {
-		r.warn("document of %d bytes, over the limit of %d: skipped", fi.Size(), r.lim.Document)
-		return r.finish(), nil
-	}
-	data, err := io.ReadAll(io.LimitReader(f, r.lim.Document))
-	if err != nil {
-		return Batch{}, fmt.Errorf("transcript: read %s: %w", path, err)
-	}
-	doc, ok := parse(r, data)
-	if !ok {
-		return r.finish(), nil
-	}
-	r.records(doc)
-	if r.batch.More {
-		r.cur.File.ModTime = time.Time{} // not read to its end: read again
-	}
-	return r.finish(), nil
+	return readFile(client, path, cur, lim, func(r *reading, f *os.File, fi os.FileInfo) error {
+		id, err := identify(f, fi, 0)
+		if err != nil {
+			return err
+		}
+		r.cur.File = id
+		if fi.Size() > r.lim.Document {
+			r.warn("document of %d bytes, over the limit of %d: skipped", fi.Size(), r.lim.Document)
+			return nil
+		}
+		data, err := io.ReadAll(io.LimitReader(f, r.lim.Document))
+		if err != nil {
+			return fmt.Errorf("transcript: read %s: %w", path, err)
+		}
+		if doc, ok := parse(r, data); ok {
+			r.records(doc)
+		}
+		if r.batch.More {
+			r.cur.File.ModTime = time.Time{} // not read to its end: read again
+		}
+		return nil
+	})
 }
 
 // records takes the document's records after the cursor's.

@@ -117,7 +117,9 @@ func geminiRecord(m geminiMessage) record {
 	at := parseTime(m.Timestamp)
 	switch m.Type {
 	case "user":
-		rec.turns = append(rec.turns, Turn{Time: at, Role: RoleUser, Text: partsText(m.Content)})
+		if text := partsText(m.Content); text != "" {
+			rec.turns = append(rec.turns, Turn{Time: at, Role: RoleUser, Text: text})
+		}
 	case "gemini":
 		if text := partsText(m.Content); text != "" {
 			rec.turns = append(rec.turns, Turn{Time: at, Role: RoleAssistant, Text: text})

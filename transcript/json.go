@@ -26,35 +26,44 @@ func millis(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// textOf reads content that is a string or a list of parts of which the
-// text ones count ({"type":"text","text":...}, and the input_text and
-// output_text of the OpenAI formats).
-func textOf(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Text == "" {
-			continue
+// text is content that is a string or a list of parts of which the text
+// ones count ({"type":"text","text":...}, and the input_text and
+// output_text of the OpenAI formats), joined by line breaks. Content of
+// another shape is no text.
+type text string
+
+func (t *text) UnmarshalJSON(data []byte) error {
+	*t = ""
+	switch {
+	case len(data) > 0 && data[0] == '"':
+		return json.Unmarshal(data, (*string)(t))
+	case len(data) > 0 && data[0] == '[':
+		var parts []struct {
+			Text string `json:"text"`
 		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
+		if json.Unmarshal(data, &parts) != nil {
+			return nil
 		}
-		b.WriteString(p.Text)
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Text == "" {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
+		}
+		*t = text(b.String())
 	}
-	return b.String()
+	return nil
+}
+
+// textOf reads raw content as text.
+func textOf(raw []byte) string {
+	var t text
+	_ = t.UnmarshalJSON(raw) // content of another shape is no text
+	return string(t)
 }
 
 // commandOf reads a shell command given as a string or as an argv; an

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -20,6 +21,35 @@ type lineParser func(r *reading, line []byte)
 // held whole. The read stops at the file's size when it started, or at
 // the limits on turns and bytes.
 func readLines(client, path string, cur Cursor, lim Limits, parse lineParser) (Batch, error) {
+	return readFile(client, path, cur, lim, func(r *reading, f *os.File, fi os.FileInfo) error {
+		same, err := continues(f, fi, r.cur)
+		if err != nil {
+			return err
+		}
+		if !same {
+			r.restart()
+		}
+		if err := r.lines(f, fi.Size(), parse); err != nil {
+			return err
+		}
+		r.flush()
+		id, err := identify(f, fi, 0)
+		if err != nil {
+			return err
+		}
+		if r.batch.More {
+			// The file is not read to its end: the next read must not
+			// take it for unchanged.
+			id.ModTime = time.Time{}
+		}
+		r.cur.File = id
+		return nil
+	})
+}
+
+// readFile opens the transcript at path and, unless it is as the cursor
+// saw it last, reads it with read.
+func readFile(client, path string, cur Cursor, lim Limits, read func(r *reading, f *os.File, fi os.FileInfo) error) (Batch, error) {
 	r := newReading(client, path, cur, lim)
 	f, err := os.Open(path)
 	if err != nil {
@@ -30,36 +60,20 @@ func readLines(client, path string, cur Cursor, lim Limits, parse lineParser) (B
 	if err != nil {
 		return Batch{}, fmt.Errorf("transcript: %w", err)
 	}
-	if r.cur.File.unchanged(fi) {
-		return r.finish(), nil
+	if !r.cur.File.unchanged(fi) {
+		if err := read(r, f, fi); err != nil {
+			return Batch{}, err
+		}
 	}
-	same, err := continues(f, fi, r.cur)
-	if err != nil {
-		return Batch{}, err
-	}
-	if !same {
-		r.restart()
-	}
-	if err := r.lines(f, fi.Size(), parse); err != nil {
-		return Batch{}, err
-	}
-	id, err := identify(f, fi, 0)
-	if err != nil {
-		return Batch{}, err
-	}
-	if r.batch.More {
-		// The file is not read to its end: the next read must not take
-		// it for unchanged.
-		id.ModTime = time.Time{}
-	}
-	r.cur.File = id
 	return r.finish(), nil
 }
 
 // lines reads the lines of f from the cursor's offset up to size.
 func (r *reading) lines(f *os.File, size int64, parse lineParser) error {
 	start := r.cur.Offset
-	br := bufio.NewReaderSize(io.NewSectionReader(f, start, size-start), 64<<10)
+	// Large reads cost far less per byte than small ones (system calls);
+	// a read of a few new lines needs no large buffer.
+	br := bufio.NewReaderSize(io.NewSectionReader(f, start, size-start), int(min(max(size-start, 4<<10), 1<<20)))
 	var long []byte // a line longer than the reader's buffer, gathered
 	for {
 		if r.full() || r.cur.Offset-start >= r.lim.Bytes {
@@ -112,7 +126,12 @@ func (r *reading) longChunk(long *[]byte, chunk []byte) {
 		r.cur.Offset += int64(len(chunk))
 		return
 	}
-	if len(*long)+len(chunk) <= r.lim.Line {
+	if n := len(*long) + len(chunk); n <= r.lim.Line {
+		// Doubling, up to the limit: a long line costs at most twice
+		// the limit in allocations.
+		if n > cap(*long) {
+			*long = slices.Grow(*long, min(max(2*cap(*long), n), r.lim.Line)-len(*long))
+		}
 		*long = append(*long, chunk...)
 		return
 	}

@@ -53,16 +53,6 @@ out memmesh's hooks only.`,
 	return cmd
 }
 
-// hasHookFlag reports whether args run a command as a client's hook
-// (--hook). Such a run never exits 2: to Claude Code and Codex, exit
-// code 2 from a Stop hook blocks the stop and hands standard error to the
-// model as a prompt (openai/codex codex-rs/hooks/src/events/stop.rs), so
-// that a usage error, say from a memmesh too old for the hook written,
-// would keep the agent going round.
-func hasHookFlag(args []string) bool {
-	return slices.ContainsFunc(args, func(a string) bool { return a == "--hook" || a == "--hook=true" })
-}
-
 // hookTarget is the client and the scope a hooks command edits.
 type hookTarget struct {
 	client        string

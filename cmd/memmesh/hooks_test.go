@@ -170,22 +170,3 @@ func TestHooksRefused(t *testing.T) {
 		t.Fatalf("broken file changed: %s", got)
 	}
 }
-
-// TestHookRunNeverExits2: a command run as a hook that is called wrongly
-// fails with exit 1, never 2, which Codex and Claude Code read on a Stop
-// hook as "keep going, with stderr as the prompt".
-func TestHookRunNeverExits2(t *testing.T) {
-	home, _ := hooksEnv(t)
-	for _, args := range [][]string{
-		{"sessions", "ingest", "--hook", "--client", "codex", "--no-such-flag"},
-		{"no-such-command", "--hook"},
-		{"sessions", "--hook=true", "--no-such-flag"},
-	} {
-		if _, errs, code := mmRun(t, home, args...); code != exitError {
-			t.Errorf("%q: exit %d (%s), want %d", args, code, errs, exitError)
-		}
-	}
-	if _, _, code := mmRun(t, home, "no-such-command"); code != exitUsage {
-		t.Errorf("without --hook: exit %d, want %d", code, exitUsage)
-	}
-}

@@ -44,14 +44,10 @@ type app struct {
 
 // run executes the CLI and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if isHook(args) {
-		return runHook(ctx, args, stdin, stdout, stderr)
+	if command := hookCommand(args); command != "" {
+		return runHook(ctx, command, args, stdin, stdout, stderr)
 	}
-	code := runCLI(ctx, args, stdin, stdout, stderr)
-	if code == exitUsage && hasHookFlag(args) {
-		return exitError // see hasHookFlag
-	}
-	return code
+	return runCLI(ctx, args, stdin, stdout, stderr)
 }
 
 // runCLI runs one command and returns its exit code.
