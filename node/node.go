@@ -92,6 +92,9 @@ type Node struct {
 	dups     *duplicateLinker
 	// ingestQueue holds the transcript reads asked for (Ingest).
 	ingestQueue chan api.IngestRequest
+	// sessionsMu serialises the reading of sessions, which writes
+	// memories (and so takes document locks) while it reads.
+	sessionsMu sync.Mutex
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
