@@ -213,6 +213,13 @@ type peerState struct {
 	pulledAt  time.Time // when the last one started
 	served    bool      // the peer completed a pull from us
 	servedSeq uint64    // our change-log seq it reached then
+	// digest is the one the peer sent with that pull; explained marks
+	// the buckets in which documents went between us since it was sent
+	// (serving: since a pull being served started), whose differences
+	// the documents explain (see behind).
+	digest    [256][32]byte
+	explained [256]bool
+	serving   *[256]bool
 	// holds are documents the peer is known to hold since (pushed to it
 	// and applied, or received from it): kind and id -> heads.
 	holds map[string]string
@@ -600,15 +607,24 @@ func (m *Mesh) serveStream(typ transport.StreamType, s transport.FrameStream, lo
 	switch typ {
 	case transport.StreamSync:
 		pos, _ := m.position()
-		req, err := transport.ServePull(m.ctx, s, replica{m})
+		m.mu.Lock()
+		p := m.peer(peer)
+		p.serving = new([256]bool)
+		m.mu.Unlock()
+		r := &servedReplica{replica: replica{m}}
+		req, err := transport.ServePull(m.ctx, s, r)
+		m.mu.Lock()
+		explained := p.serving
+		p.serving = nil
+		if err == nil && explained != nil {
+			p.served, p.servedSeq, p.digest, p.explained = true, pos.Seq, req.Digest, *explained
+		}
+		m.mu.Unlock()
 		if err != nil {
 			log.Warn("serving a pull failed", "err", err)
 			return
 		}
-		m.mu.Lock()
-		p := m.peer(peer)
-		p.served, p.servedSeq = true, pos.Seq
-		m.mu.Unlock()
+		m.holding(peer, r.sent)
 		if m.pullBack(peer, req) {
 			m.kickPull(peer)
 		}
@@ -1167,15 +1183,16 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		out = append(out, p)
 	}
 	m.mu.Unlock()
-	var sum string
-	if d, err := m.Digest(); err == nil {
-		sum = digestSum(d)
+	ours, err := m.Digest()
+	if err != nil {
+		return nil, err
 	}
+	sum := digestSum(ours)
 	for i := range out {
 		if out[i].State == "alive" || out[i].State == "suspect" {
 			out[i].RTT = m.ep.RTT(out[i].Addr)
 		}
-		behind, err := m.behind(out[i].Device, sum, now)
+		behind, err := m.behind(out[i].Device, &ours, sum, now)
 		if err != nil {
 			return nil, err
 		}
