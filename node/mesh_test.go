@@ -203,9 +203,15 @@ func converged(nodes []*Node) bool {
 	return true
 }
 
+// has reports whether n holds the memory id durably: a commit is visible
+// to reads a moment before its fsync ends, and only then reaches the
+// change log, the indexer and the brief.
 func has(n *Node, id string) bool {
-	_, err := n.Get(context.Background(), id)
-	return err == nil
+	if _, err := n.Get(context.Background(), id); err != nil {
+		return false
+	}
+	rec, err := n.store.Get(storage.KindMemory, strings.TrimPrefix(id, IDPrefix))
+	return err == nil && rec.Seq <= n.store.DurableSeq()
 }
 
 func TestMeshConcurrentEditsConverge(t *testing.T) {
