@@ -48,6 +48,12 @@ type Config struct {
 	// ProbeInterval is memberlist's failure-detection probe interval
 	// (default 500ms: a dead peer is detected in about 3s).
 	ProbeInterval time.Duration
+	// SuspicionMult is how many probe intervals a peer that fails its
+	// probes stays suspect before memberlist declares it dead (default
+	// 3; memberlist starts at six times that and comes down to it as
+	// other members confirm the suspicion). A larger one rides out longer
+	// losses without a death.
+	SuspicionMult int
 	// SyncInterval is the period of anti-entropy with each live peer
 	// (default 30s); joins and reconnections also start one at once.
 	SyncInterval time.Duration
@@ -80,6 +86,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if d.ProbeInterval <= 0 {
 		d.ProbeInterval = 500 * time.Millisecond
+	}
+	if d.SuspicionMult <= 0 {
+		d.SuspicionMult = 3
 	}
 	if d.SyncInterval <= 0 {
 		d.SyncInterval = 30 * time.Second
@@ -377,7 +386,7 @@ func (m *Mesh) memberlistConfig() *memberlist.Config {
 	c.UDPBufferSize = transport.MaxPacket
 	c.ProbeInterval = m.cfg.ProbeInterval
 	c.ProbeTimeout = m.cfg.ProbeInterval / 2
-	c.SuspicionMult = 3
+	c.SuspicionMult = m.cfg.SuspicionMult
 	c.GossipInterval = 100 * time.Millisecond
 	c.PushPullInterval = 5 * time.Second
 	c.TCPTimeout = 3 * time.Second
