@@ -62,6 +62,11 @@ type Config struct {
 	RetryInterval time.Duration
 	// WrapConn wraps the UDP socket (fault injection in tests).
 	WrapConn func(net.PacketConn) net.PacketConn
+	// NoRelay stops this node from passing on the pushes it receives to
+	// the peers their sender cannot reach (see relay): a write then
+	// crosses a partial partition only by anti-entropy. Benchmarks set it
+	// to measure what relaying costs.
+	NoRelay bool
 	// Clock is the time the mesh's scheduling reads (default: the
 	// system's).
 	Clock Clock
@@ -169,6 +174,9 @@ type Mesh struct {
 	leaving atomic.Bool
 
 	pulledBytes atomic.Int64 // frame bytes of every pull since the start
+	pushes      atomic.Int64 // pushes a peer applied, since the start
+	pushedBytes atomic.Int64 // their documents' encoded bytes
+	relays      atomic.Int64 // pushes queued to pass others' pushes on
 
 	// revokedBy is the member that told this device it was revoked: it
 	// then stops syncing (see revokedSelf). leaveMu orders that stop and
@@ -971,7 +979,23 @@ func (m *Mesh) push(ctx context.Context, device, addr string, batch []transport.
 		s.Close()
 		return fmt.Errorf("%s answered at %s, expected %s", s.PeerDevice(), addr, device)
 	}
-	return transport.Push(ctx, s, batch)
+	if err := transport.Push(ctx, s, batch); err != nil {
+		return err
+	}
+	size := 0
+	for _, e := range batch {
+		size += transport.EntrySize(e)
+	}
+	m.pushes.Add(1)
+	m.pushedBytes.Add(int64(size))
+	return nil
+}
+
+// Pushed returns how many pushes peers applied since the mesh started,
+// relayed ones included, the encoded bytes of their documents, and how
+// many pushes it queued to relay others' pushes.
+func (m *Mesh) Pushed() (pushes, bytes, relays int64) {
+	return m.pushes.Load(), m.pushedBytes.Load(), m.relays.Load()
 }
 
 // Notify tells the pusher that changes are durable.

@@ -367,7 +367,7 @@ func (r *pushedReplica) Apply(peer string, docs []transport.Entry) error {
 // where every node reaches every other relays nothing. What is relayed is
 // this node's stored version of each document, under its own policy.
 func (m *Mesh) relay(from string, pushed []transport.Entry) {
-	if len(pushed) == 0 {
+	if len(pushed) == 0 || m.cfg.NoRelay {
 		return
 	}
 	now := m.clock.Now()
@@ -393,5 +393,6 @@ func (m *Mesh) relay(from string, pushed []transport.Entry) {
 		return
 	}
 	m.log.Debug("relaying a push", "from", from, "to", targets, "documents", len(batch))
+	m.relays.Add(int64(len(targets)))
 	m.queuePush(batch, targets)
 }
