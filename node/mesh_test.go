@@ -203,13 +203,15 @@ func converged(nodes []*Node) bool {
 	return true
 }
 
-// has reports whether n holds the memory id durably: a commit is visible
-// to reads a moment before its fsync ends, and only then reaches the
-// change log, the indexer and the brief.
 func has(n *Node, id string) bool {
-	if _, err := n.Get(context.Background(), id); err != nil {
-		return false
-	}
+	_, err := n.Get(context.Background(), id)
+	return err == nil
+}
+
+// hasDurable reports whether n holds the memory id durably: a commit is
+// visible to reads (and in the digest) a moment before its fsync ends,
+// and only then reaches the change log, the indexer and the brief.
+func hasDurable(n *Node, id string) bool {
 	rec, err := n.store.Get(storage.KindMemory, strings.TrimPrefix(id, IDPrefix))
 	return err == nil && rec.Seq <= n.store.DurableSeq()
 }
@@ -687,7 +689,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 	}
 	own := remember(t, b, api.RememberRequest{Namespace: "web", Content: "B's own note about the CDN"})
 	learned := remember(t, a, api.RememberRequest{Namespace: "web", Content: "Images are served through the imgproxy sidecar"})
-	waitUntil(t, "A's memory on B", func() bool { return has(b, learned.ID) })
+	waitUntil(t, "A's memory on B", func() bool { return hasDurable(b, learned.ID) })
 	brief, err := b.Context(ctx, api.ContextRequest{Namespace: "web", Budget: 200})
 	if err != nil {
 		t.Fatal(err)
