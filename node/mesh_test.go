@@ -208,6 +208,15 @@ func has(n *Node, id string) bool {
 	return err == nil
 }
 
+// durable reports whether memory id is stored on n and durable. What
+// follows the change log (the brief's index, the search index, Changes)
+// reads only durable changes, and a replicated memory can be read (has)
+// before the fsync that makes it durable is done.
+func durable(n *Node, id string) bool {
+	rec, err := n.store.Get(storage.KindMemory, strings.TrimPrefix(id, IDPrefix))
+	return err == nil && rec.Seq <= n.store.DurableSeq()
+}
+
 func TestMeshConcurrentEditsConverge(t *testing.T) {
 	fn := faultnet.New(1)
 	nodes := cluster(t, 3, fn)
@@ -681,7 +690,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 	}
 	own := remember(t, b, api.RememberRequest{Namespace: "web", Content: "B's own note about the CDN"})
 	learned := remember(t, a, api.RememberRequest{Namespace: "web", Content: "Images are served through the imgproxy sidecar"})
-	waitUntil(t, "A's memory on B", func() bool { return has(b, learned.ID) })
+	waitUntil(t, "A's memory durable on B", func() bool { return durable(b, learned.ID) })
 	brief, err := b.Context(ctx, api.ContextRequest{Namespace: "web", Budget: 200})
 	if err != nil {
 		t.Fatal(err)
