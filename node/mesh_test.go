@@ -189,7 +189,7 @@ func TestMeshRefusesStrangers(t *testing.T) {
 }
 
 // converged reports whether every node holds the same documents with the
-// same heads (equal anti-entropy digests).
+// same heads (equal anti-entropy digests), all of them durable.
 func converged(nodes []*Node) bool {
 	first, err := nodes[0].store.Digest()
 	if err != nil {
@@ -200,7 +200,7 @@ func converged(nodes []*Node) bool {
 			return false
 		}
 	}
-	return true
+	return !slices.ContainsFunc(nodes, func(n *Node) bool { return !settled(n) })
 }
 
 func has(n *Node, id string) bool {
@@ -208,13 +208,26 @@ func has(n *Node, id string) bool {
 	return err == nil
 }
 
-// durable reports whether memory id is stored on n and durable. What
-// follows the change log (the brief's index, the search index, Changes)
-// reads only durable changes, and a replicated memory can be read (has)
-// before the fsync that makes it durable is done.
-func durable(n *Node, id string) bool {
-	rec, err := n.store.Get(storage.KindMemory, strings.TrimPrefix(id, IDPrefix))
-	return err == nil && rec.Seq <= n.store.DurableSeq()
+// errUnsettled stops a scan at a record that is not durable yet.
+var errUnsettled = errors.New("a record is not durable yet")
+
+// settled reports whether every record n holds is durable. What follows
+// the change log (the brief's index, the search index, Changes) reads only
+// durable changes, while a replicated record can be read, and counts in
+// the digest, a moment before the fsync that makes it durable is done.
+func settled(n *Node) bool {
+	durable := n.store.DurableSeq()
+	for _, kind := range []storage.Kind{storage.KindMemory, storage.KindEdge, storage.KindMesh, storage.KindPurge} {
+		if err := n.store.All(kind, func(rec storage.Record) error {
+			if rec.Seq > durable {
+				return errUnsettled
+			}
+			return nil
+		}); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func TestMeshConcurrentEditsConverge(t *testing.T) {
@@ -690,7 +703,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 	}
 	own := remember(t, b, api.RememberRequest{Namespace: "web", Content: "B's own note about the CDN"})
 	learned := remember(t, a, api.RememberRequest{Namespace: "web", Content: "Images are served through the imgproxy sidecar"})
-	waitUntil(t, "A's memory durable on B", func() bool { return durable(b, learned.ID) })
+	waitUntil(t, "A's memory on B, durable", func() bool { return has(b, learned.ID) && settled(b) })
 	brief, err := b.Context(ctx, api.ContextRequest{Namespace: "web", Budget: 200})
 	if err != nil {
 		t.Fatal(err)
