@@ -832,6 +832,25 @@ func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 	}
 }
 
+// TestMeshReachReportsWhileAPeerMoves restarts a peer on a new port again
+// and again while the other sends its reach reports every few
+// milliseconds: memberlist rewrites the peer's address in its own node
+// records when the new one announces itself, and the reports must not
+// read those records (go test -race reports it when they do).
+func TestMeshReachReportsWhileAPeerMoves(t *testing.T) {
+	fast := mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 5 * time.Millisecond, SyncInterval: time.Hour}
+	homeB := t.TempDir()
+	a := meshNodeWith(t, "", 1, nil, fast)
+	b := meshNodeWith(t, homeB, 2, nil, fast)
+	join(t, a, b)
+	for i := range 5 {
+		waitUntil(t, fmt.Sprintf("a and b see each other (restart %d)", i), func() bool { return alivePeers(a) == 1 && alivePeers(b) == 1 })
+		b.Close()
+		b = meshNodeWith(t, homeB, 2, nil, fast)
+	}
+	waitUntil(t, "a and b see each other after the last restart", func() bool { return alivePeers(a) == 1 && alivePeers(b) == 1 })
+}
+
 // TestMeshPeersTellACleanStop: a peer that stops cleanly is shown as left,
 // not dead.
 func TestMeshPeersTellACleanStop(t *testing.T) {
