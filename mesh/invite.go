@@ -184,9 +184,9 @@ func (m *Mesh) serveJoin(s *transport.Stream) error {
 	}
 	m.log.Info("device joined", "device", s.Peer, "name", name, "addr", s.Addr.String())
 	addrs := []string{m.advertise.String()}
-	for _, node := range m.ml.Members() {
-		if node.Name != m.self && len(addrs) < 32 {
-			addrs = append(addrs, node.Address())
+	for _, member := range m.memberAddrs() {
+		if len(addrs) < 32 {
+			addrs = append(addrs, member.addr)
 		}
 	}
 	if err := s.WriteFrame(transport.FrameJoined, transport.AppendJoined(nil, &transport.JoinReply{Addrs: addrs})); err != nil {

@@ -1158,6 +1158,28 @@ func (m *Mesh) note(node *memberlist.Node, state string) {
 	p.addr, p.state, p.version, p.name = node.Address(), state, meta.Version, peerDeviceName(meta.Name, "")
 }
 
+// memberAddr is a member's device id and address.
+type memberAddr struct{ device, addr string }
+
+// memberAddrs returns the members memberlist holds (alive or suspect) but
+// this node, with their addresses as its event callbacks told them (note).
+// Of the nodes Members returns only Name is read: memberlist rewrites the
+// other fields (address, port, meta, versions) in place when an alive
+// message arrives, holding its node lock, which it holds too while it
+// calls the callbacks, and nowhere else can a caller take it.
+func (m *Mesh) memberAddrs() []memberAddr {
+	nodes := m.ml.Members()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]memberAddr, 0, len(nodes))
+	for _, node := range nodes {
+		if p := m.peers[node.Name]; node.Name != m.self && p != nil && p.addr != "" {
+			out = append(out, memberAddr{node.Name, p.addr})
+		}
+	}
+	return out
+}
+
 // maxDeviceName caps the characters of a device's name.
 const maxDeviceName = 64
 

@@ -169,12 +169,9 @@ func (m *Mesh) reachReport() []byte {
 // tellReach sends this node's reach report to every member it reaches.
 func (m *Mesh) tellReach() {
 	msg := m.reachReport()
-	for _, node := range m.ml.Members() {
-		if node.Name == m.self {
-			continue
-		}
-		if err := m.ml.SendBestEffort(node, msg); err != nil {
-			m.log.Debug("sending a reach report", "peer", node.Name, "err", err)
+	for _, member := range m.memberAddrs() {
+		if err := m.ml.SendToAddress(memberlist.Address{Addr: member.addr, Name: member.device}, msg); err != nil {
+			m.log.Debug("sending a reach report", "peer", member.device, "err", err)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"testing"
-	"time"
 
 	"github.com/memmesh/memmesh/api"
 )
@@ -29,27 +28,22 @@ func copiesOf(t *testing.T, text string) (n *Node, first, later string) {
 // waitForEdges polls the live edges at id until want says they are right.
 func waitForEdges(t *testing.T, n *Node, id string, what string, want func([]api.Edge) bool) []api.Edge {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		edges, err := n.Edges(context.Background(), api.EdgesRequest{Endpoints: []string{id}})
-		if err != nil {
+	var edges []api.Edge
+	waitUntil(t, what+" at "+id, func() bool {
+		var err error
+		if edges, err = n.Edges(context.Background(), api.EdgesRequest{Endpoints: []string{id}}); err != nil {
 			t.Fatal(err)
 		}
-		if want(edges) {
-			return edges
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: edges at %s = %+v", what, id, edges)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return want(edges)
+	})
+	return edges
 }
 
 func TestCopiesOfOneTextAreLinkedOnceAndAnUnlinkStays(t *testing.T) {
 	ctx := context.Background()
 	const text = "Run make migrate before starting the API"
 	n, first, later := copiesOf(t, text)
-	edges := waitForEdges(t, n, first, "no link between the copies", func(e []api.Edge) bool { return len(e) > 0 })
+	edges := waitForEdges(t, n, first, "a link between the copies", func(e []api.Edge) bool { return len(e) > 0 })
 	if len(edges) != 1 || edges[0].From != later || edges[0].Rel != "related_to" || edges[0].To != first ||
 		edges[0].Origin != api.OriginAutoLink || edges[0].Notes != dupNotes {
 		t.Fatalf("edges = %+v, want one auto-link related_to from the later copy %s to the first %s", edges, later, first)

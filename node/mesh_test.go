@@ -189,7 +189,7 @@ func TestMeshRefusesStrangers(t *testing.T) {
 }
 
 // converged reports whether every node holds the same documents with the
-// same heads (equal anti-entropy digests).
+// same heads (equal anti-entropy digests), all of them durable.
 func converged(nodes []*Node) bool {
 	first, err := nodes[0].store.Digest()
 	if err != nil {
@@ -200,7 +200,7 @@ func converged(nodes []*Node) bool {
 			return false
 		}
 	}
-	return true
+	return !slices.ContainsFunc(nodes, func(n *Node) bool { return !settled(n) })
 }
 
 func has(n *Node, id string) bool {
@@ -208,12 +208,26 @@ func has(n *Node, id string) bool {
 	return err == nil
 }
 
-// hasDurable reports whether n holds the memory id durably: a commit is
-// visible to reads (and in the digest) a moment before its fsync ends,
-// and only then reaches the change log, the indexer and the brief.
-func hasDurable(n *Node, id string) bool {
-	rec, err := n.store.Get(storage.KindMemory, strings.TrimPrefix(id, IDPrefix))
-	return err == nil && rec.Seq <= n.store.DurableSeq()
+// errUnsettled stops a scan at a record that is not durable yet.
+var errUnsettled = errors.New("a record is not durable yet")
+
+// settled reports whether every record n holds is durable. What follows
+// the change log (the brief's index, the search index, Changes) reads only
+// durable changes, while a replicated record can be read, and counts in
+// the digest, a moment before the fsync that makes it durable is done.
+func settled(n *Node) bool {
+	durable := n.store.DurableSeq()
+	for _, kind := range []storage.Kind{storage.KindMemory, storage.KindEdge, storage.KindMesh, storage.KindPurge} {
+		if err := n.store.All(kind, func(rec storage.Record) error {
+			if rec.Seq > durable {
+				return errUnsettled
+			}
+			return nil
+		}); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func TestMeshConcurrentEditsConverge(t *testing.T) {
@@ -689,7 +703,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 	}
 	own := remember(t, b, api.RememberRequest{Namespace: "web", Content: "B's own note about the CDN"})
 	learned := remember(t, a, api.RememberRequest{Namespace: "web", Content: "Images are served through the imgproxy sidecar"})
-	waitUntil(t, "A's memory on B", func() bool { return hasDurable(b, learned.ID) })
+	waitUntil(t, "A's memory on B, durable", func() bool { return has(b, learned.ID) && settled(b) })
 	brief, err := b.Context(ctx, api.ContextRequest{Namespace: "web", Budget: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -816,6 +830,25 @@ func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d of %d memories written after the restore never reached the peer", missing, len(written))
 	}
+}
+
+// TestMeshReachReportsWhileAPeerMoves restarts a peer on a new port again
+// and again while the other sends its reach reports every few
+// milliseconds: memberlist rewrites the peer's address in its own node
+// records when the new one announces itself, and the reports must not
+// read those records (go test -race reports it when they do).
+func TestMeshReachReportsWhileAPeerMoves(t *testing.T) {
+	fast := mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 5 * time.Millisecond, SyncInterval: time.Hour}
+	homeB := t.TempDir()
+	a := meshNodeWith(t, "", 1, nil, fast)
+	b := meshNodeWith(t, homeB, 2, nil, fast)
+	join(t, a, b)
+	for i := range 5 {
+		waitUntil(t, fmt.Sprintf("a and b see each other (restart %d)", i), func() bool { return alivePeers(a) == 1 && alivePeers(b) == 1 })
+		b.Close()
+		b = meshNodeWith(t, homeB, 2, nil, fast)
+	}
+	waitUntil(t, "a and b see each other after the last restart", func() bool { return alivePeers(a) == 1 && alivePeers(b) == 1 })
 }
 
 // TestMeshPeersTellACleanStop: a peer that stops cleanly is shown as left,
