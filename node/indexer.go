@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memmesh/memmesh/internal/bulkgc"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
@@ -60,9 +61,11 @@ func newIndexer(store *storage.Store, index *search.Index, log *slog.Logger) *in
 
 // hold defers indexing while a bulk write runs, so that its changes are
 // indexed in a few large batches instead of competing with it for CPU;
-// a search still gets the index up to date at once. Call the returned
-// function when the bulk write ends.
+// a search still gets the index up to date at once. The collector's
+// target is raised meanwhile (bulkgc). Call the returned function when
+// the bulk write ends.
 func (ix *indexer) hold() (release func()) {
+	endGC := bulkgc.Begin()
 	ix.mu.Lock()
 	ix.held++
 	ix.mu.Unlock()
@@ -70,6 +73,7 @@ func (ix *indexer) hold() (release func()) {
 		ix.mu.Lock()
 		ix.held--
 		ix.mu.Unlock()
+		endGC()
 		ix.notify()
 	}
 }
@@ -142,12 +146,22 @@ func (ix *indexer) gather(ctx context.Context) bool {
 	}
 }
 
-// catchUp indexes every durable change after done.
+// catchUp indexes every durable change after done, with the
+// collector's target raised (bulkgc) while more than a batch is left.
 func (ix *indexer) catchUp(ctx context.Context) error {
+	var endGC func()
+	defer func() {
+		if endGC != nil {
+			endGC()
+		}
+	}()
 	for ctx.Err() == nil {
 		from, target := ix.doneSeq(), ix.store.DurableSeq()
 		if from >= target {
 			return nil
+		}
+		if endGC == nil && target-from > indexBatch {
+			endGC = bulkgc.Begin()
 		}
 		var put []model.Memory
 		var del []string
