@@ -15,7 +15,11 @@ import (
 )
 
 // indexBatch is the most changes applied to the search index at once.
-const indexBatch = 1024
+// A backlog (a catch-up, an import, a rebuild) is indexed in batches of
+// this size: 2,048 took a fifth less CPU per memory than 1,024 (fewer
+// segments to build and merge), for about 30 MB more at the peak; 4,096
+// took a quarter less for 130 MB more.
+const indexBatch = 2048
 
 // gatherDelay is how long the indexer lets changes accumulate before it
 // indexes them, unless a search is waiting. Bigger batches make fewer index
