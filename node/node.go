@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -13,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/mesh"
@@ -48,11 +52,17 @@ type Config struct {
 	// on), and a quarter of it is held in a ballast file released when
 	// the disk fills anyway. 0 means storage.DefaultMinFree (256 MiB).
 	MinFreeSpace int64
+	// Sessions, when set, makes the node read agents' transcripts: on
+	// its schedule once started, and when asked (IngestTranscript).
+	Sessions *SessionsConfig
 	// IndexFlushDelay is how long the search index gathers batches in
 	// memory before writing them (search.Options.FlushDelay): 0 means a
 	// second, negative writes each batch at once, so that Close and an
 	// erasure do not wait for it.
 	IndexFlushDelay time.Duration
+	// FS is the filesystem of the store (storage.Options.FS); nil means
+	// the OS's. Tests wrap it to see or fail its writes and syncs.
+	FS vfs.FS
 	// Rand, when set, is where new memory and revision ids, the Automerge
 	// actor and the mesh's epochs come from instead of crypto/rand: a
 	// simulation seeds it so that a run replays. Production leaves it nil.
@@ -85,6 +95,11 @@ type Node struct {
 	registry *mesh.Registry
 	life     lifecycle
 	dups     *duplicateLinker
+	// ingestQueue holds the transcript reads asked for (Ingest).
+	ingestQueue chan api.IngestRequest
+	// sessionsMu serialises the reading of sessions, which writes
+	// memories (and so takes document locks) while it reads.
+	sessionsMu sync.Mutex
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -133,6 +148,7 @@ func New(cfg Config) (*Node, error) {
 		Logger:    log.With("component", "storage"),
 		MinFree:   cfg.MinFreeSpace,
 		TextTerms: textTerms,
+		FS:        cfg.FS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: open storage: %w", err)
@@ -165,6 +181,7 @@ func New(cfg Config) (*Node, error) {
 		store:       store,
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
+		ingestQueue: make(chan api.IngestRequest, maxQueuedIngests),
 		ranks:       newRankIndex(),
 		dups:        newDuplicateLinker(),
 	}
@@ -227,6 +244,13 @@ func (n *Node) Start(ctx context.Context) error {
 			n.log.Warn("the brief's index will be built when a brief is asked for", "err", err)
 		}
 	}()
+	if s := n.cfg.Sessions; s != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.runIngest(ctx, cmp.Or(s.Interval, time.Minute))
+		}()
+	}
 	if n.cfg.LifecycleInterval > 0 {
 		n.wg.Add(1)
 		go func() {
@@ -283,15 +307,17 @@ func (n *Node) newID() string {
 // DeviceID is this machine's device id.
 func (n *Node) DeviceID() string { return n.id.DeviceID }
 
-// lock takes the write lock of one document and returns its unlock.
+// lock takes the write lock of one document and returns its unlock,
+// which may be called more than once (see commitUnlock).
 func (n *Node) lock(id string) func() {
 	m := &n.locks[lockStripe(id)]
 	m.Lock()
-	return m.Unlock
+	return sync.OnceFunc(m.Unlock)
 }
 
 // lockAll takes the write locks of several documents, in stripe order so
-// that two callers cannot deadlock, and returns their unlock.
+// that two callers cannot deadlock, and returns their unlock, which may
+// be called more than once.
 func (n *Node) lockAll(ids []string) func() {
 	var take [len(Node{}.locks)]bool
 	for _, id := range ids {
@@ -302,13 +328,27 @@ func (n *Node) lockAll(ids []string) func() {
 			n.locks[i].Lock()
 		}
 	}
-	return func() {
+	return sync.OnceFunc(func() {
 		for i := range take {
 			if take[i] {
 				n.locks[i].Unlock()
 			}
 		}
+	})
+}
+
+// commitUnlock commits recs, calls unlock (the writer's locks of their
+// documents) once the batch is applied, and returns once it is durable:
+// the order of a document's versions is kept, and other writes of the
+// same lock stripes do not wait for this one's fsync.
+func (n *Node) commitUnlock(unlock func(), recs ...storage.Record) error {
+	p, err := n.store.CommitNoSyncWait(recs...)
+	unlock()
+	if err != nil {
+		return err
 	}
+	_, err = p.SyncWait()
+	return err
 }
 
 func lockStripe(id string) uint32 {

@@ -336,6 +336,33 @@ func (c *Client) CompactApply(ctx context.Context, req api.CompactApplyRequest) 
 	return res, c.send(ctx, http.MethodPost, "/v1/compact/apply", req, &res)
 }
 
+// Sessions lists agent sessions of every machine, newest first.
+func (c *Client) Sessions(ctx context.Context, req api.SessionsRequest) ([]api.Session, error) {
+	var res []api.Session
+	return res, c.send(ctx, http.MethodPost, "/v1/sessions", req, &res)
+}
+
+// Session returns one session by its id or a unique prefix of it.
+func (c *Client) Session(ctx context.Context, ref string) (api.SessionDetail, error) {
+	var res api.SessionDetail
+	if strings.TrimSpace(ref) == "" {
+		return res, fmt.Errorf("%w: no session id given: 'memmesh sessions' lists them", api.ErrInvalid)
+	}
+	return res, c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(ref), nil, &res)
+}
+
+// SearchSessions searches the turns of this machine's sessions.
+func (c *Client) SearchSessions(ctx context.Context, req api.SessionSearchRequest) ([]api.SessionHit, error) {
+	var res []api.SessionHit
+	return res, c.send(ctx, http.MethodPost, "/v1/sessions/search", req, &res)
+}
+
+// Ingest asks the daemon to read transcripts.
+func (c *Client) Ingest(ctx context.Context, req api.IngestRequest) ([]api.IngestReport, error) {
+	var res []api.IngestReport
+	return res, c.send(ctx, http.MethodPost, "/v1/sessions/ingest", req, &res)
+}
+
 // Reflect lists unlinked memories with candidate link targets.
 func (c *Client) Reflect(ctx context.Context, req api.ReflectRequest) ([]api.Reflection, error) {
 	var res []api.Reflection

@@ -44,8 +44,8 @@ type app struct {
 
 // run executes the CLI and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if isHook(args) {
-		return runHook(ctx, args, stdin, stdout, stderr)
+	if command := hookCommand(args); command != "" {
+		return runHook(ctx, command, args, stdin, stdout, stderr)
 	}
 	return runCLI(ctx, args, stdin, stdout, stderr)
 }
@@ -109,7 +109,7 @@ sent to the terminal; JSON escapes them.`,
 		a.mcpCommand(), a.httpTokenCommand(),
 		a.idCommand(), a.inviteCommand(), a.joinCommand(), a.devicesCommand(), a.revokeCommand(),
 		a.peersCommand(), a.meshStatusCommand(), a.nsCommand(),
-		a.linkCommand(), a.unlinkCommand(), a.invalidateCommand(), a.graphCommand(), a.impactCommand(), a.doctorCommand(), a.mapCommand(), a.contextCommand(), a.staleCommand(), a.lifecycleCommand(), a.compactCommand(), a.analyzeCommand(), a.reflectCommand(),
+		a.linkCommand(), a.unlinkCommand(), a.invalidateCommand(), a.graphCommand(), a.impactCommand(), a.doctorCommand(), a.mapCommand(), a.contextCommand(), a.staleCommand(), a.lifecycleCommand(), a.compactCommand(), a.analyzeCommand(), a.reflectCommand(), a.sessionsCommand(),
 		a.benchCommand(),
 	)
 	return root
