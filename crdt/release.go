@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 )
 
@@ -23,27 +24,46 @@ const gcThreshold = 64 << 20
 
 var (
 	// garbage is the estimated C memory of closed documents and saved
-	// buffers whose finalizers have not run since the last forced collection.
+	// buffers whose finalizers have not run since the counter was last
+	// reset.
 	garbage atomic.Int64
 	// collecting is set while a forced collection runs.
 	collecting atomic.Bool
 	// forcedGCs counts forced collections.
 	forcedGCs atomic.Int64
+	// cycles is the number of completed collections when garbage was
+	// last reset.
+	cycles atomic.Uint64
 )
 
 // noteGarbage adds n bytes of C memory that is now unreachable but only
-// freed by a finalizer. When the total passes gcThreshold it starts one
-// runtime.GC in the background, unless one is already running: the Go
-// collector cannot see C memory, so without this it would not run soon
-// enough to keep the C heap small.
+// freed by a finalizer. When the total passes gcThreshold it is reset, and
+// unless a collection completed since the last reset (whose finalizers
+// free what was closed before it: under a steady load the collector runs
+// often enough by itself) it starts one runtime.GC in the background,
+// unless one is already running: the Go collector cannot see C memory,
+// so without this it would not run soon enough to keep the C heap small.
 func noteGarbage(n int64) {
 	if garbage.Add(n) < gcThreshold || !collecting.CompareAndSwap(false, true) {
 		return
 	}
 	garbage.Store(0)
+	if c := completedGCs(); cycles.Swap(c) != c {
+		collecting.Store(false)
+		return
+	}
 	forcedGCs.Add(1)
 	go func() {
 		defer collecting.Store(false)
 		runtime.GC()
+		cycles.Store(completedGCs())
 	}()
+}
+
+// completedGCs returns the number of collections completed since the
+// process started.
+func completedGCs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -76,3 +76,39 @@ func TestCloseReleasesMemory(t *testing.T) {
 		t.Errorf("RSS grew by %d MiB in the second half, want at most %d MiB: memory is not released", (peak-firstPeak)>>20, maxLate>>20)
 	}
 }
+
+// TestCollectionsThatRanAreNotForcedAgain passes the threshold twice with
+// the collector switched off: the first time no collection ran since the
+// counter started, so one is forced; the second time one ran meanwhile,
+// so none is.
+func TestCollectionsThatRanAreNotForcedAgain(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	waitIdle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); collecting.Load(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("a forced collection did not end")
+			}
+		}
+	}
+	waitIdle()
+	garbage.Store(0)
+	cycles.Store(completedGCs())
+	start := forcedGCs.Load()
+	noteGarbage(gcThreshold)
+	waitIdle()
+	if got := forcedGCs.Load() - start; got != 1 {
+		t.Fatalf("no collection since the counter started: %d forced, want 1", got)
+	}
+	runtime.GC() // as the collector does by itself under load
+	noteGarbage(gcThreshold)
+	waitIdle()
+	if got := forcedGCs.Load() - start; got != 1 {
+		t.Fatalf("a collection ran meanwhile: %d forced in all, want still 1", got)
+	}
+	noteGarbage(gcThreshold)
+	waitIdle()
+	if got := forcedGCs.Load() - start; got != 2 {
+		t.Fatalf("none ran since: %d forced in all, want 2", got)
+	}
+}

@@ -67,29 +67,43 @@ func (n *Node) runDuplicateLinker(ctx context.Context) {
 			return
 		case <-n.dups.wake:
 		}
-		for _, hash := range n.dups.take() {
-			if err := n.linkCopies(hash); err != nil && ctx.Err() == nil {
-				n.log.Warn("link copies of the same text", "err", err)
-			}
+		if err := n.linkCopies(n.dups.take()...); err != nil && ctx.Err() == nil {
+			n.log.Warn("link copies of the same text", "err", err)
 		}
 	}
 }
 
-// linkCopies links every later live memory holding the text of hash to the
-// first one, unless that edge exists (or existed: a removed link stays
-// removed).
-func (n *Node) linkCopies(hash string) error {
-	var ids []string
-	err := n.store.Scan(storage.KindMemory, storage.Term{Field: "hash", Value: hash}, func(id string) error {
-		ids = append(ids, id)
+// linkCopies links, for each of hashes, every later live memory holding
+// its text to the first one, unless that edge exists (or existed: a
+// removed link stays removed). The memories of all the hashes are found
+// in one pass over the term index (a catch-up queues one hash per memory
+// it brings); in the usual case each hash names one memory, and nothing
+// more is read. It goes on after a failed hash and returns the first
+// error.
+func (n *Node) linkCopies(hashes ...string) error {
+	ids := make(map[string][]string)
+	err := n.store.ScanTerms(storage.KindMemory, "hash", hashes, func(hash, id string) error {
+		ids[hash] = append(ids[hash], id)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("find copies: %w", err)
 	}
-	if len(ids) < 2 {
-		return nil // the usual case, read from the term index alone
+	var first error
+	for _, hash := range hashes {
+		if len(ids[hash]) < 2 {
+			continue
+		}
+		if err := n.linkCopiesOf(ids[hash]); err != nil && first == nil {
+			first = err
+		}
 	}
+	return first
+}
+
+// linkCopiesOf links the copies among ids, the memories that hold one
+// text, as linkCopies does.
+func (n *Node) linkCopiesOf(ids []string) error {
 	var copies []model.Memory
 	for _, id := range ids {
 		m, err := n.load(id)

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/memmesh/memmesh/api"
@@ -59,5 +60,32 @@ func TestCopiesOfOneTextAreLinkedOnceAndAnUnlinkStays(t *testing.T) {
 	}
 	if edges, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{first}}); err != nil || len(edges) != 0 {
 		t.Fatalf("after an unlink and another check: edges %+v, %v; want none", edges, err)
+	}
+}
+
+// TestCopiesOfSeveralTextsAreLinkedInOnePass imports two machines' copies
+// of two texts (and a text of its own on each) at once, so that the
+// linker finds the copies of several texts in one pass over the index.
+func TestCopiesOfSeveralTextsAreLinkedInOnePass(t *testing.T) {
+	ctx := context.Background()
+	texts := []string{"Run make migrate before starting the API", "The staging database is reset every night"}
+	n := testNode(t, "")
+	ids := make([][]string, len(texts)) // per text, the copy of each machine
+	for machine := range 2 {
+		apart := testNode(t, "")
+		for i, text := range texts {
+			ids[i] = append(ids[i], remember(t, apart, api.RememberRequest{Namespace: "team", Content: text}).ID)
+		}
+		remember(t, apart, api.RememberRequest{Namespace: "team", Content: fmt.Sprintf("Only machine %d knows this", machine)})
+		if _, err := n.Import(ctx, bytes.NewReader(exportOf(t, apart))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range texts {
+		first, later := ids[i][0], ids[i][1]
+		edges := waitForEdges(t, n, later, "no link between the copies of "+texts[i], func(e []api.Edge) bool { return len(e) > 0 })
+		if len(edges) != 1 || edges[0].From != later || edges[0].To != first || edges[0].Notes != dupNotes {
+			t.Errorf("edges of %q = %+v, want one auto-link from %s to %s", texts[i], edges, later, first)
+		}
 	}
 }

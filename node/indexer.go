@@ -8,13 +8,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memmesh/memmesh/internal/bulkgc"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
 
 // indexBatch is the most changes applied to the search index at once.
-const indexBatch = 1024
+// A backlog (a catch-up, an import, a rebuild) is indexed in batches of
+// this size: 2,048 took a fifth less CPU per memory than 1,024 (fewer
+// segments to build and merge), for about 30 MB more at the peak; 4,096
+// took a quarter less for 130 MB more.
+const indexBatch = 2048
 
 // gatherDelay is how long the indexer lets changes accumulate before it
 // indexes them, unless a search is waiting. Bigger batches make fewer index
@@ -60,9 +65,11 @@ func newIndexer(store *storage.Store, index *search.Index, log *slog.Logger) *in
 
 // hold defers indexing while a bulk write runs, so that its changes are
 // indexed in a few large batches instead of competing with it for CPU;
-// a search still gets the index up to date at once. Call the returned
-// function when the bulk write ends.
+// a search still gets the index up to date at once. The collector's
+// target is raised meanwhile (bulkgc). Call the returned function when
+// the bulk write ends.
 func (ix *indexer) hold() (release func()) {
+	endGC := bulkgc.Begin()
 	ix.mu.Lock()
 	ix.held++
 	ix.mu.Unlock()
@@ -70,6 +77,7 @@ func (ix *indexer) hold() (release func()) {
 		ix.mu.Lock()
 		ix.held--
 		ix.mu.Unlock()
+		endGC()
 		ix.notify()
 	}
 }
@@ -142,12 +150,22 @@ func (ix *indexer) gather(ctx context.Context) bool {
 	}
 }
 
-// catchUp indexes every durable change after done.
+// catchUp indexes every durable change after done, with the
+// collector's target raised (bulkgc) while more than a batch is left.
 func (ix *indexer) catchUp(ctx context.Context) error {
+	var endGC func()
+	defer func() {
+		if endGC != nil {
+			endGC()
+		}
+	}()
 	for ctx.Err() == nil {
 		from, target := ix.doneSeq(), ix.store.DurableSeq()
 		if from >= target {
 			return nil
+		}
+		if endGC == nil && target-from > indexBatch {
+			endGC = bulkgc.Begin()
 		}
 		var put []model.Memory
 		var del []string

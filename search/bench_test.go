@@ -195,6 +195,7 @@ func BenchmarkSearch(b *testing.B) {
 	run("terms", texts(benchQueries["terms"], Query{Now: now}))
 	run("phrase", texts(benchQueries["phrase"], Query{Now: now}))
 	run("filtered", texts(benchQueries["terms"], Query{Now: now, Namespace: "shop", Tiers: []model.Tier{model.TierHuman, model.TierAgent}}))
+	run("since", texts(benchQueries["terms"], Query{Now: now, Since: now.Add(-30 * 24 * time.Hour), Until: now.Add(-time.Hour)}))
 	run("explain", texts(benchQueries["terms"], Query{Now: now, Explain: true}))
 	run("fuzzy", texts(benchQueries["fuzzy"], Query{Now: now}))
 	run("list", []Query{{Now: now, Namespace: "billing"}, {Now: now, Namespace: "shop", Tags: []string{"redis"}}})

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -222,20 +223,50 @@ func (s *Store) Changes(after uint64, limit int, fn func(Record) error) (last ui
 // Scan calls fn with the id of every document of kind that has term t, in
 // id order. An error from fn stops Scan and is returned as is.
 func (s *Store) Scan(kind Kind, t Term, fn func(id string) error) error {
+	return s.ScanTerms(kind, t.Field, []string{t.Value}, func(_, id string) error { return fn(id) })
+}
+
+// ScanTerms calls fn with every document of kind that has a term in field
+// with one of values, in (value, id) order, reading them all through one
+// iterator: many values cost one seek each rather than an iterator each.
+// An error from fn stops ScanTerms and is returned as is.
+func (s *Store) ScanTerms(kind Kind, field string, values []string, fn func(value, id string) error) error {
 	if err := checkKind(kind); err != nil {
 		return err
 	}
-	if err := checkTerm(t.Field, t.Value); err != nil {
-		return err
+	for _, v := range values {
+		if err := checkTerm(field, v); err != nil {
+			return err
+		}
 	}
+	if len(values) == 0 {
+		return nil
+	}
+	values = slices.Clone(values)
+	slices.Sort(values)
+	values = slices.Compact(values)
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.leave()
-	prefix := termKey(kind, t, "")
-	return forEach(s.db, "scan", prefixOptions(prefix), func(k, _ []byte) error {
-		return fn(string(k[len(prefix):]))
-	})
+	it, err := s.db.NewIter(prefixOptions(termPrefix(kind, field)))
+	if err != nil {
+		return fmt.Errorf("storage: scan: %w", err)
+	}
+	var fnErr error
+	for _, v := range values {
+		prefix := termKey(kind, Term{Field: field, Value: v}, "")
+		for ok := it.SeekGE(prefix); ok && fnErr == nil && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+			fnErr = fn(v, string(it.Key()[len(prefix):]))
+		}
+		if fnErr != nil {
+			break
+		}
+	}
+	if err := it.Close(); err != nil && fnErr == nil {
+		return fmt.Errorf("storage: scan: %w", err)
+	}
+	return fnErr
 }
 
 // ScanPrefix calls fn for every document of kind having a term in field

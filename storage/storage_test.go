@@ -200,6 +200,44 @@ func TestScanPrefix(t *testing.T) {
 	}
 }
 
+func TestScanTerms(t *testing.T) {
+	s := openMem(t)
+	commit(t, s,
+		memory("a", "", Term{"hash", "x"}),
+		memory("b", "", Term{"hash", "xy"}),
+		memory("c", "", Term{"hash", "x"}, Term{"hasher", "x"}),
+		memory("d", "", Term{"hash", "z"}),
+		memory("e", "", Term{"hash", "w"}),
+	)
+	var got []string
+	err := s.ScanTerms(KindMemory, "hash", []string{"z", "x", "q", "x", "xy"}, func(value, id string) error {
+		got = append(got, value+":"+id)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each value once, in value order; "x" is not a prefix match of "xy"
+	// and the field "hasher" is not "hash".
+	want := []string{"x:a", "x:c", "xy:b", "z:d"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ScanTerms = %v, want %v", got, want)
+	}
+
+	stop := errors.New("stop")
+	n := 0
+	err = s.ScanTerms(KindMemory, "hash", []string{"x", "z"}, func(string, string) error {
+		n++
+		return stop
+	})
+	if err != stop || n != 1 {
+		t.Errorf("ScanTerms with a failing callback: %v after %d calls, want stop after 1", err, n)
+	}
+	if err := s.ScanTerms(KindMemory, "hash", []string{"a\x00b"}, func(string, string) error { return nil }); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ScanTerms with a NUL in a value: %v, want ErrInvalid", err)
+	}
+}
+
 func TestChanges(t *testing.T) {
 	s := openMem(t)
 	commit(t, s, memory("a", "1"))                   // 1, superseded by 4
