@@ -80,6 +80,8 @@ type SessionTurn struct {
 	Files   []string  `json:"files,omitempty"`
 	Changed bool      `json:"changed,omitempty"`
 	Failed  bool      `json:"failed,omitempty"`
+	// ExitCode is a command's exit status, when the client records it.
+	ExitCode *int `json:"exit_code,omitempty"`
 }
 
 // SessionDetail is a session with its turns (none when they are on

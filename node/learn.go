@@ -65,7 +65,7 @@ func (n *Node) learnFromSession(ctx context.Context, meta api.Session, first int
 			return nil
 		}
 		s.Turns = append(s.Turns, transcript.Turn{Index: t.Index, Time: t.Time, Role: transcript.Role(t.Role), Text: t.Text,
-			Tool: t.Tool, Command: t.Command, Files: t.Files, Changed: t.Changed, Failed: t.Failed})
+			Tool: t.Tool, Command: t.Command, Files: t.Files, Changed: t.Changed, Failed: t.Failed, ExitCode: t.ExitCode})
 		if len(s.Turns) >= maxLearnTurns {
 			return errStop
 		}

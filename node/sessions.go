@@ -173,15 +173,16 @@ func sessionTurn(t transcript.Turn) api.SessionTurn {
 		files = append(files, clip(secretsFree(f), maxSummaryLine))
 	}
 	return api.SessionTurn{
-		Index:   t.Index,
-		Time:    t.Time.UTC(),
-		Role:    string(t.Role),
-		Text:    clip(secretsFree(t.Text), api.MaxTurnText),
-		Tool:    clip(t.Tool, 64),
-		Command: clip(secretsFree(t.Command), api.MaxTurnText),
-		Files:   files,
-		Changed: t.Changed,
-		Failed:  t.Failed,
+		Index:    t.Index,
+		Time:     t.Time.UTC(),
+		Role:     string(t.Role),
+		Text:     clip(secretsFree(t.Text), api.MaxTurnText),
+		Tool:     clip(t.Tool, 64),
+		Command:  clip(secretsFree(t.Command), api.MaxTurnText),
+		Files:    files,
+		Changed:  t.Changed,
+		Failed:   t.Failed,
+		ExitCode: t.ExitCode,
 	}
 }
 

@@ -51,6 +51,10 @@ type SessionsConfig struct {
 	Off bool `toml:"off"`
 	// Interval is the time between two scans ("" means a minute).
 	Interval string `toml:"interval"`
+	// Roots are project directories searched (four levels down) for
+	// Aider's chat histories, which Aider writes where it runs; a leading
+	// ~ is the home directory.
+	Roots []string `toml:"roots"`
 }
 
 // MeshTuning tunes the mesh's failure detection: slower detection rides

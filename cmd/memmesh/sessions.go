@@ -150,7 +150,8 @@ func (a *app) sessionIngestCommand() *cobra.Command {
 		Use:   "ingest [TRANSCRIPT]",
 		Short: "Read agents' transcripts now",
 		Long: `Read what is new in agents' transcripts: every transcript the daemon finds
-(Claude Code, Codex, Gemini CLI, Cline, Continue) when none is named, or the
+(Claude Code, Codex, Gemini CLI, OpenCode, Cline, Continue, and Aider under
+[sessions] roots) when none is named, or the
 one named (with --client). The daemon also reads them on its own every
 minute ('[sessions]' in config.toml: interval, off).
 
@@ -169,7 +170,7 @@ fails a session. 'memmesh hooks install' sets it up.`,
 			}
 			if len(argv) == 1 {
 				if req.Client == "" {
-					return usageError{errors.New("name the transcript's client with --client (claude-code, codex, gemini, cline or continue)")}
+					return usageError{errors.New("name the transcript's client with --client (claude-code, codex, gemini, opencode, cline, continue or aider)")}
 				}
 				path, err := filepath.Abs(argv[0])
 				if err != nil {
@@ -189,7 +190,7 @@ fails a session. 'memmesh hooks install' sets it up.`,
 			}, func(r api.IngestReport) string { return fmt.Sprintf("%s %s +%d", r.Client, r.Path, r.Turns) })
 		},
 	}
-	cmd.Flags().StringVar(&req.Client, "client", "", "the transcript's client: claude-code, codex, gemini, cline or continue")
+	cmd.Flags().StringVar(&req.Client, "client", "", "the transcript's client: claude-code, codex, gemini, opencode, cline, continue or aider")
 	cmd.Flags().BoolVar(&hook, "hook", false, "answer a client's hook whose JSON is on standard input; never fails")
 	return cmd
 }
@@ -306,9 +307,18 @@ func machine(s api.Session) string {
 	return shortDevice(s.Device)
 }
 
-// transcriptReaders are the clients whose transcripts memmesh reads.
-func transcriptReaders() []transcript.Adapter {
-	return []transcript.Adapter{transcript.ClaudeCode{}, transcript.Codex{}, transcript.Gemini{}, transcript.Cline{}, transcript.Continue{}}
+// transcriptReaders are the clients whose transcripts memmesh reads;
+// Aider's histories are looked for under roots.
+func transcriptReaders(userHome string, roots []string) []transcript.Adapter {
+	aider := transcript.Aider{}
+	for _, r := range roots {
+		if rest, ok := strings.CutPrefix(r, "~"); ok && (rest == "" || rest[0] == '/') {
+			r = userHome + rest
+		}
+		aider.Roots = append(aider.Roots, r)
+	}
+	return []transcript.Adapter{transcript.ClaudeCode{}, transcript.Codex{}, transcript.Gemini{}, transcript.OpenCode{},
+		transcript.Cline{}, transcript.Continue{}, aider}
 }
 
 // sessionsConfig is the daemon's reading of transcripts: under the user's
@@ -317,7 +327,7 @@ func transcriptReaders() []transcript.Adapter {
 func sessionsConfig(home string, cfg Config, interval time.Duration) *node.SessionsConfig {
 	userHome, _ := os.UserHomeDir()
 	return &node.SessionsConfig{
-		Readers:  transcriptReaders(),
+		Readers:  transcriptReaders(userHome, cfg.Sessions.Roots),
 		Home:     userHome,
 		Interval: interval,
 		Namespace: func(project string) string {
