@@ -157,9 +157,11 @@ func TestCodexFixture(t *testing.T) {
 			{role: RoleUser, line: 17, text: "also always run cargo clippy"},
 			{role: RoleAssistant, line: 18, tool: "shell", command: clippy},
 			{role: RoleTool, line: 19, tool: "shell", command: clippy, exit: exit(0), text: "    Checking ledger"},
-			{role: RoleAssistant, line: 22, text: "Build, tests and clippy pass"},
+			{role: RoleAssistant, line: 20, tool: "exec_command", command: "git diff --stat"},
+			{role: RoleTool, line: 21, tool: "exec_command", command: "git diff --stat", exit: exit(0), text: "Chunk ID"},
+			{role: RoleAssistant, line: 24, text: "Build, tests and clippy pass"},
 		},
-		warnings: []int{20, 21, 23},
+		warnings: []int{22, 23, 25},
 	})
 }
 
@@ -329,5 +331,23 @@ func TestDiscover(t *testing.T) {
 	}
 	if n := len(Adapters(Config{})); n != 7 {
 		t.Errorf("%d adapters, want 7", n)
+	}
+}
+
+func TestExitCodeIn(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want *int
+	}{
+		{"Exit code 2\nerror: no such file", exit(2)},
+		{"Exit code: 0\nWall time: 1.2 seconds\nOutput:\nok", exit(0)},
+		{"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 127\nOutput:\n", exit(127)},
+		{"Command: make\nStdout: (empty)\nExit Code: -1\nSignal: 9", exit(-1)},
+		{"the test printed: Exit code 3 somewhere", nil},
+		{"all good", nil},
+	} {
+		if got := exitCodeIn(tc.out); deref(got) != deref(tc.want) {
+			t.Errorf("exitCodeIn(%q) = %v, want %v", tc.out, deref(got), deref(tc.want))
+		}
 	}
 }
