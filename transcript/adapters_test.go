@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -349,5 +351,36 @@ func TestExitCodeIn(t *testing.T) {
 		if got := exitCodeIn(tc.out); deref(got) != deref(tc.want) {
 			t.Errorf("exitCodeIn(%q) = %v, want %v", tc.out, deref(got), deref(tc.want))
 		}
+	}
+}
+
+func TestCodexOlderRollouts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollout-2025-06-02T10-11-12-5e6f.jsonl")
+	lines := []string{
+		`{"id":"5e6f7a8b-0000-4000-8000-0123456789ab","timestamp":"2025-06-02T10:11:12.000Z","instructions":null}`,
+		`{"record_type":"state"}`,
+		`{"type":"message","id":null,"role":"user","content":[{"type":"input_text","text":"why does make fail?"}]}`,
+		`{"type":"function_call","id":"fc_1","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"make\"]}","call_id":"call_1"}`,
+		`{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"make: *** No rule to make target 'all'.\",\"metadata\":{\"exit_code\":2,\"duration_seconds\":0.1}}"}`,
+		`{"record_type":"state"}`,
+		`{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"The Makefile has no all target."}]}`,
+		`{"mystery":true}`,
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := readAll(t, Codex{}, path)
+	checkSession(t, b, wantSession{
+		id: "5e6f7a8b-0000-4000-8000-0123456789ab",
+		turns: []wantTurn{
+			{role: RoleUser, line: 3, text: "why does make fail?"},
+			{role: RoleAssistant, line: 4, tool: "shell", command: "make"},
+			{role: RoleTool, line: 5, tool: "shell", command: "make", failed: true, exit: exit(2), text: "make: *** No rule"},
+			{role: RoleAssistant, line: 7, text: "The Makefile has no all target."},
+		},
+		warnings: []int{8},
+	})
+	if want := time.Date(2025, 6, 2, 10, 11, 12, 0, time.UTC); !b.Session.Start.Equal(want) {
+		t.Errorf("start %v, want %v", b.Session.Start, want)
 	}
 }
