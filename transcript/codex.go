@@ -17,15 +17,16 @@ package transcript
 // custom_tool_call_output and local_shell_call {action {command}}. The
 // shell tools' arguments are {command: argv} (shell), {command: string}
 // (shell_command) or {cmd} (exec_command); a shell output is JSON
-// {output, metadata {exit_code}} or text starting "Exit code: N". The
-// "event_msg" lines repeat the conversation for the interface
-// (user_message, agent_message, agent_reasoning, token_count...) and are
-// not read, so that nothing is counted twice; "compacted" lines hold a
-// summary the model made of earlier turns. The user messages Codex writes
-// itself (<environment_context>, <user_instructions>, AGENTS.md) are not
-// prompts. Rollouts of older versions (mid-2025) have no such lines: their first
-// line is {id, timestamp, instructions} and the items follow bare, with
-// {"record_type": "state"} lines between; they are read too.
+// {output, metadata {exit_code}}, or text with "Exit code: N" (shell_command)
+// or "Process exited with code N" (exec_command). The "event_msg" lines
+// repeat the conversation for the interface (user_message, agent_message,
+// agent_reasoning, token_count...) and are not read, so that nothing is
+// counted twice; "compacted" lines hold a summary the model made of
+// earlier turns. The user messages Codex writes itself
+// (<environment_context>, <user_instructions>, AGENTS.md) are not prompts.
+// The rollouts of older versions (mid-2025) have no such lines: their
+// first line is {id, timestamp, instructions} and the items follow bare,
+// with {"record_type": "state"} lines between; they are read too.
 
 import (
 	"cmp"
