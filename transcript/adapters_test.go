@@ -37,7 +37,7 @@ const (
 	claudeFixture   = home + "/.claude/projects/-home-dev-src-fetchkit/7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53.jsonl"
 	codexFixture    = home + "/.codex/sessions/2026/11/21/rollout-2026-11-21T16-02-11-019a8c3e-77d2-7b41-9f3a-5e1c2d4b6a80.jsonl"
 	geminiFixture   = home + "/.gemini/tmp/326d90a056d51a045cce062efd2040e25b4457ccf8a55023715ba7c9d69cecb9/chats/session-2026-11-22T08-40-5d2e7c1a.json"
-	clineFixture    = home + "/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1763900000000/ui_messages.json"
+	clineFixture    = home + "/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1795436000000/ui_messages.json"
 	continueFixture = home + "/.continue/sessions/b81f3c2a-6d4e-4a7b-9e15-0c2d3f4a5b6c.json"
 	opencodeFixture = home + "/.local/share/opencode/storage/session/8f2e4c6a0b1d3e5f7a9c1e3b5d7f9a1c3e5b7d9f/ses_5a1b2c3d4ffeAbCdEfGhIjKlMn.json"
 	aiderFixture    = home + "/src/pyparse/.aider.chat.history.md"
@@ -204,8 +204,8 @@ func TestClineFixture(t *testing.T) {
 	b := readAll(t, Cline{}, clineFixture)
 	const dry = "bash scripts/deploy.sh --dry-run"
 	checkSession(t, b, wantSession{
-		id: "1763900000000", project: "/home/dev/src/shipyard",
-		start: "2025-11-23T12:13:20Z", end: "2025-11-23T12:14:02.3Z",
+		id: "1795436000000", project: "/home/dev/src/shipyard",
+		start: "2026-11-23T12:13:20Z", end: "2026-11-23T12:14:02.3Z",
 		turns: []wantTurn{
 			{role: RoleUser, text: "Add a --dry-run flag"},
 			{role: RoleAssistant, text: "I'll read the deploy script first."},
@@ -252,7 +252,7 @@ func TestOpenCodeFixture(t *testing.T) {
 	const test = "npm test -- tilecache"
 	checkSession(t, b, wantSession{
 		id: "ses_5a1b2c3d4ffeAbCdEfGhIjKlMn", project: "/home/dev/src/trailmap", title: "Fix tile cache eviction",
-		start: "2025-11-24T16:00:00Z", end: "2025-11-24T16:01:02Z",
+		start: "2026-11-24T16:00:00Z", end: "2026-11-24T16:01:02Z",
 		turns: []wantTurn{
 			{role: RoleUser, text: "The tile cache never evicts"},
 			{role: RoleAssistant, text: "I'll run the cache tests"},
