@@ -6,11 +6,12 @@ import (
 	"testing"
 )
 
-// TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends
-// and the packages they share with node link neither the store, nor the
-// mesh's transport, nor Automerge (cgo).
+// TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
+// the packages they share with node, extract (pure rules over a session)
+// and transcript (readers of files) link neither the store, nor the mesh's transport, nor Automerge
+// (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./transcript"}
+	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract", "./transcript"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",

@@ -15,6 +15,7 @@ type LifecycleReport struct {
 	Expired     int              `json:"expired"`  // past their TTL: out of searches and lists
 	Stale       int              `json:"stale"`    // active, but stale by age, supersession or lack of links
 	Decayed     int              `json:"decayed"`  // confidence decayed below half of what was stated
+	Promoted    int              `json:"promoted"` // auto-tier memories recalled often enough, now tier agent
 	Maturity    map[Maturity]int `json:"maturity"` // live memories by maturity
 	StaleByRule map[string]int   `json:"stale_by_rule"`
 	Namespaces  map[string]int   `json:"namespaces"` // live memories per namespace

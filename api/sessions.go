@@ -1,9 +1,16 @@
 package api
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // KindSession is the kind of a session's summary memory.
 const KindSession = "session"
+
+// SessionTag is the tag that ties a memory (an agent's handoff, say) to a
+// session.
+func SessionTag(id string) string { return "session:" + strings.ToLower(id) }
 
 // Session scopes of SessionSearchRequest.
 const (
@@ -55,6 +62,11 @@ type Session struct {
 	Summary      string   `json:"summary"`    // the summary memory's text
 	SummaryID    string   `json:"summary_id"` // the summary memory
 	Local        bool     `json:"local"`      // its turns are on this machine
+	// Learned and Strengthened count the memories this machine learned
+	// from the session's turns, and those it repeated (on the machine
+	// that ran it).
+	Learned      int `json:"learned,omitempty"`
+	Strengthened int `json:"strengthened,omitempty"`
 }
 
 // SessionTurn is one turn of a session, scrubbed of secrets.
@@ -75,6 +87,28 @@ type SessionTurn struct {
 type SessionDetail struct {
 	Session
 	Transcript []SessionTurn `json:"transcript"`
+	// Lessons are the memories this machine learned from the session.
+	Lessons []Lesson `json:"lessons"`
+	// Handoffs are the summaries agents wrote of the session and tagged
+	// with it (SessionTag), on any machine.
+	Handoffs []MemoryRef `json:"handoffs"`
+}
+
+// MemoryRef names a memory.
+type MemoryRef struct {
+	ID    string `json:"id"`
+	Kind  string `json:"kind"`
+	Title string `json:"title"`
+}
+
+// Lesson is a memory learned from a session, with its evidence.
+type Lesson struct {
+	ID     string `json:"id"`
+	Kind   string `json:"kind"`
+	Title  string `json:"title"`
+	Rule   string `json:"rule"`   // why it was learned (user-correction, bug-fix, ...)
+	Turns  []int  `json:"turns"`  // the session's turns it comes from
+	Repeat bool   `json:"repeat"` // it strengthened a memory that was there
 }
 
 // SessionSearchRequest searches the turns of this machine's sessions.
@@ -94,4 +128,25 @@ type SessionHit struct {
 	Client    string      `json:"client"`
 	Namespace string      `json:"namespace"`
 	Turn      SessionTurn `json:"turn"`
+}
+
+// IngestReport says what reading one transcript brought.
+type IngestReport struct {
+	Client    string `json:"client"`
+	Path      string `json:"path"`
+	Session   string `json:"session,omitempty"`
+	Turns     int    `json:"turns"`            // new turns stored
+	Warnings  int    `json:"warnings"`         // parts skipped (the daemon's log names them)
+	Restarted bool   `json:"restarted"`        // the file was rewritten: its turns were read again
+	More      bool   `json:"more"`             // a bound stopped the read: the rest comes with the next
+	Queued    bool   `json:"queued,omitempty"` // not read yet: the daemon reads it in the background
+}
+
+// IngestRequest asks a node to read transcripts: one file of a client, or
+// (Path "") every transcript it finds. Without Wait it answers at once
+// and reads in the background.
+type IngestRequest struct {
+	Client string `json:"client,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Wait   bool   `json:"wait,omitempty"`
 }

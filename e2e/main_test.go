@@ -75,9 +75,11 @@ func stopHome(t *testing.T, home string) {
 
 // testEnv is the environment of every memmesh the tests run. Daemons run
 // the mesh on an ephemeral loopback port: many run at once, and none may
-// take the default port from a real daemon on this machine.
+// take the default port from a real daemon on this machine. HOME is the
+// home itself, so that what a daemon finds under ~ (agents' transcripts)
+// is its test's alone.
 func testEnv(home string) []string {
-	env := []string{"HOME=" + filepath.Dir(home), "PATH=" + os.Getenv("PATH"), "MEMMESH_LISTEN=127.0.0.1:0"}
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "MEMMESH_LISTEN=127.0.0.1:0"}
 	if tmp := os.Getenv("TMPDIR"); tmp != "" {
 		env = append(env, "TMPDIR="+tmp)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/inert"
 )
 
 // recallContextLimit is how many memories the recall_context prompt shows.
@@ -100,9 +102,26 @@ func (h *handler) recallContextPrompt(ctx context.Context, req mcpgo.GetPromptRe
 	return userPrompt(fmt.Sprintf("What memmesh knows about %q", topic), text), nil
 }
 
+// handoffSessions is how many of the namespace's latest sessions the
+// handoff prompt looks through for one of this machine.
+const handoffSessions = 10
+
 func (h *handler) handoffPrompt(ctx context.Context, req mcpgo.GetPromptRequest) (*mcpgo.GetPromptResult, error) {
 	ns := h.promptNamespace(req)
-	return userPrompt("Hand off to the next session", fmt.Sprintf(`Write a handoff for the next session, yours or another agent's, and save it to memmesh.
+	tags := `["handoff"]`
+	read := ""
+	// The latest session of this machine that memmesh read from its
+	// transcript: likely this one, when hooks or the daemon read it.
+	if sessions, err := h.svc.Sessions(ctx, api.SessionsRequest{Namespace: ns, Limit: handoffSessions}); err == nil {
+		for _, s := range sessions {
+			if s.Local {
+				tags = fmt.Sprintf(`["handoff", %q]`, api.SessionTag(s.ID))
+				read = sessionFacts(s)
+				break
+			}
+		}
+	}
+	return userPrompt("Hand off to the next session", read+fmt.Sprintf(`Write a handoff for the next session, yours or another agent's, and save it to memmesh.
 
 In markdown, short and concrete, naming files, branches, commands and issue ids:
 
@@ -115,5 +134,22 @@ What remains, next steps first, and any decision still waiting for the user.
 ## Watch out
 Pitfalls, half-finished changes, assumptions not verified yet, anything surprising.
 
-Save it with remember: kind "summary", a title starting with "Handoff:", tags ["handoff"], namespace %q. Save each open item that must not be lost as its own memory of kind "task". Lasting knowledge learned on the way (decisions, conventions, pitfalls) belongs in memories of its own: the capture prompt walks through them.`, ns)), nil
+Save it with remember: kind "summary", a title starting with "Handoff:", tags %s, namespace %q. Save each open item that must not be lost as its own memory of kind "task". Lasting knowledge learned on the way (decisions, conventions, pitfalls) belongs in memories of its own: the capture prompt walks through them.`, tags, ns)), nil
+}
+
+// sessionFacts is what memmesh read of a session, as data for the
+// handoff: if it is this session, the handoff is tied to it.
+func sessionFacts(s api.Session) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "memmesh read this machine's latest session in this namespace from its transcript (%s session %s, %d turns, last at %s). If it is this session, use these facts; if not, leave out the session tag below.\n", s.Client, s.ID, s.Turns, s.End.UTC().Format(time.RFC3339))
+	if len(s.FilesChanged) > 0 {
+		fmt.Fprintf(&b, "- files changed: %s\n", strings.Join(s.FilesChanged, ", "))
+	}
+	if len(s.Commands) > 0 {
+		fmt.Fprintf(&b, "- commands run: %s\n", strings.Join(s.Commands, " ; "))
+	}
+	if s.Failures > 0 {
+		fmt.Fprintf(&b, "- tool calls that failed: %d\n", s.Failures)
+	}
+	return inert.Text(b.String()) + "\n"
 }

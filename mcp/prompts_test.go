@@ -4,9 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/memmesh/memmesh/transcript"
 )
 
 // getPrompt gets a prompt and returns the text of its one user message.
@@ -72,4 +75,35 @@ func TestPrompts(t *testing.T) {
 			t.Error("an unknown prompt was served")
 		}
 	})
+}
+
+// TestHandoffTiedToSession: with a session of this machine read from its
+// transcript in the namespace, the handoff prompt gives its facts and
+// asks to tag the handoff with it.
+func TestHandoffTiedToSession(t *testing.T) {
+	n := testNode(t)
+	c := connect(t, n)
+	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	s := transcript.Session{Client: "claude-code", ID: "5F1C2B7E-0d4a", Project: "/src/app", Turns: []transcript.Turn{
+		{Index: 0, Time: at, Role: transcript.RoleUser, Text: "fix the login test"},
+		{Index: 1, Time: at.Add(time.Minute), Role: transcript.RoleAssistant, Tool: "Edit", Files: []string{"auth/token.go"}, Changed: true},
+		{Index: 2, Time: at.Add(2 * time.Minute), Role: transcript.RoleAssistant, Tool: "Bash", Command: "go test ./auth/..."},
+	}}
+	if _, err := n.IngestSession(context.Background(), s, testNamespace); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(text, "auth/token.go") && time.Now().Before(deadline) {
+		var err error
+		if text, err = getPrompt(t, c, "session_handoff", nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{"claude-code session 5F1C2B7E-0d4a", "files changed: auth/token.go", "commands run: go test ./auth/...", `"session:5f1c2b7e-0d4a"`, "## Done"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the handoff prompt lacks %q:\n%s", want, text)
+		}
+	}
 }

@@ -50,6 +50,7 @@ type Service interface {
 	CompactCandidates(ctx context.Context, req api.CompactRequest) (api.CompactPlan, error)
 	CompactApply(ctx context.Context, req api.CompactApplyRequest) (api.CompactResult, error)
 	Context(ctx context.Context, req api.ContextRequest) (api.Brief, error)
+	Sessions(ctx context.Context, req api.SessionsRequest) ([]api.Session, error)
 	Stats(ctx context.Context) (api.Stats, error)
 	Peers(ctx context.Context) ([]api.Peer, error)
 }

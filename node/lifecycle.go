@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -157,6 +158,7 @@ func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 		Namespaces:  map[string]int{},
 	}
 	derived := map[string]derivedLife{} // by full memory id
+	var promote []string                // learned memories recalled often enough
 	err = n.store.All(storage.KindMemory, func(rec storage.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -176,6 +178,9 @@ func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 		r.Live++
 		r.Namespaces[m.Namespace]++
 		r.Maturity[maturityOf(n.life.readsOf(m.ID))]++
+		if m.Tier == model.TierAuto && n.life.readsOf(m.ID) >= promoteReads {
+			promote = append(promote, m.ID)
+		}
 		d := derivedLife{heads: strings.Join(m.Heads, ","), decay: confidenceDecay(&m, now, n.confidenceHalfLife())}
 		if d.decay < 0.5 {
 			r.Decayed++
@@ -199,6 +204,9 @@ func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 	if err != nil {
 		return api.LifecycleReport{}, fmt.Errorf("lifecycle pass: %w", err)
 	}
+	if r.Promoted, err = n.promote(ctx, promote); err != nil {
+		return api.LifecycleReport{}, fmt.Errorf("lifecycle pass: %w", err)
+	}
 	r.TookMS = float64(time.Since(began).Microseconds()) / 1000
 
 	n.life.mu.Lock()
@@ -208,6 +216,30 @@ func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 	n.log.Info("lifecycle pass", "memories", r.Memories, "live", r.Live, "stale", r.Stale,
 		"expired", r.Expired, "decayed", r.Decayed, "took_ms", r.TookMS)
 	return r, nil
+}
+
+// promoteReads is how often this machine must have recalled an auto-tier
+// memory (one learned from a session, say) before it is promoted to
+// agent: a recalled memory earned its place.
+const promoteReads = 2
+
+// promote raises the memories ids to tier agent, with that tier's time to
+// live from now; one forgotten or purged since is skipped.
+func (n *Node) promote(ctx context.Context, ids []string) (int, error) {
+	tier := model.TierAgent
+	ttl := fmt.Sprintf("%dd", int(tierDefaults[tier].ttl.Hours()/24))
+	done := 0
+	for _, id := range ids {
+		_, err := n.Update(ctx, DisplayID(id), api.UpdateRequest{Tier: &tier, TTL: &ttl})
+		if errors.Is(err, api.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return done, fmt.Errorf("promote %s: %w", DisplayID(id), err)
+		}
+		done++
+	}
+	return done, nil
 }
 
 // LastLifecycle returns the report of the last lifecycle pass since the

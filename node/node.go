@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/mesh"
@@ -48,6 +50,9 @@ type Config struct {
 	// on), and a quarter of it is held in a ballast file released when
 	// the disk fills anyway. 0 means storage.DefaultMinFree (256 MiB).
 	MinFreeSpace int64
+	// Sessions, when set, makes the node read agents' transcripts: on
+	// its schedule once started, and when asked (IngestTranscript).
+	Sessions *SessionsConfig
 	// IndexFlushDelay is how long the search index gathers batches in
 	// memory before writing them (search.Options.FlushDelay): 0 means a
 	// second, negative writes each batch at once, so that Close and an
@@ -85,6 +90,8 @@ type Node struct {
 	registry *mesh.Registry
 	life     lifecycle
 	dups     *duplicateLinker
+	// ingestQueue holds the transcript reads asked for (Ingest).
+	ingestQueue chan api.IngestRequest
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -165,6 +172,7 @@ func New(cfg Config) (*Node, error) {
 		store:       store,
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
+		ingestQueue: make(chan api.IngestRequest, maxQueuedIngests),
 		ranks:       newRankIndex(),
 		dups:        newDuplicateLinker(),
 	}
@@ -227,6 +235,13 @@ func (n *Node) Start(ctx context.Context) error {
 			n.log.Warn("the brief's index will be built when a brief is asked for", "err", err)
 		}
 	}()
+	if s := n.cfg.Sessions; s != nil {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.runIngest(ctx, cmp.Or(s.Interval, time.Minute))
+		}()
+	}
 	if n.cfg.LifecycleInterval > 0 {
 		n.wg.Add(1)
 		go func() {

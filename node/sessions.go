@@ -39,6 +39,8 @@ const (
 	// maxSessionIDLen bounds a client's session id kept as is; a longer
 	// one, or one with other characters, is kept as its hash.
 	maxSessionIDLen = 128
+	// maxSessionHandoffs bounds the handoffs a session lists.
+	maxSessionHandoffs = 20
 	// maxSummaryLine bounds the prompt and the outcome quoted in a
 	// summary.
 	maxSummaryLine = 240
@@ -130,6 +132,13 @@ func (n *Node) IngestSession(ctx context.Context, s transcript.Session, ns strin
 		if err := n.writeSessionSummary(ctx, &meta, turnPrefix); err != nil {
 			return api.Session{}, err
 		}
+	}
+	if added > 0 {
+		learned, strengthened, err := n.learnFromSession(ctx, meta)
+		if err != nil {
+			return api.Session{}, err
+		}
+		meta.Learned, meta.Strengthened = meta.Learned+learned, meta.Strengthened+strengthened
 	}
 	data, err := json.Marshal(meta)
 	if err != nil {
@@ -254,7 +263,7 @@ const (
 // read back line by line by sessionFromMemory.
 func sessionSummary(meta api.Session, prompt, outcome string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s session, %s to %s.\n", meta.Client, meta.Start.UTC().Format(time.RFC3339), meta.End.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "%s session %s, %s to %s.\n", meta.Client, meta.ID, meta.Start.UTC().Format(time.RFC3339), meta.End.UTC().Format(time.RFC3339))
 	if meta.Project != "" {
 		b.WriteString(summaryProject + meta.Project + "\n")
 	}
@@ -362,7 +371,14 @@ func (n *Node) Session(ctx context.Context, ref string) (api.SessionDetail, erro
 	default:
 		return api.SessionDetail{}, api.Invalidf("session %q is ambiguous: %d sessions start with it", ref, len(found))
 	}
-	d := api.SessionDetail{Session: found[0], Transcript: []api.SessionTurn{}}
+	d := api.SessionDetail{Session: found[0], Transcript: []api.SessionTurn{}, Lessons: []api.Lesson{}, Handoffs: []api.MemoryRef{}}
+	tagged, err := n.List(ctx, api.ListRequest{Tags: []string{api.SessionTag(d.ID)}, Limit: maxSessionHandoffs})
+	if err != nil {
+		return d, err
+	}
+	for _, m := range tagged {
+		d.Handoffs = append(d.Handoffs, api.MemoryRef{ID: m.ID, Kind: m.Kind, Title: m.Title})
+	}
 	if !d.Local {
 		return d, nil
 	}
@@ -378,6 +394,10 @@ func (n *Node) Session(ctx context.Context, ref string) (api.SessionDetail, erro
 		}
 		return ctx.Err()
 	})
+	if err != nil {
+		return d, err
+	}
+	d.Lessons, err = n.lessons(d.Client, d.ID)
 	return d, err
 }
 

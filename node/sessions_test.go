@@ -90,6 +90,12 @@ func TestIngestSessionListsShowsAndScrubs(t *testing.T) {
 			t.Fatalf("turn %d kept the secret: %q", turn.Index, turn.Text)
 		}
 	}
+	handoff := remember(t, n, api.RememberRequest{Namespace: "app", Kind: "summary", Title: "Handoff: login test fixed",
+		Content: "Done: clock skew allowed. Open: nothing.", Tags: []string{api.SessionTag(s.ID)}})
+	waitUntil(t, "the handoff is listed with its session", func() bool {
+		d, err = n.Session(ctx, s.ID)
+		return err == nil && len(d.Handoffs) == 1 && d.Handoffs[0].ID == handoff.ID
+	})
 	if !strings.Contains(d.Transcript[2].Text, "clock skew") {
 		t.Fatalf("scrubbing took more than the secret: %q", d.Transcript[2].Text)
 	}
@@ -224,4 +230,33 @@ func TestMeshSessionSummaryReachesPeers(t *testing.T) {
 	if err != nil || len(d.Transcript) != 0 {
 		t.Fatalf("the peer shows %d turns, %v: turns stay on their machine", len(d.Transcript), err)
 	}
+	b, err := nodes[1].Context(context.Background(), api.ContextRequest{Namespace: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(b.FromPeers, func(it api.BriefItem) bool { return it.ID == got.SummaryID }) {
+		t.Errorf("the peer's brief does not list the session under what other machines learned: %+v", b.FromPeers)
+	}
+}
+
+// TestSessionsWithTheSameTurns: two sessions that said the same things
+// (a script run twice) keep a summary each.
+func TestSessionsWithTheSameTurns(t *testing.T) {
+	n := testNode(t, "")
+	ctx := context.Background()
+	a, b := sampleSession(), sampleSession()
+	b.ID = "0d6f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+	ra, err := n.IngestSession(ctx, a, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := n.IngestSession(ctx, b, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.SummaryID == rb.SummaryID {
+		t.Fatalf("both sessions share the summary %s", ra.SummaryID)
+	}
+	sessionByID(t, n, a.ID)
+	sessionByID(t, n, b.ID)
 }

@@ -89,6 +89,26 @@ func (s *Store) putLocal(key string, value []byte, sync bool) error {
 	return s.apply(b, int64(b.Len()), sync, nil)
 }
 
+// DeleteLocalPrefix removes every key PutLocal stored under prefix (a
+// non-empty one), durably.
+func (s *Store) DeleteLocalPrefix(prefix string) error {
+	if prefix == "" || len(prefix) > MaxIDLen {
+		return fmt.Errorf("%w: local prefix of %d bytes, want 1 to %d", ErrInvalid, len(prefix), MaxIDLen)
+	}
+	if err := s.recover(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	b := s.db.NewBatch()
+	defer b.Close()
+	start := localKey(prefix)
+	b.DeleteRange(start, prefixEnd(start), nil)
+	return s.apply(b, int64(b.Len()), true, nil)
+}
+
 // GetLocal returns what PutLocal stored under key, or ErrNotFound.
 func (s *Store) GetLocal(key string) ([]byte, error) {
 	if key == "" || len(key) > MaxIDLen {

@@ -499,6 +499,18 @@ func TestLocal(t *testing.T) {
 	if want := []string{"access/a=3", "access/b=5"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("ScanLocal = %v, %v; want %v", got, err, want)
 	}
+	if err := s.DeleteLocalPrefix("access/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetLocal("access/a"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GetLocal after DeleteLocalPrefix: %v, want ErrNotFound", err)
+	}
+	if v, err := s.GetLocal("brief/x"); err != nil || string(v) != "t" {
+		t.Errorf("a key outside the prefix after DeleteLocalPrefix: %q, %v", v, err)
+	}
+	if err := s.DeleteLocalPrefix(""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("DeleteLocalPrefix of everything: %v, want ErrInvalid", err)
+	}
 	if s.DurableSeq() != 0 || digest(t, s) != ([256][32]byte{}) {
 		t.Error("local data reached the change log or the digest")
 	}

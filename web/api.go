@@ -48,6 +48,7 @@ type Service interface {
 	Sessions(ctx context.Context, req api.SessionsRequest) ([]api.Session, error)
 	Session(ctx context.Context, ref string) (api.SessionDetail, error)
 	SearchSessions(ctx context.Context, req api.SessionSearchRequest) ([]api.SessionHit, error)
+	Ingest(ctx context.Context, req api.IngestRequest) ([]api.IngestReport, error)
 	DeviceID() string
 
 	// The mesh. Invite, Join, JoinAddr and Peers fail with api.ErrNoMesh
@@ -154,6 +155,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/sessions", jsonCall(a, http.StatusOK, svc.Sessions))
 	a.mux.HandleFunc("GET /v1/sessions/{ref}", byRef(a, svc.Session))
 	a.mux.HandleFunc("POST /v1/sessions/search", jsonCall(a, http.StatusOK, svc.SearchSessions))
+	a.mux.HandleFunc("POST /v1/sessions/ingest", jsonCall(a, http.StatusOK, svc.Ingest))
 	a.mux.HandleFunc("POST /v1/mesh/invite", jsonCall(a, http.StatusCreated, invite(svc.Invite)))
 	a.mux.HandleFunc("POST /v1/mesh/join", jsonCall(a, http.StatusOK, func(ctx context.Context, req JoinRequest) (api.JoinResult, error) {
 		return svc.Join(ctx, req.Token)

@@ -357,6 +357,12 @@ func (c *Client) SearchSessions(ctx context.Context, req api.SessionSearchReques
 	return res, c.send(ctx, http.MethodPost, "/v1/sessions/search", req, &res)
 }
 
+// Ingest asks the daemon to read transcripts.
+func (c *Client) Ingest(ctx context.Context, req api.IngestRequest) ([]api.IngestReport, error) {
+	var res []api.IngestReport
+	return res, c.send(ctx, http.MethodPost, "/v1/sessions/ingest", req, &res)
+}
+
 // Reflect lists unlinked memories with candidate link targets.
 func (c *Client) Reflect(ctx context.Context, req api.ReflectRequest) ([]api.Reflection, error) {
 	var res []api.Reflection

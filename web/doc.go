@@ -36,6 +36,7 @@
 //	POST   /v1/sessions               agent sessions of every machine, newest first (api.SessionsRequest)
 //	GET    /v1/sessions/{ref}         one session, with its turns when they are on this machine
 //	POST   /v1/sessions/search        turns of this machine's sessions (api.SessionSearchRequest)
+//	POST   /v1/sessions/ingest        read transcripts, now or in the background (api.IngestRequest)
 //	POST   /v1/mesh/invite            a one-time invite token ({"ttl": "1h"}; 1m to 7d)
 //	POST   /v1/mesh/join              join a mesh ({"token"})
 //	POST   /v1/mesh/rejoin            contact a member at host:port ({"addr"})

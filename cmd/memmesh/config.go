@@ -38,8 +38,18 @@ type Config struct {
 	// MinFreeSpace is the free disk space the daemon keeps on the home's
 	// disk, e.g. "512MiB" or "1GB" ("" means 256 MiB): writes that would
 	// leave less are refused with a disk-full error.
-	MinFreeSpace string       `toml:"min_free_space"`
-	Search       SearchConfig `toml:"search"`
+	MinFreeSpace string         `toml:"min_free_space"`
+	Search       SearchConfig   `toml:"search"`
+	Sessions     SessionsConfig `toml:"sessions"`
+}
+
+// SessionsConfig says how the daemon reads agents' transcripts.
+type SessionsConfig struct {
+	// Off stops the daemon reading transcripts on its own (hooks and
+	// 'memmesh sessions ingest' still do).
+	Off bool `toml:"off"`
+	// Interval is the time between two scans ("" means a minute).
+	Interval string `toml:"interval"`
 }
 
 // SearchConfig tunes ranking.
@@ -143,6 +153,9 @@ func (c Config) validate() error {
 	if _, err := c.minFree(); err != nil {
 		return err
 	}
+	if _, err := c.sessionsInterval(); err != nil {
+		return err
+	}
 	for key, addr := range map[string]string{"listen": c.Listen, "advertise": c.Advertise} {
 		if err := checkHostPort(addr); addr != "" && err != nil {
 			return fmt.Errorf("config: %s %q: %w", key, addr, err)
@@ -158,6 +171,22 @@ func checkHostPort(addr string) error {
 		return errors.New("use host:port, e.g. :7420 or 192.168.1.5:7420")
 	}
 	return nil
+}
+
+// sessionsInterval is the time between two scans for transcripts; -1
+// when the daemon does not scan.
+func (c Config) sessionsInterval() (time.Duration, error) {
+	if c.Sessions.Off {
+		return -1, nil
+	}
+	if c.Sessions.Interval == "" {
+		return time.Minute, nil
+	}
+	d, err := api.ParseTTL(c.Sessions.Interval)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("config: sessions.interval %q: use a duration of a second or more, such as 1m or 30s", c.Sessions.Interval)
+	}
+	return d, nil
 }
 
 func (c Config) halfLife() (time.Duration, error) {

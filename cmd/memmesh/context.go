@@ -139,10 +139,19 @@ func readHookInput(r io.Reader) (hookInput, []byte) {
 	if len(data) > maxHookInput {
 		return in, nil
 	}
-	if err := json.Unmarshal(data, &in); err != nil || in.HookEventName != eventUserPromptSubmit {
+	if err := json.Unmarshal(data, &in); err != nil {
 		in = hookInput{HookEventName: eventSessionStart}
 	}
 	return in, data
+}
+
+// contextEvent is the event `context --hook` answers: UserPromptSubmit,
+// or SessionStart for any other.
+func (in hookInput) contextEvent() string {
+	if in.HookEventName == eventUserPromptSubmit {
+		return eventUserPromptSubmit
+	}
+	return eventSessionStart
 }
 
 // hook answers a hook: the brief for SessionStart, the memories that
@@ -151,6 +160,7 @@ func readHookInput(r io.Reader) (hookInput, []byte) {
 // and the hook still succeeds, with no context. The Markdown is inert.
 func (a *app) hook(cmd *cobra.Command, req api.ContextRequest) error {
 	in, _ := readHookInput(a.stdin)
+	in.HookEventName = in.contextEvent()
 	if in.HookEventName == eventUserPromptSubmit {
 		req.Query = in.Prompt
 		if strings.TrimSpace(req.Query) == "" {
@@ -188,39 +198,67 @@ func writeHook(w io.Writer, event, text string) error {
 // session may wait for it.
 const hookDeadline = 1500 * time.Millisecond
 
-// isHook reports whether args run `memmesh context --hook`: the first
-// argument that is no flag (nor a global flag's value) is context, and
-// --hook is set.
-func isHook(args []string) bool {
-	command, hook := "", false
+// ingestHookDeadline bounds `memmesh sessions ingest --hook`, which only
+// asks the daemon to read a transcript later.
+const ingestHookDeadline = 200 * time.Millisecond
+
+// The commands that answer hooks.
+const (
+	hookContext = "context"
+	hookIngest  = "sessions ingest"
+)
+
+// hookCommand names the hook command args run (hookContext or
+// hookIngest), or "": the first arguments that are no flags (nor a
+// global flag's value) name the command, and --hook is set.
+func hookCommand(args []string) string {
+	var words []string
+	hook := false
 	for i := 0; i < len(args); i++ {
 		switch arg := args[i]; {
-		case arg == "--home" || arg == "--format":
+		case arg == "--home" || arg == "--format" || arg == "--client":
 			i++ // their value
 		case arg == "--hook" || arg == "--hook=true":
 			hook = true
-		case command == "" && !strings.HasPrefix(arg, "-"):
-			command = arg
+		case !strings.HasPrefix(arg, "-"):
+			words = append(words, arg)
 		}
 	}
-	return hook && command == "context"
+	switch {
+	case !hook:
+		return ""
+	case len(words) > 0 && words[0] == hookContext:
+		return hookContext
+	case len(words) > 1 && words[0]+" "+words[1] == hookIngest:
+		return hookIngest
+	}
+	return ""
 }
 
-// runHook runs `memmesh context --hook` so that it always succeeds within
-// hookDeadline, whatever goes wrong (flags, config, home, daemon stopped,
-// absent or slow to start): it then prints an answer with no context and
-// says why on standard error. An agent's session never waits on memmesh.
-func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, cancel := context.WithTimeout(ctx, hookDeadline)
+// runHook runs a hook command so that it always succeeds within its
+// deadline, whatever goes wrong (flags, config, home, daemon stopped,
+// absent or slow to start): it then says why on standard error, and
+// `context --hook` prints an answer with no context. An agent's session
+// never waits on memmesh.
+func runHook(ctx context.Context, command string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	deadline := hookDeadline
+	if command == hookIngest {
+		deadline = ingestHookDeadline
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	in, data := readHookInput(stdin)
 	stdin = bytes.NewReader(data)
+	nothing := "transcript not read now"
+	if command == hookContext {
+		nothing = hookNothing(in.contextEvent())
+	}
 	var out, errs bytes.Buffer // the command's; read only once it returned
 	done := make(chan int, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				fmt.Fprintf(&errs, "memmesh: %s: %v\n", hookNothing(in.HookEventName), r)
+				fmt.Fprintf(&errs, "memmesh: %s: %v\n", nothing, r)
 				done <- exitError
 			}
 		}()
@@ -234,8 +272,10 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return exitOK
 		}
 	case <-ctx.Done():
-		fmt.Fprintf(stderr, "memmesh: %s: none came within %s\n", hookNothing(in.HookEventName), hookDeadline)
+		fmt.Fprintf(stderr, "memmesh: %s: none came within %s\n", nothing, deadline)
 	}
-	writeHook(stdout, in.HookEventName, "")
+	if command == hookContext {
+		writeHook(stdout, in.contextEvent(), "")
+	}
 	return exitOK
 }

@@ -78,21 +78,25 @@ func TestHookAlwaysSucceeds(t *testing.T) {
 	}
 }
 
-func TestIsHook(t *testing.T) {
+func TestHookCommand(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want bool
+		want string
 	}{
-		{[]string{"context", "--hook"}, true},
-		{[]string{"--home", "/x", "context", "--hook=true", "--ns", "a"}, true},
-		{[]string{"--format", "json", "context", "--hook"}, true},
-		{[]string{"context"}, false},
-		{[]string{"context", "--hook=false"}, false},
-		{[]string{"capture", "context", "--hook"}, false},
-		{[]string{"--home", "context", "stats", "--hook"}, false},
+		{[]string{"context", "--hook"}, hookContext},
+		{[]string{"--home", "/x", "context", "--hook=true", "--ns", "a"}, hookContext},
+		{[]string{"--format", "json", "context", "--hook"}, hookContext},
+		{[]string{"context"}, ""},
+		{[]string{"context", "--hook=false"}, ""},
+		{[]string{"capture", "context", "--hook"}, ""},
+		{[]string{"--home", "context", "stats", "--hook"}, ""},
+		{[]string{"sessions", "ingest", "--hook", "--client", "codex"}, hookIngest},
+		{[]string{"--home", "/x", "sessions", "ingest", "--client", "sessions", "--hook"}, hookIngest},
+		{[]string{"sessions", "ingest"}, ""},
+		{[]string{"sessions", "search", "--hook"}, ""},
 	} {
-		if got := isHook(tc.args); got != tc.want {
-			t.Errorf("isHook(%q) = %v, want %v", tc.args, got, tc.want)
+		if got := hookCommand(tc.args); got != tc.want {
+			t.Errorf("hookCommand(%q) = %q, want %q", tc.args, got, tc.want)
 		}
 	}
 }

@@ -116,7 +116,9 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 
 	halfLife, _ := cfg.halfLife()
 	minFree, _ := cfg.minFree()
-	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree}
+	interval, _ := cfg.sessionsInterval()
+	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree,
+		Sessions: sessionsConfig(home, cfg, interval)}
 	if !mc.off {
 		ncfg.Mesh = &mc.Config
 	}

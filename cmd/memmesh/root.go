@@ -44,8 +44,8 @@ type app struct {
 
 // run executes the CLI and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if isHook(args) {
-		return runHook(ctx, args, stdin, stdout, stderr)
+	if command := hookCommand(args); command != "" {
+		return runHook(ctx, command, args, stdin, stdout, stderr)
 	}
 	return runCLI(ctx, args, stdin, stdout, stderr)
 }

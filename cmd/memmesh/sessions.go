@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/transcript"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -60,7 +66,7 @@ every machine lists every machine's sessions.`,
 	fs.StringVar(&since, "since", "", "only sessions active since this date (2026-01-31, RFC 3339) or this long ago (7d, 36h)")
 	fs.StringVar(&until, "until", "", "only sessions active before this date or this long ago")
 	intRangeVar(fs, &req.Limit, "limit", 50, 1, api.MaxSessionList, fmt.Sprintf("most sessions listed (1-%d)", api.MaxSessionList))
-	cmd.AddCommand(a.sessionShowCommand(), a.sessionSearchCommand())
+	cmd.AddCommand(a.sessionShowCommand(), a.sessionSearchCommand(), a.sessionIngestCommand())
 	return cmd
 }
 
@@ -135,6 +141,79 @@ With a scope, QUERY may be empty.`,
 	return cmd
 }
 
+func (a *app) sessionIngestCommand() *cobra.Command {
+	var (
+		req  api.IngestRequest
+		hook bool
+	)
+	cmd := &cobra.Command{
+		Use:   "ingest [TRANSCRIPT]",
+		Short: "Read agents' transcripts now",
+		Long: `Read what is new in agents' transcripts: every transcript the daemon finds
+(Claude Code, Codex, Gemini CLI, Cline, Continue) when none is named, or the
+one named (with --client). The daemon also reads them on its own every
+minute ('[sessions]' in config.toml: interval, off).
+
+With --hook it answers a client's hook (PreCompact, SessionEnd, Stop): it
+reads the hook's JSON on standard input (transcript_path), asks the daemon
+to read that transcript in the background and returns at once; on any
+error it says why on standard error and still succeeds, so that it never
+fails a session. 'memmesh hooks install' sets it up.`,
+		Example: `  memmesh sessions ingest
+  memmesh sessions ingest --client codex ~/.codex/sessions/2026/11/21/rollout-....jsonl`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if hook {
+				a.ingestHook(cmd, req.Client)
+				return nil
+			}
+			if len(argv) == 1 {
+				if req.Client == "" {
+					return usageError{errors.New("name the transcript's client with --client (claude-code, codex, gemini, cline or continue)")}
+				}
+				path, err := filepath.Abs(argv[0])
+				if err != nil {
+					return err
+				}
+				req.Path = path
+			}
+			req.Wait = true
+			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]api.IngestReport, error) { return c.Ingest(ctx, req) })
+			if err != nil {
+				return err
+			}
+			return emitList(a, "transcripts", res, func(w io.Writer) {
+				printTable(w, res, "Nothing new in any transcript.", "CLIENT\tSESSION\tNEW TURNS\tSKIPPED\tPATH", func(r api.IngestReport) []any {
+					return []any{r.Client, shortSession(r.Session), r.Turns, r.Warnings, r.Path}
+				})
+			}, func(r api.IngestReport) string { return fmt.Sprintf("%s %s +%d", r.Client, r.Path, r.Turns) })
+		},
+	}
+	cmd.Flags().StringVar(&req.Client, "client", "", "the transcript's client: claude-code, codex, gemini, cline or continue")
+	cmd.Flags().BoolVar(&hook, "hook", false, "answer a client's hook whose JSON is on standard input; never fails")
+	return cmd
+}
+
+// ingestHook asks the daemon to read the transcript a hook names, within
+// the hook's time; it only ever says on standard error what went wrong.
+func (a *app) ingestHook(cmd *cobra.Command, client string) {
+	in, _ := readHookInput(cmd.InOrStdin())
+	if in.TranscriptPath == "" || client == "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "memmesh: the hook gave no transcript_path, or --client is missing; nothing read")
+		return
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), hookIngestWait)
+	defer cancel()
+	req := api.IngestRequest{Client: client, Path: in.TranscriptPath}
+	if _, err := call(ctx, a, func(c *web.Client, ctx context.Context) ([]api.IngestReport, error) { return c.Ingest(ctx, req) }); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "memmesh: transcript not read now (the daemon reads it on its next scan): %v\n", err)
+	}
+}
+
+// hookIngestWait bounds the hook's call to the daemon, which only queues
+// the read.
+const hookIngestWait = 150 * time.Millisecond
+
 // printSession shows a session's metadata, then its turns.
 func printSession(w io.Writer, d api.SessionDetail) {
 	fmt.Fprintf(w, "%s  %s\n", d.ID, d.Title)
@@ -161,6 +240,19 @@ func printSession(w io.Writer, d api.SessionDetail) {
 	if !d.Local {
 		fmt.Fprintf(w, "\n%s\n\nIts turns are on %s.\n", indent(d.Summary), machine(d.Session))
 		return
+	}
+	for _, h := range d.Handoffs {
+		fmt.Fprintf(w, "\nHandoff %s  %s\n", h.ID, snippet(h.Title, 70))
+	}
+	if len(d.Lessons) > 0 {
+		fmt.Fprintln(w, "\nLearned from it:")
+		for _, l := range d.Lessons {
+			verb := "new"
+			if l.Repeat {
+				verb = "repeats"
+			}
+			fmt.Fprintf(w, "  %s  %-10s %s (%s, turns %s, %s)\n", l.ID, l.Kind, snippet(l.Title, 60), l.Rule, joinInts(l.Turns), verb)
+		}
 	}
 	for _, t := range d.Transcript {
 		fmt.Fprintf(w, "\n#%d %s", t.Index, t.Role)
@@ -212,4 +304,52 @@ func machine(s api.Session) string {
 		return s.DeviceName
 	}
 	return shortDevice(s.Device)
+}
+
+// transcriptReaders are the clients whose transcripts memmesh reads.
+func transcriptReaders() []transcript.Adapter {
+	return []transcript.Adapter{transcript.ClaudeCode{}, transcript.Codex{}, transcript.Gemini{}, transcript.Cline{}, transcript.Continue{}}
+}
+
+// sessionsConfig is the daemon's reading of transcripts: under the user's
+// home, every interval, each session in the namespace its project
+// directory uses (as the CLI run there would).
+func sessionsConfig(home string, cfg Config, interval time.Duration) *node.SessionsConfig {
+	userHome, _ := os.UserHomeDir()
+	return &node.SessionsConfig{
+		Readers:  transcriptReaders(),
+		Home:     userHome,
+		Interval: interval,
+		Namespace: func(project string) string {
+			return projectNamespace(home, cfg.Namespace, project)
+		},
+	}
+}
+
+// projectNamespace is the namespace of the project directory dir: its
+// mapping ('memmesh map'), else its .memmesh.toml's, else fallback.
+func projectNamespace(home, fallback, dir string) string {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return fallback
+	}
+	if maps, err := loadMaps(home); err == nil {
+		if ns, ok := mappedNamespace(maps, dir); ok {
+			return ns
+		}
+	}
+	if p := findUp(dir, projectConfigFile); p != "" {
+		var c Config
+		if mergeConfigFile(&c, p) == nil && c.Namespace != "" {
+			return c.Namespace
+		}
+	}
+	return fallback
+}
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
 }
