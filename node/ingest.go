@@ -87,7 +87,7 @@ func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.I
 		return rep, err
 	}
 	key := transcriptKey(path)
-	defer n.lock(key)()
+	defer lockKey(n.transcriptLocks[:], key)()
 	state := transcriptState{Client: client, Path: path}
 	if data, err := n.store.GetLocal(key); err == nil {
 		if json.Unmarshal(data, &state) != nil || state.Client != client {
@@ -184,7 +184,7 @@ func (n *Node) resetSession(client, id string) error {
 		return err
 	}
 	metaKey, turnPrefix := sessionKey(client, sid)
-	defer n.lock(metaKey)()
+	defer lockKey(n.sessionLocks[:], metaKey)()
 	meta, err := n.localSession(metaKey)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil

@@ -99,9 +99,15 @@ type Node struct {
 	ranks       *rankIndex // what the brief ranks memories by
 	tokenCounts tokenCache // token counts of brief items
 
-	locks     [256]sync.Mutex // per-document write locks, striped by id hash
-	importMu  sync.Mutex      // imports check for existing ids, then write them
-	acyclicMu sync.Mutex      // links of acyclic relations check for cycles, then write
+	locks [256]sync.Mutex // per-document write locks, striped by id hash
+	// Ingest's locks, apart from the documents' and taken before them,
+	// in this order: a transcript file's, then its session's (ingesting
+	// a session writes its summary memory, which takes a document's
+	// lock; in one array, two of them could share a stripe and deadlock).
+	transcriptLocks [64]sync.Mutex
+	sessionLocks    [64]sync.Mutex
+	importMu        sync.Mutex // imports check for existing ids, then write them
+	acyclicMu       sync.Mutex // links of acyclic relations check for cycles, then write
 
 	expungeMu   sync.Mutex    // one expunge at a time (see expunge)
 	expungeWake chan struct{} // erasures to expunge in the background
@@ -299,8 +305,12 @@ func (n *Node) newID() string {
 func (n *Node) DeviceID() string { return n.id.DeviceID }
 
 // lock takes the write lock of one document and returns its unlock.
-func (n *Node) lock(id string) func() {
-	m := &n.locks[lockStripe(id)]
+func (n *Node) lock(id string) func() { return lockKey(n.locks[:], id) }
+
+// lockKey takes the lock of key's stripe among locks and returns its
+// unlock.
+func lockKey(locks []sync.Mutex, key string) func() {
+	m := &locks[lockStripe(key)%uint32(len(locks))]
 	m.Lock()
 	return m.Unlock
 }

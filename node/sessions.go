@@ -89,7 +89,7 @@ func (n *Node) IngestSession(ctx context.Context, s transcript.Session, ns strin
 		return api.Session{}, err
 	}
 	metaKey, turnPrefix := sessionKey(s.Client, id)
-	defer n.lock(metaKey)()
+	defer lockKey(n.sessionLocks[:], metaKey)()
 
 	meta, err := n.localSession(metaKey)
 	switch {
