@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -334,4 +335,61 @@ func TestLabPartialConnectivity(t *testing.T) {
 	if t.Failed() {
 		t.Logf("c's view: %v", c.states(t))
 	}
+}
+
+// TestLabPeerStates: `memmesh peers --json` on b shows a suspect while
+// a's probes go unanswered (every packet a receives dropped, for less
+// than the suspicion timeout), alive again once they are answered, c dead
+// after it is killed, and a left after it stops cleanly.
+func TestLabPeerStates(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	// Probes every 250 ms; a peer failing them stays suspect at least 20
+	// probe intervals before memberlist declares it dead (with one other
+	// member to confirm, about 24 s): the mesh calls a peer suspect once
+	// it missed its probes for about 1.6 s.
+	// With the defaults (500 ms, 3) memberlist declares a dead after
+	// about 2.4 s, before the mesh can call it suspect.
+	const tuning = "[mesh]\nprobe_interval = \"250ms\"\nsuspicion_mult = 20\n"
+	var hosts []*labHost
+	var ms []*machine
+	for _, name := range []string{"a", "b", "c"} {
+		h := l.addHost(name)
+		hosts = append(hosts, h)
+		ms = append(ms, h.startMachineWith(t, name, tuning))
+	}
+	a, b, c := ms[0], ms[1], ms[2]
+	join(t, a, b, c)
+	waitAlive(t, 30*time.Second, ms, ms)
+
+	hosts[0].dropReceived()
+	dropped := time.Now()
+	eventually(t, 60*time.Second, "b does not see a suspect while a answers no probe", func() bool {
+		st := b.states(t)[a.id]
+		if st == "dead" {
+			t.Fatalf("b sees a dead %s into the drop, before the suspicion timeout", time.Since(dropped).Round(time.Millisecond))
+		}
+		return st == "suspect"
+	})
+	t.Logf("b sees a suspect %s into the drop", time.Since(dropped).Round(time.Millisecond))
+	hosts[0].heal()
+	healed := time.Now()
+	eventually(t, 60*time.Second, "b does not see a alive again once it answers", func() bool {
+		st := b.states(t)[a.id]
+		if st == "dead" {
+			t.Fatal("b sees a dead after the drop ended")
+		}
+		return st == "alive"
+	})
+	t.Logf("b sees a alive %s after the drop ended", time.Since(healed).Round(time.Millisecond))
+
+	c.serve.Process.Kill()
+	c.serve.Wait()
+	killed := time.Now()
+	eventually(t, 120*time.Second, "b does not see c dead after SIGKILL", func() bool { return b.states(t)[c.id] == "dead" })
+	t.Logf("b sees c dead %s after its kill", time.Since(killed).Round(time.Millisecond))
+
+	a.serve.Process.Signal(syscall.SIGTERM)
+	a.serve.Wait()
+	eventually(t, 60*time.Second, "b does not see a left after a clean stop", func() bool { return b.states(t)[a.id] == "left" })
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -204,6 +205,12 @@ func (h *labHost) loseReceived(pct int) {
 	h.nft(fmt.Sprintf("add rule inet lab input iifname eth0 numgen random mod 100 < %d drop\n", pct))
 }
 
+// dropReceived drops every packet the host receives (its link stays up).
+func (h *labHost) dropReceived() { h.nft("add rule inet lab input iifname eth0 drop\n") }
+
+// heal removes every drop rule of the host: it receives all again.
+func (h *labHost) heal() { h.nft("flush chain inet lab input\n") }
+
 // cut drops every packet between the hosts h and other, silently (as on
 // receipt: a drop on sending would fail the send with EPERM, which no
 // real network does).
@@ -224,7 +231,18 @@ func (h *labHost) slowLink(rate, latency string) {
 // host's address, and returns it as a machine of the mesh tests.
 func (h *labHost) startMachine(t *testing.T, name string) *machine {
 	t.Helper()
+	return h.startMachineWith(t, name, "")
+}
+
+// startMachineWith is startMachine with config as the home's config.toml.
+func (h *labHost) startMachineWith(t *testing.T, name, config string) *machine {
+	t.Helper()
 	m := &machine{home: newHome(t), name: name}
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(m.home, "config.toml"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	m.serve, _ = startServeIn(t, h.wrap(), m.home, "--listen", h.ip+":7420", "--name", name, "--http", "")
 	m.id = strings.TrimSpace(ok(t, m.home, "id", "--format", "brief"))
 	return m

@@ -21,6 +21,7 @@ type Store interface {
 	All(kind storage.Kind, fn func(storage.Record) error) error
 	Scan(kind storage.Kind, t storage.Term, fn func(id string) error) error
 	Commit(recs ...storage.Record) (uint64, error)
+	CommitNoSyncWait(recs ...storage.Record) (*storage.Pending, error)
 	GetLocal(key string) ([]byte, error)
 	PutLocalDurable(key string, value []byte) error
 }
@@ -33,7 +34,9 @@ var _ Store = (*storage.Store)(nil)
 // commits.
 type Host interface {
 	// Lock takes the write locks of the documents ids (the ones local
-	// writes take) and returns their unlock.
+	// writes take) and returns their unlock, which may be called more
+	// than once: a commit of the documents releases them once applied,
+	// before its fsync (storage.Store.CommitNoSyncWait).
 	Lock(ids ...string) (unlock func())
 	// MemoryRecord and EdgeRecord build the record the node stores for
 	// a materialised document whose bytes are doc.

@@ -48,6 +48,12 @@ type Config struct {
 	// ProbeInterval is memberlist's failure-detection probe interval
 	// (default 500ms: a dead peer is detected in about 3s).
 	ProbeInterval time.Duration
+	// SuspicionMult is how many probe intervals a peer that fails its
+	// probes stays suspect before memberlist declares it dead (default
+	// 3; memberlist starts at six times that and comes down to it as
+	// other members confirm the suspicion). A larger one rides out longer
+	// losses without a death.
+	SuspicionMult int
 	// SyncInterval is the period of anti-entropy with each live peer
 	// (default 30s); joins and reconnections also start one at once.
 	SyncInterval time.Duration
@@ -56,6 +62,11 @@ type Config struct {
 	RetryInterval time.Duration
 	// WrapConn wraps the UDP socket (fault injection in tests).
 	WrapConn func(net.PacketConn) net.PacketConn
+	// NoRelay stops this node from passing on the pushes it receives to
+	// the peers their sender cannot reach (see relay): a write then
+	// crosses a partial partition only by anti-entropy. Benchmarks set it
+	// to measure what relaying costs.
+	NoRelay bool
 	// Clock is the time the mesh's scheduling reads (default: the
 	// system's).
 	Clock Clock
@@ -80,6 +91,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if d.ProbeInterval <= 0 {
 		d.ProbeInterval = 500 * time.Millisecond
+	}
+	if d.SuspicionMult <= 0 {
+		d.SuspicionMult = 3
 	}
 	if d.SyncInterval <= 0 {
 		d.SyncInterval = 30 * time.Second
@@ -160,6 +174,9 @@ type Mesh struct {
 	leaving atomic.Bool
 
 	pulledBytes atomic.Int64 // frame bytes of every pull since the start
+	pushes      atomic.Int64 // pushes a peer applied, since the start
+	pushedBytes atomic.Int64 // their documents' encoded bytes
+	relays      atomic.Int64 // pushes queued to pass others' pushes on
 
 	// revokedBy is the member that told this device it was revoked: it
 	// then stops syncing (see revokedSelf). leaveMu orders that stop and
@@ -213,6 +230,13 @@ type peerState struct {
 	pulledAt  time.Time // when the last one started
 	served    bool      // the peer completed a pull from us
 	servedSeq uint64    // our change-log seq it reached then
+	// digest is the one the peer sent with that pull; explained marks
+	// the buckets in which documents went between us since it was sent
+	// (serving: since a pull being served started), whose differences
+	// the documents explain (see behind).
+	digest    [256][32]byte
+	explained [256]bool
+	serving   *[256]bool
 	// holds are documents the peer is known to hold since (pushed to it
 	// and applied, or received from it): kind and id -> heads.
 	holds map[string]string
@@ -370,7 +394,7 @@ func (m *Mesh) memberlistConfig() *memberlist.Config {
 	c.UDPBufferSize = transport.MaxPacket
 	c.ProbeInterval = m.cfg.ProbeInterval
 	c.ProbeTimeout = m.cfg.ProbeInterval / 2
-	c.SuspicionMult = 3
+	c.SuspicionMult = m.cfg.SuspicionMult
 	c.GossipInterval = 100 * time.Millisecond
 	c.PushPullInterval = 5 * time.Second
 	c.TCPTimeout = 3 * time.Second
@@ -600,15 +624,24 @@ func (m *Mesh) serveStream(typ transport.StreamType, s transport.FrameStream, lo
 	switch typ {
 	case transport.StreamSync:
 		pos, _ := m.position()
-		req, err := transport.ServePull(m.ctx, s, replica{m})
+		m.mu.Lock()
+		p := m.peer(peer)
+		p.serving = new([256]bool)
+		m.mu.Unlock()
+		r := &servedReplica{replica: replica{m}}
+		req, err := transport.ServePull(m.ctx, s, r)
+		m.mu.Lock()
+		explained := p.serving
+		p.serving = nil
+		if err == nil && explained != nil {
+			p.served, p.servedSeq, p.digest, p.explained = true, pos.Seq, req.Digest, *explained
+		}
+		m.mu.Unlock()
 		if err != nil {
 			log.Warn("serving a pull failed", "err", err)
 			return
 		}
-		m.mu.Lock()
-		p := m.peer(peer)
-		p.served, p.servedSeq = true, pos.Seq
-		m.mu.Unlock()
+		m.holding(peer, r.sent)
 		if m.pullBack(peer, req) {
 			m.kickPull(peer)
 		}
@@ -946,7 +979,23 @@ func (m *Mesh) push(ctx context.Context, device, addr string, batch []transport.
 		s.Close()
 		return fmt.Errorf("%s answered at %s, expected %s", s.PeerDevice(), addr, device)
 	}
-	return transport.Push(ctx, s, batch)
+	if err := transport.Push(ctx, s, batch); err != nil {
+		return err
+	}
+	size := 0
+	for _, e := range batch {
+		size += transport.EntrySize(e)
+	}
+	m.pushes.Add(1)
+	m.pushedBytes.Add(int64(size))
+	return nil
+}
+
+// Pushed returns how many pushes peers applied since the mesh started,
+// relayed ones included, the encoded bytes of their documents, and how
+// many pushes it queued to relay others' pushes.
+func (m *Mesh) Pushed() (pushes, bytes, relays int64) {
+	return m.pushes.Load(), m.pushedBytes.Load(), m.relays.Load()
 }
 
 // Notify tells the pusher that changes are durable.
@@ -1167,15 +1216,16 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		out = append(out, p)
 	}
 	m.mu.Unlock()
-	var sum string
-	if d, err := m.Digest(); err == nil {
-		sum = digestSum(d)
+	ours, err := m.Digest()
+	if err != nil {
+		return nil, err
 	}
+	sum := digestSum(ours)
 	for i := range out {
 		if out[i].State == "alive" || out[i].State == "suspect" {
 			out[i].RTT = m.ep.RTT(out[i].Addr)
 		}
-		behind, err := m.behind(out[i].Device, sum, now)
+		behind, err := m.behind(out[i].Device, &ours, sum, now)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
 
@@ -234,37 +235,55 @@ func holdKey(kind byte, id string) string { return string(kind) + id }
 
 func headsKey(heads []string) string { return strings.Join(slices.Sorted(slices.Values(heads)), ",") }
 
-// holding records that the peer device holds these documents' versions.
+// holding records that the peer device holds these documents' versions,
+// and that their buckets' differences from the digest it last sent are
+// explained by them.
 func (m *Mesh) holding(device string, docs []transport.Entry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.peer(device)
 	for _, d := range docs {
-		if len(p.holds) >= maxHolds {
-			return
+		b := storage.Bucket(storage.Kind(d.Kind), d.ID)
+		p.explained[b] = true
+		if p.serving != nil {
+			p.serving[b] = true
 		}
-		p.holds[holdKey(d.Kind, d.ID)] = headsKey(d.Heads)
+		if len(p.holds) < maxHolds {
+			p.holds[holdKey(d.Kind, d.ID)] = headsKey(d.Heads)
+		}
 	}
 }
 
 // behind counts the documents the peer device lacks, as far as the last
-// exchanges tell: none when its digest sum (sent by it or relayed by a
-// peer, lately) is ours, sum; else the documents that may go to it
-// changed here since the last pull it completed from us (all of them if
-// none), less those it is known to hold at their version (pushed to it
-// and applied, or received from it). It forgets what it holds that no
-// longer counts.
-func (m *Mesh) behind(device, sum string, now time.Time) (int, error) {
+// exchanges tell. None when its digest sum (sent by it or relayed by a
+// peer, lately) is ours, sum. Otherwise, in the buckets where our digest,
+// ours, differs from the one it sent with its last pull from us (every
+// bucket when it never pulled), the documents that may go to it changed
+// here since that pull (all of them if none), less those it is known to
+// hold at their version (pushed to it and applied, sent to it in a pull,
+// or received from it); and one for each such bucket that nothing
+// explains: no change since and no document that went between us since
+// (a namespace shared here, documents the peer lost). At least one while
+// its sum differs from ours. It forgets what it holds that no longer
+// counts.
+func (m *Mesh) behind(device string, ours *[256][32]byte, sum string, now time.Time) (int, error) {
 	m.mu.Lock()
 	p := m.peers[device]
 	peerSum := m.sumOf(device, now)
 	var after uint64
 	var holds map[string]string
+	var differ *[256]bool // nil: every bucket
+	var explained [256]bool
 	if p != nil {
 		if p.served {
 			after = p.servedSeq
+			differ = new([256]bool)
+			for b := range ours {
+				differ[b] = p.digest[b] != ours[b]
+			}
 		}
 		holds = maps.Clone(p.holds)
+		explained = p.explained
 	}
 	m.mu.Unlock()
 	if sum != "" && peerSum == sum {
@@ -273,16 +292,33 @@ func (m *Mesh) behind(device, sum string, now time.Time) (int, error) {
 	behind := 0
 	still := make(map[string]string)
 	err := replica{m}.Changed(device, after, math.MaxUint64, func(e transport.Entry) error {
+		b := storage.Bucket(storage.Kind(e.Kind), e.ID)
+		explained[b] = true
 		key := holdKey(e.Kind, e.ID)
 		if h, ok := holds[key]; ok && h == headsKey(e.Heads) {
 			still[key] = h
 			return nil
 		}
-		behind++
+		if differ == nil || differ[b] {
+			behind++
+		}
 		return nil
 	})
-	if err != nil || p == nil {
+	if err != nil {
 		return behind, err
+	}
+	if differ != nil {
+		for b := range differ {
+			if differ[b] && !explained[b] {
+				behind++
+			}
+		}
+	}
+	if behind == 0 && peerSum != "" && peerSum != sum {
+		behind = 1
+	}
+	if p == nil {
+		return behind, nil
 	}
 	m.mu.Lock()
 	for key, h := range p.holds {
@@ -292,6 +328,21 @@ func (m *Mesh) behind(device, sum string, now time.Time) (int, error) {
 	}
 	m.mu.Unlock()
 	return behind, nil
+}
+
+// servedReplica is the replica as a served pull sees it: it keeps the
+// documents it sent, which the puller holds once the pull completes.
+type servedReplica struct {
+	replica
+	sent []transport.Entry
+}
+
+func (r *servedReplica) Docs(peer string, want []transport.Entry) ([]transport.Entry, error) {
+	docs, err := r.replica.Docs(peer, want)
+	for _, d := range docs {
+		r.sent = append(r.sent, transport.Entry{Kind: d.Kind, ID: d.ID, Heads: d.Heads})
+	}
+	return docs, err
 }
 
 // pushedReplica is the replica as a push sees it: it keeps the documents
@@ -316,7 +367,7 @@ func (r *pushedReplica) Apply(peer string, docs []transport.Entry) error {
 // where every node reaches every other relays nothing. What is relayed is
 // this node's stored version of each document, under its own policy.
 func (m *Mesh) relay(from string, pushed []transport.Entry) {
-	if len(pushed) == 0 {
+	if len(pushed) == 0 || m.cfg.NoRelay {
 		return
 	}
 	now := m.clock.Now()
@@ -342,5 +393,6 @@ func (m *Mesh) relay(from string, pushed []transport.Entry) {
 		return
 	}
 	m.log.Debug("relaying a push", "from", from, "to", targets, "documents", len(batch))
+	m.relays.Add(int64(len(targets)))
 	m.queuePush(batch, targets)
 }

@@ -189,7 +189,7 @@ func (r replica) applyPart(peer string, docs []transport.Entry) (rejected int, e
 			merged[i] = m.mergeOne(d)
 		}
 	}
-	return r.commitMerged(peer, docs, merged)
+	return r.commitMerged(peer, docs, merged, unlock)
 }
 
 // mergeOne merges one document from a peer.
@@ -215,9 +215,11 @@ func (m *Mesh) changedSince(e transport.Entry, base string) bool {
 	return headsKey(rec.Heads) != base
 }
 
-// commitMerged commits the merges of docs, whose locks the caller holds.
-// It returns how many it rejected.
-func (r replica) commitMerged(peer string, docs []transport.Entry, merged []mergeResult) (rejected int, err error) {
+// commitMerged commits the merges of docs, whose locks the caller holds:
+// it releases them with unlock once the batch is applied, and waits for
+// its fsync after, so that local writes of those lock stripes do not wait
+// for it. It returns how many it rejected.
+func (r replica) commitMerged(peer string, docs []transport.Entry, merged []mergeResult, unlock func()) (rejected int, err error) {
 	m := r.m
 	var recs []storage.Record
 	var meshRecs []model.MeshRecord
@@ -254,12 +256,22 @@ func (r replica) commitMerged(peer string, docs []transport.Entry, merged []merg
 	if len(recs) == 0 {
 		return rejected, nil
 	}
-	seq, err := m.store.Commit(recs...)
+	p, err := m.store.CommitNoSyncWait(recs...)
+	if err == nil {
+		// Marked before it can be durable: the pusher, which reads only
+		// durable changes, never sees it unmarked.
+		m.mu.Lock()
+		m.remote[p.Seq()] = true
+		m.mu.Unlock()
+	}
+	unlock()
+	if err == nil {
+		_, err = p.SyncWait()
+	}
 	if err != nil {
 		return rejected, fmt.Errorf("store documents from %s: %w", peer, err)
 	}
 	m.mu.Lock()
-	m.remote[seq] = true
 	for _, mr := range meshRecs {
 		m.noteRecordLocked(mr)
 	}

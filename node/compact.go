@@ -170,7 +170,7 @@ func (n *Node) CompactApply(ctx context.Context, req api.CompactApplyRequest) (a
 		return api.CompactResult{}, fmt.Errorf("create summary: %w", err)
 	}
 	defer doc.Close()
-	if err := n.commit(doc, nil, recs...); err != nil {
+	if err := n.commit(unlock, doc, nil, recs...); err != nil {
 		return api.CompactResult{}, err
 	}
 	stored, err := n.load(sum.ID)

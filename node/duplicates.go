@@ -139,7 +139,7 @@ func (n *Node) linkCopy(from, to string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := n.store.Commit(rec); err != nil {
+	if err := n.commitUnlock(unlock, rec); err != nil {
 		return writeFailed("store edge", err)
 	}
 	n.changed()

@@ -203,7 +203,7 @@ func (n *Node) Link(ctx context.Context, req api.LinkRequest) (api.Edge, error) 
 		return api.Edge{}, fmt.Errorf("link %s %s %s: %w", from, rel, to, err)
 	}
 	defer doc.Close()
-	return n.commitEdge(doc)
+	return n.commitEdge(unlock, doc)
 }
 
 // Unlink deletes the edge From -Rel-> To. The tombstone replicates.
@@ -266,7 +266,7 @@ func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDo
 	if err := errors.Join(doc.SetUpdated(n.now().UTC()), doc.Commit("edit edge")); err != nil {
 		return api.Edge{}, err
 	}
-	return n.commitEdge(doc)
+	return n.commitEdge(unlock, doc)
 }
 
 // lockEdge takes the locks of an edge and of its memory endpoints, so
@@ -290,8 +290,9 @@ func (n *Node) lockEdge(id, from, to string) (unlock func(), err error) {
 	return unlock, nil
 }
 
-// commitEdge stores an edge document with its adjacency terms.
-func (n *Node) commitEdge(doc *crdt.EdgeDoc) (api.Edge, error) {
+// commitEdge stores an edge document with its adjacency terms; unlock
+// (lockEdge's) runs once the batch is applied (commitUnlock).
+func (n *Node) commitEdge(unlock func(), doc *crdt.EdgeDoc) (api.Edge, error) {
 	e, err := doc.Materialize()
 	if err != nil {
 		return api.Edge{}, fmt.Errorf("materialise edge: %w", err)
@@ -300,7 +301,7 @@ func (n *Node) commitEdge(doc *crdt.EdgeDoc) (api.Edge, error) {
 	if err != nil {
 		return api.Edge{}, err
 	}
-	if _, err := n.store.Commit(rec); err != nil {
+	if err := n.commitUnlock(unlock, rec); err != nil {
 		return api.Edge{}, writeFailed("store edge", err)
 	}
 	n.changed()

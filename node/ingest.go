@@ -87,7 +87,8 @@ func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.I
 		return rep, err
 	}
 	key := transcriptKey(path)
-	defer lockKey(n.transcriptLocks[:], key)()
+	n.sessionsMu.Lock()
+	defer n.sessionsMu.Unlock()
 	state := transcriptState{Client: client, Path: path}
 	if data, err := n.store.GetLocal(key); err == nil {
 		if json.Unmarshal(data, &state) != nil || state.Client != client {
@@ -120,7 +121,7 @@ func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.I
 				rep.Restarted = true
 			}
 			project = b.Session.Project
-			s, err := n.IngestSession(ctx, b.Session, n.sessionNamespace(project))
+			s, err := n.ingestSession(ctx, b.Session, n.sessionNamespace(project))
 			if err != nil {
 				return rep, err
 			}
@@ -178,13 +179,13 @@ func (n *Node) sessionNamespace(project string) string {
 }
 
 // resetSession drops a session's turns, to be read again from the start.
+// Callers hold sessionsMu.
 func (n *Node) resetSession(client, id string) error {
 	sid, err := sessionID(id)
 	if err != nil {
 		return err
 	}
 	metaKey, turnPrefix := sessionKey(client, sid)
-	defer lockKey(n.sessionLocks[:], metaKey)()
 	meta, err := n.localSession(metaKey)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
@@ -196,6 +197,7 @@ func (n *Node) resetSession(client, id string) error {
 		return err
 	}
 	meta.Turns, meta.Failures, meta.FilesChanged, meta.Commands = 0, 0, []string{}, []string{}
+	meta.Prompt, meta.Outcome = "", ""
 	data, err := json.Marshal(meta)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,5 +244,41 @@ func TestLearnedMemoryPromotedWhenRecalled(t *testing.T) {
 		if err != nil || string(m.Tier) != want {
 			t.Errorf("%s: tier %s, %v; want %s", id, m.Tier, err, want)
 		}
+	}
+}
+
+// TestIngestTranscriptSharingALockStripe reads a transcript whose path's
+// key falls in the same document lock stripe as its session's record. The
+// read held the one while taking the other (and the stripes of the
+// memories it writes): it waited on itself forever.
+func TestIngestTranscriptSharingALockStripe(t *testing.T) {
+	n, path := sessionsNode(t, -1)
+	meta, _ := sessionKey("claude-code", claudeSession)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clash string
+	for i := 0; clash == ""; i++ {
+		p := filepath.Join(filepath.Dir(path), fmt.Sprintf("copy%d.jsonl", i))
+		if lockStripe(transcriptKey(p)) == lockStripe(meta) {
+			clash = p
+		}
+	}
+	if err := os.WriteFile(clash, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.IngestTranscript(context.Background(), "claude-code", clash)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a hang, not a slow read
+		t.Fatal("reading the transcript waits on itself")
 	}
 }

@@ -34,8 +34,13 @@ const (
 	// to maxStrength.
 	strengthenStep = 0.1
 	maxStrength    = 0.95
-	// maxLearnTurns bounds the turns of a session read for candidates.
+	// maxLearnTurns bounds the turns of a session read for candidates at
+	// once, and learnContext is how many turns before the new ones are
+	// read with them (a fix's failed run, a decision's proposal).
 	maxLearnTurns = 5000
+	learnContext  = 200
+	// maxSessionLessons bounds the memories one session adds.
+	maxSessionLessons = 24
 )
 
 // learned is what a candidate of a session became.
@@ -46,12 +51,15 @@ type learned struct {
 	Repeat  bool   `json:"repeat"`  // it strengthened a memory that was there
 }
 
-// learnFromSession stores what the session's turns teach and returns how
-// many memories it added and strengthened.
-func (n *Node) learnFromSession(ctx context.Context, meta api.Session) (added, strengthened int, err error) {
+// learnFromSession stores what the session's turns from turn first on
+// teach (read with the learnContext turns before them) and returns how
+// many memories it added and strengthened. A read of a few new turns
+// costs those turns and their context, not the whole session.
+func (n *Node) learnFromSession(ctx context.Context, meta api.Session, first int) (added, strengthened int, err error) {
 	_, turnPrefix := sessionKey(meta.Client, meta.ID)
 	s := transcript.Session{Client: meta.Client, ID: meta.ID, Project: meta.Project}
-	err = n.store.ScanLocal(turnPrefix, func(_ string, v []byte) error {
+	from := fmt.Sprintf("%08d", max(0, first-learnContext))
+	err = n.store.ScanLocalFrom(turnPrefix, from, func(_ string, v []byte) error {
 		var t api.SessionTurn
 		if json.Unmarshal(v, &t) != nil {
 			return nil
@@ -69,6 +77,9 @@ func (n *Node) learnFromSession(ctx context.Context, meta api.Session) (added, s
 	for _, c := range extract.Candidates(s) {
 		if err := ctx.Err(); err != nil {
 			return added, strengthened, err
+		}
+		if meta.Learned+added >= maxSessionLessons {
+			break // a long session does not flood the namespace
 		}
 		a, st, err := n.learn(ctx, meta, s, c)
 		if err != nil {

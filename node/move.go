@@ -27,8 +27,9 @@ func (n *Node) leavesLocal(from, to string) bool {
 // (Memory.Replaces).
 //
 // moveOutOfLocal applies req to memory id (opened as doc and m, under its
-// lock), which it moves out of a local-only namespace, as a new memory.
-func (n *Node) moveOutOfLocal(id string, doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateRequest) (api.Memory, error) {
+// lock, which release frees), which it moves out of a local-only
+// namespace, as a new memory.
+func (n *Node) moveOutOfLocal(id string, doc *crdt.MemoryDoc, m *model.Memory, release func(), req api.UpdateRequest) (api.Memory, error) {
 	if err := n.applyUpdate(doc, m, req); err != nil {
 		return api.Memory{}, err
 	}
@@ -65,7 +66,7 @@ func (n *Node) moveOutOfLocal(id string, doc *crdt.MemoryDoc, m *model.Memory, r
 	if err != nil {
 		return api.Memory{}, err
 	}
-	if err := n.commit(fresh, nil, append(extra, purge...)...); err != nil {
+	if err := n.commit(release, fresh, nil, append(extra, purge...)...); err != nil {
 		return api.Memory{}, err
 	}
 	signal(n.expungeWake)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets"
@@ -58,6 +60,9 @@ type Config struct {
 	// second, negative writes each batch at once, so that Close and an
 	// erasure do not wait for it.
 	IndexFlushDelay time.Duration
+	// FS is the filesystem of the store (storage.Options.FS); nil means
+	// the OS's. Tests wrap it to see or fail its writes and syncs.
+	FS vfs.FS
 	// Rand, when set, is where new memory and revision ids, the Automerge
 	// actor and the mesh's epochs come from instead of crypto/rand: a
 	// simulation seeds it so that a run replays. Production leaves it nil.
@@ -92,6 +97,9 @@ type Node struct {
 	dups     *duplicateLinker
 	// ingestQueue holds the transcript reads asked for (Ingest).
 	ingestQueue chan api.IngestRequest
+	// sessionsMu serialises the reading of sessions, which writes
+	// memories (and so takes document locks) while it reads.
+	sessionsMu sync.Mutex
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -99,15 +107,9 @@ type Node struct {
 	ranks       *rankIndex // what the brief ranks memories by
 	tokenCounts tokenCache // token counts of brief items
 
-	locks [256]sync.Mutex // per-document write locks, striped by id hash
-	// Ingest's locks, apart from the documents' and taken before them,
-	// in this order: a transcript file's, then its session's (ingesting
-	// a session writes its summary memory, which takes a document's
-	// lock; in one array, two of them could share a stripe and deadlock).
-	transcriptLocks [64]sync.Mutex
-	sessionLocks    [64]sync.Mutex
-	importMu        sync.Mutex // imports check for existing ids, then write them
-	acyclicMu       sync.Mutex // links of acyclic relations check for cycles, then write
+	locks     [256]sync.Mutex // per-document write locks, striped by id hash
+	importMu  sync.Mutex      // imports check for existing ids, then write them
+	acyclicMu sync.Mutex      // links of acyclic relations check for cycles, then write
 
 	expungeMu   sync.Mutex    // one expunge at a time (see expunge)
 	expungeWake chan struct{} // erasures to expunge in the background
@@ -146,6 +148,7 @@ func New(cfg Config) (*Node, error) {
 		Logger:    log.With("component", "storage"),
 		MinFree:   cfg.MinFreeSpace,
 		TextTerms: textTerms,
+		FS:        cfg.FS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: open storage: %w", err)
@@ -304,19 +307,17 @@ func (n *Node) newID() string {
 // DeviceID is this machine's device id.
 func (n *Node) DeviceID() string { return n.id.DeviceID }
 
-// lock takes the write lock of one document and returns its unlock.
-func (n *Node) lock(id string) func() { return lockKey(n.locks[:], id) }
-
-// lockKey takes the lock of key's stripe among locks and returns its
-// unlock.
-func lockKey(locks []sync.Mutex, key string) func() {
-	m := &locks[lockStripe(key)%uint32(len(locks))]
+// lock takes the write lock of one document and returns its unlock,
+// which may be called more than once (see commitUnlock).
+func (n *Node) lock(id string) func() {
+	m := &n.locks[lockStripe(id)]
 	m.Lock()
-	return m.Unlock
+	return sync.OnceFunc(m.Unlock)
 }
 
 // lockAll takes the write locks of several documents, in stripe order so
-// that two callers cannot deadlock, and returns their unlock.
+// that two callers cannot deadlock, and returns their unlock, which may
+// be called more than once.
 func (n *Node) lockAll(ids []string) func() {
 	var take [len(Node{}.locks)]bool
 	for _, id := range ids {
@@ -327,13 +328,27 @@ func (n *Node) lockAll(ids []string) func() {
 			n.locks[i].Lock()
 		}
 	}
-	return func() {
+	return sync.OnceFunc(func() {
 		for i := range take {
 			if take[i] {
 				n.locks[i].Unlock()
 			}
 		}
+	})
+}
+
+// commitUnlock commits recs, calls unlock (the writer's locks of their
+// documents) once the batch is applied, and returns once it is durable:
+// the order of a document's versions is kept, and other writes of the
+// same lock stripes do not wait for this one's fsync.
+func (n *Node) commitUnlock(unlock func(), recs ...storage.Record) error {
+	p, err := n.store.CommitNoSyncWait(recs...)
+	unlock()
+	if err != nil {
+		return err
 	}
+	_, err = p.SyncWait()
+	return err
 }
 
 func lockStripe(id string) uint32 {

@@ -50,7 +50,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func remember(t *testing.T, n *Node, req api.RememberRequest) api.RememberResult {
+func remember(t testing.TB, n *Node, req api.RememberRequest) api.RememberResult {
 	t.Helper()
 	res, err := n.Remember(context.Background(), req)
 	if err != nil {

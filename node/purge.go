@@ -87,7 +87,7 @@ func (n *Node) commitTombstone(ts crdt.Tombstone) (int, error) {
 	if err != nil || len(recs) == 0 {
 		return 0, err
 	}
-	if _, err := n.store.Commit(recs...); err != nil {
+	if err := n.commitUnlock(unlock, recs...); err != nil {
 		return 0, fmt.Errorf("purge %s: %w", DisplayID(ts.ID), storeError(err))
 	}
 	n.changed()

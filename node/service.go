@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memmesh/memmesh/api"
@@ -50,7 +51,7 @@ func (n *Node) Remember(ctx context.Context, req api.RememberRequest) (api.Remem
 	if err != nil {
 		return api.RememberResult{}, err
 	}
-	if err := n.commit(doc, words, links...); err != nil {
+	if err := n.commit(unlock, doc, words, links...); err != nil {
 		return api.RememberResult{}, err
 	}
 	return api.RememberResult{ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Similar: similar, Redacted: redacted}, nil
@@ -237,8 +238,9 @@ func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]api.Similar,
 
 // commit materialises doc and stores it durably in one synced batch, with
 // extra records (edges made with it), then hands it to the indexer. words
-// may be nil; it is computed when needed.
-func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}, extra ...storage.Record) error {
+// may be nil; it is computed when needed. unlock releases the caller's
+// locks once the batch is applied, before its fsync (commitUnlock).
+func (n *Node) commit(unlock func(), doc *crdt.MemoryDoc, words map[string]struct{}, extra ...storage.Record) error {
 	m, err := doc.Materialize()
 	if err != nil {
 		return fmt.Errorf("materialise memory: %w", err)
@@ -248,7 +250,7 @@ func (n *Node) commit(doc *crdt.MemoryDoc, words map[string]struct{}, extra ...s
 		return err
 	}
 	rec.Doc = doc.Save()
-	if _, err := n.store.Commit(append([]storage.Record{rec}, extra...)...); err != nil {
+	if err := n.commitUnlock(unlock, append([]storage.Record{rec}, extra...)...); err != nil {
 		return writeFailed("store memory "+DisplayID(m.ID), err)
 	}
 	n.changed()
@@ -357,10 +359,10 @@ func (n *Node) Update(ctx context.Context, ref string, req api.UpdateRequest) (a
 	defer release()
 	if req.Namespace != nil {
 		if to, err := NormalizeNamespace(*req.Namespace); err == nil && n.leavesLocal(m.Namespace, to) {
-			return n.moveOutOfLocal(id, doc, &m, req)
+			return n.moveOutOfLocal(id, doc, &m, release, req)
 		}
 	}
-	return n.changeMemory(id, doc, &m, func(doc *crdt.MemoryDoc, m *model.Memory) error {
+	return n.changeMemory(id, doc, &m, release, func(doc *crdt.MemoryDoc, m *model.Memory) error {
 		return n.applyUpdate(doc, m, req)
 	})
 }
@@ -410,11 +412,12 @@ func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc,
 		return api.Memory{}, err
 	}
 	defer release()
-	return n.changeMemory(id, doc, &m, change)
+	return n.changeMemory(id, doc, &m, release, change)
 }
 
 // openMemory resolves ref, takes the memory's lock and loads it for a
-// change; release closes the document and unlocks.
+// change; release closes the document and unlocks (once, however often it
+// is called).
 func (n *Node) openMemory(ref string, deleted bool) (id string, m model.Memory, doc *crdt.MemoryDoc, release func(), err error) {
 	if id, err = n.resolve(ref); err != nil {
 		return "", m, nil, nil, err
@@ -437,11 +440,12 @@ func (n *Node) openMemory(ref string, deleted bool) (id string, m model.Memory, 
 	if doc, err = crdt.LoadMemoryDoc(n.actor, data); err != nil {
 		return fail(fmt.Errorf("load memory %s: %w", DisplayID(id), err))
 	}
-	return id, m, doc, func() { doc.Close(); unlock() }, nil
+	return id, m, doc, sync.OnceFunc(func() { doc.Close(); unlock() }), nil
 }
 
-// changeMemory applies change to an opened memory and commits it.
-func (n *Node) changeMemory(id string, doc *crdt.MemoryDoc, m *model.Memory, change func(*crdt.MemoryDoc, *model.Memory) error) (api.Memory, error) {
+// changeMemory applies change to an opened memory and commits it;
+// release (openMemory's) runs once the commit is applied.
+func (n *Node) changeMemory(id string, doc *crdt.MemoryDoc, m *model.Memory, release func(), change func(*crdt.MemoryDoc, *model.Memory) error) (api.Memory, error) {
 	if err := change(doc, m); errors.Is(err, errUnchanged) {
 		return n.view(*m), nil
 	} else if err != nil {
@@ -453,7 +457,7 @@ func (n *Node) changeMemory(id string, doc *crdt.MemoryDoc, m *model.Memory, cha
 	if err := doc.Commit("update"); err != nil {
 		return api.Memory{}, fmt.Errorf("commit memory %s: %w", DisplayID(id), err)
 	}
-	if err := n.commit(doc, nil); err != nil {
+	if err := n.commit(release, doc, nil); err != nil {
 		return api.Memory{}, err
 	}
 	updated, err := n.load(id)

@@ -54,6 +54,14 @@ var (
 	decisionRE = regexp.MustCompile(`(?i)\b(decided|decision|let'?s go with|we('| wi)ll use|going with|settled on|chose|instead of)\b`)
 )
 
+// sessionRecord is what the machine that ran a session keeps of it: the
+// session, and its first prompt and last reply for its summary.
+type sessionRecord struct {
+	api.Session
+	Prompt  string `json:"prompt,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+}
+
 // sessionKey returns the local key of a session's metadata, and the
 // prefix of its turns' keys.
 func sessionKey(client, id string) (meta, turns string) {
@@ -78,6 +86,13 @@ func sessionID(id string) (string, error) {
 // memory in namespace ns, or updates it when the session grew. It returns
 // the session as stored.
 func (n *Node) IngestSession(ctx context.Context, s transcript.Session, ns string) (api.Session, error) {
+	n.sessionsMu.Lock()
+	defer n.sessionsMu.Unlock()
+	return n.ingestSession(ctx, s, ns)
+}
+
+// ingestSession is IngestSession; callers hold sessionsMu.
+func (n *Node) ingestSession(ctx context.Context, s transcript.Session, ns string) (api.Session, error) {
 	if !clientRE.MatchString(s.Client) {
 		return api.Session{}, api.Invalidf("session client %q: use lower-case letters, digits and -", s.Client)
 	}
@@ -89,16 +104,16 @@ func (n *Node) IngestSession(ctx context.Context, s transcript.Session, ns strin
 		return api.Session{}, err
 	}
 	metaKey, turnPrefix := sessionKey(s.Client, id)
-	defer lockKey(n.sessionLocks[:], metaKey)()
 
 	meta, err := n.localSession(metaKey)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		meta = api.Session{ID: id, Client: s.Client, Namespace: ns, Device: n.id.DeviceID, Local: true,
-			FilesChanged: []string{}, Commands: []string{}}
+		meta = sessionRecord{Session: api.Session{ID: id, Client: s.Client, Namespace: ns, Device: n.id.DeviceID, Local: true,
+			FilesChanged: []string{}, Commands: []string{}}}
 	case err != nil:
 		return api.Session{}, err
 	}
+	first := meta.Turns // the first turn this read adds
 	if s.Project != "" {
 		meta.Project = clip(secretsFree(s.Project), maxSummaryLine)
 	}
@@ -129,12 +144,12 @@ func (n *Node) IngestSession(ctx context.Context, s transcript.Session, ns strin
 	}
 	meta.End = latest(meta.End, meta.Start)
 	if added > 0 || meta.SummaryID == "" {
-		if err := n.writeSessionSummary(ctx, &meta, turnPrefix); err != nil {
+		if err := n.writeSessionSummary(ctx, &meta); err != nil {
 			return api.Session{}, err
 		}
 	}
 	if added > 0 {
-		learned, strengthened, err := n.learnFromSession(ctx, meta)
+		learned, strengthened, err := n.learnFromSession(ctx, meta.Session, first)
 		if err != nil {
 			return api.Session{}, err
 		}
@@ -148,7 +163,7 @@ func (n *Node) IngestSession(ctx context.Context, s transcript.Session, ns strin
 	if err := n.store.PutLocalDurable(metaKey, data); err != nil {
 		return api.Session{}, fmt.Errorf("store session %s: %w", id, err)
 	}
-	return meta, nil
+	return meta.Session, nil
 }
 
 // sessionTurn is t scrubbed of secrets and bounded.
@@ -175,9 +190,16 @@ func secretsFree(s string) string {
 	return out
 }
 
-// noteTurn adds what turn changed, ran and failed to the session's
-// metadata.
-func noteTurn(meta *api.Session, turn api.SessionTurn) {
+// noteTurn adds what turn said, changed, ran and failed to the
+// session's record.
+func noteTurn(meta *sessionRecord, turn api.SessionTurn) {
+	switch text := strings.TrimSpace(turn.Text); {
+	case text == "":
+	case turn.Role == string(transcript.RoleUser) && meta.Prompt == "":
+		meta.Prompt = clip(text, maxSummaryLine*4)
+	case turn.Role == string(transcript.RoleAssistant) && turn.Tool == "":
+		meta.Outcome = clip(text, maxSummaryLine*4)
+	}
 	if !turn.Time.IsZero() {
 		meta.Start = earliest(meta.Start, turn.Time)
 		meta.End = latest(meta.End, turn.Time)
@@ -199,13 +221,9 @@ func noteTurn(meta *api.Session, turn api.SessionTurn) {
 
 // writeSessionSummary writes the session's summary memory, or a new
 // revision of it.
-func (n *Node) writeSessionSummary(ctx context.Context, meta *api.Session, turnPrefix string) error {
-	prompt, outcome, err := n.sessionEnds(turnPrefix)
-	if err != nil {
-		return err
-	}
-	meta.Title = "Session: " + cmp.Or(clip(firstLine(prompt), 80), meta.Client+" in "+cmp.Or(meta.Project, meta.Namespace))
-	meta.Summary = sessionSummary(*meta, prompt, outcome)
+func (n *Node) writeSessionSummary(ctx context.Context, meta *sessionRecord) error {
+	meta.Title = "Session: " + cmp.Or(clip(firstLine(meta.Prompt), 80), meta.Client+" in "+cmp.Or(meta.Project, meta.Namespace))
+	meta.Summary = sessionSummary(meta.Session, meta.Prompt, meta.Outcome)
 	if meta.SummaryID != "" {
 		_, err := n.Update(ctx, meta.SummaryID, api.UpdateRequest{Title: &meta.Title, Content: &meta.Summary})
 		if !errors.Is(err, api.ErrNotFound) {
@@ -222,28 +240,6 @@ func (n *Node) writeSessionSummary(ctx context.Context, meta *api.Session, turnP
 	}
 	meta.SummaryID = res.ID
 	return nil
-}
-
-// sessionEnds returns the session's first prompt and its last reply.
-func (n *Node) sessionEnds(turnPrefix string) (prompt, outcome string, err error) {
-	err = n.store.ScanLocal(turnPrefix, func(_ string, v []byte) error {
-		var t api.SessionTurn
-		if json.Unmarshal(v, &t) != nil || strings.TrimSpace(t.Text) == "" {
-			return nil
-		}
-		switch transcript.Role(t.Role) {
-		case transcript.RoleUser:
-			if prompt == "" {
-				prompt = t.Text
-			}
-		case transcript.RoleAssistant:
-			if t.Tool == "" {
-				outcome = t.Text
-			}
-		}
-		return nil
-	})
-	return prompt, outcome, err
 }
 
 // The summary's lines; the first words of each are how sessionFromMemory
@@ -385,7 +381,7 @@ func (n *Node) Session(ctx context.Context, ref string) (api.SessionDetail, erro
 	metaKey, turnPrefix := sessionKey(d.Client, d.ID)
 	if meta, err := n.localSession(metaKey); err == nil {
 		meta.DeviceName, meta.Title, meta.Summary, meta.SummaryID = d.DeviceName, d.Title, d.Summary, d.SummaryID
-		d.Session = meta
+		d.Session = meta.Session
 	}
 	err = n.store.ScanLocal(turnPrefix, func(_ string, v []byte) error {
 		var t api.SessionTurn
@@ -490,14 +486,14 @@ func turnHolds(t api.SessionTurn, words []string) bool {
 	return true
 }
 
-func (n *Node) localSession(key string) (api.Session, error) {
+func (n *Node) localSession(key string) (sessionRecord, error) {
 	data, err := n.store.GetLocal(key)
 	if err != nil {
-		return api.Session{}, err
+		return sessionRecord{}, err
 	}
-	var s api.Session
+	var s sessionRecord
 	if err := json.Unmarshal(data, &s); err != nil {
-		return api.Session{}, fmt.Errorf("session record %s: %w", key, err)
+		return sessionRecord{}, fmt.Errorf("session record %s: %w", key, err)
 	}
 	return s, nil
 }

@@ -21,51 +21,86 @@ import (
 // Callers must not commit the same document from two goroutines at once:
 // Commit reads the previous version to replace it.
 func (s *Store) Commit(recs ...Record) (uint64, error) {
+	p, err := s.CommitNoSyncWait(recs...)
+	if err != nil {
+		return 0, err
+	}
+	return p.SyncWait()
+}
+
+// Pending is a commit applied but maybe not yet durable (see
+// CommitNoSyncWait).
+type Pending struct {
+	s      *Store
+	b      *pebble.Batch
+	seq    uint64
+	recs   []Record
+	erased [][]byte
+}
+
+// CommitNoSyncWait is Commit up to the fsync: it returns once the batch
+// is applied, visible to reads and to the next Commit of its documents,
+// and its fsync requested. The caller must call the result's SyncWait,
+// which returns once the batch is durable: a write is acknowledged only
+// then. Until then the change log (Changes, DurableSeq) does not show it.
+//
+// A caller that serialises the Commits of a document need hold its lock
+// only until CommitNoSyncWait returns: the order of a document's versions
+// is the order of their applies, and the fsyncs of concurrent commits
+// are shared.
+func (s *Store) CommitNoSyncWait(recs ...Record) (*Pending, error) {
 	if len(recs) == 0 {
-		return 0, fmt.Errorf("%w: commit of no records", ErrInvalid)
+		return nil, fmt.Errorf("%w: commit of no records", ErrInvalid)
 	}
 	seen := make(map[string]bool, len(recs))
 	for i := range recs {
 		if err := recs[i].validate(); err != nil {
-			return 0, err
+			return nil, err
 		}
 		k := string(recordKey(recs[i].Kind, recs[i].ID))
 		if seen[k] {
-			return 0, fmt.Errorf("%w: %v %s twice in one commit", ErrInvalid, recs[i].Kind, recs[i].ID)
+			return nil, fmt.Errorf("%w: %v %s twice in one commit", ErrInvalid, recs[i].Kind, recs[i].ID)
 		}
 		seen[k] = true
 	}
 	if err := s.recover(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := s.enter(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer s.leave()
+	p := &Pending{s: s, b: s.db.NewBatch(), recs: recs}
+	if err := p.apply(); err != nil {
+		p.b.Close()
+		s.leave()
+		return nil, err
+	}
+	return p, nil
+}
 
+// apply stages the records in the batch and applies it.
+func (p *Pending) apply() error {
+	s, b, recs := p.s, p.b, p.recs
 	// Batch writes fail only once a batch is committing, so their errors
 	// are not checked.
-	b := s.db.NewBatch()
-	defer b.Close()
 	envs := make([][]byte, len(recs))
 	changes := make([][]byte, len(recs))
-	var erased [][]byte
 	extra := 0 // the records and change-log entries, added under commitMu
 	for i := range recs {
 		r := &recs[i]
 		keys, err := s.stage(b, r)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if r.Erase {
-			erased = append(erased, keys...)
+			p.erased = append(p.erased, keys...)
 			continue
 		}
 		envs[i] = appendEnvelope(nil, 0, r)
 		changes[i] = changeKey(0, r.Kind, r.ID)
 		extra += len(envs[i]) + 2*len(changes[i])
 	}
-	if len(erased) > 0 {
+	if len(p.erased) > 0 {
 		// Durable with the erasure: a crash before Expunge has run makes
 		// the next Open expunge everything.
 		b.Set(metaKey(metaErasePending), nil, nil)
@@ -83,36 +118,47 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 			s.held[recs[i].Kind].Store(true)
 		}
 	}
-	var seq uint64
-	err := s.apply(b, int64(b.Len()+extra), true, func() {
-		seq = s.nextSeq
+	return s.applyNoSyncWait(b, int64(b.Len()+extra), true, func() {
+		p.seq = s.nextSeq
 		s.nextSeq++
 		for i := range recs {
 			if recs[i].Erase {
 				continue
 			}
-			binary.BigEndian.PutUint64(envs[i], seq)
-			binary.BigEndian.PutUint64(changes[i][1:], seq)
+			binary.BigEndian.PutUint64(envs[i], p.seq)
+			binary.BigEndian.PutUint64(changes[i][1:], p.seq)
 			b.Set(recordKey(recs[i].Kind, recs[i].ID), envs[i], nil)
 			b.Set(changes[i], nil, nil)
 		}
 	})
-	if err != nil {
-		return 0, err
+}
+
+// Seq is the sequence number the commit's records share.
+func (p *Pending) Seq() uint64 { return p.seq }
+
+// SyncWait returns once the commit is durable, with its sequence number,
+// which it also sets in each record's Seq; only then do the change log
+// and DurableSeq show it. Call it once.
+func (p *Pending) SyncWait() (uint64, error) {
+	s := p.s
+	defer s.leave()
+	defer p.b.Close()
+	if err := p.b.SyncWait(); err != nil {
+		return 0, s.failedWrite(err)
 	}
-	s.erased(erased)
+	s.erased(p.erased)
 
 	// Concurrent Commits finish in any order: DurableSeq only moves up.
 	for {
 		d := s.durable.Load()
-		if d >= seq || s.durable.CompareAndSwap(d, seq) {
+		if d >= p.seq || s.durable.CompareAndSwap(d, p.seq) {
 			break
 		}
 	}
-	for i := range recs {
-		recs[i].Seq = seq
+	for i := range p.recs {
+		p.recs[i].Seq = p.seq
 	}
-	return seq, nil
+	return p.seq, nil
 }
 
 // apply hands b, of about need bytes once fill has run, to Pebble's
@@ -122,6 +168,20 @@ func (s *Store) Commit(recs ...Record) (uint64, error) {
 // leave less free space than the reserve, or that follows a failed log
 // write, is refused and changes nothing.
 func (s *Store) apply(b *pebble.Batch, need int64, sync bool, fill func()) error {
+	if err := s.applyNoSyncWait(b, need, sync, fill); err != nil {
+		return err
+	}
+	if sync {
+		if err := b.SyncWait(); err != nil {
+			return s.failedWrite(err)
+		}
+	}
+	return nil
+}
+
+// applyNoSyncWait is apply up to the fsync: with sync, it returns once b
+// is applied and its fsync requested, and b.SyncWait awaits it.
+func (s *Store) applyNoSyncWait(b *pebble.Batch, need int64, sync bool, fill func()) error {
 	if err := s.space.admit(need); err != nil {
 		return err
 	}
@@ -140,9 +200,6 @@ func (s *Store) apply(b *pebble.Batch, need int64, sync bool, fill func()) error
 		err = s.db.Apply(b, pebble.NoSync)
 	}
 	s.commitMu.Unlock()
-	if err == nil && sync {
-		err = b.SyncWait()
-	}
 	if err != nil {
 		return s.failedWrite(err)
 	}

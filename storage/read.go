@@ -134,6 +134,20 @@ func (s *Store) ScanLocal(prefix string, fn func(key string, value []byte) error
 	})
 }
 
+// ScanLocalFrom is ScanLocal of the keys under prefix from prefix+from
+// on.
+func (s *Store) ScanLocalFrom(prefix, from string, fn func(key string, value []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	opts := prefixOptions(localKey(prefix))
+	opts.LowerBound = localKey(prefix + from)
+	return forEach(s.db, "scan local", opts, func(k, v []byte) error {
+		return fn(string(k[1:]), v)
+	})
+}
+
 // getValue returns a copy of the value under key, or ErrNotFound.
 func (s *Store) getValue(key []byte) ([]byte, error) {
 	v, closer, err := s.db.Get(key)

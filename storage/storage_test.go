@@ -499,6 +499,14 @@ func TestLocal(t *testing.T) {
 	if want := []string{"access/a=3", "access/b=5"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("ScanLocal = %v, %v; want %v", got, err, want)
 	}
+	got = nil
+	err = s.ScanLocalFrom("access/", "b", func(k string, v []byte) error {
+		got = append(got, k)
+		return nil
+	})
+	if want := []string{"access/b"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ScanLocalFrom = %v, %v; want %v", got, err, want)
+	}
 	if err := s.DeleteLocalPrefix("access/"); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ object of its figures. The running daemon and its home are not touched.`,
 	}
 	cmd.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (go tool pprof; samples carry a phase label)")
 	cmd.AddCommand(a.benchLocomoCommand(), a.benchCaptureCommand(), a.benchSearchCommand(),
-		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand(), a.benchBriefCommand())
+		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand(), a.benchBriefCommand(), a.benchSessionsCommand())
 	return cmd
 }
 
@@ -252,5 +252,26 @@ the mesh on an ephemeral loopback port, and is stopped with SIGTERM.`,
 	}
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories in the home")
 	cmd.Flags().IntVar(&opts.Runs, "runs", opts.Runs, "daemon starts timed")
+	return cmd
+}
+
+func (a *app) benchSessionsCommand() *cobra.Command {
+	opts := bench.SessionsOptions{MB: 50, Hooks: 50}
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "Reading agents' transcripts: throughput, a read of one more turn, the hook",
+		Long: `Generate a Claude Code transcript of --mb MB and read it whole into a fresh
+node (adapter, scrubbing, storage, the session's summary and lessons): MB/s
+and turns/s, wall and CPU time. Append one turn and time the read of it.
+Then start a daemon (this executable) and run 'memmesh sessions ingest
+--hook' --hooks times as a client's hook runs it: latency from process start
+to exit (p50, p99).`,
+		Example: `  memmesh bench sessions
+  memmesh bench sessions --mb 5 --hooks 20 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: benchRunE(a, &opts, bench.Sessions),
+	}
+	cmd.Flags().IntVar(&opts.MB, "mb", opts.MB, "size of the transcript in MB (1 to 2000)")
+	cmd.Flags().IntVar(&opts.Hooks, "hooks", opts.Hooks, "runs of the ingest hook (1 to 10000)")
 	return cmd
 }

@@ -41,6 +41,7 @@ type Config struct {
 	MinFreeSpace string         `toml:"min_free_space"`
 	Search       SearchConfig   `toml:"search"`
 	Sessions     SessionsConfig `toml:"sessions"`
+	Mesh         MeshTuning     `toml:"mesh"`
 }
 
 // SessionsConfig says how the daemon reads agents' transcripts.
@@ -50,6 +51,16 @@ type SessionsConfig struct {
 	Off bool `toml:"off"`
 	// Interval is the time between two scans ("" means a minute).
 	Interval string `toml:"interval"`
+}
+
+// MeshTuning tunes the mesh's failure detection: slower detection rides
+// out longer losses without calling a peer dead.
+type MeshTuning struct {
+	// ProbeInterval is the period of membership probes ("500ms").
+	ProbeInterval string `toml:"probe_interval"`
+	// SuspicionMult is how many probe intervals a peer that fails its
+	// probes stays suspect before it is declared dead (default 3).
+	SuspicionMult int `toml:"suspicion_mult"`
 }
 
 // SearchConfig tunes ranking.
@@ -136,7 +147,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -155,6 +166,12 @@ func (c Config) validate() error {
 	}
 	if _, err := c.sessionsInterval(); err != nil {
 		return err
+	}
+	if _, err := c.probeInterval(); err != nil {
+		return err
+	}
+	if m := c.Mesh.SuspicionMult; m < 0 || m > maxSuspicionMult {
+		return fmt.Errorf("config: mesh.suspicion_mult %d: use 1 to %d (0: the default, 3)", m, maxSuspicionMult)
 	}
 	for key, addr := range map[string]string{"listen": c.Listen, "advertise": c.Advertise} {
 		if err := checkHostPort(addr); addr != "" && err != nil {
@@ -196,6 +213,25 @@ func (c Config) halfLife() (time.Duration, error) {
 	d, err := api.ParseTTL(c.Search.RecencyHalfLife)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("config: search.recency_half_life %q: use a duration such as 30d or 720h", c.Search.RecencyHalfLife)
+	}
+	return d, nil
+}
+
+// Bounds of the mesh's failure detection settings.
+const (
+	minProbeInterval = 50 * time.Millisecond
+	maxProbeInterval = time.Minute
+	maxSuspicionMult = 100
+)
+
+// probeInterval returns mesh.probe_interval; 0 means the mesh's default.
+func (c Config) probeInterval() (time.Duration, error) {
+	if c.Mesh.ProbeInterval == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(c.Mesh.ProbeInterval)
+	if err != nil || d < minProbeInterval || d > maxProbeInterval {
+		return 0, fmt.Errorf("config: mesh.probe_interval %q: use a duration from %s to %s, such as 500ms", c.Mesh.ProbeInterval, minProbeInterval, maxProbeInterval)
 	}
 	return d, nil
 }

@@ -36,3 +36,26 @@ func TestMinFreeSpace(t *testing.T) {
 		}
 	}
 }
+
+func TestMeshTuning(t *testing.T) {
+	for _, tc := range []struct {
+		probe   string
+		mult    int
+		wantErr bool
+	}{
+		{},
+		{probe: "500ms", mult: 3},
+		{probe: "2s", mult: 100},
+		{probe: "10ms", wantErr: true},
+		{probe: "2m", wantErr: true},
+		{probe: "fast", wantErr: true},
+		{mult: -1, wantErr: true},
+		{mult: 101, wantErr: true},
+	} {
+		cfg := defaultConfig()
+		cfg.Mesh = MeshTuning{ProbeInterval: tc.probe, SuspicionMult: tc.mult}
+		if err := cfg.validate(); (err != nil) != tc.wantErr {
+			t.Errorf("mesh.probe_interval %q, mesh.suspicion_mult %d: validate = %v, want an error: %v", tc.probe, tc.mult, err, tc.wantErr)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -65,6 +66,8 @@ func TestMeshFlags(t *testing.T) {
 		{name: "flags over config", cfg: Config{Listen: ":7430", Name: "laptop"},
 			args: []string{"--listen", "127.0.0.1:7440", "--name", "desk", "--advertise", "10.0.0.5:7440", "--join", "10.0.0.6:7420"},
 			want: meshConfig{Config: mesh.Config{Listen: "127.0.0.1:7440", Advertise: "10.0.0.5:7440", Name: "desk", Join: []string{"10.0.0.6:7420"}}, required: true}},
+		{name: "failure detection", cfg: Config{Mesh: MeshTuning{ProbeInterval: "250ms", SuspicionMult: 20}},
+			want: meshConfig{Config: mesh.Config{ProbeInterval: 250 * time.Millisecond, SuspicionMult: 20}}},
 		{name: "no mesh", cfg: Config{Listen: ":7430"}, args: []string{"--no-mesh"}, want: meshConfig{off: true}},
 		{name: "no mesh and listen", args: []string{"--no-mesh", "--listen", ":7430"}, wantUsage: true},
 		{name: "bad join", args: []string{"--join", "somewhere"}, wantUsage: true},
@@ -89,7 +92,8 @@ func TestMeshFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.off != tc.want.off || got.required != tc.want.required || got.Listen != tc.want.Listen ||
-				got.Advertise != tc.want.Advertise || got.Name != tc.want.Name || strings.Join(got.Join, ",") != strings.Join(tc.want.Join, ",") {
+				got.Advertise != tc.want.Advertise || got.Name != tc.want.Name || strings.Join(got.Join, ",") != strings.Join(tc.want.Join, ",") ||
+				got.ProbeInterval != tc.want.ProbeInterval || got.SuspicionMult != tc.want.SuspicionMult {
 				t.Errorf("resolve = %+v, want %+v", got, tc.want)
 			}
 		})

@@ -47,7 +47,9 @@ func (f *meshFlags) resolve(cmd *cobra.Command, cfg Config) (meshConfig, error) 
 		}
 		return meshConfig{off: true}, nil
 	}
-	mc := meshConfig{Config: mesh.Config{Listen: cfg.Listen, Advertise: cfg.Advertise, Name: cfg.Name, Join: f.join}}
+	probe, _ := cfg.probeInterval() // checked with the config
+	mc := meshConfig{Config: mesh.Config{Listen: cfg.Listen, Advertise: cfg.Advertise, Name: cfg.Name, Join: f.join,
+		ProbeInterval: probe, SuspicionMult: cfg.Mesh.SuspicionMult}}
 	if fs.Changed("listen") {
 		mc.Listen = f.listen
 	}

@@ -162,8 +162,8 @@ type daemon struct {
 
 // startDaemon starts `memmesh serve` on home, without MCP over HTTP and
 // with the mesh on an ephemeral loopback port, its output appended to
-// logPath.
-func startDaemon(binary, home, logPath string) (*daemon, error) {
+// logPath, with env added to its environment.
+func startDaemon(binary, home, logPath string, env ...string) (*daemon, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -173,7 +173,7 @@ func startDaemon(binary, home, logPath string) (*daemon, error) {
 	}
 	defer out.Close()
 	cmd := exec.Command(binary, "serve", "--home", home, "--listen", "127.0.0.1:0", "--http", "")
-	cmd.Env = daemonEnv()
+	cmd.Env = append(daemonEnv(), env...)
 	cmd.Dir = home
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
