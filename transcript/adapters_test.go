@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +37,7 @@ const (
 	claudeFixture   = home + "/.claude/projects/-home-dev-src-fetchkit/7f3c9a2e-5b1d-4e8a-9c47-2d6f0b8e1a53.jsonl"
 	codexFixture    = home + "/.codex/sessions/2026/11/21/rollout-2026-11-21T16-02-11-019a8c3e-77d2-7b41-9f3a-5e1c2d4b6a80.jsonl"
 	geminiFixture   = home + "/.gemini/tmp/326d90a056d51a045cce062efd2040e25b4457ccf8a55023715ba7c9d69cecb9/chats/session-2026-11-22T08-40-5d2e7c1a.json"
-	clineFixture    = home + "/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1763900000000/ui_messages.json"
+	clineFixture    = home + "/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1795436000000/ui_messages.json"
 	continueFixture = home + "/.continue/sessions/b81f3c2a-6d4e-4a7b-9e15-0c2d3f4a5b6c.json"
 	opencodeFixture = home + "/.local/share/opencode/storage/session/8f2e4c6a0b1d3e5f7a9c1e3b5d7f9a1c3e5b7d9f/ses_5a1b2c3d4ffeAbCdEfGhIjKlMn.json"
 	aiderFixture    = home + "/src/pyparse/.aider.chat.history.md"
@@ -157,9 +159,11 @@ func TestCodexFixture(t *testing.T) {
 			{role: RoleUser, line: 17, text: "also always run cargo clippy"},
 			{role: RoleAssistant, line: 18, tool: "shell", command: clippy},
 			{role: RoleTool, line: 19, tool: "shell", command: clippy, exit: exit(0), text: "    Checking ledger"},
-			{role: RoleAssistant, line: 22, text: "Build, tests and clippy pass"},
+			{role: RoleAssistant, line: 20, tool: "exec_command", command: "git diff --stat"},
+			{role: RoleTool, line: 21, tool: "exec_command", command: "git diff --stat", exit: exit(0), text: "Chunk ID"},
+			{role: RoleAssistant, line: 24, text: "Build, tests and clippy pass"},
 		},
-		warnings: []int{20, 21, 23},
+		warnings: []int{22, 23, 25},
 	})
 }
 
@@ -200,8 +204,8 @@ func TestClineFixture(t *testing.T) {
 	b := readAll(t, Cline{}, clineFixture)
 	const dry = "bash scripts/deploy.sh --dry-run"
 	checkSession(t, b, wantSession{
-		id: "1763900000000", project: "/home/dev/src/shipyard",
-		start: "2025-11-23T12:13:20Z", end: "2025-11-23T12:14:02.3Z",
+		id: "1795436000000", project: "/home/dev/src/shipyard",
+		start: "2026-11-23T12:13:20Z", end: "2026-11-23T12:14:02.3Z",
 		turns: []wantTurn{
 			{role: RoleUser, text: "Add a --dry-run flag"},
 			{role: RoleAssistant, text: "I'll read the deploy script first."},
@@ -248,7 +252,7 @@ func TestOpenCodeFixture(t *testing.T) {
 	const test = "npm test -- tilecache"
 	checkSession(t, b, wantSession{
 		id: "ses_5a1b2c3d4ffeAbCdEfGhIjKlMn", project: "/home/dev/src/trailmap", title: "Fix tile cache eviction",
-		start: "2025-11-24T16:00:00Z", end: "2025-11-24T16:01:02Z",
+		start: "2026-11-24T16:00:00Z", end: "2026-11-24T16:01:02Z",
 		turns: []wantTurn{
 			{role: RoleUser, text: "The tile cache never evicts"},
 			{role: RoleAssistant, text: "I'll run the cache tests"},
@@ -329,5 +333,54 @@ func TestDiscover(t *testing.T) {
 	}
 	if n := len(Adapters(Config{})); n != 7 {
 		t.Errorf("%d adapters, want 7", n)
+	}
+}
+
+func TestExitCodeIn(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want *int
+	}{
+		{"Exit code 2\nerror: no such file", exit(2)},
+		{"Exit code: 0\nWall time: 1.2 seconds\nOutput:\nok", exit(0)},
+		{"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 127\nOutput:\n", exit(127)},
+		{"Command: make\nStdout: (empty)\nExit Code: -1\nSignal: 9", exit(-1)},
+		{"the test printed: Exit code 3 somewhere", nil},
+		{"all good", nil},
+	} {
+		if got := exitCodeIn(tc.out); deref(got) != deref(tc.want) {
+			t.Errorf("exitCodeIn(%q) = %v, want %v", tc.out, deref(got), deref(tc.want))
+		}
+	}
+}
+
+func TestCodexOlderRollouts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollout-2025-06-02T10-11-12-5e6f.jsonl")
+	lines := []string{
+		`{"id":"5e6f7a8b-0000-4000-8000-0123456789ab","timestamp":"2025-06-02T10:11:12.000Z","instructions":null}`,
+		`{"record_type":"state"}`,
+		`{"type":"message","id":null,"role":"user","content":[{"type":"input_text","text":"why does make fail?"}]}`,
+		`{"type":"function_call","id":"fc_1","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"make\"]}","call_id":"call_1"}`,
+		`{"type":"function_call_output","call_id":"call_1","output":"{\"output\":\"make: *** No rule to make target 'all'.\",\"metadata\":{\"exit_code\":2,\"duration_seconds\":0.1}}"}`,
+		`{"record_type":"state"}`,
+		`{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"The Makefile has no all target."}]}`,
+		`{"mystery":true}`,
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := readAll(t, Codex{}, path)
+	checkSession(t, b, wantSession{
+		id: "5e6f7a8b-0000-4000-8000-0123456789ab",
+		turns: []wantTurn{
+			{role: RoleUser, line: 3, text: "why does make fail?"},
+			{role: RoleAssistant, line: 4, tool: "shell", command: "make"},
+			{role: RoleTool, line: 5, tool: "shell", command: "make", failed: true, exit: exit(2), text: "make: *** No rule"},
+			{role: RoleAssistant, line: 7, text: "The Makefile has no all target."},
+		},
+		warnings: []int{8},
+	})
+	if want := time.Date(2025, 6, 2, 10, 11, 12, 0, time.UTC); !b.Session.Start.Equal(want) {
+		t.Errorf("start %v, want %v", b.Session.Start, want)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -38,9 +39,12 @@ var _ Adapter = ClaudeCode{}
 // Client is "claude-code".
 func (ClaudeCode) Client() string { return "claude-code" }
 
-// Discover lists ~/.claude/projects/*/*.jsonl.
+// Discover lists ~/.claude/projects/*/*.jsonl but the subagents'
+// transcripts (agent-*.jsonl), which are sidechains of a session of their
+// own project and carry its id.
 func (ClaudeCode) Discover(home string) ([]string, error) {
-	return glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl"))
+	all, err := glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl"))
+	return slices.DeleteFunc(all, func(p string) bool { return strings.HasPrefix(filepath.Base(p), "agent-") }), err
 }
 
 // Read reads the transcript at path from cur.

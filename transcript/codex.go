@@ -17,13 +17,16 @@ package transcript
 // custom_tool_call_output and local_shell_call {action {command}}. The
 // shell tools' arguments are {command: argv} (shell), {command: string}
 // (shell_command) or {cmd} (exec_command); a shell output is JSON
-// {output, metadata {exit_code}} or text starting "Exit code: N". The
-// "event_msg" lines repeat the conversation for the interface
-// (user_message, agent_message, agent_reasoning, token_count...) and are
-// not read, so that nothing is counted twice; "compacted" lines hold a
-// summary the model made of earlier turns. The user messages Codex writes
-// itself (<environment_context>, <user_instructions>, AGENTS.md) are not
-// prompts.
+// {output, metadata {exit_code}}, or text with "Exit code: N" (shell_command)
+// or "Process exited with code N" (exec_command). The "event_msg" lines
+// repeat the conversation for the interface (user_message, agent_message,
+// agent_reasoning, token_count...) and are not read, so that nothing is
+// counted twice; "compacted" lines hold a summary the model made of
+// earlier turns. The user messages Codex writes itself
+// (<environment_context>, <user_instructions>, AGENTS.md) are not prompts.
+// The rollouts of older versions (mid-2025) have no such lines: their
+// first line is {id, timestamp, instructions} and the items follow bare,
+// with {"record_type": "state"} lines between; they are read too.
 
 import (
 	"cmp"
@@ -108,8 +111,39 @@ func codexLine(r *reading, line []byte) {
 	case "response_item":
 		codexItem(r, parseTime(rec.Timestamp), p)
 	case "event_msg", "compacted":
+	case "message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
+		"local_shell_call", "reasoning":
+		// The rollouts of older Codex CLI versions hold the items bare, one a
+		// line, with no time.
+		var item codexPayload
+		_ = json.Unmarshal(line, &item) // the line decoded as a record above
+		codexItem(r, time.Time{}, item)
+	case "":
+		codexLegacyMeta(r, line)
 	default:
 		r.warn("unknown record type %q", clip(rec.Type))
+	}
+}
+
+// codexLegacyMeta reads the lines of the older rollouts that have
+// no type: the first, {id, timestamp, instructions}, and the state lines
+// {"record_type": "state"}.
+func codexLegacyMeta(r *reading, line []byte) {
+	var m struct {
+		ID         string `json:"id"`
+		Timestamp  string `json:"timestamp"`
+		RecordType string `json:"record_type"`
+	}
+	_ = json.Unmarshal(line, &m) // the line decoded as a record above
+	switch {
+	case m.ID != "":
+		r.cur.Meta.ID = m.ID
+		if t := parseTime(m.Timestamp); !t.IsZero() && r.cur.Meta.Start.IsZero() {
+			r.cur.Meta.Start = t
+		}
+	case m.RecordType == "state":
+	default:
+		r.warn("record of no type")
 	}
 }
 

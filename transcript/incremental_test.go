@@ -284,7 +284,7 @@ func TestOpenCodeReadsNewMessages(t *testing.T) {
 
 	// The message being written is finished.
 	msg := filepath.Join(storage, "message", "ses_5a1b2c3d4ffeAbCdEfGhIjKlMn", "msg_019ab697e806Aa0Bb1Cc2Dd3.json")
-	editJSON(t, msg, func(m *anyDoc) { (*m)["time"].(anyDoc)["completed"] = 1764000099000 })
+	editJSON(t, msg, func(m *anyDoc) { (*m)["time"].(anyDoc)["completed"] = 1795536099000 })
 	parts := filepath.Join(storage, "part", "msg_019ab697e806Aa0Bb1Cc2Dd3")
 	editJSON(t, filepath.Join(parts, "prt_019ab697e80601Zz9Yy8Xx.json"), func(p *anyDoc) {
 		(*p)["state"] = anyDoc{"status": "completed", "input": anyDoc{"command": "pnpm test"}, "output": "PASS", "metadata": anyDoc{"exit": 0}}

@@ -87,9 +87,10 @@ func commandOf(raw json.RawMessage) string {
 }
 
 // exitLine finds the exit status that clients print at the head of a
-// command's output: "Exit code 1" (Claude Code), "Exit code: 1" (Codex),
+// command's output: "Exit code 1" (Claude Code), "Exit code: 1" (Codex's
+// shell_command), "Process exited with code 1" (Codex's exec_command),
 // "Exit Code: 1" (Gemini CLI).
-var exitLine = regexp.MustCompile(`(?m)^(?:Process )?[Ee]xit [Cc]ode:? (-?\d+)`)
+var exitLine = regexp.MustCompile(`(?m)^(?:Exit [Cc]ode:?|Process exited with code) (-?\d+)`)
 
 // exitCodeIn returns the exit status printed in the first lines of a
 // command's output, or nil.
