@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/extract"
@@ -18,7 +17,8 @@ import (
 // What a session teaches is derived from its turns with no model
 // (extract): the user's instructions and corrections, decisions, bug
 // fixes, the project's commands, pitfalls. Each candidate becomes a memory
-// at tier auto (30 days unless recalled: RunLifecycle promotes an auto
+// at tier auto (30 days from when it was learned, unless recalled:
+// RunLifecycle promotes an auto
 // memory read often enough to agent) with the session as its provenance,
 // so it sits in the session's thread. A candidate that repeats a memory
 // (the same text, or nearly) strengthens that memory instead of adding a
@@ -81,7 +81,7 @@ func (n *Node) learnFromSession(ctx context.Context, meta api.Session, first int
 		if meta.Learned+added >= maxSessionLessons {
 			break // a long session does not flood the namespace
 		}
-		a, st, err := n.learn(ctx, meta, s, c)
+		a, st, err := n.learn(ctx, meta, c)
 		if err != nil {
 			return added, strengthened, err
 		}
@@ -92,7 +92,7 @@ func (n *Node) learnFromSession(ctx context.Context, meta api.Session, first int
 
 // learn stores one candidate: a new memory, a revision of the one it
 // became at an earlier read, or a repeat of a memory that was there.
-func (n *Node) learn(ctx context.Context, meta api.Session, s transcript.Session, c extract.Candidate) (added, strengthened int, err error) {
+func (n *Node) learn(ctx context.Context, meta api.Session, c extract.Candidate) (added, strengthened int, err error) {
 	first := 0
 	if len(c.Evidence.Turns) > 0 {
 		first = c.Evidence.Turns[0]
@@ -115,7 +115,7 @@ func (n *Node) learn(ctx context.Context, meta api.Session, s transcript.Session
 		return 0, 0, err
 	}
 	req := api.RememberRequest{Namespace: meta.Namespace, Title: c.Title, Content: c.Content, Kind: c.Kind,
-		Tier: model.TierAuto, Tags: []string{"learned", string(c.Rule)}, Agent: meta.Client, Session: meta.ID, At: evidenceTime(s, first, meta)}
+		Tier: model.TierAuto, Tags: []string{"learned", string(c.Rule)}, Agent: meta.Client, Session: meta.ID}
 	if id, err := n.repeatOf(req); err != nil {
 		return 0, 0, err
 	} else if id != "" {
@@ -177,17 +177,6 @@ func (n *Node) keepLearned(key string, l learned) error {
 		return err
 	}
 	return n.store.PutLocal(key, data)
-}
-
-// evidenceTime is when the turn at index was written, else the session's
-// start.
-func evidenceTime(s transcript.Session, index int, meta api.Session) time.Time {
-	for _, t := range s.Turns {
-		if t.Index == index && !t.Time.IsZero() {
-			return t.Time
-		}
-	}
-	return meta.Start
 }
 
 // lessons lists the memories learned from a session that still exist.

@@ -234,7 +234,9 @@ func (n *Node) writeSessionSummary(ctx context.Context, meta *sessionRecord) err
 	}
 	res, err := n.Remember(ctx, api.RememberRequest{
 		Namespace: meta.Namespace, Title: meta.Title, Content: meta.Summary, Kind: api.KindSession,
-		Tier: model.TierAuto, Agent: meta.Client, Session: meta.ID, At: meta.Start,
+		// Written now: its time to live runs from now, not from when
+		// the session ran (an old session read today stays a month).
+		Tier: model.TierAuto, Agent: meta.Client, Session: meta.ID,
 	})
 	if err != nil {
 		return fmt.Errorf("session %s: summary: %w", meta.ID, err)
@@ -248,6 +250,7 @@ func (n *Node) writeSessionSummary(ctx context.Context, meta *sessionRecord) err
 const (
 	summaryProject  = "Project: "
 	summaryTurns    = "Turns: "
+	summaryStarted  = "Started: "
 	summaryEnded    = "Ended: "
 	summaryFiles    = "Files changed: "
 	summaryCommands = "Commands: "
@@ -265,6 +268,7 @@ func sessionSummary(meta api.Session, prompt, outcome string) string {
 		b.WriteString(summaryProject + meta.Project + "\n")
 	}
 	fmt.Fprintf(&b, "%s%d\n", summaryTurns, meta.Turns)
+	b.WriteString(summaryStarted + meta.Start.UTC().Format(time.RFC3339) + "\n")
 	b.WriteString(summaryEnded + meta.End.UTC().Format(time.RFC3339) + "\n")
 	if len(meta.FilesChanged) > 0 {
 		b.WriteString(summaryFiles + strings.Join(meta.FilesChanged, ", ") + "\n")
@@ -297,6 +301,10 @@ func sessionFromMemory(m api.Memory) api.Session {
 			s.Project = strings.TrimPrefix(line, summaryProject)
 		case strings.HasPrefix(line, summaryTurns):
 			s.Turns, _ = strconv.Atoi(strings.TrimPrefix(line, summaryTurns))
+		case strings.HasPrefix(line, summaryStarted):
+			if t, err := time.Parse(time.RFC3339, strings.TrimPrefix(line, summaryStarted)); err == nil {
+				s.Start = t
+			}
 		case strings.HasPrefix(line, summaryEnded):
 			if t, err := time.Parse(time.RFC3339, strings.TrimPrefix(line, summaryEnded)); err == nil {
 				s.End = t

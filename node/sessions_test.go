@@ -260,3 +260,20 @@ func TestSessionsWithTheSameTurns(t *testing.T) {
 	sessionByID(t, n, a.ID)
 	sessionByID(t, n, b.ID)
 }
+
+// TestOldSessionIsListed: a session that ran months ago, read today, is
+// listed with its own times; its summary lives from today, not from then.
+func TestOldSessionIsListed(t *testing.T) {
+	n := testNode(t, "")
+	s := sampleSession()
+	for i := range s.Turns {
+		s.Turns[i].Time = s.Turns[i].Time.AddDate(-1, 0, 0)
+	}
+	if _, err := n.IngestSession(context.Background(), s, "app"); err != nil {
+		t.Fatal(err)
+	}
+	got := sessionByID(t, n, s.ID)
+	if !got.Start.Equal(s.Turns[0].Time) || !got.End.Equal(s.Turns[6].Time) {
+		t.Fatalf("an old session is listed from %v to %v, want %v to %v", got.Start, got.End, s.Turns[0].Time, s.Turns[6].Time)
+	}
+}

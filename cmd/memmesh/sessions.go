@@ -308,17 +308,17 @@ func machine(s api.Session) string {
 }
 
 // transcriptReaders are the clients whose transcripts memmesh reads;
-// Aider's histories are looked for under roots.
+// Aider's histories, and Gemini CLI's projects, are looked for under
+// roots (a leading ~ is userHome).
 func transcriptReaders(userHome string, roots []string) []transcript.Adapter {
-	aider := transcript.Aider{}
+	var abs []string
 	for _, r := range roots {
 		if rest, ok := strings.CutPrefix(r, "~"); ok && (rest == "" || rest[0] == '/') {
 			r = userHome + rest
 		}
-		aider.Roots = append(aider.Roots, r)
+		abs = append(abs, r)
 	}
-	return []transcript.Adapter{transcript.ClaudeCode{}, transcript.Codex{}, transcript.Gemini{}, transcript.OpenCode{},
-		transcript.Cline{}, transcript.Continue{}, aider}
+	return transcript.Adapters(transcript.Config{Roots: abs})
 }
 
 // sessionsConfig is the daemon's reading of transcripts: under the user's
