@@ -3,72 +3,27 @@
 package transcript
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/corpus"
 )
 
-// writeClaudeSession writes a Claude Code transcript of at least size
-// bytes, the mix of a working session (prompts, replies, thinking, shell
-// commands and edits with outputs of a few hundred bytes to a few KB),
-// from a fixed seed, and returns its path.
+// writeClaudeSession writes the generated Claude Code transcript of
+// internal/corpus (fixed seed) of at least size bytes, and returns its
+// path.
 func writeClaudeSession(tb testing.TB, size int64) string {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "a1b2c3d4-0000-4000-8000-000000000001.jsonl")
+	path := filepath.Join(tb.TempDir(), corpus.ClaudeSessionID+".jsonl")
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	w := bufio.NewWriter(f)
-	rng := rand.New(rand.NewPCG(15, 50))
-	words := strings.Fields("the build fails because the cache key ignores the go version so a stale object is linked run go test again with count one and clamp the retry jitter in client retry go")
-	text := func(n int) string {
-		var b strings.Builder
-		for b.Len() < n {
-			b.WriteString(words[rng.IntN(len(words))])
-			b.WriteByte(' ')
-		}
-		return b.String()
-	}
-	at := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
-	var written int64
-	line := func(typ string, content any) {
-		at = at.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
-		rec := map[string]any{
-			"parentUuid": "p", "isSidechain": false, "userType": "external", "cwd": "/home/dev/src/fetchkit",
-			"sessionId": "a1b2c3d4-0000-4000-8000-000000000001", "version": "2.0.14", "gitBranch": "main",
-			"type": typ, "uuid": fmt.Sprintf("u-%d", written), "timestamp": at.Format(time.RFC3339Nano),
-			"message": map[string]any{"role": typ, "content": content},
-		}
-		data, _ := json.Marshal(rec)
-		n, _ := w.Write(append(data, '\n'))
-		written += int64(n)
-	}
-	for i := 0; written < size; i++ {
-		line("user", text(40+rng.IntN(300)))
-		line("assistant", []any{map[string]any{"type": "thinking", "thinking": text(200), "signature": "EqQBCkYI"}})
-		line("assistant", []any{map[string]any{"type": "text", "text": text(100 + rng.IntN(600))}})
-		for j := range 1 + rng.IntN(4) {
-			id := fmt.Sprintf("toolu_%d_%d", i, j)
-			if rng.IntN(3) == 0 {
-				line("assistant", []any{map[string]any{"type": "tool_use", "id": id, "name": "Edit",
-					"input": map[string]any{"file_path": "/home/dev/src/fetchkit/client/retry.go", "old_string": text(80), "new_string": text(90)}}})
-			} else {
-				line("assistant", []any{map[string]any{"type": "tool_use", "id": id, "name": "Bash",
-					"input": map[string]any{"command": "go test ./client -run TestRetry", "description": "Run the tests"}}})
-			}
-			line("user", []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text(200 + rng.IntN(4000)), "is_error": rng.IntN(5) == 0}})
-		}
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := corpus.WriteClaudeSession(f, size, 15); err != nil {
 		tb.Fatal(err)
 	}
 	return path

@@ -41,10 +41,7 @@ every machine lists every machine's sessions.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			var err error
-			if req.Since, err = parseWhen("--since", since); err != nil {
-				return err
-			}
-			if req.Until, err = parseWhen("--until", until); err != nil {
+			if req.Since, req.Until, err = sessionWindow(since, until); err != nil {
 				return err
 			}
 			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]api.Session, error) { return c.Sessions(ctx, req) })
@@ -108,10 +105,7 @@ With a scope, QUERY may be empty.`,
 				req.Query = argv[0]
 			}
 			var err error
-			if req.Since, err = parseWhen("--since", since); err != nil {
-				return err
-			}
-			if req.Until, err = parseWhen("--until", until); err != nil {
+			if req.Since, req.Until, err = sessionWindow(since, until); err != nil {
 				return err
 			}
 			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]api.SessionHit, error) { return c.SearchSessions(ctx, req) })
@@ -362,4 +356,13 @@ func joinInts(v []int) string {
 		parts[i] = fmt.Sprint(x)
 	}
 	return strings.Join(parts, ",")
+}
+
+// sessionWindow reads the --since and --until of the sessions commands.
+func sessionWindow(since, until string) (from, to time.Time, err error) {
+	if from, err = parseWhen("--since", since); err != nil {
+		return from, to, err
+	}
+	to, err = parseWhen("--until", until)
+	return from, to, err
 }
