@@ -57,16 +57,12 @@ func transcriptKey(path string) string {
 
 // reader returns the configured reader of client.
 func (n *Node) reader(client string) (transcript.Adapter, error) {
+	var known []string
 	if n.cfg.Sessions != nil {
 		for _, r := range n.cfg.Sessions.Readers {
 			if r.Client() == client {
 				return r, nil
 			}
-		}
-	}
-	var known []string
-	if n.cfg.Sessions != nil {
-		for _, r := range n.cfg.Sessions.Readers {
 			known = append(known, r.Client())
 		}
 	}
@@ -79,10 +75,7 @@ func (n *Node) reader(client string) (transcript.Adapter, error) {
 // read again whole, and its session's turns replaced.
 func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.IngestReport, error) {
 	rep := api.IngestReport{Client: client, Path: path}
-	if err := n.checkTranscript(client, path); err != nil {
-		return rep, err
-	}
-	r, err := n.reader(client)
+	r, err := n.checkTranscript(client, path)
 	if err != nil {
 		return rep, err
 	}
@@ -149,23 +142,24 @@ func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.I
 // maxTranscriptPath bounds a transcript's path.
 const maxTranscriptPath = 4096
 
-// checkTranscript checks that client has a reader and path names a
-// regular file.
-func (n *Node) checkTranscript(client, path string) error {
-	if _, err := n.reader(client); err != nil {
-		return err
+// checkTranscript checks that path names a regular file and returns the
+// reader of client.
+func (n *Node) checkTranscript(client, path string) (transcript.Adapter, error) {
+	r, err := n.reader(client)
+	if err != nil {
+		return nil, err
 	}
 	if !filepath.IsAbs(path) || len(path) > maxTranscriptPath {
-		return api.Invalidf("transcript path %q: give an absolute path", clip(path, 200))
+		return nil, api.Invalidf("transcript path %q: give an absolute path", clip(path, 200))
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return api.Invalidf("transcript %s: %v", path, err)
+		return nil, api.Invalidf("transcript %s: %v", path, err)
 	}
 	if !st.Mode().IsRegular() {
-		return api.Invalidf("transcript %s: not a regular file", path)
+		return nil, api.Invalidf("transcript %s: not a regular file", path)
 	}
-	return nil
+	return r, nil
 }
 
 // sessionNamespace is the namespace of a session run in project.
@@ -264,7 +258,7 @@ func (n *Node) Ingest(ctx context.Context, req api.IngestRequest) ([]api.IngestR
 			return nil, err
 		}
 		return []api.IngestReport{rep}, nil
-	} else if err := n.checkTranscript(req.Client, req.Path); err != nil {
+	} else if _, err := n.checkTranscript(req.Client, req.Path); err != nil {
 		return nil, err
 	}
 	select {
