@@ -282,3 +282,18 @@ func TestIngestTranscriptSharingALockStripe(t *testing.T) {
 		t.Fatal("reading the transcript waits on itself")
 	}
 }
+
+// TestRepeatNeverLowersConfidence: a lesson that repeats a memory already
+// above the strength a repeat can give leaves its confidence as it was.
+func TestRepeatNeverLowersConfidence(t *testing.T) {
+	n := testNode(t, "")
+	conf := 0.99
+	res := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Use pnpm, not npm, in this repository", Confidence: &conf})
+	if err := n.strengthen(context.Background(), strings.TrimPrefix(res.ID, IDPrefix)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := n.Get(context.Background(), res.ID)
+	if err != nil || m.Confidence != conf {
+		t.Fatalf("confidence after a repeat: %v, %v; want %v", m.Confidence, err, conf)
+	}
+}

@@ -161,7 +161,7 @@ func (n *Node) strengthen(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	conf := min(maxStrength, max(m.Confidence, m.Confidence+strengthenStep))
+	conf := max(m.Confidence, min(maxStrength, m.Confidence+strengthenStep)) // never lowered
 	req := api.UpdateRequest{Confidence: &conf}
 	if m.Tier == model.TierAuto {
 		ttl := "30d"
