@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/projmap"
 )
 
 // Config is memmesh's configuration. Precedence, highest first: flags,
@@ -100,11 +101,11 @@ func loadConfig(home string) (Config, error) {
 		return cfg, err
 	}
 	if wd, err := os.Getwd(); err == nil {
-		maps, err := loadMaps(home)
+		maps, err := projmap.Load(home)
 		if err != nil {
 			return cfg, err
 		}
-		if ns, ok := mappedNamespace(maps, wd); ok {
+		if ns, ok := projmap.Lookup(maps, wd); ok {
 			cfg.Namespace = ns
 		}
 		if p := findUp(wd, projectConfigFile); p != "" {

@@ -4,29 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-func TestMappedNamespace(t *testing.T) {
-	maps := []mapping{
-		{Glob: "/home/me/work", Namespace: "work"},
-		{Glob: "/home/me/work/acme", Namespace: "acme"},
-		{Glob: "/home/me/src/*/backend", Namespace: "backend"},
-		{Glob: "/home/me/work", Namespace: "work2"}, // added later: wins over the first
-	}
-	for dir, want := range map[string]string{
-		"/home/me/work":                  "work2",
-		"/home/me/work/other/pkg":        "work2",
-		"/home/me/work/acme":             "acme",
-		"/home/me/work/acme/cmd/server":  "acme",
-		"/home/me/src/shop/backend/api":  "backend",
-		"/home/me/src/shop/frontend/app": "",
-		"/tmp":                           "",
-	} {
-		if got, _ := mappedNamespace(maps, dir); got != want {
-			t.Errorf("%s: %q, want %q", dir, got, want)
-		}
-	}
-}
+	"github.com/memmesh/memmesh/internal/projmap"
+)
 
 // TestMapChoosesNamespace: a mapping sets the namespace of commands run
 // under it; a project's .memmesh.toml and the environment still come first.
@@ -40,7 +20,7 @@ func TestMapChoosesNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := saveMaps(home, []mapping{{Glob: glob, Namespace: "acme"}}); err != nil {
+	if err := projmap.Save(home, []projmap.Mapping{{Glob: glob, Namespace: "acme"}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("MEMMESH_NAMESPACE", "")

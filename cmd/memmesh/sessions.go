@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/projmap"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/transcript"
 	"github.com/memmesh/memmesh/web"
@@ -336,8 +337,8 @@ func projectNamespace(home, fallback, dir string) string {
 	if dir == "" || !filepath.IsAbs(dir) {
 		return fallback
 	}
-	if maps, err := loadMaps(home); err == nil {
-		if ns, ok := mappedNamespace(maps, dir); ok {
+	if maps, err := projmap.Load(home); err == nil {
+		if ns, ok := projmap.Lookup(maps, dir); ok {
 			return ns
 		}
 	}

@@ -1,0 +1,152 @@
+// Package gitrepo reads git working trees through the git binary: the
+// root of a tree, its HEAD and the remote that names it on every machine.
+// Every call is bounded in time and in the output it reads, runs without a
+// terminal prompt and takes no optional locks, so reading a repository
+// never stalls or disturbs the user's own git commands.
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Limits of one git command.
+const (
+	Timeout   = 30 * time.Second
+	MaxOutput = 64 << 20
+)
+
+var (
+	// ErrNoGit means the git binary is not installed.
+	ErrNoGit = errors.New("git is not installed (memmesh reads repositories through the git command)")
+	// ErrNotRepo means a directory is not inside a git working tree.
+	ErrNotRepo = errors.New("not inside a git working tree")
+	// ErrTooLarge means a command printed more than MaxOutput bytes.
+	ErrTooLarge = errors.New("git printed more than the output limit")
+)
+
+// Run runs git with args in dir and returns what it printed. The command
+// ends after Timeout (or when ctx does); its output is capped at MaxOutput.
+func Run(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	argv := append([]string{"-c", "core.quotepath=off", "--no-pager"}, args...)
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	out := &limitedBuffer{max: MaxOutput}
+	var stderr limitedBuffer
+	stderr.max = 4096
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	err := cmd.Run()
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return nil, ErrNoGit
+	case out.over:
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ErrTooLarge)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
+	case err != nil:
+		msg := strings.TrimSpace(stderr.buf.String())
+		if strings.Contains(msg, "not a git repository") {
+			return nil, fmt.Errorf("%s: %w", dir, ErrNotRepo)
+		}
+		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
+	}
+	return out.buf.Bytes(), nil
+}
+
+// Root returns the top directory of the working tree that holds dir.
+func Root(ctx context.Context, dir string) (string, error) {
+	out, err := Run(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", err
+	}
+	root := strings.TrimSpace(string(out))
+	if root == "" { // inside .git itself, or a bare repository
+		return "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
+	}
+	return root, nil
+}
+
+// Head returns the commit that HEAD names, or "" in a repository without
+// commits. A detached HEAD is a commit like any other.
+func Head(ctx context.Context, root string) (string, error) {
+	out, err := Run(ctx, root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 1 {
+			return "", nil // no commit yet
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Remote returns the normalized URL of the tree's origin remote, or of its
+// first remote when none is called origin; "" when it has no remote.
+func Remote(ctx context.Context, root string) (string, error) {
+	out, err := Run(ctx, root, "remote")
+	if err != nil {
+		return "", err
+	}
+	names := strings.Fields(string(out))
+	if len(names) == 0 {
+		return "", nil
+	}
+	name := names[0]
+	for _, n := range names {
+		if n == "origin" {
+			name = n
+		}
+	}
+	out, err = Run(ctx, root, "remote", "get-url", name)
+	if err != nil {
+		return "", err
+	}
+	return NormalizeRemote(strings.TrimSpace(string(out))), nil
+}
+
+// NormalizeRemote turns the spellings of one repository's URL into one
+// name, host and path: https://github.com/Acme/App.git,
+// git@github.com:Acme/App and ssh://git@github.com:22/Acme/App/ all become
+// github.com/Acme/App. The host is lowercased; the path keeps its case.
+// Credentials in the URL are dropped. A local path stays a cleaned path.
+func NormalizeRemote(raw string) string {
+	raw = strings.TrimSpace(raw)
+	host, path := "", raw
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Host != "" {
+		host, path = u.Hostname(), u.Path
+	} else if at, colon := strings.Index(raw, "@"), strings.Index(raw, ":"); colon > 0 && !strings.Contains(raw[:colon], "/") && (at < 0 || at < colon) {
+		host, path = raw[at+1:colon], raw[colon+1:] // scp-like: [user@]host:path
+	}
+	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
+	path = strings.Trim(path, "/")
+	if host == "" {
+		return path
+	}
+	return strings.ToLower(host) + "/" + path
+}
+
+// limitedBuffer keeps up to max bytes and notes whether more came.
+type limitedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); len(p) > room {
+		b.buf.Write(p[:max(room, 0)])
+		b.over = true
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
