@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,7 +22,8 @@ import (
 // environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL,
 // MEMMESH_LISTEN, MEMMESH_NAME), the project's .memmesh.toml (found upwards
 // from the working directory), the project mapping of the working
-// directory (maps.toml, namespace only), the global
+// directory (maps.toml, namespace only: its glob mapping, else its git
+// remote's mapping), the global
 // $MEMMESH_HOME/config.toml, defaults.
 type Config struct {
 	// Namespace is the default namespace of capture, search and list.
@@ -105,7 +107,7 @@ func loadConfig(home string) (Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		if ns, ok := projmap.Lookup(maps, wd); ok {
+		if ns := dirNamespace(context.Background(), maps, wd); ns != "" {
 			cfg.Namespace = ns
 		}
 		if p := findUp(wd, projectConfigFile); p != "" {
