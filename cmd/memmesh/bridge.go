@@ -164,5 +164,9 @@ func bridgeNamespace(home, path, remote string) string {
 
 // runBridge mirrors Claude Code's auto memory with n until ctx ends.
 func runBridge(ctx context.Context, home string, n *node.Node, interval time.Duration, log *slog.Logger) {
-	newBridge(home, log).Watch(ctx, n, interval, min(interval, time.Second))
+	newBridge(home, log).Watch(ctx, n, interval, min(interval, bridgePoll))
 }
+
+// bridgePoll is how often the daemon looks for a change to mirror: the
+// memory directories' file times and the store's change log.
+const bridgePoll = 250 * time.Millisecond

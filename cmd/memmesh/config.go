@@ -52,7 +52,7 @@ type Config struct {
 type BridgeConfig struct {
 	// ClaudeCode makes the daemon mirror Claude Code's auto memory with
 	// the projects' namespaces ('memmesh bridge claude-code' on its own):
-	// every Interval, within a second of a change to a memory directory,
+	// every Interval, within a quarter second of a change to a memory directory,
 	// and when a memory of auto memory changes in the store.
 	ClaudeCode bool `toml:"claude_code"`
 	// Interval is the time between two passes ("" means a minute).
