@@ -211,6 +211,24 @@ func others(m api.Memory) []string {
 	return out
 }
 
+// currentRev is the id of the revision whose text is a memory's content:
+// the newest leaf that holds it.
+func currentRev(m api.Memory) string {
+	built := map[string]bool{}
+	for _, r := range m.Revisions {
+		built[r.Parent] = true
+		for _, id := range r.Merges {
+			built[id] = true
+		}
+	}
+	for _, r := range slices.Backward(m.Revisions) {
+		if !built[r.ID] && r.Text == m.Content {
+			return r.ID
+		}
+	}
+	return ""
+}
+
 // local is a file of the memory directory as this pass found it.
 type local struct {
 	memFile
@@ -307,9 +325,9 @@ func assign(es []entry, prev []stateEntry) []string {
 // memory changes: new entries become memories, edited ones revise
 // theirs, deleted ones archive theirs. It returns how many it made.
 func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *local, mems map[string]api.Memory, rep *ProjectReport, dry bool) (int, error) {
-	before := map[string]string{}
+	before, base := map[string]string{}, map[string]string{}
 	for _, e := range l.prev.Entries {
-		before[e.ID] = e.Local
+		before[e.ID], base[e.ID] = e.Local, e.Rev
 	}
 	n := 0
 	for i, e := range l.f.entries {
@@ -341,7 +359,9 @@ func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *loc
 			if dry {
 				continue
 			}
-			req := api.UpdateRequest{Content: &text}
+			// Made from what the file showed: if the memory changed
+			// elsewhere since, the two edits are a sync conflict.
+			req := api.UpdateRequest{Content: &text, Base: base[l.ids[i]]}
 			if exists && !live(m) { // brought back by writing it again
 				active := model.StatusActive
 				req.Status = &active
@@ -495,7 +515,7 @@ func (b *Bridge) writeBack(p Project, st *state, locals []*local, mems map[strin
 			}
 			se := stateEntry{ID: ids[i], Local: e.Text}
 			if m, ok := mems[ids[i]]; ok {
-				se.Synced = view(m)
+				se.Synced, se.Rev = view(m), currentRev(m)
 				if len(others(m)) > 0 {
 					rep.Conflicts++
 				}

@@ -290,3 +290,26 @@ func TestListSaysWhy(t *testing.T) {
 		t.Fatalf("List = %+v", ps)
 	}
 }
+
+// TestEditedHereAndInTheNamespace: an entry edited here after its memory
+// changed on another machine (before this machine's pass) does not
+// replace that change unseen: the two are a sync conflict, and the file
+// keeps both texts.
+func TestEditedHereAndInTheNamespace(t *testing.T) {
+	ns := newStore()
+	a := newMachine(t, "app", "github.com/acme/app")
+	b := newMachine(t, "app2", "github.com/acme/app")
+	a.write(t, IndexFile, "- Run the linter before pushing\n")
+	a.run(t, ns)
+	b.run(t, ns)
+	b.write(t, IndexFile, strings.Replace(b.read(t, IndexFile), "Run the linter", "Run golangci-lint", 1))
+	b.run(t, ns)
+	a.write(t, IndexFile, "- Run the linter and the tests before pushing\n")
+	if rep := a.run(t, ns); rep.Updated != 1 || rep.Conflicts != 1 {
+		t.Fatalf("pass on A: %+v", rep)
+	}
+	got := a.read(t, IndexFile)
+	if !strings.Contains(got, "Run the linter and the tests before pushing") || !strings.Contains(got, "Run golangci-lint before pushing") {
+		t.Fatalf("A's MEMORY.md lost a text:\n%s", got)
+	}
+}

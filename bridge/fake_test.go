@@ -69,8 +69,15 @@ func (s *store) Update(_ context.Context, ref string, req api.UpdateRequest) (ap
 	}
 	if req.Content != nil {
 		content, _ := secrets.Scrub(*req.Content)
+		last := m.Revisions[len(m.Revisions)-1]
+		rev := model.Revision{ID: fmt.Sprintf("%s-%d", m.ID, len(m.Revisions)+1), Text: content, Parent: last.ID}
 		m.Content, m.Conflict = content, nil // a new revision resolves every leaf
-		m.Revisions = append(m.Revisions, model.Revision{ID: fmt.Sprintf("%s-%d", m.ID, len(m.Revisions)+1), Text: content})
+		if req.Base != "" && req.Base != last.ID && len(m.Conflict) == 0 {
+			// made from an older revision: a leaf beside the newer one
+			rev.Parent = req.Base
+			m.Conflict = []model.Revision{rev, last}
+		}
+		m.Revisions = append(m.Revisions, rev)
 	}
 	if req.Status != nil {
 		m.Status = *req.Status
@@ -85,8 +92,9 @@ func (s *store) fork(id, older, newer string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.mems[id]
-	a := model.Revision{ID: id + "-a", Text: older}
-	b := model.Revision{ID: id + "-b", Text: newer}
+	base := m.Revisions[len(m.Revisions)-1].ID
+	a := model.Revision{ID: id + "-a", Text: older, Parent: base}
+	b := model.Revision{ID: id + "-b", Text: newer, Parent: base}
 	m.Revisions = append(m.Revisions, a, b)
 	m.Content, m.Conflict = newer, []model.Revision{a, b}
 }

@@ -35,7 +35,8 @@ const (
 )
 
 // state is what the bridge last wrote or read of each file, to tell an
-// edit made here from a change that came through the namespace.
+// edit made here from a change that came through the namespace, and the
+// revision an edit made here was made from.
 type state struct {
 	Files map[string]*fileState `json:"files"` // by absolute path
 }
@@ -52,6 +53,7 @@ type stateEntry struct {
 	ID     string `json:"id"`
 	Local  string `json:"local"`
 	Synced string `json:"synced"`
+	Rev    string `json:"rev,omitempty"` // the memory's current revision then
 }
 
 func hashText(text string) string {
