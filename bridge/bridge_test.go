@@ -140,9 +140,7 @@ func TestTwoMachines(t *testing.T) {
 // a sync conflict; both files show both texts, and editing the entry
 // resolves it.
 func TestConflictKeepsBothTexts(t *testing.T) {
-	ns := newStore()
-	a := newMachine(t, "app", "github.com/acme/app")
-	b := newMachine(t, "elsewhere/app", "github.com/acme/app")
+	ns, a, b := twoMachines(t)
 	a.write(t, IndexFile, "- Deploy on Fridays\n")
 	a.run(t, ns)
 	b.run(t, ns)
@@ -174,9 +172,7 @@ func TestConflictKeepsBothTexts(t *testing.T) {
 // TestIndexStaysWithinLimits: MEMORY.md keeps to 200 lines and 25 KB; what
 // does not fit goes into memmesh.md, which it links.
 func TestIndexStaysWithinLimits(t *testing.T) {
-	ns := newStore()
-	a := newMachine(t, "app", "github.com/acme/app")
-	b := newMachine(t, "app2", "github.com/acme/app")
+	ns, a, b := twoMachines(t)
 	var sb strings.Builder
 	for i := range 300 {
 		sb.WriteString("- fact number " + strings.Repeat("x", i%50) + " " + strconv.Itoa(i) + "\n")
@@ -200,9 +196,7 @@ func TestIndexStaysWithinLimits(t *testing.T) {
 // TestBadInput: files the bridge must not damage are left alone, and
 // said so; secrets never reach the namespace.
 func TestBadInput(t *testing.T) {
-	ns := newStore()
-	a := newMachine(t, "app", "github.com/acme/app")
-	b := newMachine(t, "app2", "github.com/acme/app")
+	ns, a, b := twoMachines(t)
 	a.write(t, IndexFile, "no structure at all, one long line with a token ghp_"+strings.Repeat("A", 36)+" in it")
 	a.write(t, "latin1.md", "caf\xe9\n")
 	a.write(t, "huge.md", strings.Repeat("- x\n", MaxFileBytes/4+1))
@@ -247,9 +241,7 @@ func TestBadInput(t *testing.T) {
 // TestBackups: each file the bridge replaces is copied first, and only
 // the newest MaxBackups copies stay.
 func TestBackups(t *testing.T) {
-	ns := newStore()
-	a := newMachine(t, "app", "github.com/acme/app")
-	b := newMachine(t, "app2", "github.com/acme/app")
+	ns, a, b := twoMachines(t)
 	b.write(t, IndexFile, "- b's own\n")
 	for i := range MaxBackups + 3 {
 		a.write(t, IndexFile, "- fact "+strconv.Itoa(i)+"\n")
@@ -296,9 +288,7 @@ func TestListSaysWhy(t *testing.T) {
 // replace that change unseen: the two are a sync conflict, and the file
 // keeps both texts.
 func TestEditedHereAndInTheNamespace(t *testing.T) {
-	ns := newStore()
-	a := newMachine(t, "app", "github.com/acme/app")
-	b := newMachine(t, "app2", "github.com/acme/app")
+	ns, a, b := twoMachines(t)
 	a.write(t, IndexFile, "- Run the linter before pushing\n")
 	a.run(t, ns)
 	b.run(t, ns)
@@ -311,5 +301,44 @@ func TestEditedHereAndInTheNamespace(t *testing.T) {
 	got := a.read(t, IndexFile)
 	if !strings.Contains(got, "Run the linter and the tests before pushing") || !strings.Contains(got, "Run golangci-lint before pushing") {
 		t.Fatalf("A's MEMORY.md lost a text:\n%s", got)
+	}
+}
+
+// twoMachines is a namespace and two machines with the project at
+// different paths, one remote.
+func twoMachines(t *testing.T) (*store, *machine, *machine) {
+	return newStore(), newMachine(t, "app", "github.com/acme/app"), newMachine(t, "elsewhere/app", "github.com/acme/app")
+}
+
+// TestReadOnlyDirectory: a memory directory the user made read-only gets
+// nothing written, and the pass says why.
+func TestReadOnlyDirectory(t *testing.T) {
+	ns, a, b := twoMachines(t)
+	a.write(t, IndexFile, "- from A\n")
+	a.run(t, ns)
+	b.write(t, IndexFile, "- mine\n")
+	if err := os.Chmod(b.memDir(), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(b.memDir(), 0o755) })
+	reps, _ := b.bridge.Run(context.Background(), ns, Options{})
+	if got := b.read(t, IndexFile); got != "- mine\n" || len(reps) != 1 || !strings.Contains(strings.Join(reps[0].Problems, "\n"), "read-only") {
+		t.Fatalf("read-only directory: MEMORY.md %q, reports %+v", got, reps)
+	}
+	if ents, _ := os.ReadDir(b.memDir()); len(ents) != 1 {
+		t.Fatalf("files left in the read-only directory: %v", ents)
+	}
+}
+
+// TestWrittenTextIsInert: a memory's control characters reach no file as
+// they are: they are shown as visible stand-ins.
+func TestWrittenTextIsInert(t *testing.T) {
+	ns, a, b := twoMachines(t)
+	a.write(t, IndexFile, "- colour \x1b[31mred\x1b[0m and a bell \a\n")
+	a.run(t, ns)
+	b.run(t, ns)
+	got := b.read(t, IndexFile)
+	if strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, "colour ␛[31mred␛[0m and a bell ␇") {
+		t.Fatalf("B's MEMORY.md:\n%q", got)
 	}
 }

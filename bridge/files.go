@@ -215,6 +215,11 @@ func readMemFile(dir, name string) memFile {
 func writeMemFile(dir, name, text string, backups string) error {
 	path := filepath.Join(dir, name)
 	mode := fs.FileMode(0o644)
+	// By its mode, not by trying: a read-only directory or file is the
+	// user's choice, which root's writes would not respect.
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o200 == 0 {
+		return fmt.Errorf("%s is read-only: %s left as it is (make the directory writable to mirror it)", dir, name)
+	}
 	st, err := os.Lstat(path)
 	switch {
 	case err == nil && st.Mode()&fs.ModeSymlink != 0:

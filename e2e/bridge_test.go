@@ -184,6 +184,26 @@ func TestBridgeTwoMachines(t *testing.T) {
 	})
 }
 
+// bridgeConfig turns the daemon's bridge on.
+const bridgeConfig = "[bridge]\nclaude_code = true\ninterval = \"1m\"\n"
+
+// TestBridgeDaemon: with [bridge] claude_code, the daemons mirror on
+// their own: an entry written on A reaches B's file, and B's edit of it
+// reaches A's, with no command run.
+func TestBridgeDaemon(t *testing.T) {
+	a := startClaudeMachine(t, 1, "work/shop", bridgeConfig)
+	b := startClaudeMachine(t, 2, "src/shop", bridgeConfig)
+	joinPair(t, a, b)
+	a.write(t, "MEMORY.md", "# Memory\n- Releases are tagged from main\n")
+	eventually(t, 30*time.Second, "A's entry does not reach B's file", func() bool {
+		return strings.Contains(b.read(t, "MEMORY.md"), "- Releases are tagged from main <!-- mm:m-")
+	})
+	b.write(t, "MEMORY.md", strings.Replace(b.read(t, "MEMORY.md"), "from main", "from main, signed", 1))
+	eventually(t, 30*time.Second, "B's edit does not reach A's file", func() bool {
+		return a.read(t, "MEMORY.md") == "# Memory\n- Releases are tagged from main, signed\n"
+	})
+}
+
 // BenchmarkBridgePropagation measures an edit of A's MEMORY.md until it
 // is in B's, both daemons mirroring on their own ([bridge] claude_code,
 // interval 1m: a pass runs within 250 ms of a change to a memory
@@ -191,9 +211,8 @@ func TestBridgeTwoMachines(t *testing.T) {
 //
 //	go test -run '^$' -bench BridgePropagation -benchtime 20x ./e2e
 func BenchmarkBridgePropagation(b *testing.B) {
-	const config = "[bridge]\nclaude_code = true\ninterval = \"1m\"\n"
-	ma := startClaudeMachine(b, 1, "work/shop", config)
-	mb := startClaudeMachine(b, 2, "src/shop", config)
+	ma := startClaudeMachine(b, 1, "work/shop", bridgeConfig)
+	mb := startClaudeMachine(b, 2, "src/shop", bridgeConfig)
 	joinPair(b, ma, mb)
 	ma.write(b, "MEMORY.md", "# Memory\n")
 	samples := make([]float64, 0, b.N)
