@@ -335,7 +335,10 @@ func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *loc
 		old, known := before[l.ids[i]]
 		m, exists := mems[l.ids[i]]
 		switch {
-		case l.ids[i] == "" || (!exists && !known):
+		case known && old == e.Text && (!exists || live(m)):
+			// unchanged here
+		case l.ids[i] == "" || !exists || m.Status == model.StatusDeleted:
+			// new, or its memory was erased or deleted: a memory anew
 			l.edited[i] = true
 			rep.Imported++
 			n++
@@ -348,9 +351,7 @@ func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *loc
 				return n, fmt.Errorf("%s: entry at line %d: %w", l.Name, e.start+1, err)
 			}
 			l.ids[i] = res.ID
-		case known && old == e.Text && (!exists || live(m)):
-			// unchanged here
-		case exists && m.Content == text && live(m):
+		case m.Content == text && live(m):
 			// the file already says what the memory says
 		default:
 			l.edited[i] = true
@@ -362,7 +363,7 @@ func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *loc
 			// Made from what the file showed: if the memory changed
 			// elsewhere since, the two edits are a sync conflict.
 			req := api.UpdateRequest{Content: &text, Base: base[l.ids[i]]}
-			if exists && !live(m) { // brought back by writing it again
+			if !live(m) { // archived or compacted: brought back by writing it again
 				active := model.StatusActive
 				req.Status = &active
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -341,4 +342,23 @@ func TestWrittenTextIsInert(t *testing.T) {
 	if strings.ContainsAny(got, "\x1b\a") || !strings.Contains(got, "colour ␛[31mred␛[0m and a bell ␇") {
 		t.Fatalf("B's MEMORY.md:\n%q", got)
 	}
+}
+
+// TestEditOfADeletedMemory: an entry edited here whose memory was deleted
+// (or erased) meanwhile becomes a memory anew instead of failing the pass.
+func TestEditOfADeletedMemory(t *testing.T) {
+	ns, a, _ := twoMachines(t)
+	a.write(t, IndexFile, "- Cache keys include the tenant\n- Erased soon\n")
+	a.run(t, ns)
+	deleted := model.StatusDeleted
+	ns.Update(context.Background(), ns.byContent(t, "Cache keys include the tenant").ID, api.UpdateRequest{Status: &deleted})
+	ns.mu.Lock()
+	delete(ns.mems, ns.byContentLocked("Erased soon"))
+	ns.mu.Unlock()
+	a.write(t, IndexFile, "- Cache keys include the tenant and region\n- Erased soon, or not\n")
+	if rep := a.run(t, ns); rep.Imported != 2 || len(rep.Problems) != 0 {
+		t.Fatalf("pass on A: %+v", rep)
+	}
+	ns.byContent(t, "Cache keys include the tenant and region")
+	ns.byContent(t, "Erased soon, or not")
 }

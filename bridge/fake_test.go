@@ -67,6 +67,9 @@ func (s *store) Update(_ context.Context, ref string, req api.UpdateRequest) (ap
 	if !ok {
 		return api.Memory{}, api.ErrNotFound
 	}
+	if m.Status == model.StatusDeleted { // as the node: restore it first
+		return api.Memory{}, api.ErrNotFound
+	}
 	if req.Content != nil {
 		content, _ := secrets.Scrub(*req.Content)
 		last := m.Revisions[len(m.Revisions)-1]
@@ -103,13 +106,20 @@ func (s *store) byContent(t *testing.T, content string) api.Memory {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, m := range s.mems {
+	id := s.byContentLocked(content)
+	if id == "" {
+		t.Fatalf("no memory holds %q", content)
+	}
+	return *s.mems[id]
+}
+
+func (s *store) byContentLocked(content string) string {
+	for id, m := range s.mems {
 		if m.Content == content {
-			return *m
+			return id
 		}
 	}
-	t.Fatalf("no memory holds %q", content)
-	return api.Memory{}
+	return ""
 }
 
 // machine is one machine's Claude Code home and bridge state.
