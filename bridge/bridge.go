@@ -351,6 +351,13 @@ func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *loc
 				return n, fmt.Errorf("%s: entry at line %d: %w", l.Name, e.start+1, err)
 			}
 			l.ids[i] = res.ID
+			if res.DuplicateOf != "" && !slices.Contains(mems[res.ID].Tags, Tag) {
+				// the same text was in the namespace already: it is auto
+				// memory's now too
+				if _, err := svc.Update(ctx, res.ID, api.UpdateRequest{AddTags: []string{Tag}}); err != nil {
+					return n, fmt.Errorf("%s: entry at line %d: %w", l.Name, e.start+1, err)
+				}
+			}
 		case m.Content == text && live(m):
 			// the file already says what the memory says
 		default:
@@ -375,6 +382,12 @@ func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *loc
 	for _, e := range l.prev.Entries {
 		m, ok := mems[e.ID]
 		if slices.Contains(l.ids, e.ID) || !ok || !live(m) {
+			continue
+		}
+		if e.Managed && l.f.begin < 0 {
+			// The managed part is gone whole (a rewrite of the file
+			// that dropped it): it is written again, and its memories
+			// stay. Deleting its entries forgets them.
 			continue
 		}
 		rep.Archived++
@@ -514,7 +527,7 @@ func (b *Bridge) writeBack(p Project, st *state, locals []*local, mems map[strin
 			if ids[i] == "" {
 				continue
 			}
-			se := stateEntry{ID: ids[i], Local: e.Text}
+			se := stateEntry{ID: ids[i], Local: e.Text, Managed: e.Managed}
 			if m, ok := mems[ids[i]]; ok {
 				se.Synced, se.Rev = view(m), currentRev(m)
 				if len(others(m)) > 0 {

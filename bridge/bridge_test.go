@@ -362,3 +362,45 @@ func TestEditOfADeletedMemory(t *testing.T) {
 	ns.byContent(t, "Cache keys include the tenant and region")
 	ns.byContent(t, "Erased soon, or not")
 }
+
+// TestManagedPartDroppedWhole: a rewrite of MEMORY.md that drops the
+// managed part whole (Claude Code reorganising its index) forgets
+// nothing: the part is written again. Deleting one of its entries
+// forgets that one.
+func TestManagedPartDroppedWhole(t *testing.T) {
+	ns, a, b := twoMachines(t)
+	a.write(t, IndexFile, "- one from A\n- two from A\n")
+	a.run(t, ns)
+	b.write(t, IndexFile, "- B's own\n")
+	b.run(t, ns)
+	b.write(t, IndexFile, "# Reorganised\n- B's own\n")
+	if rep := b.run(t, ns); rep.Archived != 0 {
+		t.Fatalf("pass after the managed part was dropped: %+v", rep)
+	}
+	got := b.read(t, IndexFile)
+	if !strings.HasPrefix(got, "# Reorganised\n- B's own\n") || !strings.Contains(got, "one from A") || !strings.Contains(got, "two from A") {
+		t.Fatalf("B's MEMORY.md:\n%s", got)
+	}
+	i := strings.Index(got, "- one from A")
+	j := i + strings.Index(got[i:], "\n") + 1
+	b.write(t, IndexFile, got[:i]+got[j:])
+	if rep := b.run(t, ns); rep.Archived != 1 {
+		t.Fatalf("pass after an entry of the managed part was deleted: %+v", rep)
+	}
+}
+
+// TestEntryAlreadyInTheNamespace: an entry whose text a memory of the
+// namespace holds already (captured another way) makes that memory auto
+// memory's, and it reaches the other machines' files.
+func TestEntryAlreadyInTheNamespace(t *testing.T) {
+	ns, a, b := twoMachines(t)
+	if _, err := ns.Remember(context.Background(), api.RememberRequest{Namespace: "app", Content: "Use UTC in logs"}); err != nil {
+		t.Fatal(err)
+	}
+	a.write(t, IndexFile, "- Use UTC in logs\n")
+	a.run(t, ns)
+	b.run(t, ns)
+	if got := b.read(t, IndexFile); !strings.Contains(got, "- Use UTC in logs <!-- mm:") {
+		t.Fatalf("B's MEMORY.md:\n%s", got)
+	}
+}

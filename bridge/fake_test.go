@@ -85,6 +85,11 @@ func (s *store) Update(_ context.Context, ref string, req api.UpdateRequest) (ap
 	if req.Status != nil {
 		m.Status = *req.Status
 	}
+	for _, tag := range req.AddTags {
+		if !slices.Contains(m.Tags, tag) {
+			m.Tags = append(m.Tags, tag)
+		}
+	}
 	m.Provenance.UpdatedAt = time.Now()
 	return *m, nil
 }

@@ -54,6 +54,8 @@ type stateEntry struct {
 	Local  string `json:"local"`
 	Synced string `json:"synced"`
 	Rev    string `json:"rev,omitempty"` // the memory's current revision then
+	// Managed is set for an entry of the managed part.
+	Managed bool `json:"managed,omitempty"`
 }
 
 func hashText(text string) string {
