@@ -65,7 +65,11 @@
 // managed part takes the most important memories (trust, confidence,
 // newest) that fit within 200 lines and 25 KB with the user's part, the
 // others go into the topic file memmesh.md, which it links, as it links
-// the topic files the bridge made.
+// the topic files the bridge made. Deleting an entry of the managed part
+// archives its memory; a managed part removed whole (a rewrite of the
+// file that dropped it) is written again and forgets nothing. An entry
+// whose text a memory of the namespace already holds makes that memory
+// auto memory's (it gets Tag).
 //
 // # Never losing a file
 //
