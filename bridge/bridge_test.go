@@ -404,3 +404,25 @@ func TestEntryAlreadyInTheNamespace(t *testing.T) {
 		t.Fatalf("B's MEMORY.md:\n%s", got)
 	}
 }
+
+// TestProjectOption: --project names the project of a directory, one
+// Claude Code has not run in included (its folder is made by the pass),
+// and refuses what is not a directory.
+func TestProjectOption(t *testing.T) {
+	ns, a, _ := twoMachines(t)
+	a.write(t, IndexFile, "- from A\n")
+	a.run(t, ns)
+	other := filepath.Join(t.TempDir(), "fresh")
+	gitInit(t, other, "github.com/acme/app")
+	reps, err := a.bridge.Run(context.Background(), ns, Options{Project: filepath.Join(other)})
+	if err != nil || len(reps) != 1 || reps[0].Path != other {
+		t.Fatalf("Run(--project %s) = %+v, %v", other, reps, err)
+	}
+	data, err := os.ReadFile(filepath.Join(a.home, ".claude", "projects", EncodePath(other), "memory", IndexFile))
+	if err != nil || !strings.Contains(string(data), "- from A <!-- mm:") {
+		t.Fatalf("the fresh project's MEMORY.md: %q, %v", data, err)
+	}
+	if _, err := a.bridge.Run(context.Background(), ns, Options{Project: filepath.Join(other, "missing")}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("a missing directory: %v", err)
+	}
+}

@@ -73,16 +73,22 @@ func (b *Bridge) projects(ctx context.Context, dir string) ([]Project, error) {
 }
 
 // projectOf is the project of the working directory dir: the folder
-// Claude Code keeps for its git root (made when missing), whose name is
-// the root's path with every character but letters and digits as "-".
+// Claude Code keeps for its git root, or dir outside git (made when
+// missing), whose name is that path with every character but letters and
+// digits as "-".
 func (b *Bridge) projectOf(ctx context.Context, dir string) (Project, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Project{}, err
 	}
 	p := Project{Path: abs}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return p, fmt.Errorf("project %s: not a directory", abs)
+	}
 	root, err := gitrepo.Root(ctx, abs)
-	if err != nil {
+	if errors.Is(err, gitrepo.ErrNotRepo) {
+		root = abs // outside git, Claude Code keys on the directory itself
+	} else if err != nil {
 		return p, fmt.Errorf("project %s: %w", abs, err)
 	}
 	p.Dir = filepath.Join(b.cfg.ClaudeHome, "projects", EncodePath(root))

@@ -81,6 +81,9 @@ with [bridge] claude_code = true in config.toml.`,
 				return err
 			}
 			reps, runErr := br.Run(cmd.Context(), c, bridge.Options{Project: project, DryRun: dry})
+			if runErr != nil && len(reps) == 0 {
+				return runErr
+			}
 			err = emitList(a, "projects", reps, func(w io.Writer) { printBridgeReports(w, reps, dry) },
 				func(r bridge.ProjectReport) string {
 					return fmt.Sprintf("%s\t%s\t+%d ~%d -%d\t%s", cmp.Or(r.Path, r.Dir), r.Namespace, r.Imported, r.Updated, r.Archived, strings.Join(r.Written, ","))
