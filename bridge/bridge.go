@@ -30,6 +30,12 @@ const (
 	// OverflowFile is the topic file the bridge writes what does not fit
 	// in the index into (linked from it).
 	OverflowFile = "memmesh.md"
+	// MaxEntryBytes is the longest memory written into a file; a longer
+	// one (a document rather than a note) is left out, and said so.
+	MaxEntryBytes = 8 << 10
+	// MaxTopicBytes bounds a topic file the bridge writes, well within
+	// what it reads (MaxFileBytes).
+	MaxTopicBytes = 512 << 10
 )
 
 // What the bridge writes into memories.
@@ -251,10 +257,11 @@ func (b *Bridge) mirror(ctx context.Context, svc Service, st *state, rep *Projec
 		return fmt.Errorf("read %s: %w", p.MemoryDir, err)
 	}
 	var locals []*local
-	changed := false
+	changed, skipped := false, map[string]bool{}
 	for _, mf := range files {
 		if mf.Skip != "" {
 			rep.Problems = append(rep.Problems, mf.Name+": "+mf.Skip)
+			skipped[mf.Name] = true
 			continue
 		}
 		l := &local{memFile: mf, f: parse(mf.Text), prev: st.Files[filepath.Join(p.MemoryDir, mf.Name)]}
@@ -276,7 +283,7 @@ func (b *Bridge) mirror(ctx context.Context, svc Service, st *state, rep *Projec
 			return err
 		}
 	}
-	return b.writeBack(p, st, locals, mems, rep, dry)
+	return b.writeBack(p, st, locals, skipped, mems, rep, dry)
 }
 
 // assign finds each entry's memory: a managed entry's from its marker,
@@ -434,7 +441,7 @@ func importance(a, b api.Memory) int {
 // writeBack writes the namespace's view into the files: the user's part
 // of each file with the entries the namespace changed, and the managed
 // part with the memories no file of this directory holds.
-func (b *Bridge) writeBack(p Project, st *state, locals []*local, mems map[string]api.Memory, rep *ProjectReport, dry bool) error {
+func (b *Bridge) writeBack(p Project, st *state, locals []*local, skipped map[string]bool, mems map[string]api.Memory, rep *ProjectReport, dry bool) error {
 	held := map[string]bool{}
 	byName := map[string]*local{}
 	for _, l := range locals {
@@ -445,15 +452,22 @@ func (b *Bridge) writeBack(p Project, st *state, locals []*local, mems map[strin
 			}
 		}
 	}
-	for _, pr := range rep.Problems { // a file left alone is neither written nor given more
-		name, _, _ := strings.Cut(pr, ":")
+	for name := range skipped { // a file left alone is neither written nor given more
 		byName[name] = nil
 	}
 	targets := map[string][]api.Memory{}
+	long := 0
 	for _, m := range mems {
-		if live(m) && !held[m.ID] {
+		switch {
+		case !live(m) || held[m.ID]:
+		case len(m.Content) > MaxEntryBytes:
+			long++
+		default:
 			targets[fileOf(m)] = append(targets[fileOf(m)], m)
 		}
+	}
+	if long > 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d memories of over %d bytes left out of the files (memmesh search finds them)", long, MaxEntryBytes))
 	}
 	// The index first: what does not fit overflows into OverflowFile.
 	names := []string{IndexFile}
@@ -488,7 +502,7 @@ func (b *Bridge) writeBack(p Project, st *state, locals []*local, mems map[strin
 		var idx []string
 		if name == IndexFile {
 			var overflow []api.Memory
-			ms, overflow = fitIndex(l, ms, mems, links)
+			ms, overflow = fitIndex(l, ms, links)
 			if len(overflow) > 0 {
 				targets[OverflowFile] = append(overflow, targets[OverflowFile]...)
 				if !slices.Contains(names, OverflowFile) {
@@ -497,6 +511,9 @@ func (b *Bridge) writeBack(p Project, st *state, locals []*local, mems map[strin
 				links = append(links, OverflowFile)
 			}
 			idx = indexLines(l, links)
+		} else if fit, rest := fitBytes(l, ms); len(rest) > 0 {
+			ms = fit
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %d memories left out, over the %d bytes the bridge writes in a topic file", name, len(rest), MaxTopicBytes))
 		}
 		text, ids := render(l, ms, mems, idx)
 		if text == l.Text && (l.Mode == 0 || hashText(text) == l.prev.Hash) {
@@ -543,7 +560,7 @@ func (b *Bridge) writeBack(p Project, st *state, locals []*local, mems map[strin
 
 // fitIndex splits the index's memories into those that fit within
 // Claude Code's limits after the user's part of the file, and the rest.
-func fitIndex(l *local, ms []api.Memory, all map[string]api.Memory, links []string) (fit, rest []api.Memory) {
+func fitIndex(l *local, ms []api.Memory, links []string) (fit, rest []api.Memory) {
 	lines, size := 0, 0
 	for _, line := range l.f.userLines() {
 		lines++
@@ -562,6 +579,21 @@ func fitIndex(l *local, ms []api.Memory, all map[string]api.Memory, links []stri
 			return ms[:i], ms[i:]
 		}
 		lines, size = lines+len(r), size+n
+	}
+	return ms, nil
+}
+
+// fitBytes splits a topic file's memories into those that fit within
+// MaxTopicBytes with the user's part, and the rest.
+func fitBytes(l *local, ms []api.Memory) (fit, rest []api.Memory) {
+	size := len(beginLine) + len(endMark) + 2
+	for _, line := range l.f.userLines() {
+		size += len(line) + 1
+	}
+	for i, m := range ms {
+		if size += len(m.Content) + 40; size > MaxTopicBytes {
+			return ms[:i], ms[i:]
+		}
 	}
 	return ms, nil
 }

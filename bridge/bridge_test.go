@@ -426,3 +426,31 @@ func TestProjectOption(t *testing.T) {
 		t.Fatalf("a missing directory: %v", err)
 	}
 }
+
+// TestWriteBounds: a memory too long for a note is left out of the files,
+// and a topic file stays within MaxTopicBytes; the pass says so.
+func TestWriteBounds(t *testing.T) {
+	ns, a, _ := twoMachines(t)
+	ctx := context.Background()
+	remember := func(content, session string) {
+		if _, err := ns.Remember(ctx, api.RememberRequest{Namespace: "app", Content: content, Tags: []string{Tag}, Agent: Agent, Session: session}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remember(strings.Repeat("long ", MaxEntryBytes/5+1), "")
+	for i := range 100 {
+		remember(strconv.Itoa(i)+strings.Repeat(" detail", 1000), "github.com/acme/app#big.md")
+	}
+	rep := a.run(t, ns)
+	problems := strings.Join(rep.Problems, "\n")
+	if !strings.Contains(problems, "1 memories of over") || !strings.Contains(problems, "big.md: ") {
+		t.Fatalf("problems: %q", rep.Problems)
+	}
+	big := a.read(t, "big.md")
+	if len(big) > MaxTopicBytes || strings.Count(big, "<!-- mm:") < 50 {
+		t.Fatalf("big.md: %d bytes, %d entries", len(big), strings.Count(big, "<!-- mm:"))
+	}
+	if strings.Contains(a.read(t, IndexFile), "long long") {
+		t.Fatal("the long memory was written")
+	}
+}

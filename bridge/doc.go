@@ -81,8 +81,10 @@
 // the file then shows the current text with each other version on a line
 // starting with "⟂", and editing the entry resolves it. A file that is a
 // symlink, not a regular file, larger than MaxFileBytes or not UTF-8 is
-// neither read nor written, and said so; a read-only file is read and
-// not written. A memory directory that is a symlink is followed (people
+// neither read nor written, and said so; a read-only file (or one in a
+// read-only directory) is read and not written. What the bridge writes is
+// bounded too: a memory over MaxEntryBytes stays out of the files, and a
+// topic file it writes stays within MaxTopicBytes. A memory directory that is a symlink is followed (people
 // keep it in synced folders) but nothing is written through a symlinked
 // file. Memory text written into a file is made inert (internal/inert)
 // and cannot open or close a managed part.
