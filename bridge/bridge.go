@@ -241,6 +241,7 @@ type local struct {
 	f      *mdFile
 	ids    []string // per entry: its memory
 	edited []bool   // per entry: changed here since the last pass
+	gone   []string // memories whose entries were deleted from it
 	prev   *fileState
 }
 
@@ -278,6 +279,11 @@ func (b *Bridge) mirror(ctx context.Context, svc Service, st *state, rep *Projec
 		}
 		locals = append(locals, l)
 	}
+	n, err := archiveGone(ctx, svc, locals, rep, dry)
+	if err != nil {
+		return err
+	}
+	changed = changed || n > 0
 	if changed && !dry {
 		if mems, err = listMemories(ctx, svc, p.Namespace); err != nil {
 			return err
@@ -287,7 +293,9 @@ func (b *Bridge) mirror(ctx context.Context, svc Service, st *state, rep *Projec
 }
 
 // assign finds each entry's memory: a managed entry's from its marker,
-// the others' from the state, first by the same text, then in order.
+// the others' from the state, first by the same text, then in order
+// among the user's entries (an edited line keeps its memory; a new line is
+// never taken for an entry of the managed part that was deleted).
 func assign(es []entry, prev []stateEntry) []string {
 	ids := make([]string, len(es))
 	used := make([]bool, len(prev))
@@ -317,7 +325,7 @@ func assign(es []entry, prev []stateEntry) []string {
 		if ids[i] != "" || es[i].Managed {
 			continue
 		}
-		for j < len(prev) && used[j] {
+		for j < len(prev) && (used[j] || prev[j].Managed) {
 			j++
 		}
 		if j == len(prev) {
@@ -330,7 +338,8 @@ func assign(es []entry, prev []stateEntry) []string {
 
 // importEdits turns what changed in a file since the last pass into
 // memory changes: new entries become memories, edited ones revise
-// theirs, deleted ones archive theirs. It returns how many it made.
+// theirs, and deleted ones are noted in l.gone (archiveGone archives
+// them). It returns how many changes it made.
 func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *local, mems map[string]api.Memory, rep *ProjectReport, dry bool) (int, error) {
 	before, base := map[string]string{}, map[string]string{}
 	for _, e := range l.prev.Entries {
@@ -397,14 +406,36 @@ func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *loc
 			// stay. Deleting its entries forgets them.
 			continue
 		}
-		rep.Archived++
-		n++
-		if dry {
-			continue
+		l.gone = append(l.gone, e.ID)
+	}
+	return n, nil
+}
+
+// archiveGone archives the memories whose entries were deleted, but
+// those an entry of another file holds (an entry moved between files).
+func archiveGone(ctx context.Context, svc Service, locals []*local, rep *ProjectReport, dry bool) (int, error) {
+	held := map[string]bool{}
+	for _, l := range locals {
+		for _, id := range l.ids {
+			held[id] = true
 		}
-		archived := model.StatusArchived
-		if _, err := svc.Update(ctx, e.ID, api.UpdateRequest{Status: &archived}); err != nil {
-			return n, fmt.Errorf("%s: archive the memory of a deleted entry: %w", l.Name, err)
+	}
+	n := 0
+	for _, l := range locals {
+		for _, id := range l.gone {
+			if held[id] {
+				continue
+			}
+			held[id] = true
+			rep.Archived++
+			n++
+			if dry {
+				continue
+			}
+			archived := model.StatusArchived
+			if _, err := svc.Update(ctx, id, api.UpdateRequest{Status: &archived}); err != nil {
+				return n, fmt.Errorf("%s: archive the memory of a deleted entry: %w", l.Name, err)
+			}
 		}
 	}
 	return n, nil

@@ -454,3 +454,41 @@ func TestWriteBounds(t *testing.T) {
 		t.Fatal("the long memory was written")
 	}
 }
+
+// TestEntryMovedBetweenFiles: an entry moved from a topic file into
+// MEMORY.md keeps its memory live, and stays in the file it moved to.
+func TestEntryMovedBetweenFiles(t *testing.T) {
+	ns, a, _ := twoMachines(t)
+	a.write(t, IndexFile, "- an index line\n")
+	a.write(t, "debugging.md", "- Flaky test: the clock\n")
+	a.run(t, ns)
+	a.write(t, IndexFile, "- an index line\n- Flaky test: the clock\n")
+	a.write(t, "debugging.md", "")
+	if rep := a.run(t, ns); rep.Archived != 0 {
+		t.Fatalf("pass after the move: %+v", rep)
+	}
+	a.run(t, ns)
+	if m := ns.byContent(t, "Flaky test: the clock"); m.Status != model.StatusActive {
+		t.Fatalf("the moved entry's memory is %s", m.Status)
+	}
+	if got := a.read(t, IndexFile); got != "- an index line\n- Flaky test: the clock\n" {
+		t.Fatalf("MEMORY.md after the move:\n%q", got)
+	}
+}
+
+// TestNewLineIsNoDeletedManagedEntry: a line of the user's added where an
+// entry of the managed part was deleted is a new memory, not an edit of
+// the other machine's.
+func TestNewLineIsNoDeletedManagedEntry(t *testing.T) {
+	ns, a, b := twoMachines(t)
+	a.write(t, IndexFile, "- from A\n")
+	a.run(t, ns)
+	b.run(t, ns)
+	b.write(t, IndexFile, "- B's own line\n"+beginLine+"\n"+endMark+"\n")
+	if rep := b.run(t, ns); rep.Imported != 1 || rep.Archived != 1 {
+		t.Fatalf("pass on B: %+v", rep)
+	}
+	if m := ns.byContent(t, "from A"); m.Status != model.StatusArchived {
+		t.Fatalf("A's memory is %s, want archived (its entry was deleted)", m.Status)
+	}
+}
