@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,4 +205,22 @@ func (m *machine) run(t *testing.T, svc Service) ProjectReport {
 		t.Fatalf("bridge pass: %d projects, want 1: %+v", len(reps), reps)
 	}
 	return reps[0]
+}
+
+func (s *store) has(content string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byContentLocked(content) != ""
+}
+
+// syncWriter serialises writes to w (a logger's, read by the test).
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

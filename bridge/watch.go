@@ -35,6 +35,7 @@ func (b *Bridge) Watch(ctx context.Context, svc Service, interval, poll time.Dur
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	next, last := time.Now(), ""
+	warned := map[string]bool{}
 	for {
 		due := !time.Now().Before(next)
 		if fp := b.fingerprint(ctx); fp != last {
@@ -50,7 +51,7 @@ func (b *Bridge) Watch(ctx context.Context, svc Service, interval, poll time.Dur
 			if ctx.Err() != nil {
 				return
 			}
-			b.logPass(reps, err)
+			warned = b.logPass(reps, err, warned)
 			last, next = b.fingerprint(ctx), time.Now().Add(interval)
 		}
 		select {
@@ -87,19 +88,31 @@ func (b *Bridge) tagged(ctx context.Context, log ChangeLog, pos uint64) (uint64,
 	return pos, changed
 }
 
-func (b *Bridge) logPass(reps []ProjectReport, err error) {
+// logPass logs what a pass changed, and the problems that warned (those
+// of the pass before) lacks: a file left alone is said once, not at every
+// pass. It returns the pass's problems.
+func (b *Bridge) logPass(reps []ProjectReport, err error, warned map[string]bool) map[string]bool {
+	now := map[string]bool{}
 	for _, r := range reps {
 		if r.Imported+r.Updated+r.Archived+len(r.Written) > 0 {
 			b.log.Info("auto memory mirrored", "project", r.Path, "namespace", r.Namespace,
 				"imported", r.Imported, "updated", r.Updated, "archived", r.Archived, "written", r.Written, "conflicts", r.Conflicts)
 		}
 		for _, p := range r.Problems {
-			b.log.Warn("auto memory: left alone", "project", r.Path, "problem", p)
+			key := r.Path + "\x00" + p
+			if !warned[key] {
+				b.log.Warn("auto memory: left alone", "project", r.Path, "problem", p)
+			}
+			now[key] = true
 		}
 	}
-	if err != nil {
+	if err != nil && !warned[err.Error()] {
 		b.log.Warn("auto memory not mirrored", "err", err)
 	}
+	if err != nil {
+		now[err.Error()] = true
+	}
+	return now
 }
 
 // fingerprint sums the names, sizes and times of the files of every
