@@ -97,7 +97,7 @@ type ProjectReport struct {
 	Updated   int      `json:"updated"`   // memories changed by edited entries
 	Archived  int      `json:"archived"`  // memories whose entry was deleted
 	Written   []string `json:"written"`   // files written (or, dry, that would be)
-	Conflicts int      `json:"conflicts"` // entries shown with a sync conflict
+	Conflicts int      `json:"conflicts"` // memories of auto memory with a sync conflict
 	Problems  []string `json:"problems"`  // files left alone, and why
 }
 
@@ -287,6 +287,11 @@ func (b *Bridge) mirror(ctx context.Context, svc Service, st *state, rep *Projec
 	if changed && !dry {
 		if mems, err = listMemories(ctx, svc, p.Namespace); err != nil {
 			return err
+		}
+	}
+	for _, m := range mems {
+		if live(m) && len(others(m)) > 0 {
+			rep.Conflicts++
 		}
 	}
 	return b.writeBack(p, st, locals, skipped, mems, rep, dry)
@@ -578,9 +583,6 @@ func (b *Bridge) writeBack(p Project, st *state, locals []*local, skipped map[st
 			se := stateEntry{ID: ids[i], Local: e.Text, Managed: e.Managed}
 			if m, ok := mems[ids[i]]; ok {
 				se.Synced, se.Rev = view(m), currentRev(m)
-				if len(others(m)) > 0 {
-					rep.Conflicts++
-				}
 			}
 			fs.Entries = append(fs.Entries, se)
 		}

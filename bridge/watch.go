@@ -38,9 +38,11 @@ func (b *Bridge) Watch(ctx context.Context, svc Service, interval, poll time.Dur
 	warned := map[string]bool{}
 	for {
 		due := !time.Now().Before(next)
-		if fp := b.fingerprint(ctx); fp != last {
-			due = true
-		}
+		// Taken before the pass reads the files: an edit made during the
+		// pass changes it, and brings another (the pass's own writes
+		// bring one that finds nothing to do).
+		fp := b.fingerprint(ctx)
+		due = due || fp != last
 		if log != nil {
 			var changed bool
 			pos, changed = b.tagged(ctx, log, pos)
@@ -52,7 +54,7 @@ func (b *Bridge) Watch(ctx context.Context, svc Service, interval, poll time.Dur
 				return
 			}
 			warned = b.logPass(reps, err, warned)
-			last, next = b.fingerprint(ctx), time.Now().Add(interval)
+			last, next = fp, time.Now().Add(interval)
 		}
 		select {
 		case <-ctx.Done():
