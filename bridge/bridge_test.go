@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/secrets/secretstest"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -490,5 +491,36 @@ func TestNewLineIsNoDeletedManagedEntry(t *testing.T) {
 	}
 	if m := ns.byContent(t, "from A"); m.Status != model.StatusArchived {
 		t.Fatalf("A's memory is %s, want archived (its entry was deleted)", m.Status)
+	}
+}
+
+// TestSecretsNeverLeave: no secret of the shared corpus written in an
+// entry reaches the namespace or another machine's file.
+func TestSecretsNeverLeave(t *testing.T) {
+	ns, a, b := twoMachines(t)
+	var sb strings.Builder
+	var all []string
+	for _, c := range secretstest.Cases(t) {
+		if !strings.Contains(c.Input, "\n") {
+			sb.WriteString("- " + c.Input + "\n")
+			all = append(all, c.Secrets...)
+		}
+	}
+	if len(all) < 10 {
+		t.Fatalf("only %d secrets in the corpus's one-line cases", len(all))
+	}
+	a.write(t, IndexFile, sb.String())
+	a.run(t, ns)
+	b.run(t, ns)
+	more, _ := os.ReadFile(filepath.Join(b.memDir(), OverflowFile))
+	got := b.read(t, IndexFile) + string(more)
+	ms, _ := ns.List(context.Background(), api.ListRequest{Namespace: "app", Statuses: []model.Status{model.StatusActive}})
+	for _, m := range ms {
+		got += m.Content
+	}
+	for _, s := range all {
+		if strings.Contains(got, s) {
+			t.Errorf("a secret left machine A: %q", s)
+		}
 	}
 }
