@@ -115,11 +115,11 @@ func New(svc Service, opts Options) (*Handler, error) {
 	mux.Handle("POST /ui/logout", h.auth.apiOnly(http.HandlerFunc(h.logout)))
 	mux.Handle("GET /ui/api/session", h.auth.apiOnly(http.HandlerFunc(h.session)))
 	mux.Handle("GET /ui/api/events", h.auth.apiOnly(http.HandlerFunc(h.events.serve)))
-	apiHandler := http.StripPrefix("/ui/api", h.api)
+	apiHandler := h.api
 	if opts.Shutdown == nil {
 		apiHandler = refuseShutdown(apiHandler)
 	}
-	mux.Handle("/ui/api/", h.auth.apiOnly(apiHandler))
+	mux.Handle("/ui/api/", h.auth.apiOnly(http.StripPrefix("/ui/api", apiHandler)))
 	mux.HandleFunc("/ui/", http.NotFound)
 	mux.HandleFunc("/", h.page)
 	h.handler = securityHeaders(localhttp.Only(opts.Logger, mux))
