@@ -1,0 +1,152 @@
+// Package browser starts the headless Chromium that the dashboard's
+// end-to-end tests and benchmarks drive through chromedp (the Chrome
+// DevTools Protocol), and stops it with every process it started.
+//
+// It runs Debian's Chromium at Path, headless, with a fresh user data
+// directory and the flags that keep it off the network on its own
+// (no background networking, component updates, sync or QUIC): the tests
+// talk to loopback only. The test command (./test) installs Chromium on a
+// machine without it; Start fails, saying so, when it is missing.
+package browser
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Path is where Debian's package chromium installs the browser.
+const Path = "/usr/bin/chromium"
+
+// ErrMissing is returned by Start when Chromium is not installed.
+var ErrMissing = errors.New("browser: " + Path + " is missing: the dashboard's browser tests need Debian's Chromium; run ./test, which installs it, or apt-get install chromium")
+
+// Width and Height are the window's size in CSS pixels.
+const (
+	Width  = 1280
+	Height = 800
+)
+
+// flags are Chromium's command-line flags besides the user data directory.
+var flags = []chromedp.ExecAllocatorOption{
+	chromedp.Flag("headless", true),
+	chromedp.Flag("no-sandbox", true),
+	chromedp.Flag("disable-gpu", true),
+	chromedp.Flag("disable-quic", true),
+	chromedp.Flag("no-first-run", true),
+	chromedp.Flag("no-default-browser-check", true),
+	chromedp.Flag("disable-background-networking", true),
+	chromedp.Flag("disable-component-update", true),
+	chromedp.Flag("disable-sync", true),
+	chromedp.Flag("disable-dev-shm-usage", true),
+	chromedp.Flag("disable-extensions", true),
+	chromedp.Flag("mute-audio", true),
+	chromedp.WindowSize(Width, Height),
+}
+
+// Browser is one running Chromium.
+type Browser struct {
+	dir         string
+	ctx         context.Context // the browser's first tab
+	cancelTab   context.CancelFunc
+	cancelAlloc context.CancelFunc
+}
+
+// Start runs Chromium and opens its first tab. Close stops it.
+func Start(ctx context.Context) (*Browser, error) {
+	return start(ctx, Path)
+}
+
+func start(ctx context.Context, path string) (*Browser, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, ErrMissing
+	}
+	dir, err := os.MkdirTemp("", "memmesh-chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("browser: %w", err)
+	}
+	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.UserDataDir(dir)}, flags...)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(ctx), opts...)
+	tab, cancelTab := chromedp.NewContext(allocCtx)
+	b := &Browser{dir: dir, ctx: tab, cancelTab: cancelTab, cancelAlloc: cancelAlloc}
+	if err := chromedp.Do(tab); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("browser: start %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// Tab opens a new tab. With fresh, the tab has a browser context of its
+// own (as a private window: no cookies or storage shared with the other
+// tabs). cancel closes it.
+func (b *Browser) Tab(fresh bool) (ctx context.Context, cancel context.CancelFunc, err error) {
+	var opts []chromedp.ContextOption
+	if fresh {
+		opts = append(opts, chromedp.WithNewBrowserContext())
+	}
+	ctx, cancel = chromedp.NewContext(b.ctx, opts...)
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("browser: open a tab: %w", err)
+	}
+	return ctx, cancel, nil
+}
+
+// Close stops the browser and every process it started, and removes its
+// user data directory.
+func (b *Browser) Close() error {
+	b.cancelTab()   // closes the browser through the protocol
+	b.cancelAlloc() // kills it if it is still there, and waits for it
+	// Chromium's helpers (zygote, renderers) can outlive the browser a
+	// moment: each carries the user data directory on its command line.
+	deadline := time.Now().Add(5 * time.Second)
+	for quiet := 0; quiet < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if processesUsing(b.dir, true) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	if err := os.RemoveAll(b.dir); err != nil {
+		return fmt.Errorf("browser: %w", err)
+	}
+	return nil
+}
+
+// processesUsing returns how many processes have --user-data-dir=dir on
+// their command line; with kill, it kills them.
+func processesUsing(dir string, kill bool) int {
+	want := []byte("--user-data-dir=" + dir)
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		for _, arg := range bytes.Split(cmdline, []byte{0}) {
+			if bytes.Equal(arg, want) {
+				if kill {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+				n++
+				break
+			}
+		}
+	}
+	return n
+}

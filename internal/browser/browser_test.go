@@ -1,0 +1,121 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'"
+
+// testPage serves a page under a strict CSP, with the script src when set.
+func testPage(src string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", csp)
+		if strings.HasSuffix(r.URL.Path, ".js") {
+			w.Header().Set("Content-Type", "text/javascript")
+			w.Write([]byte(src))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<!doctype html><title>t</title><p id="p">hello</p><script src="/app.js"></script>`))
+	}
+}
+
+func runPage(t *testing.T, b *Browser, fresh bool, script string) *Watch {
+	t.Helper()
+	srv := httptest.NewServer(testPage(script))
+	t.Cleanup(srv.Close)
+	ctx, cancel, err := b.Tab(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	ctx, cancelTime := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelTime()
+	w, err := NewWatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL), chromedp.WaitVisible(chromedp.ID("p"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.done === true`)); err != nil {
+		t.Fatal(err)
+	}
+	// Log entries arrive after the script that caused them.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise((r) => setTimeout(() => r(true), 200))`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestWatchSeesWhatPagesReport: a clean page reports nothing; console
+// errors, uncaught exceptions, CSP violations and dialogs are each seen
+// (and the dialog dismissed); the browser's processes and its user data
+// directory are gone after Close.
+func TestWatchSeesWhatPagesReport(t *testing.T) {
+	b, err := Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := b.dir
+	defer func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+		if n := processesUsing(dir, false); n != 0 {
+			t.Errorf("%d processes of the browser outlived Close", n)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the user data directory is still there: %v", err)
+		}
+	}()
+	if n := processesUsing(dir, false); n == 0 {
+		t.Fatal("no process runs with the browser's user data directory")
+	}
+
+	clean := runPage(t, b, false, `console.log("fine"); window.done = true;`)
+	if p, d := clean.Problems(), clean.Dialogs(); len(p) != 0 || len(d) != 0 {
+		t.Errorf("a clean page: problems %q, dialogs %q", p, d)
+	}
+	if bytes, n := clean.Transferred(); n < 2 || bytes <= 0 {
+		t.Errorf("a clean page transferred %v bytes in %d responses; want the page and its script", bytes, n)
+	}
+
+	bad := runPage(t, b, true, `
+console.error("broken");
+const s = document.createElement("div");
+document.body.append(s);
+s.setAttribute("onclick", "1");
+const i = document.createElement("img");
+i.setAttribute("src", "data:,x");
+document.body.append(i);
+alert("pwned");
+setTimeout(() => { window.done = true; throw new Error("uncaught"); }, 0);
+`)
+	problems := strings.Join(bad.Problems(), "\n")
+	for _, want := range []string{"console.error: broken", "uncaught", "Content Security Policy"} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("problems do not mention %q:\n%s", want, problems)
+		}
+	}
+	if d := bad.Dialogs(); !slices.Equal(d, []string{`alert: "pwned"`}) {
+		t.Errorf("dialogs %q, want the alert", d)
+	}
+}
+
+func TestStartWithoutChromium(t *testing.T) {
+	if _, err := start(context.Background(), filepath.Join(t.TempDir(), "chromium")); !errors.Is(err, ErrMissing) {
+		t.Fatalf("start without the browser: %v, want ErrMissing", err)
+	}
+}
