@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/memmesh/memmesh/api"
+)
+
+// TestDashboardInBrowser drives the dashboard in headless Chromium, as a
+// person does, against two real daemons joined in a mesh, with one
+// browser for every step: the login link, refusal without a session,
+// search, a memory's page, editing, linking, purging, a capture on the
+// other machine appearing live, and hostile memory text that must stay
+// text.
+func TestDashboardInBrowser(t *testing.T) {
+	a := startUINode(t, 1, "a")
+	b := startUINode(t, 2, "b")
+	joinUINodes(t, a, b)
+	br := startBrowser(t)
+	p := openTab(t, br, false)
+
+	t.Run("refused without a session", func(t *testing.T) {
+		anon := openTab(t, br, true)
+		anon.do(chromedp.Navigate(a.url("/memories")))
+		anon.waitFor(30*time.Second, `document.body && document.body.innerText.includes("memmesh ui")`)
+		if path := eval[string](anon, `location.pathname`); path != "/ui/login" {
+			t.Errorf("a page without a session ended at %s, want the login page", path)
+		}
+		if eval[bool](anon, `document.querySelector("script") !== null || document.querySelector("#page") !== null`) {
+			t.Error("the login page runs the dashboard without a session")
+		}
+		status := eval[int](anon, `fetch("/ui/api/v1/memories").then((r) => r.status)`)
+		if status != 401 {
+			t.Errorf("the API without a session answered %d, want 401", status)
+		}
+	})
+
+	if !t.Run("login", func(t *testing.T) {
+		p := p.in(t)
+		link := strings.TrimSpace(ok(t, a.home, "ui", "--print-url"))
+		p.login(link)
+		p.waitFor(30*time.Second, `document.querySelector("#live.on") !== null`)
+		again := openTab(t, br, true)
+		again.do(chromedp.Navigate(link))
+		if eval[bool](again, `document.querySelector("#page") !== null`) {
+			t.Error("a login link worked twice")
+		}
+	}) {
+		t.FailNow()
+	}
+
+	rel := a.remember(t, api.RememberRequest{Namespace: "team", Title: "Release day", Content: "Release branches are cut on Thursdays after the code freeze"})
+	pg := a.remember(t, api.RememberRequest{Namespace: "team", Title: "Vacuum", Content: "Postgres vacuum runs nightly at 02:00"})
+
+	t.Run("search", func(t *testing.T) {
+		p := p.in(t)
+		p.goTo("/memories", `document.querySelector("#memory-list li") !== null`)
+		p.do(chromedp.SendKeys(chromedp.CSS("[data-search]"), "thursdays"))
+		p.waitFor(30*time.Second, `(() => {
+			const rows = document.querySelectorAll("#memory-list li");
+			return rows.length === 1 && rows[0].dataset.id === `+jsString(rel)+`;
+		})()`)
+	})
+
+	t.Run("open a memory", func(t *testing.T) {
+		p := p.in(t)
+		p.do(chromedp.Click(chromedp.CSS("#memory-list li a")))
+		p.waitFor(30*time.Second, `location.pathname === `+jsString("/memories/"+rel)+
+			` && document.querySelector("#memory-title")?.textContent === "Release day"`+
+			` && document.querySelector("#memory-content")?.textContent === "Release branches are cut on Thursdays after the code freeze"`)
+	})
+
+	t.Run("edit and see the revision", func(t *testing.T) {
+		p := p.in(t)
+		edited := "Release branches are cut on Wednesdays now"
+		p.do(chromedp.Click(chromedp.ID("edit")), chromedp.WaitVisible(chromedp.CSS("#editor textarea")))
+		p.do(chromedp.SetValue(chromedp.CSS("#editor textarea"), edited), chromedp.Click(chromedp.CSS(`#editor button[type="submit"]`)))
+		p.waitFor(30*time.Second, `document.querySelector("#memory-content")?.textContent === `+jsString(edited)+
+			` && document.querySelectorAll("ol.revisions > li").length === 2`)
+		m, err := a.client.Get(context.Background(), rel)
+		if err != nil || m.Content != edited || len(m.Revisions) != 2 {
+			t.Errorf("after the edit in the browser the daemon has %q in %d revisions (%v)", m.Content, len(m.Revisions), err)
+		}
+	})
+
+	t.Run("link two memories", func(t *testing.T) {
+		p := p.in(t)
+		p.do(chromedp.Click(chromedp.ID("link")), chromedp.WaitVisible(chromedp.CSS(`dialog.link input[aria-label="Target"]`)))
+		p.do(chromedp.SendKeys(chromedp.CSS(`dialog.link input[aria-label="Target"]`), pg),
+			chromedp.Click(chromedp.CSS(`dialog.link button[value="ok"]`)))
+		p.waitFor(30*time.Second, `[...document.querySelectorAll("#memory-edges tr[data-edge]")].some((tr) => tr.innerText.includes(`+jsString(pg)+`))`)
+		edges, err := a.client.Edges(context.Background(), api.EdgesRequest{Endpoints: []string{rel}})
+		if err != nil || len(edges) != 1 || edges[0].To != pg {
+			t.Errorf("after the link in the browser the daemon has edges %+v (%v)", edges, err)
+		}
+	})
+
+	t.Run("purge with confirmation", func(t *testing.T) {
+		p := p.in(t)
+		doomed := a.remember(t, api.RememberRequest{Namespace: "team", Title: "Doomed", Content: "A memory to purge from the dashboard"})
+		m, err := a.client.Get(context.Background(), doomed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.goTo("/memories/"+doomed, `document.querySelector("#memory-title")?.textContent === "Doomed"`)
+		p.do(chromedp.Click(chromedp.ID("purge")), chromedp.WaitVisible(chromedp.CSS("dialog.confirm input")))
+		if !eval[bool](p, `document.querySelector('dialog.confirm button[value="ok"]').disabled`) {
+			t.Error("purge can be confirmed before the id is typed")
+		}
+		p.do(chromedp.Click(chromedp.CSS(`dialog.confirm button[value="cancel"]`)))
+		p.waitFor(10*time.Second, `document.querySelector("dialog.confirm") === null`)
+		if _, err := a.client.Get(context.Background(), doomed); err != nil {
+			t.Fatalf("a cancelled purge purged: %v", err)
+		}
+		p.do(chromedp.Click(chromedp.ID("purge")), chromedp.WaitVisible(chromedp.CSS("dialog.confirm input")))
+		p.do(chromedp.SendKeys(chromedp.CSS("dialog.confirm input"), m.ShortID),
+			chromedp.Click(chromedp.CSS(`dialog.confirm button[value="ok"]`)))
+		p.waitFor(30*time.Second, `location.pathname === "/memories"`)
+		if _, err := a.client.Get(context.Background(), doomed); err == nil {
+			t.Error("the memory is still there after its purge was confirmed")
+		}
+	})
+
+	t.Run("a capture on the other machine appears live", func(t *testing.T) {
+		p := p.in(t)
+		p.goTo("/memories", `document.querySelector("#memory-list li") !== null`)
+		eval[bool](p, `(window.__sameDocument = true)`)
+		id := b.remember(t, api.RememberRequest{Namespace: "team", Title: "From b", Content: "Captured on the other machine while the page is open"})
+		p.waitFor(60*time.Second, `document.querySelector('#memory-list li[data-id=`+jsString(id)+`]') !== null`)
+		if !eval[bool](p, `window.__sameDocument === true`) {
+			t.Error("the page was loaded again")
+		}
+	})
+
+	t.Run("hostile text stays text", func(t *testing.T) {
+		p := p.in(t)
+		hostileSet(t, a, b, p)
+	})
+
+	if problems := p.watch.Problems(); len(problems) != 0 {
+		t.Errorf("the dashboard reported problems:\n%s", strings.Join(problems, "\n"))
+	}
+}
