@@ -121,9 +121,10 @@ func startBrowser(tb testing.TB) *browser.Browser {
 
 // tab is a watched tab of the test's browser.
 type tab struct {
-	tb    testing.TB
-	ctx   context.Context
-	watch *browser.Watch
+	tb     testing.TB
+	ctx    context.Context
+	cancel context.CancelFunc // closes the tab
+	watch  *browser.Watch
 }
 
 // openTab opens a tab, closed when the test ends. With fresh, it shares no
@@ -139,7 +140,7 @@ func openTab(tb testing.TB, b *browser.Browser, fresh bool) *tab {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &tab{tb: tb, ctx: ctx, watch: w}
+	return &tab{tb: tb, ctx: ctx, cancel: cancel, watch: w}
 }
 
 // in returns the tab for the test tb, a subtest of the one that opened it.
