@@ -119,7 +119,8 @@ func renderBlock(body string, format Format) string {
 }
 
 // withBlock returns data with its managed block (old, when found) replaced
-// by block, or block appended after a blank line; every other byte is
+// by block, or block appended after a blank line (the file's own, when it
+// ends with one); every other byte is
 // data's. Line ends follow the file's: a file of "\r\n" lines gets its
 // block with "\r\n".
 func withBlock(data []byte, old Block, found bool, block string) []byte {
@@ -137,11 +138,11 @@ func withBlock(data []byte, old Block, found bool, block string) []byte {
 	if bytes.Contains(data, []byte("\r\n")) {
 		nl = "\r\n"
 	}
-	if len(out) > 0 {
-		if !bytes.HasSuffix(out, []byte("\n")) {
-			out = append(out, nl...)
-		}
+	if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
 		out = append(out, nl...)
+	}
+	if len(bytes.TrimSpace(out)) > 0 && !bytes.HasSuffix(out, []byte(nl+nl)) {
+		out = append(out, nl...) // a blank line before the block
 	}
 	return append(out, block...)
 }
