@@ -170,9 +170,10 @@ func Export(ctx context.Context, svc Service, src Source, opt ExportOptions) (Ex
 }
 
 // exportable returns the namespace's live human-tier conventions and
-// decisions, in the order they are shown: most trusted, then most
-// recently updated, then by id, so that the block changes only when they
-// do (no local read counts, no decay with time).
+// decisions, in the order they are shown: most trusted, then the longest
+// held (what was imported keeps its file's order), then by id, so that
+// the block changes only when they do (no local read counts, no decay
+// with time).
 func exportable(ctx context.Context, svc Service, ns string) ([]api.Memory, error) {
 	var out []api.Memory
 	for _, kind := range []string{"convention", "decision"} {
@@ -184,7 +185,7 @@ func exportable(ctx context.Context, svc Service, ns string) ([]api.Memory, erro
 		out = append(out, ms...)
 	}
 	slices.SortFunc(out, func(a, b api.Memory) int {
-		return cmp.Or(cmp.Compare(b.Confidence, a.Confidence), b.Provenance.UpdatedAt.Compare(a.Provenance.UpdatedAt), cmp.Compare(a.ID, b.ID))
+		return cmp.Or(cmp.Compare(b.Confidence, a.Confidence), a.Provenance.CreatedAt.Compare(b.Provenance.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return out, nil
 }
@@ -233,7 +234,10 @@ func render(mems []api.Memory, ns string, format Format, budget int, res *Export
 		shown++
 	}
 	res.Shown, res.LeftOut = shown, len(mems)-shown
-	if shown == 0 && len(mems) == 0 {
+	switch {
+	case len(mems) == 0 && res.Skipped > 0:
+		return head + "\nThis file says every one of them already, outside this block.\n"
+	case len(mems) == 0:
 		return head + "\nNone yet: capture them with 'memmesh capture --kind convention' (or decision).\n"
 	}
 	return sections(in) + leftOutNote(res.LeftOut, budget, ns)
