@@ -382,15 +382,21 @@ func (p *parser) span(start, end int) string {
 // listMarker matches a list item's marker and the space after it.
 var listMarker = regexp.MustCompile(`^[ \t]*([-+*]|\d{1,9}[.)])([ \t]+|$)`)
 
+// text returns the text of the item spanning start to end, without its
+// list marker; an item over the limit is refused.
+func (p *parser) text(start, end int) (string, error) {
+	t := strings.TrimSpace(listMarker.ReplaceAllString(p.span(start, end), ""))
+	if len(t) > p.lim.Item {
+		return "", fmt.Errorf("%w: the item at line %d holds %d bytes, more than the %d of one item: split it", ErrItemTooLong, p.line(start), len(t), p.lim.Item)
+	}
+	return t, nil
+}
+
 // add adds the item spanning start to end.
 func (p *parser) add(start, end int, label string) error {
-	t := p.span(start, end)
-	t = strings.TrimSpace(listMarker.ReplaceAllString(t, ""))
-	if t == "" {
-		return nil
-	}
-	if len(t) > p.lim.Item {
-		return fmt.Errorf("%w: the item at line %d holds %d bytes, more than the %d of one item: split it", ErrItemTooLong, p.line(start), len(t), p.lim.Item)
+	t, err := p.text(start, end)
+	if err != nil || t == "" {
+		return err
 	}
 	if len(p.items) == p.lim.Items {
 		return fmt.Errorf("%w: more than %d items (line %d)", ErrTooManyItems, p.lim.Items, p.line(start))
@@ -413,9 +419,9 @@ func (p *parser) add(start, end int, label string) error {
 // extend makes the last item run to end (the code block that follows it).
 func (p *parser) extend(it *Item, end int) error {
 	start := p.lines[it.Line-1]
-	t := strings.TrimSpace(listMarker.ReplaceAllString(p.span(start, end), ""))
-	if len(t) > p.lim.Item {
-		return fmt.Errorf("%w: the item at line %d holds %d bytes, more than the %d of one item: split it", ErrItemTooLong, it.Line, len(t), p.lim.Item)
+	t, err := p.text(start, end)
+	if err != nil {
+		return err
 	}
 	it.Text, it.EndLine = t, p.line(max(start, end-1))
 	it.Kind = kindOf(t, it.Section)
