@@ -118,6 +118,19 @@ func renderBlock(body string, format Format) string {
 		beginMarker, bodyHash(body), format, body, endMarker)
 }
 
+// placeBlock returns data with block in place (withBlock), once it has
+// found it there, holding body: a file that ends inside a construct that
+// would swallow what follows (a code fence, an HTML comment or <pre> left
+// open) would hide the block from the next export, and is refused.
+func placeBlock(data []byte, old Block, found bool, block, body string) ([]byte, error) {
+	out := withBlock(data, old, found, block)
+	b, ok, err := FindBlock(out)
+	if err != nil || !ok || b.Body != body || b.Edited() {
+		return nil, fmt.Errorf("%w: the file ends inside a code block, an HTML comment or another construct left open, which would swallow the block; close it first", ErrBlock)
+	}
+	return out, nil
+}
+
 // withBlock returns data with its managed block (old, when found) replaced
 // by block, or block appended after a blank line (the file's own, when it
 // ends with one); every other byte is

@@ -161,7 +161,11 @@ func Export(ctx context.Context, svc Service, src Source, opt ExportOptions) (Ex
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	res.Backup, err = f.Replace(withBlock(f.Data, old, found, block), opt.BackupDir, opt.Now)
+	data, err := placeBlock(f.Data, old, found, block, body)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w; left as it is", src.Path, err)
+	}
+	res.Backup, err = f.Replace(data, opt.BackupDir, opt.Now)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", src.Path, err)
 	}

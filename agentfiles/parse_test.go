@@ -11,11 +11,15 @@ import (
 
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
+	data, err := readFixtureFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
+}
+
+func readFixtureFile(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join("testdata", name))
 }
 
 func parse(t *testing.T, data string) []Item {
