@@ -13,7 +13,7 @@ import (
 )
 
 // testNode starts a real node on a temporary home.
-func testNode(t *testing.T) *node.Node {
+func testNode(t testing.TB) *node.Node {
 	t.Helper()
 	n, err := node.New(node.Config{Home: t.TempDir(), Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
@@ -27,7 +27,7 @@ func testNode(t *testing.T) *node.Node {
 	return n
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
