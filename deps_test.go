@@ -7,9 +7,10 @@ import (
 )
 
 // TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
-// the packages they share with node, extract (pure rules over a session)
-// and transcript (readers of files) link neither the store, nor the mesh's transport, nor Automerge
-// (cgo).
+// the packages they share with node, extract (pure rules over a session),
+// transcript (readers of files) and agentfiles (agent instruction files,
+// through the API) link neither the store, nor the mesh's transport, nor
+// Automerge (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./agentfiles"}
 	heavy := []string{
