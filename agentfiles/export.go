@@ -194,6 +194,10 @@ func exportable(ctx context.Context, svc Service, ns string) ([]api.Memory, erro
 	return out, nil
 }
 
+// entrySlack bounds how many fewer tokens an entry may add to the block
+// than it counts alone.
+const entrySlack = 8
+
 // idLen is how much of a memory's id the block shows: enough for
 // 'memmesh show', and fixed, so that the block does not change when
 // other memories make short ids longer.
@@ -227,15 +231,22 @@ func render(mems []api.Memory, ns string, format Format, budget int, res *Export
 		}
 		return b.String()
 	}
+	// An entry adds about its own tokens to the block (give or take the
+	// few that merge across its edges): one that cannot fit in what is
+	// left is not counted on the whole block.
 	in := make([]bool, len(mems))
-	shown := 0
+	shown, used := 0, 0
 	for i := range mems {
+		if tokens.Count(lines[i])-entrySlack > budget-used {
+			continue
+		}
 		in[i] = true
-		if tokens.Count(renderBlock(sections(in)+leftOutNote(len(mems)-shown-1, budget, ns), format)) > budget {
+		n := tokens.Count(renderBlock(sections(in)+leftOutNote(len(mems)-shown-1, budget, ns), format))
+		if n > budget {
 			in[i] = false
 			continue
 		}
-		shown++
+		shown, used = shown+1, n
 	}
 	res.Shown, res.LeftOut = shown, len(mems)-shown
 	switch {
