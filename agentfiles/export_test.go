@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -405,4 +406,39 @@ func titleOf(items []Item, entry string) string {
 		}
 	}
 	return ""
+}
+
+// TestLocate names a file by its path in its git working tree, follows a
+// symlink within it (AGENTS.md linked to CLAUDE.md is CLAUDE.md), and
+// refuses one out of it and a path too long to name.
+func TestLocate(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	os.MkdirAll(filepath.Join(repo, ".github"), 0o755)
+	os.WriteFile(filepath.Join(repo, "CLAUDE.md"), []byte("- x\n"), 0o644)
+	os.Symlink("CLAUDE.md", filepath.Join(repo, "AGENTS.md"))
+	for path, key := range map[string]string{
+		filepath.Join(repo, "CLAUDE.md"):                       "CLAUDE.md",
+		filepath.Join(repo, "AGENTS.md"):                       "CLAUDE.md",
+		filepath.Join(repo, ".github/copilot-instructions.md"): ".github/copilot-instructions.md", // not there yet
+	} {
+		src, err := Locate(ctx, path)
+		if err != nil || src.Key != key || src.Root == "" || src.Session() != "file:"+key {
+			t.Fatalf("Locate(%s) = %+v, %v: want key %s", path, src, err, key)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "notes.md")
+	os.WriteFile(outside, []byte("- y\n"), 0o644)
+	os.Symlink(outside, filepath.Join(repo, "NOTES.md"))
+	if _, err := Locate(ctx, filepath.Join(repo, "NOTES.md")); !errors.Is(err, ErrOutside) || !strings.Contains(err.Error(), "outside the repository") {
+		t.Fatalf("a symlink out of the repository: %v", err)
+	}
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 200), strings.Repeat("e", 100))
+	os.MkdirAll(deep, 0o755)
+	if _, err := Locate(ctx, filepath.Join(deep, "CLAUDE.md")); err == nil || !strings.Contains(err.Error(), "cannot name") {
+		t.Fatalf("a path too long: %v", err)
+	}
 }

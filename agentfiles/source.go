@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/memmesh/memmesh/internal/gitrepo"
 	"github.com/memmesh/memmesh/internal/safefile"
@@ -80,8 +81,15 @@ func Locate(ctx context.Context, path string) (Source, error) {
 	if s.Root != "" {
 		s.Key = filepath.ToSlash(rel)
 	}
+	if len(s.Session()) > maxSession || strings.ContainsFunc(s.Key, unicode.IsControl) {
+		return s, fmt.Errorf("%s: a path of control characters or over %d bytes cannot name the memories' provenance; move the file", path, maxSession-len("file:"))
+	}
 	return s, nil
 }
+
+// maxSession is the longest provenance session a node keeps a thread
+// for, and so lists a file's memories by.
+const maxSession = 256
 
 // Read reads the file within lim.File bytes (a missing file reads as
 // empty, Exists false); a directory, a device or a pipe is refused.
