@@ -12,7 +12,7 @@ import (
 // agentfiles (agent instruction files, through the API) link neither the
 // store, nor the mesh's transport, nor Automerge (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
+	light := []string{"./api", "./model", "./mcp", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",
