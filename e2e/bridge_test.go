@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,13 +33,7 @@ func startClaudeMachine(tb testing.TB, host int, rel, config string) *claudeMach
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(home) })
-	ip := fmt.Sprintf("127.0.0.%d", host)
-	conn, err := net.ListenPacket("udp", ip+":0")
-	if err != nil {
-		tb.Skipf("cannot listen on %s: %v", ip, err)
-	}
-	m := &claudeMachine{home: home, listen: conn.LocalAddr().String(), project: filepath.Join(home, rel)}
-	conn.Close()
+	m := &claudeMachine{home: home, listen: freeMeshAddr(tb, host), project: filepath.Join(home, rel)}
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"net"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -20,13 +18,7 @@ type machine struct {
 // UDP port of 127.0.0.<host>, without MCP over HTTP.
 func startMachine(t *testing.T, host int, name string) *machine {
 	t.Helper()
-	ip := fmt.Sprintf("127.0.0.%d", host)
-	conn, err := net.ListenPacket("udp", ip+":0")
-	if err != nil {
-		t.Skipf("cannot listen on %s (not a loopback address here?): %v", ip, err)
-	}
-	listen := conn.LocalAddr().String()
-	conn.Close()
+	listen := freeMeshAddr(t, host)
 	m := &machine{home: newHome(t), name: name}
 	m.serve, _ = startServe(t, m.home, "--listen", listen, "--name", name, "--http", "")
 	m.id = strings.TrimSpace(ok(t, m.home, "id", "--format", "brief"))

@@ -174,9 +174,7 @@ const peerProbe = `(() => {
 // its row is on the other machine's open memory list: the capture, its
 // sync over QUIC, the event stream, and the page's rendering.
 func BenchmarkDashboardPeerCapture(b *testing.B) {
-	a := startUINode(b, 1, "a")
-	o := startUINode(b, 2, "b")
-	joinUINodes(b, a, o)
+	a, o := startUIPair(b)
 	br := startBrowser(b)
 	p := openTab(b, br, false)
 	p.login(a.loginLink(b))

@@ -18,9 +18,7 @@ import (
 // other machine appearing live, and hostile memory text that must stay
 // text.
 func TestDashboardInBrowser(t *testing.T) {
-	a := startUINode(t, 1, "a")
-	b := startUINode(t, 2, "b")
-	joinUINodes(t, a, b)
+	a, b := startUIPair(t)
 	br := startBrowser(t)
 	p := openTab(t, br, false)
 
