@@ -22,6 +22,7 @@ import (
 // uiNode is a daemon serving the dashboard, standing for one machine.
 type uiNode struct {
 	home, addr string
+	pid        int
 	client     *web.Client
 }
 
@@ -34,8 +35,16 @@ func startUINode(tb testing.TB, host int, name string) *uiNode {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(home) })
+	return serveUI(tb, home, "--listen", freeMeshAddr(tb, host), "--name", name)
+}
+
+// serveUI runs `memmesh serve` on home with extra arguments and the
+// dashboard on a free loopback port.
+func serveUI(tb testing.TB, home string, extra ...string) *uiNode {
+	tb.Helper()
 	n := &uiNode{home: home, addr: freeLoopbackAddr(tb)}
-	_, n.client = startServe(tb, home, "--listen", freeMeshAddr(tb, host), "--name", name, "--http", n.addr)
+	cmd, c := startServe(tb, home, append(extra, "--http", n.addr)...)
+	n.pid, n.client = cmd.Process.Pid, c
 	return n
 }
 

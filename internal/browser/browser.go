@@ -123,12 +123,24 @@ func (b *Browser) Close() error {
 // processesUsing returns how many processes have --user-data-dir=dir on
 // their command line; with kill, it kills them.
 func processesUsing(dir string, kill bool) int {
+	pids := pidsUsing(dir)
+	if kill {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return len(pids)
+}
+
+// pidsUsing returns the processes that have --user-data-dir=dir on their
+// command line.
+func pidsUsing(dir string) []int {
 	want := []byte("--user-data-dir=" + dir)
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	n := 0
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -140,13 +152,10 @@ func processesUsing(dir string, kill bool) int {
 		}
 		for _, arg := range bytes.Split(cmdline, []byte{0}) {
 			if bytes.Equal(arg, want) {
-				if kill {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-				n++
+				pids = append(pids, pid)
 				break
 			}
 		}
 	}
-	return n
+	return pids
 }

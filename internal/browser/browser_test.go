@@ -84,6 +84,9 @@ func TestWatchSeesWhatPagesReport(t *testing.T) {
 		t.Fatal("no process runs with the browser's user data directory")
 	}
 
+	if cpu := b.CPU(); cpu <= 0 {
+		t.Errorf("the started browser used no CPU time: %s", cpu)
+	}
 	clean := runPage(t, b, false, `console.log("fine"); window.done = true;`)
 	if p, d := clean.Problems(), clean.Dialogs(); len(p) != 0 || len(d) != 0 {
 		t.Errorf("a clean page: problems %q, dialogs %q", p, d)
