@@ -90,12 +90,18 @@ func (m *claudeMachine) write(tb testing.TB, name, text string) {
 // joinPair joins b to a's mesh.
 func joinPair(tb testing.TB, a, b *claudeMachine) {
 	tb.Helper()
+	joinClients(tb, a.client, b.client)
+}
+
+// joinClients joins b's daemon to a's mesh with an invite of a.
+func joinClients(tb testing.TB, a, b *web.Client) {
+	tb.Helper()
 	ctx := context.Background()
-	inv, err := a.client.Invite(ctx, 10*time.Minute)
+	inv, err := a.Invite(ctx, 10*time.Minute)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := b.client.Join(ctx, inv.Token); err != nil {
+	if _, err := b.Join(ctx, inv.Token); err != nil {
 		tb.Fatal(err)
 	}
 }

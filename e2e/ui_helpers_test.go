@@ -97,14 +97,7 @@ func (n *uiNode) remember(tb testing.TB, req api.RememberRequest) string {
 // joinUINodes joins b to a's mesh and waits until each sees the other alive.
 func joinUINodes(tb testing.TB, a, b *uiNode) {
 	tb.Helper()
-	ctx := context.Background()
-	inv, err := a.client.Invite(ctx, 10*time.Minute)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := b.client.Join(ctx, inv.Token); err != nil {
-		tb.Fatal(err)
-	}
+	joinClients(tb, a.client, b.client)
 	deadline := time.Now().Add(60 * time.Second)
 	for !alive(a, b) || !alive(b, a) {
 		if time.Now().After(deadline) {
