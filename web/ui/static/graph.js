@@ -18,7 +18,7 @@
 //   graph-god-nodes, graph-bridges, graph-gaps   its lists
 //   graph-cycles       the cycles block
 import { el, clear, short } from './api.js';
-import { useStyles, section, memoryLink, clip, failure, debounce } from './pagekit.js';
+import { useStyles, section, memoryLink, clip, cut, failure, debounce } from './pagekit.js';
 
 const RELS = ['related_to', 'supersedes', 'contradicts', 'depends_on', 'specializes', 'part_of',
   'alternative_to', 'builds_on', 'caused_by', 'led_to', 'learned_in', 'touches',
@@ -278,7 +278,7 @@ function showDetails(box, d, data, go) {
   clear(box).append(
     el('h2', {}, m ? (m.title || clip(m.content, 60)) : d.id),
     el('dl', { class: 'props' }, rows),
-    m ? el('pre', { class: 'content' }, clip(m.content, 600)) : null,
+    m ? el('pre', { class: 'content' }, cut(m.content, 600)) : null,
     el('div', { class: 'actions' },
       m ? el('a', { href: '/memories/' + encodeURIComponent(d.id), 'data-testid': 'graph-open-memory' }, 'Open memory') : null,
       el('button', { type: 'button', onclick: () => go({ focus: d.id }) }, 'Focus here')),

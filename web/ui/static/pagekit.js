@@ -42,3 +42,9 @@ export function debounce(fn, ms) {
     t = setTimeout(() => fn(...args), ms);
   };
 }
+
+// cut shortens text to n characters, keeping its line breaks.
+export function cut(text, n) {
+  const s = String(text || '');
+  return s.length > n ? s.slice(0, n - 1) + '…' : s;
+}
