@@ -6,7 +6,8 @@
 //
 // Stable test ids:
 //   graph-canvas       the container the graph is drawn in
-//   graph-node-count   "N nodes, M edges" (data-nodes, data-edges hold the numbers)
+//   graph-node-count   "N nodes, M edges" (data-nodes, data-edges hold the numbers;
+//                      data-render-ms the time from the data to the first frame)
 //   graph-focus        the start field (memory id, file:, code:, url:)
 //   graph-depth        depth select
 //   graph-direction    direction select
@@ -24,6 +25,7 @@ const RELS = ['related_to', 'supersedes', 'contradicts', 'depends_on', 'speciali
   'alternative_to', 'builds_on', 'caused_by', 'led_to', 'learned_in', 'touches',
   'calls', 'imports', 'inherits', 'defined_in'];
 const SIZES = [250, 500, 1000, 2000];
+const PAGE = 1000; // the most memories one list call gives
 // Above this many nodes the layout is concentric (rings by hops or by
 // degree: linear time); below it a force-directed one (cose).
 const FORCE_MAX = 400;
@@ -109,11 +111,15 @@ export async function render(root, params, ctx) {
   } catch (e) {
     failure(canvas, e);
     count.textContent = '';
+    count.dataset.error = e.message;
     return;
   }
   const cytoscape = await loadCytoscape();
   if (!canvas.isConnected) return; // left while loading
+  const t0 = performance.now();
   cy = draw(cytoscape, canvas, data, f.focus);
+  await new Promise((r) => requestAnimationFrame(() => r()));
+  count.dataset.renderMs = String(Math.round(performance.now() - t0));
   count.textContent = data.nodes.length + ' nodes, ' + data.edges.length + ' edges' + (data.capped ? ' (capped)' : '');
   count.dataset.nodes = String(data.nodes.length);
   count.dataset.edges = String(data.edges.length);
@@ -161,11 +167,7 @@ async function neighbourhood(ctx, f) {
 // namespaceGraph is a namespace's newest live memories, the edges
 // between them and the artefacts they touch, up to limit nodes.
 async function namespaceGraph(ctx, limit) {
-  const u = new URLSearchParams({ limit: String(limit) });
-  if (ctx.ns) u.set('ns', ctx.ns);
-  u.append('status', 'active');
-  u.append('status', 'stale');
-  const mems = await ctx.api('GET', '/v1/memories?' + u.toString()) || [];
+  const mems = await newest(ctx, limit);
   const nodes = mems.map((m) => nodeOf(m.id, m, undefined));
   if (!nodes.length) return { nodes, edges: [], capped: false };
   const edges = await ctx.api('POST', '/v1/edges/list', { endpoints: nodes.map((n) => n.id) }) || [];
@@ -181,6 +183,28 @@ async function namespaceGraph(ctx, limit) {
     if (have.has(e.from) && have.has(e.to)) kept.push(e);
   }
   return { nodes, edges: dedupe(kept), capped: mems.length >= limit };
+}
+
+// newest lists up to limit live memories of the namespace, newest first,
+// in pages of the list's largest (1,000).
+async function newest(ctx, limit) {
+  const byId = new Map();
+  let until = '';
+  while (byId.size < limit) {
+    const u = new URLSearchParams({ limit: String(Math.min(PAGE, limit - byId.size + 1)) });
+    if (ctx.ns) u.set('ns', ctx.ns);
+    u.append('status', 'active');
+    u.append('status', 'stale');
+    if (until) u.set('until', until);
+    const page = (await ctx.api('GET', '/v1/memories?' + u.toString())) || [];
+    const before = byId.size;
+    for (const m of page) if (byId.size < limit) byId.set(m.id, m);
+    if (!page.length || byId.size === before) break;
+    // just after the page's oldest update, so that none at that instant
+    // is skipped (those already here are left out)
+    until = new Date(new Date(page[page.length - 1].provenance.updated_at).getTime() + 1).toISOString();
+  }
+  return [...byId.values()];
 }
 
 function dedupe(edges) {
@@ -221,7 +245,7 @@ function draw(cytoscape, container, data, focusId) {
   }
   const big = data.nodes.length > FORCE_MAX;
   const layout = big
-    ? { name: 'concentric', animate: false, fit: true, minNodeSpacing: 4, avoidOverlap: false,
+    ? { name: 'concentric', animate: false, fit: true, minNodeSpacing: 8, avoidOverlap: false,
       concentric: (n) => (focusId ? 10 - (n.data('depth') || 0) : n.data('degree')),
       levelWidth: () => (focusId ? 1 : 2) }
     : { name: 'cose', animate: false, fit: true, randomize: true, numIter: 600, nodeRepulsion: () => 8000, idealEdgeLength: () => 60 };
@@ -231,7 +255,6 @@ function draw(cytoscape, container, data, focusId) {
     layout,
     minZoom: 0.05,
     maxZoom: 4,
-    wheelSensitivity: 0.3,
     boxSelectionEnabled: false,
     hideEdgesOnViewport: big,
     textureOnViewport: big,
@@ -239,7 +262,8 @@ function draw(cytoscape, container, data, focusId) {
     style: [
       { selector: 'node', style: {
         'background-color': accent, width: 12, height: 12, label: 'data(label)', color: fg,
-        'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': 7,
+        // on a large graph, labels show once zoomed in
+        'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': big ? 16 : 7,
         'text-max-width': 120, 'text-wrap': 'ellipsis',
       } },
       { selector: 'node[kind != "memory"]', style: { shape: 'round-rectangle', 'background-color': ok } },
@@ -327,7 +351,7 @@ async function loadAnalysis(box, ctx) {
   clear(box).append(
     el('p', {}, a.memories + ' memories, ' + a.edges + ' edges' + (a.namespace ? ' in ' + a.namespace : '') + '.'),
     list('Most connected', 'graph-god-nodes', a.god_nodes, 'No edges yet.', (s) => s + ' edges'),
-    list('Bridges', 'graph-bridges', a.bridges, a.bridges ? 'None.' : 'Too large a graph to rank bridges.', (s) => s.toFixed(3)),
+    list('Bridges', 'graph-bridges', a.bridges, !a.edges || a.bridges ? 'None.' : 'Not ranked: the graph is too large.', (s) => s.toFixed(3)),
     list('Gaps (no edge at all)' + (a.gap_count ? ': ' + a.gap_count : ''), 'graph-gaps', a.gaps, 'Every memory has an edge.', null));
 }
 
