@@ -29,6 +29,8 @@ const PAGE = 1000; // the most memories one list call gives
 // Above this many nodes the layout is concentric (rings by hops or by
 // degree: linear time); below it a force-directed one (cose).
 const FORCE_MAX = 400;
+// The zoom from which a large graph shows its labels.
+const LABEL_ZOOM = 0.8;
 
 let cytoscapeLib = null;
 async function loadCytoscape() {
@@ -245,7 +247,7 @@ function draw(cytoscape, container, data, focusId) {
   }
   const big = data.nodes.length > FORCE_MAX;
   const layout = big
-    ? { name: 'concentric', animate: false, fit: true, minNodeSpacing: 8, avoidOverlap: false,
+    ? { name: 'concentric', animate: false, fit: true, minNodeSpacing: 8, avoidOverlap: true,
       concentric: (n) => (focusId ? 10 - (n.data('depth') || 0) : n.data('degree')),
       levelWidth: () => (focusId ? 1 : 2) }
     : { name: 'cose', animate: false, fit: true, randomize: true, numIter: 600, nodeRepulsion: () => 8000, idealEdgeLength: () => 60 };
@@ -262,10 +264,11 @@ function draw(cytoscape, container, data, focusId) {
     style: [
       { selector: 'node', style: {
         'background-color': accent, width: 12, height: 12, label: 'data(label)', color: fg,
-        // on a large graph, labels show once zoomed in
-        'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': big ? 16 : 7,
+        'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': 7,
         'text-max-width': 120, 'text-wrap': 'ellipsis',
       } },
+      // on a large graph, labels show once zoomed in (class labelled)
+      { selector: 'node.unlabelled', style: { label: '' } },
       { selector: 'node[kind != "memory"]', style: { shape: 'round-rectangle', 'background-color': ok } },
       { selector: 'node[status = "stale"]', style: { 'background-color': warn } },
       { selector: 'node.start', style: { width: 20, height: 20, 'border-width': 3, 'border-color': fg } },
@@ -281,6 +284,18 @@ function draw(cytoscape, container, data, focusId) {
     ],
   });
   if (focusId) cy.getElementById(focusId).addClass('start');
+  if (big) {
+    const nodes = cy.nodes();
+    const label = () => {
+      const on = cy.zoom() >= LABEL_ZOOM;
+      if (on === labelled) return;
+      labelled = on;
+      cy.batch(() => (on ? nodes.removeClass('unlabelled') : nodes.addClass('unlabelled')));
+    };
+    let labelled = true;
+    label();
+    cy.on('zoom', debounce(label, 100));
+  }
   return cy;
 }
 
