@@ -136,9 +136,9 @@ function showDevices(box, devices, ctx, reload) {
   }
   box.replaceChildren(el('table', { class: 'grid', 'data-testid': 'devices-table' },
     el('thead', {}, el('tr', {}, ['Device', 'Added', 'State', ''].map((h) => el('th', {}, h)))),
-    el('tbody', {}, devices.map((d) => el('tr', { 'data-testid': 'device-row', 'data-device': d.id },
-      el('td', { title: d.id }, d.name || short(d.id, 12), d.self ? el('span', { class: 'badge active' }, ' this one') : null,
-        el('div', { class: 'muted mono' }, short(d.id, 16))),
+    el('tbody', {}, devices.map((d) => el('tr', { 'data-testid': 'device-row', 'data-device': d.key },
+      el('td', { title: d.key }, d.name || short(d.key, 12), d.self ? [' ', el('span', { class: 'badge active' }, 'this one')] : null,
+        el('div', { class: 'muted mono' }, short(d.key, 16))),
       el('td', {}, d.added_at ? ago(d.added_at) : '', d.added_by ? el('div', { class: 'muted' }, 'by ' + short(d.added_by, 8)) : null),
       el('td', {}, d.revoked_at ? el('span', { class: 'badge deleted' }, 'revoked ' + ago(d.revoked_at)) : 'member'),
       el('td', {}, d.self || d.revoked_at ? null : el('button', { type: 'button', class: 'danger', 'data-testid': 'revoke-button',
@@ -146,12 +146,12 @@ function showDevices(box, devices, ctx, reload) {
 }
 
 async function revoke(d, ctx, reload) {
-  const name = d.name || short(d.id, 12);
+  const name = d.name || short(d.key, 12);
   const ok = await ctx.confirm('Revoke ' + name + '? It will no longer sync with this mesh; to come back it needs a new invite.',
     { danger: true, typeToConfirm: name, okLabel: 'Revoke' });
   if (!ok) return;
   try {
-    await ctx.api('POST', '/v1/mesh/revoke', { device: d.id });
+    await ctx.api('POST', '/v1/mesh/revoke', { device: d.key });
     ctx.toast('Revoked ' + name + '.');
   } catch (e) {
     ctx.toast('Revoke failed: ' + e.message);
