@@ -63,7 +63,7 @@ async function loadStale(box, ctx, reload) {
     box.replaceChildren(el('p', { class: 'muted', 'data-testid': 'stale-list' }, 'Nothing is stale.'));
     return;
   }
-  box.replaceChildren(el('p', {}, items.length + ' stale memories.'),
+  box.replaceChildren(el('p', {}, items.length === 1 ? '1 stale memory.' : items.length + ' stale memories.'),
     el('ul', { class: 'list', 'data-testid': 'stale-list' }, items.map(({ memory: m, reasons }) => el('li', { 'data-testid': 'stale-item', 'data-id': m.id },
       el('div', {}, memoryLink(m.id, m.title || m.content), ' ',
         el('span', { class: 'muted' }, m.kind + ' · ' + m.namespace + ' · updated ' + ago(m.provenance && m.provenance.updated_at))),
