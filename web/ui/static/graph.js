@@ -31,6 +31,8 @@ const PAGE = 1000; // the most memories one list call gives
 const FORCE_MAX = 400;
 // The zoom from which a large graph shows its labels.
 const LABEL_ZOOM = 0.8;
+// A small graph is not blown up beyond this zoom to fit the canvas.
+const MAX_FIT_ZOOM = 1.5;
 
 let cytoscapeLib = null;
 async function loadCytoscape() {
@@ -284,6 +286,10 @@ function draw(cytoscape, container, data, focusId) {
     ],
   });
   if (focusId) cy.getElementById(focusId).addClass('start');
+  if (cy.zoom() > MAX_FIT_ZOOM) {
+    cy.zoom(MAX_FIT_ZOOM);
+    cy.center();
+  }
   if (big) {
     const nodes = cy.nodes();
     const label = () => {
@@ -356,16 +362,18 @@ async function loadAnalysis(box, ctx) {
     failure(box, e);
     return;
   }
+  // Ranked entries link to their neighbourhood; gaps, which have none, to
+  // their memory.
   const list = (title, testid, items, empty, score) => el('div', { 'data-testid': testid },
     el('h3', {}, title),
     items && items.length
       ? el('ol', { class: 'plain ranked' }, items.map((r) => el('li', {},
-        el('a', { href: '/graph?focus=' + encodeURIComponent(r.id), title: r.id }, clip(r.title || r.id, 70)),
+        score ? el('a', { href: '/graph?focus=' + encodeURIComponent(r.id), title: r.id }, clip(r.title || r.id, 70)) : memoryLink(r.id, r.title),
         score ? el('span', { class: 'muted' }, ' ' + score(r.score)) : null)))
       : el('p', { class: 'muted' }, empty));
   clear(box).append(
     el('p', {}, a.memories + ' memories, ' + a.edges + ' edges' + (a.namespace ? ' in ' + a.namespace : '') + '.'),
-    list('Most connected', 'graph-god-nodes', a.god_nodes, 'No edges yet.', (s) => s + ' edges'),
+    list('Most connected', 'graph-god-nodes', a.god_nodes, 'No edges yet.', (s) => (s === 1 ? '1 edge' : s + ' edges')),
     list('Bridges', 'graph-bridges', a.bridges, !a.edges || a.bridges ? 'None.' : 'Not ranked: the graph is too large.', (s) => s.toFixed(3)),
     list('Gaps (no edge at all)' + (a.gap_count ? ': ' + a.gap_count : ''), 'graph-gaps', a.gaps, 'Every memory has an edge.', null));
 }
