@@ -127,6 +127,17 @@ export async function render(root, params, ctx) {
   count.textContent = data.nodes.length + ' nodes, ' + data.edges.length + ' edges' + (data.capped ? ' (capped)' : '');
   count.dataset.nodes = String(data.nodes.length);
   count.dataset.edges = String(data.edges.length);
+  // A change of theme recolours the graph.
+  const big = data.nodes.length > FORCE_MAX;
+  const recolour = () => setTimeout(() => cy && cy.style(graphStyle(big)), 0);
+  const dark = window.matchMedia('(prefers-color-scheme: dark)');
+  const picker = document.getElementById('theme-picker');
+  dark.addEventListener('change', recolour);
+  if (picker) picker.addEventListener('change', recolour);
+  ctx.onLeave(() => {
+    dark.removeEventListener('change', recolour);
+    if (picker) picker.removeEventListener('change', recolour);
+  });
   cy.on('tap', 'node', (e) => showDetails(details, e.target.data(), data, go));
   cy.on('tap', 'edge', (e) => showEdge(details, e.target.data()));
   if (f.focus) {
@@ -224,15 +235,6 @@ function nodeOf(id, memory, depth) {
 
 // draw lays the graph out on the canvas, coloured by the theme.
 function draw(cytoscape, container, data, focusId) {
-  const css = getComputedStyle(document.documentElement);
-  const c = (name, dflt) => (css.getPropertyValue(name).trim() || dflt);
-  const fg = c('--fg', '#1d2128');
-  const muted = c('--muted', '#5d6673');
-  const line = c('--line', '#d9dde3');
-  const accent = c('--accent', '#2456c9');
-  const danger = c('--danger', '#b3261e');
-  const warn = c('--warn', '#9a6700');
-  const ok = c('--ok', '#1e7d3a');
   const degree = new Map();
   for (const e of data.edges) {
     degree.set(e.from, (degree.get(e.from) || 0) + 1);
@@ -263,27 +265,7 @@ function draw(cytoscape, container, data, focusId) {
     hideEdgesOnViewport: big,
     textureOnViewport: big,
     pixelRatio: big ? 1 : 'auto',
-    style: [
-      { selector: 'node', style: {
-        'background-color': accent, width: 12, height: 12, label: 'data(label)', color: fg,
-        'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': 7,
-        'text-max-width': 120, 'text-wrap': 'ellipsis',
-      } },
-      // on a large graph, labels show once zoomed in (class labelled)
-      { selector: 'node.unlabelled', style: { label: '' } },
-      { selector: 'node[kind != "memory"]', style: { shape: 'round-rectangle', 'background-color': ok } },
-      { selector: 'node[status = "stale"]', style: { 'background-color': warn } },
-      { selector: 'node.start', style: { width: 20, height: 20, 'border-width': 3, 'border-color': fg } },
-      { selector: 'node:selected', style: { 'border-width': 3, 'border-color': danger } },
-      { selector: 'edge', style: {
-        width: 1, 'line-color': line, 'curve-style': big ? 'haystack' : 'bezier',
-        'target-arrow-shape': big ? 'none' : 'triangle', 'target-arrow-color': line,
-        label: big ? '' : 'data(rel)', 'font-size': 7, color: muted, 'min-zoomed-font-size': 8,
-        'text-rotation': 'autorotate',
-      } },
-      { selector: 'edge[rel = "contradicts"]', style: { 'line-color': danger, 'target-arrow-color': danger } },
-      { selector: 'edge[rel = "supersedes"]', style: { 'line-style': 'dashed' } },
-    ],
+    style: graphStyle(big),
   });
   if (focusId) cy.getElementById(focusId).addClass('start');
   if (cy.zoom() > MAX_FIT_ZOOM) {
@@ -303,6 +285,40 @@ function draw(cytoscape, container, data, focusId) {
     cy.on('zoom', debounce(label, 100));
   }
   return cy;
+}
+
+// graphStyle is the graph's style in the theme's colours.
+function graphStyle(big) {
+  const css = getComputedStyle(document.documentElement);
+  const c = (name, dflt) => (css.getPropertyValue(name).trim() || dflt);
+  const fg = c('--fg', '#1d2128');
+  const muted = c('--muted', '#5d6673');
+  const line = c('--line', '#d9dde3');
+  const accent = c('--accent', '#2456c9');
+  const danger = c('--danger', '#b3261e');
+  const warn = c('--warn', '#9a6700');
+  const ok = c('--ok', '#1e7d3a');
+  return [
+    { selector: 'node', style: {
+      'background-color': accent, width: 12, height: 12, label: 'data(label)', color: fg,
+      'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': 7,
+      'text-max-width': 120, 'text-wrap': 'ellipsis',
+    } },
+    // on a large graph, labels show once zoomed in (class labelled)
+    { selector: 'node.unlabelled', style: { label: '' } },
+    { selector: 'node[kind != "memory"]', style: { shape: 'round-rectangle', 'background-color': ok } },
+    { selector: 'node[status = "stale"]', style: { 'background-color': warn } },
+    { selector: 'node.start', style: { width: 20, height: 20, 'border-width': 3, 'border-color': fg } },
+    { selector: 'node:selected', style: { 'border-width': 3, 'border-color': danger } },
+    { selector: 'edge', style: {
+      width: 1, 'line-color': line, 'curve-style': big ? 'haystack' : 'bezier',
+      'target-arrow-shape': big ? 'none' : 'triangle', 'target-arrow-color': line,
+      label: big ? '' : 'data(rel)', 'font-size': 7, color: muted, 'min-zoomed-font-size': 8,
+      'text-rotation': 'autorotate',
+    } },
+    { selector: 'edge[rel = "contradicts"]', style: { 'line-color': danger, 'target-arrow-color': danger } },
+    { selector: 'edge[rel = "supersedes"]', style: { 'line-style': 'dashed' } },
+  ];
 }
 
 // showDetails fills the side panel with the node (text only).
