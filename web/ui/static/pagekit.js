@@ -3,10 +3,13 @@
 import { el } from './api.js';
 
 // useStyles adds the pages' stylesheet once (a file: the CSP allows no
-// inline style).
+// inline style). It carries the id of Cytoscape's stylesheet: Cytoscape
+// adds an inline <style> of one rule (which the CSP refuses, reporting a
+// violation) unless an element of that id is there; pages.css holds the
+// rule.
 export function useStyles() {
   if (document.querySelector('link[data-pages-css]')) return;
-  document.head.append(el('link', { rel: 'stylesheet', href: '/static/pages.css', 'data-pages-css': '' }));
+  document.head.append(el('link', { rel: 'stylesheet', href: '/static/pages.css', 'data-pages-css': '', id: '__________cytoscape_stylesheet' }));
 }
 
 // section is a titled block whose body is filled later.
