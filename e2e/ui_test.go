@@ -14,7 +14,8 @@ import (
 // TestDashboardInBrowser drives the dashboard in headless Chromium, as a
 // person does, against two real daemons joined in a mesh, with one
 // browser for every step: the login link, refusal without a session,
-// search, a memory's page, editing, linking, purging, a capture on the
+// search, a memory's page, editing, linking and the edge in the graph,
+// purging, a capture on the
 // other machine appearing live, and hostile memory text that must stay
 // text.
 func TestDashboardInBrowser(t *testing.T) {
@@ -95,6 +96,15 @@ func TestDashboardInBrowser(t *testing.T) {
 		edges, err := a.client.Edges(context.Background(), api.EdgesRequest{Endpoints: []string{rel}})
 		if err != nil || len(edges) != 1 || edges[0].To != pg {
 			t.Errorf("after the link in the browser the daemon has edges %+v (%v)", edges, err)
+		}
+	})
+
+	t.Run("the edge in the graph", func(t *testing.T) {
+		p := p.in(t)
+		p.goTo("/graph?focus="+rel+"&depth=2", `Number(document.querySelector('[data-testid="graph-node-count"]')?.dataset.edges) >= 1`+
+			` && document.querySelector('[data-testid="graph-details"] a[href$=`+jsString("/memories/"+pg)+`]') !== null`)
+		if n := eval[string](p, `document.querySelector('[data-testid="graph-node-count"]').dataset.nodes`); n != "2" {
+			t.Errorf("the neighbourhood of the linked memory drew %s nodes, want 2", n)
 		}
 	})
 

@@ -61,9 +61,10 @@ const inertCheck = `(() => {
 				bad.push("<" + e.localName + " " + a.name + "=" + a.value + ">");
 			}
 		}
-		const src = e.getAttribute("src") || e.getAttribute("href") || "";
+		const src = new URL(e.getAttribute("src") || e.getAttribute("href") || "about:blank", location.href);
+		const own = src.origin === location.origin && src.pathname.startsWith("/static/");
 		if (["script", "iframe", "frame", "object", "embed", "style", "base", "link", "meta"].includes(e.localName) &&
-			!(src.startsWith("/static/") && ["script", "link"].includes(e.localName)) &&
+			!(own && ["script", "link"].includes(e.localName)) &&
 			!(e.localName === "meta" && !e.hasAttribute("http-equiv"))) {
 			bad.push(e.outerHTML.slice(0, 120));
 		}
@@ -102,7 +103,8 @@ func assertInert(t *testing.T, p *tab, where string, want []string) {
 
 // hostileSet stores the hostile memories on a (and one on b, which
 // reaches a's open page live), and renders every page of the dashboard
-// that shows them in p, logged in on a.
+// that shows them in p, logged in on a: the list, search results, each
+// memory's page, and the graph.
 func hostileSet(t *testing.T, a, b *uiNode, p *tab) {
 	ids := make([]string, len(hostileMemories))
 	var titles []string
@@ -144,4 +146,10 @@ func hostileSet(t *testing.T, a, b *uiNode, p *tab) {
 		}
 		assertInert(t, p, "the page of memory "+strconv.Itoa(i), want)
 	}
+
+	// The graph draws on a canvas; its side panel shows the focused
+	// memory's title, content and edges as text.
+	p.goTo("/graph?focus="+ids[0]+"&depth=2", `document.querySelector('[data-testid="graph-details"] h2')?.textContent === `+jsString(titles[0])+
+		` && document.querySelector('[data-testid="graph-node-count"]')?.dataset.edges === "1"`)
+	assertInert(t, p, "the graph", []string{titles[0], hostileMemories[0].Content})
 }
