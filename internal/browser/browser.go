@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -102,13 +103,15 @@ func (b *Browser) Tab(fresh bool) (ctx context.Context, cancel context.CancelFun
 // Close stops the browser and every process it started, and removes its
 // user data directory.
 func (b *Browser) Close() error {
+	// Chromium's helpers (zygote, renderers, GPU and network processes)
+	// do not carry the user data directory on their command line, and
+	// lose their parent when the browser exits: they are noted first.
+	started := b.processes()
 	b.cancelTab()   // closes the browser through the protocol
 	b.cancelAlloc() // kills it if it is still there, and waits for it
-	// Chromium's helpers (zygote, renderers) can outlive the browser a
-	// moment: each carries the user data directory on its command line.
 	deadline := time.Now().Add(5 * time.Second)
 	for quiet := 0; quiet < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if processesUsing(b.dir, true) == 0 {
+		if killed := killAlive(started) + processesUsing(b.dir, true); killed == 0 {
 			quiet++
 		} else {
 			quiet = 0
@@ -118,6 +121,55 @@ func (b *Browser) Close() error {
 		return fmt.Errorf("browser: %w", err)
 	}
 	return nil
+}
+
+// processes returns the browser's processes: those with its user data
+// directory on their command line, and their descendants.
+func (b *Browser) processes() []int {
+	parents := make(map[int]int)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid := parentOf(pid); ppid > 0 {
+			parents[pid] = ppid
+		}
+	}
+	ours := make(map[int]bool)
+	for _, pid := range pidsUsing(b.dir) {
+		ours[pid] = true
+	}
+	// A descendant is found once its parent is: loop until nothing joins.
+	for grew := true; grew; {
+		grew = false
+		for pid, ppid := range parents {
+			if ours[ppid] && !ours[pid] {
+				ours[pid], grew = true, true
+			}
+		}
+	}
+	pids := make([]int, 0, len(ours))
+	for pid := range ours {
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// killAlive kills the processes of pids that still run Chromium, and
+// returns how many it found.
+func killAlive(pids []int) int {
+	n := 0
+	for _, pid := range pids {
+		exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+		if err != nil || !strings.Contains(exe, "chrom") {
+			continue // gone, or the number is another process's now
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+		n++
+	}
+	return n
 }
 
 // processesUsing returns how many processes have --user-data-dir=dir on

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,12 +70,18 @@ func TestWatchSeesWhatPagesReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := b.dir
+	var started []int
 	defer func() {
 		if err := b.Close(); err != nil {
 			t.Error(err)
 		}
 		if n := processesUsing(dir, false); n != 0 {
 			t.Errorf("%d processes of the browser outlived Close", n)
+		}
+		for _, pid := range started {
+			if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && strings.Contains(exe, "chrom") {
+				t.Errorf("process %d (%s) of the browser outlived Close", pid, exe)
+			}
 		}
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the user data directory is still there: %v", err)
@@ -88,6 +95,10 @@ func TestWatchSeesWhatPagesReport(t *testing.T) {
 		t.Errorf("the started browser used no CPU time: %s", cpu)
 	}
 	clean := runPage(t, b, false, `console.log("fine"); window.done = true;`)
+	started = b.processes()
+	if len(started) < 3 {
+		t.Errorf("the browser's processes: %v; want the browser and its helpers", started)
+	}
 	if p, d := clean.Problems(), clean.Dialogs(); len(p) != 0 || len(d) != 0 {
 		t.Errorf("a clean page: problems %q, dialogs %q", p, d)
 	}
