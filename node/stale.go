@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -71,12 +70,15 @@ type staleRules struct {
 	// valid holds the valid edges at the memories asked about, read once
 	// (by edgesAt).
 	valid map[string][]model.Edge
+	// git judges memories against their namespace's git trees.
+	git *gitJudge
 }
 
 // staleRules returns the rules as they stand now, reading a memory's
 // edges when they are asked about it.
 func (n *Node) staleRules() *staleRules {
-	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]model.Edge{}}
+	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]model.Edge{},
+		git: n.newGitJudge(context.Background())}
 	r.supersededBy = func(id string) ([]string, error) {
 		edges, err := n.edgesAt(r, id)
 		if err != nil {
@@ -110,11 +112,10 @@ func (n *Node) edgesAt(r *staleRules, id string) ([]model.Edge, error) {
 	if edges, ok := r.valid[id]; ok {
 		return edges, nil
 	}
-	edges, err := n.edgesOf(DisplayID(id), api.Both)
+	edges, err := n.validEdges(id, r.now)
 	if err != nil {
 		return nil, err
 	}
-	edges = slices.DeleteFunc(edges, func(e model.Edge) bool { return !validAt(&e, r.now) })
 	r.valid[id] = edges
 	return edges, nil
 }
@@ -144,6 +145,13 @@ func (r *staleRules) reasons(m *model.Memory) ([]staleReason, error) {
 	}
 	if m.Evergreen {
 		return reasons, nil
+	}
+	if r.git != nil {
+		gitReasons, err := r.git.reasons(m, func() ([]model.Edge, error) { return r.git.n.edgesAt(r, m.ID) }, "")
+		if err != nil {
+			return nil, err
+		}
+		reasons = append(reasons, gitReasons...)
 	}
 	days, ok := r.days[m.Namespace]
 	if !ok {

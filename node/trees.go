@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,4 +141,42 @@ func (n *Node) AddTree(ctx context.Context, ns, dir, source string) (api.GitTree
 		return api.GitTree{}, fmt.Errorf("register tree %s: %w", root, err)
 	}
 	return api.GitTree{Namespace: ns, Root: root, Source: source}, nil
+}
+
+// allTrees returns the roots of the trees of every namespace, each once,
+// leaving out those that are gone.
+func (n *Node) allTrees() ([]string, error) {
+	namespaces := map[string]bool{}
+	err := n.store.ScanLocal(treePrefix, func(key string, _ []byte) error {
+		ns, _, _ := strings.Cut(strings.TrimPrefix(key, treePrefix), "\x00")
+		namespaces[ns] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the git trees: %w", err)
+	}
+	mappings, err := projmap.Load(n.cfg.Home)
+	if err != nil {
+		n.log.Warn("project mappings not read for git trees", "err", err)
+	}
+	for _, m := range mappings {
+		if ns, err := NormalizeNamespace(m.Namespace); err == nil {
+			namespaces[ns] = true
+		}
+	}
+	seen := map[string]bool{}
+	var roots []string
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+		trees, err := n.Trees(ns)
+		if err != nil {
+			return roots, err
+		}
+		for _, t := range trees {
+			if !t.Missing && !seen[t.Root] {
+				seen[t.Root] = true
+				roots = append(roots, t.Root)
+			}
+		}
+	}
+	return roots, nil
 }

@@ -1,5 +1,7 @@
 // Package gitrepo reads git working trees through the git binary: the
-// root of a tree, its HEAD and the remote that names it on every machine.
+// root of a tree, its HEAD, the remote that names it on every machine, its
+// history (streamed, with renames) and its files at a commit (their size
+// checked before they are read).
 // Every call is bounded in time and in the output it reads, runs without a
 // terminal prompt and takes no optional locks, so reading a repository
 // never stalls or disturbs the user's own git commands.
