@@ -37,13 +37,16 @@ type GitCheckRequest struct {
 
 // GitCheck is the outcome of checking one tree.
 type GitCheck struct {
-	Root    string    `json:"root"`
-	Head    string    `json:"head,omitempty"`    // the commit checked up to
-	From    string    `json:"from,omitempty"`    // the commit the previous check reached
-	Commits int       `json:"commits"`           // new commits read
-	Files   int       `json:"files"`             // files those commits changed
-	Full    bool      `json:"full,omitempty"`    // the history was read from the start
-	Stale   int       `json:"stale"`             // memories of the namespace stale by this tree
+	Root    string `json:"root"`
+	Head    string `json:"head,omitempty"` // the commit checked up to
+	From    string `json:"from,omitempty"` // the commit the previous check reached
+	Commits int    `json:"commits"`        // new commits read
+	Files   int    `json:"files"`          // files those commits changed
+	Full    bool   `json:"full,omitempty"` // the history was read from the start
+	// Stale counts the memories of the namespace this tree makes stale:
+	// all of them after a full read or a check without new commits,
+	// those naming a file the new commits changed otherwise.
+	Stale   int       `json:"stale"`
 	Notes   []string  `json:"notes,omitempty"`   // why the check is partial or did not run
 	TookMS  float64   `json:"took_ms"`           // wall time of the check
 	At      time.Time `json:"at"`                // when it ran

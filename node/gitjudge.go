@@ -3,8 +3,8 @@ package node
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -24,8 +24,10 @@ const (
 	// maxSymbolFile is the largest file searched for a symbol: its size
 	// is asked before it is read.
 	maxSymbolFile = 2 << 20
-	// maxSymbolReads bounds the files one judge reads.
-	maxSymbolReads = 256
+	// maxSymbolReads and maxSymbolBytes bound the files one judge reads
+	// (and keeps).
+	maxSymbolReads = 4096
+	maxSymbolBytes = 64 << 20
 	// maxRenames bounds the renames followed from one path.
 	maxRenames = 8
 )
@@ -35,13 +37,16 @@ var linesSuffix = regexp.MustCompile(`:\d+(?:-\d+)?$`)
 
 // gitJudge gives the git reasons a memory may no longer hold, against the
 // kept histories of its namespace's trees (see CheckGit). It reads each
-// namespace's trees and each file's text once.
+// namespace's trees and each file's text once, the texts through one
+// reader per tree, which close ends.
 type gitJudge struct {
-	n     *Node
-	ctx   context.Context
-	trees map[string][]judgedTree // by namespace
-	texts map[string][]byte       // root NUL path: text at the checked commit; nil if not searchable
-	reads int
+	n       *Node
+	ctx     context.Context
+	trees   map[string][]judgedTree   // by namespace
+	texts   map[string][]byte         // root NUL path: text at the checked commit; nil if not searchable
+	readers map[string]*gitrepo.Files // by root
+	reads   int                       // files read
+	read    int64                     // bytes kept
 }
 
 // judgedTree is a tree of a namespace with the commit its history was
@@ -49,7 +54,17 @@ type gitJudge struct {
 type judgedTree struct{ root, head string }
 
 func (n *Node) newGitJudge(ctx context.Context) *gitJudge {
-	return &gitJudge{n: n, ctx: ctx, trees: map[string][]judgedTree{}, texts: map[string][]byte{}}
+	return &gitJudge{n: n, ctx: ctx, trees: map[string][]judgedTree{}, texts: map[string][]byte{}, readers: map[string]*gitrepo.Files{}}
+}
+
+// close ends the judge's readers of files.
+func (j *gitJudge) close() {
+	for root, r := range j.readers {
+		if err := r.Close(); err != nil {
+			j.n.log.Debug("git file reader", "root", root, "err", err)
+		}
+	}
+	clear(j.readers)
 }
 
 // treesOf returns the trees of ns whose history a check has read.
@@ -130,11 +145,7 @@ func (j *gitJudge) reasons(m *model.Memory, edges func() ([]model.Edge, error), 
 			continue // a symbol is judged only in files that changed since
 		}
 		for _, s := range symbols {
-			found, judged, err := j.symbolIn(t, now, s)
-			if err != nil {
-				return nil, err
-			}
-			if judged && !found {
+			if found, judged := j.symbolIn(t, now, s); judged && !found {
 				out = append(out, staleReason{api.StaleSymbolGone, fmt.Sprintf("%s no longer in %s", inert.Text(s), shownPaths(now))})
 			}
 		}
@@ -212,52 +223,53 @@ func shownPaths(paths []string) string {
 // Store.Commit) is a whole word of one of the files at the tree's checked
 // commit; judged is false when no file could be searched (too large,
 // binary, unreadable).
-func (j *gitJudge) symbolIn(t judgedTree, paths []string, s string) (found, judged bool, err error) {
+func (j *gitJudge) symbolIn(t judgedTree, paths []string, s string) (found, judged bool) {
 	name := symbolName(s)
 	for _, p := range paths {
-		text, err := j.text(t, p)
-		if err != nil {
-			return false, false, err
-		}
+		text := j.text(t, p)
 		if text == nil {
 			continue
 		}
 		judged = true
 		if containsWord(text, name) {
-			return true, true, nil
+			return true, true
 		}
 	}
-	return false, judged, nil
+	return false, judged
 }
 
 // text returns a file's text at the tree's checked commit, nil when it
 // cannot be searched: larger than maxSymbolFile (never read), binary, gone,
 // or past the judge's reads.
-func (j *gitJudge) text(t judgedTree, path string) ([]byte, error) {
+func (j *gitJudge) text(t judgedTree, path string) []byte {
 	key := t.root + "\x00" + path
 	if text, ok := j.texts[key]; ok {
-		return text, nil
+		return text
 	}
-	if j.reads >= maxSymbolReads {
-		return nil, nil
+	if j.reads >= maxSymbolReads || j.read >= maxSymbolBytes {
+		return nil
 	}
 	j.reads++
-	ctx, cancel := context.WithTimeout(j.ctx, gitrepo.Timeout)
-	defer cancel()
-	text, err := gitrepo.ReadFile(ctx, t.root, t.head, path, maxSymbolFile)
+	r, ok := j.readers[t.root]
+	if !ok {
+		r = gitrepo.NewFiles(j.ctx, t.root, t.head)
+		j.readers[t.root] = r
+	}
+	text, err := r.Read(path, maxSymbolFile)
 	switch {
-	case errors.Is(err, gitrepo.ErrTooLarge), errors.Is(err, gitrepo.ErrNoFile), errors.Is(err, gitrepo.ErrNotRepo):
+	case err != nil:
+		// Too large, gone, or git failing (the tree deleted, git
+		// removed): the symbol is not judged in this file.
 		j.n.log.Debug("file not searched for symbols", "root", t.root, "path", path, "err", err)
 		text = nil
-	case err != nil:
-		return nil, err
 	case bytes.IndexByte(text[:min(len(text), 8000)], 0) >= 0:
 		text = nil // binary, as git judges it
 	case text == nil:
 		text = []byte{}
 	}
 	j.texts[key] = text
-	return text, nil
+	j.read += int64(len(text))
+	return text
 }
 
 // symbolName is the name a symbol is searched by: its last part.
@@ -335,12 +347,14 @@ func uniqueStrings(s []string) []string {
 }
 
 // countGitStale counts the live memories of ns that the tree at root
-// makes stale.
-func (n *Node) countGitStale(ctx context.Context, ns, root string) (int, error) {
+// makes stale: among those that name one of paths, or all of them when
+// paths is nil.
+func (n *Node) countGitStale(ctx context.Context, ns, root string, paths []string) (int, error) {
 	j := n.newGitJudge(ctx)
+	defer j.close()
 	now := n.now()
 	count := 0
-	err := n.store.Scan(storage.KindMemory, storage.Term{Field: "ns", Value: ns}, func(id string) error {
+	judge := func(id string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -348,7 +362,7 @@ func (n *Node) countGitStale(ctx context.Context, ns, root string) (int, error) 
 		if err != nil {
 			return err
 		}
-		if m.Status != model.StatusActive || m.Evergreen || m.Expired(now) {
+		if m.Namespace != ns || m.Status != model.StatusActive || m.Evergreen || m.Expired(now) {
 			return nil
 		}
 		rs, err := j.reasons(&m, func() ([]model.Edge, error) { return n.validEdges(id, now) }, root)
@@ -356,8 +370,60 @@ func (n *Node) countGitStale(ctx context.Context, ns, root string) (int, error) 
 			count++
 		}
 		return err
-	})
-	return count, err
+	}
+	if paths == nil {
+		err := n.store.Scan(storage.KindMemory, storage.Term{Field: "ns", Value: ns}, judge)
+		return count, err
+	}
+	ids, err := n.memoriesNaming(paths)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := judge(id); err != nil {
+			return count, err
+		}
+	}
+	return count, nil
+}
+
+// memoriesNaming returns the ids of the memories that name one of paths:
+// in their text (a file: touch) or by an edge to file:PATH[:LINES].
+func (n *Node) memoriesNaming(paths []string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, p := range paths {
+		file := "file:" + p
+		err := n.store.ScanPrefix(storage.KindMemory, "touch", file, func(t storage.Term, id string) error {
+			if t.Value == file {
+				seen[id] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, field := range []string{"to", "from"} {
+			err := n.store.ScanPrefix(storage.KindEdge, field, file, func(t storage.Term, edgeID string) error {
+				if linesSuffix.ReplaceAllString(t.Value, "") != file {
+					return nil
+				}
+				e, err := n.loadEdge(edgeID)
+				if err != nil {
+					return err
+				}
+				for _, end := range []string{e.From, e.To} {
+					if id, ok := strings.CutPrefix(end, IDPrefix); ok {
+						seen[id] = true
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // validEdges returns the edges valid at now that start or end at memory

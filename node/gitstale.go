@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/memmesh/memmesh/api"
@@ -31,6 +33,9 @@ const (
 	gitFlushFiles = 8192
 	// gitProgressEvery is how often (in commits) a long check logs.
 	gitProgressEvery = 5000
+	// maxChangedPaths bounds the paths a check judges the memories of
+	// one by one; past it, every memory of the namespace is judged.
+	maxChangedPaths = 4096
 	// maxQueuedGitChecks bounds the background checks waiting.
 	maxQueuedGitChecks = 16
 )
@@ -88,11 +93,14 @@ func (n *Node) CheckGit(ctx context.Context, req api.GitCheckRequest) ([]api.Git
 			out = append(out, api.GitCheck{Root: t.Root, Pending: n.queueGitCheck(t.Root), At: n.now().UTC()})
 			continue
 		}
-		res, err := n.checkTree(ctx, t.Root)
+		res, changed, err := n.checkTree(ctx, t.Root)
 		if err != nil {
 			return nil, err
 		}
-		if res.Stale, err = n.countGitStale(ctx, ns, t.Root); err != nil {
+		if res.Full || res.Commits == 0 {
+			changed = nil // judge every memory
+		}
+		if res.Stale, err = n.countGitStale(ctx, ns, t.Root, changed); err != nil {
 			return nil, err
 		}
 		out = append(out, res)
@@ -100,11 +108,12 @@ func (n *Node) CheckGit(ctx context.Context, req api.GitCheckRequest) ([]api.Git
 	return out, nil
 }
 
-// checkTree brings the history kept for the tree at root up to its HEAD.
-// What keeps a check from running or from seeing everything (git missing,
-// no commits, a tree that is gone, a shallow clone) is a note, not an
-// error.
-func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, err error) {
+// checkTree brings the history kept for the tree at root up to its HEAD
+// and returns the paths the commits read changed (nil when more than
+// maxChangedPaths). What keeps a check from running or from seeing
+// everything (git missing, no commits, a tree that is gone, a shallow
+// clone) is a note, not an error.
+func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, changed []string, err error) {
 	n.gitMu.Lock()
 	defer n.gitMu.Unlock()
 	start := time.Now()
@@ -113,33 +122,33 @@ func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, er
 	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
 	if !isTreeRoot(root) {
 		note("%s is gone, or no longer a git working tree: nothing checked", root)
-		return res, nil
+		return res, nil, nil
 	}
 	head, err := gitrepo.Head(ctx, root)
 	switch {
 	case errors.Is(err, gitrepo.ErrNoGit):
 		note("%v", err)
-		return res, nil
+		return res, nil, nil
 	case err != nil:
-		return res, fmt.Errorf("check %s: %w", root, err)
+		return res, nil, fmt.Errorf("check %s: %w", root, err)
 	case head == "":
 		note("%s has no commits yet: nothing to check", root)
-		return res, nil
+		return res, nil, nil
 	}
 	res.Head = head
 	st, err := n.gitState(root)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	res.From = st.Head
 	if st.Head == head {
 		res.Notes = st.partialNote(res.Notes)
-		return res, nil
+		return res, nil, nil
 	}
 	revs := head
 	if st.Head != "" {
 		if ok, err := gitrepo.IsAncestor(ctx, root, st.Head, head); err != nil {
-			return res, fmt.Errorf("check %s: %w", root, err)
+			return res, nil, fmt.Errorf("check %s: %w", root, err)
 		} else if ok {
 			revs = st.Head + ".." + head
 		} else {
@@ -148,11 +157,11 @@ func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, er
 	}
 	if res.Full = revs == head; res.Full {
 		if err := n.store.DeleteLocalPrefix(gitFilePrefix + root + "\x00"); err != nil {
-			return res, fmt.Errorf("check %s: %w", root, err)
+			return res, nil, fmt.Errorf("check %s: %w", root, err)
 		}
 		st = gitState{}
 	}
-	files := gitFiles{n: n, root: root, cache: map[string]*fileHistory{}}
+	files := gitFiles{n: n, root: root, cache: map[string]*fileHistory{}, changed: map[string]bool{}}
 	var first time.Time
 	err = gitrepo.Log(ctx, root, revs, maxCheckCommits, func(c gitrepo.Commit) error {
 		if res.Commits == 0 {
@@ -172,22 +181,25 @@ func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, er
 		err = files.flush()
 	}
 	if err != nil {
-		return res, fmt.Errorf("check %s: %w", root, err)
+		return res, nil, fmt.Errorf("check %s: %w", root, err)
 	}
 	if res.Full {
 		st.Oldest = first
 		shallow, err := gitrepo.IsShallow(ctx, root)
 		if err != nil {
-			return res, fmt.Errorf("check %s: %w", root, err)
+			return res, nil, fmt.Errorf("check %s: %w", root, err)
 		}
 		st.Partial = shallow || res.Commits == maxCheckCommits
 	}
 	st.Head, st.Commits, st.Checked = head, st.Commits+res.Commits, res.At
 	res.Notes = st.partialNote(res.Notes)
 	if err := n.putGitState(root, st); err != nil {
-		return res, err
+		return res, nil, err
 	}
-	return res, nil
+	if files.changed != nil {
+		changed = slices.Sorted(maps.Keys(files.changed))
+	}
+	return res, changed, nil
 }
 
 // partialNote adds to notes why the kept history is incomplete, if it is.
@@ -230,6 +242,9 @@ type gitFiles struct {
 	n     *Node
 	root  string
 	cache map[string]*fileHistory
+	// changed holds the paths changed, renamed or deleted; nil once
+	// more than maxChangedPaths.
+	changed map[string]bool
 }
 
 // fileKey is the local key of a file's history, or "" when the path is
@@ -268,6 +283,7 @@ func (f *gitFiles) apply(c *gitrepo.Commit) error {
 		if err != nil {
 			return err
 		}
+		f.noteChanged(ch.Path, ch.From)
 		switch ch.Status {
 		case 'D':
 			gone := ev
@@ -294,6 +310,22 @@ func (f *gitFiles) apply(c *gitrepo.Commit) error {
 		return f.flush()
 	}
 	return nil
+}
+
+// noteChanged adds paths to the changed ones, forgetting them all past
+// maxChangedPaths.
+func (f *gitFiles) noteChanged(paths ...string) {
+	if f.changed == nil {
+		return
+	}
+	for _, p := range paths {
+		if p != "" {
+			f.changed[p] = true
+		}
+	}
+	if len(f.changed) > maxChangedPaths {
+		f.changed = nil
+	}
 }
 
 // flush writes the histories held and forgets them.
@@ -371,7 +403,7 @@ func (n *Node) runGitChecks(ctx context.Context, interval time.Duration) {
 			roots = all
 		}
 		for _, root := range roots {
-			res, err := n.checkTree(ctx, root)
+			res, _, err := n.checkTree(ctx, root)
 			switch {
 			case ctx.Err() != nil:
 				return

@@ -45,6 +45,7 @@ func (n *Node) Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemo
 		return nil, err
 	}
 	rules := n.staleRules()
+	defer rules.close()
 	for i := range active {
 		reasons, err := rules.reasons(&active[i].Memory)
 		if err != nil {
@@ -105,6 +106,13 @@ func (n *Node) staleRules() *staleRules {
 		return len(edges) > 0, err
 	}
 	return r
+}
+
+// close ends what the rules started to judge (git readers).
+func (r *staleRules) close() {
+	if r.git != nil {
+		r.git.close()
+	}
 }
 
 // edgesAt returns the edges valid at r.now that start or end at memory id.

@@ -183,26 +183,135 @@ func IsShallow(ctx context.Context, root string) (bool, error) {
 // ErrNoFile means a commit has no file at a path.
 var ErrNoFile = errors.New("no such file in the commit")
 
-// ReadFile returns the text of the file at path in commit, refusing one
-// larger than limit bytes (ErrTooLarge) before reading it: its size is
-// asked first.
-func ReadFile(ctx context.Context, root, commit, path string, limit int64) ([]byte, error) {
-	out, err := Run(ctx, root, "ls-tree", "-l", "--full-tree", commit, "--", path)
+// Files reads the files of one commit through two git cat-file processes
+// that run until Close (or for LogTimeout at most): one tells a file's
+// size, so that a file larger than asked is never read, the other reads
+// the contents. It is not safe for concurrent use.
+type Files struct {
+	root, commit string
+	ctx          context.Context
+	cancel       context.CancelFunc
+	sizes, blobs *catFile
+	err          error // the first failure: the processes are not usable after it
+}
+
+// catFile is a running git cat-file --batch or --batch-check.
+type catFile struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *limitedBuffer
+}
+
+// NewFiles returns a reader of the files of commit in the tree at root;
+// its processes start at the first Read.
+func NewFiles(ctx context.Context, root, commit string) *Files {
+	ctx, cancel := context.WithTimeout(ctx, LogTimeout)
+	return &Files{root: root, commit: commit, ctx: ctx, cancel: cancel}
+}
+
+func (f *Files) start(mode string) (*catFile, error) {
+	args := []string{"cat-file", mode}
+	cmd, stderr := command(f.ctx, f.root, args)
+	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	// "<mode> SP <type> SP <object> SP+ <size> TAB <path>"
-	meta, _, ok := strings.Cut(string(out), "\t")
-	fields := strings.Fields(meta)
-	if !ok || len(fields) != 4 || fields[1] != "blob" {
-		return nil, fmt.Errorf("%s at %.12s: %w", path, commit, ErrNoFile)
-	}
-	size, err := strconv.ParseInt(fields[3], 10, 64)
+	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("%s at %.12s: size %q: %w", path, commit, fields[3], err)
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, commandError(f.ctx, f.root, args, err, stderr)
+	}
+	return &catFile{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), stderr: stderr}, nil
+}
+
+// ask writes one request line and reads the answer's header line.
+func (c *catFile) ask(req string) (string, error) {
+	if _, err := io.WriteString(c.in, req+"\n"); err != nil {
+		return "", err
+	}
+	line, err := c.out.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(line, "\n"), nil
+}
+
+// Read returns the text of the file at path in the commit, refusing one
+// larger than limit bytes (ErrTooLarge) before reading it.
+func (f *Files) Read(path string, limit int64) ([]byte, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if strings.ContainsAny(path, "\n\x00") || path == "" {
+		return nil, fmt.Errorf("%q: %w", path, ErrNoFile)
+	}
+	text, err := f.read(path, limit)
+	if err != nil && !errors.Is(err, ErrNoFile) && !errors.Is(err, ErrTooLarge) {
+		f.err = fmt.Errorf("git cat-file in %s: %w", f.root, err)
+		if f.ctx.Err() != nil {
+			f.err = fmt.Errorf("git cat-file in %s: %w", f.root, f.ctx.Err())
+		}
+		return nil, f.err
+	}
+	return text, err
+}
+
+func (f *Files) read(path string, limit int64) ([]byte, error) {
+	var err error
+	if f.sizes == nil {
+		if f.sizes, err = f.start("--batch-check"); err != nil {
+			return nil, err
+		}
+	}
+	// "<object> SP <type> SP <size>", or "<request> SP missing"
+	head, err := f.sizes.ask(f.commit + ":" + path)
+	if err != nil {
+		return nil, err
+	}
+	fields := strings.Fields(head)
+	if len(fields) != 3 || fields[1] != "blob" {
+		return nil, fmt.Errorf("%s at %.12s: %w", path, f.commit, ErrNoFile)
+	}
+	size, err := strconv.ParseInt(fields[2], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%s: size %q: %w", path, fields[2], err)
 	}
 	if size > limit {
 		return nil, fmt.Errorf("%s is %d bytes, more than %d: %w", path, size, limit, ErrTooLarge)
 	}
-	return runLimited(ctx, root, int(limit), "cat-file", "blob", fields[2])
+	if f.blobs == nil {
+		if f.blobs, err = f.start("--batch"); err != nil {
+			return nil, err
+		}
+	}
+	if head, err = f.blobs.ask(fields[0]); err != nil {
+		return nil, err
+	}
+	if got := strings.Fields(head); len(got) != 3 || got[2] != fields[2] {
+		return nil, fmt.Errorf("%s: cat-file answered %q", path, head)
+	}
+	text := make([]byte, size+1) // the text and its closing newline
+	if _, err := io.ReadFull(f.blobs.out, text); err != nil {
+		return nil, err
+	}
+	return text[:size], nil
+}
+
+// Close ends the processes; the Files may not be used after it.
+func (f *Files) Close() error {
+	var errs []error
+	for _, c := range []*catFile{f.sizes, f.blobs} {
+		if c != nil {
+			c.in.Close()
+			if err := c.cmd.Wait(); err != nil && f.err == nil && f.ctx.Err() == nil {
+				errs = append(errs, commandError(f.ctx, f.root, c.cmd.Args[1:], err, c.stderr))
+			}
+		}
+	}
+	f.sizes, f.blobs = nil, nil
+	f.cancel()
+	return errors.Join(errs...)
 }

@@ -87,15 +87,28 @@ func TestLog(t *testing.T) {
 		t.Fatalf("IsShallow = %v, %v", shallow, err)
 	}
 
-	text, err := ReadFile(ctx, dir, "HEAD", "session.ts", 1<<20)
-	if err != nil || string(text) != "export function validateToken() {}\n" {
-		t.Fatalf("ReadFile = %q, %v", text, err)
+	files := NewFiles(ctx, dir, "HEAD")
+	defer files.Close()
+	for range 2 { // the processes answer one request after another
+		text, err := files.Read("session.ts", 1<<20)
+		if err != nil || string(text) != "export function validateToken() {}\n" {
+			t.Fatalf("Read = %q, %v", text, err)
+		}
 	}
-	if _, err := ReadFile(ctx, dir, "HEAD", "session.ts", 10); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("ReadFile over the limit: %v, want ErrTooLarge", err)
+	if _, err := files.Read("session.ts", 10); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Read over the limit: %v, want ErrTooLarge", err)
 	}
-	if _, err := ReadFile(ctx, dir, "HEAD", "b c.go", 1<<20); !errors.Is(err, ErrNoFile) {
-		t.Fatalf("ReadFile of a deleted file: %v, want ErrNoFile", err)
+	if _, err := files.Read("b c.go", 1<<20); !errors.Is(err, ErrNoFile) {
+		t.Fatalf("Read of a deleted file: %v, want ErrNoFile", err)
+	}
+	if text, err := files.Read("caf\xe9.txt", 1<<20); err != nil || string(text) != "latin-1 name\n" {
+		t.Fatalf("Read of a path that is not UTF-8 = %q, %v", text, err)
+	}
+	if _, err := files.Read("a\nb", 1<<20); !errors.Is(err, ErrNoFile) {
+		t.Fatalf("Read of a path with a newline: %v, want ErrNoFile", err)
+	}
+	if err := files.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 }
 
