@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -303,4 +304,85 @@ func TestGitCheckBadInput(t *testing.T) {
 			t.Fatalf("registering a tree without git: %v", err)
 		}
 	})
+}
+
+// eventuallyChecked waits until the node's git state of root reaches head.
+func eventuallyChecked(t *testing.T, n *Node, root, head string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := n.gitState(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Head == head {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tree was checked up to %q, want %s", st.Head, head)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestGitChecksInTheBackground(t *testing.T) {
+	ctx := context.Background()
+	repo := newTestRepo(t, time.Now().Add(-time.Hour))
+	repo.write("a.go", "package a\n")
+	first := repo.commit("first")
+
+	// Queued (a post-commit hook): the call returns before the check.
+	n := testNode(t, "")
+	res, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: "bg", Dir: repo.dir, Source: api.TreeFromHook, Background: true})
+	if err != nil || len(res) != 1 || !res[0].Pending || res[0].Commits != 0 {
+		t.Fatalf("a background check: %+v, %v", res, err)
+	}
+	eventuallyChecked(t, n, repo.dir, first)
+	if trees, err := n.Trees("bg"); err != nil || len(trees) != 1 || trees[0].Source != api.TreeFromHook {
+		t.Fatalf("trees after a hook's check: %+v, %v", trees, err)
+	}
+
+	// Scheduled: a node checking every 20 ms reads a new commit alone.
+	sched, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), GitCheckInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sched.Close() })
+	if _, err := sched.AddTree(ctx, "bg", repo.dir, api.TreeFromStale); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyChecked(t, sched, repo.dir, first)
+	repo.write("a.go", "package a // two\n")
+	eventuallyChecked(t, sched, repo.dir, repo.commit("second"))
+}
+
+func TestGitHistoryAcrossChecks(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	n := gitTestNode(t, &now)
+	repo := newTestRepo(t, t0.Add(-time.Hour))
+	repo.write("x.go", "package x\n")
+	repo.commit("first")
+	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`x.go` is the entry point."}).ID
+	checkGit(t, n, "x", repo.dir)
+	repo.at = t0.Add(time.Minute)
+	for i := range maxFileChanges + 2 {
+		repo.write("x.go", fmt.Sprintf("package x // %d\n", i))
+		repo.commit(fmt.Sprintf("edit %d", i))
+		if i%5 == 0 { // the history grows over several checks
+			checkGit(t, n, "x", repo.dir)
+		}
+	}
+	if res := checkGit(t, n, "x", repo.dir); res.Full {
+		t.Fatalf("a later check read the history anew: %+v", res)
+	}
+	// More changes since than are kept: the count says so.
+	got := gitReasons(t, n, "x")[id]
+	if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprintf("x.go changed in %d+ commits since, last ", maxFileChanges)) || !strings.HasSuffix(got[0], fmt.Sprintf("'edit %d'", maxFileChanges+1)) {
+		t.Fatalf("reasons: %q", got)
+	}
 }
