@@ -14,18 +14,15 @@ import (
 	"github.com/memmesh/memmesh/api"
 )
 
-// gitTestNode starts a node whose clock stands at *now.
-func gitTestNode(t *testing.T, now *atomic.Int64) *Node {
+// gitFixture starts a node whose clock stands at t0 (and moves with
+// now.Store) and a repository whose commits start an hour before.
+func gitFixture(t *testing.T) (n *Node, repo *testRepo, t0 time.Time, now *atomic.Int64) {
 	t.Helper()
-	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Now: func() time.Time { return time.Unix(0, now.Load()) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n
+	t0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	now = new(atomic.Int64)
+	now.Store(t0.UnixNano())
+	n = startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	return n, newTestRepo(t, t0.Add(-time.Hour)), t0, now
 }
 
 // checkGit checks the tree at dir for ns and returns the one result.
@@ -64,11 +61,7 @@ func gitReasons(t *testing.T, n *Node, ns string) map[string][]string {
 
 func TestGitStaleness(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	n := gitTestNode(t, &now)
-	repo := newTestRepo(t, t0.Add(-time.Hour))
+	n, repo, t0, now := gitFixture(t)
 	repo.write(
 		"src/auth.ts", "export function validateToken(t: string) {}\n",
 		"src/db.go", "package src\n\nfunc Open() {}\n",
@@ -162,11 +155,7 @@ func TestGitStaleness(t *testing.T) {
 }
 
 func TestGitStalenessFollowsRenames(t *testing.T) {
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	n := gitTestNode(t, &now)
-	repo := newTestRepo(t, t0.Add(-time.Hour))
+	n, repo, t0, _ := gitFixture(t)
 	repo.write("a/old.go", "package a\n\nfunc Serve() {}\n")
 	repo.commit("first")
 	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`a/old.go` holds `Serve()`."}).ID
@@ -192,10 +181,7 @@ func TestGitStalenessFollowsRenames(t *testing.T) {
 
 func TestGitCheckBadInput(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	n := gitTestNode(t, &now)
+	n, _, t0, _ := gitFixture(t)
 	hasNote := func(res api.GitCheck, part string) bool {
 		return slices.ContainsFunc(res.Notes, func(s string) bool { return strings.Contains(s, part) })
 	}
@@ -343,14 +329,7 @@ func TestGitChecksInTheBackground(t *testing.T) {
 	}
 
 	// Scheduled: a node checking every 20 ms reads a new commit alone.
-	sched, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), GitCheckInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sched.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sched.Close() })
+	sched := startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), GitCheckInterval: 20 * time.Millisecond})
 	if _, err := sched.AddTree(ctx, "bg", repo.dir, api.TreeFromStale); err != nil {
 		t.Fatal(err)
 	}
@@ -360,11 +339,7 @@ func TestGitChecksInTheBackground(t *testing.T) {
 }
 
 func TestGitHistoryAcrossChecks(t *testing.T) {
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	now.Store(t0.UnixNano())
-	n := gitTestNode(t, &now)
-	repo := newTestRepo(t, t0.Add(-time.Hour))
+	n, repo, t0, _ := gitFixture(t)
 	repo.write("x.go", "package x\n")
 	repo.commit("first")
 	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`x.go` is the entry point."}).ID

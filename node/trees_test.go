@@ -2,15 +2,13 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/gittest"
 	"github.com/memmesh/memmesh/internal/projmap"
 )
 
@@ -33,20 +31,10 @@ func newTestRepo(t testing.TB, at time.Time) *testRepo {
 	return r
 }
 
-// git runs git in the repository with a fixed identity and clock.
+// git runs git in the repository, dating commits at r.at.
 func (r *testRepo) git(args ...string) string {
 	r.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = r.dir
-	date := fmt.Sprintf("%d +0000", r.at.Unix())
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gittest.Run(r.t, r.dir, r.at, args...)
 }
 
 // write writes files (path, text pairs) into the working tree.

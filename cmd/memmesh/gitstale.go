@@ -91,6 +91,15 @@ func printGitChecks(w io.Writer, checks []api.GitCheck) {
 	}
 }
 
+// gitHookTarget checks that a hooks command with --git names no client,
+// and returns gitHooksDir's.
+func gitHookTarget(ctx context.Context, t *hookTarget) (root, hooks string, err error) {
+	if t.client != "" || t.user || t.project {
+		return "", "", usagef("--git is the git hook alone: leave out --client, --user and --project")
+	}
+	return gitHooksDir(ctx)
+}
+
 // gitHooksDir returns the working tree of the current directory and the
 // directory of its git hooks (core.hooksPath, or .git/hooks; that of the
 // main repository for a linked worktree).
@@ -117,10 +126,7 @@ func gitHooksDir(ctx context.Context) (root, hooks string, err error) {
 // tree and registers the tree for the namespace with the daemon, which
 // checks it in the background.
 func (a *app) installGitHook(ctx context.Context, t *hookTarget) error {
-	if t.client != "" || t.user || t.project {
-		return usagef("--git installs the git hook alone: leave out --client, --user and --project")
-	}
-	root, hooks, err := gitHooksDir(ctx)
+	root, hooks, err := gitHookTarget(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -150,10 +156,7 @@ func (a *app) installGitHook(ctx context.Context, t *hookTarget) error {
 // uninstallGitHook takes the post-commit hook out of the current working
 // tree, putting back the hook it chained.
 func (a *app) uninstallGitHook(ctx context.Context, t *hookTarget) error {
-	if t.client != "" || t.user || t.project {
-		return usagef("--git uninstalls the git hook alone: leave out --client, --user and --project")
-	}
-	root, hooks, err := gitHooksDir(ctx)
+	root, hooks, err := gitHookTarget(ctx, t)
 	if err != nil {
 		return err
 	}

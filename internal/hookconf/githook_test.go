@@ -3,24 +3,13 @@ package hookconf
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// gitRun runs git in dir with a fixed identity.
-func gitRun(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
+	"github.com/memmesh/memmesh/internal/gittest"
+)
 
 // waitFile waits for a file a background command writes.
 func waitFile(t *testing.T, path string) string {
@@ -40,7 +29,7 @@ func waitFile(t *testing.T, path string) string {
 
 func TestGitHookRoundTrip(t *testing.T) {
 	repo, out := t.TempDir(), t.TempDir()
-	gitRun(t, repo, "init", "-q")
+	gittest.Run(t, repo, time.Time{}, "init", "-q")
 	hooks := filepath.Join(repo, ".git", "hooks")
 	// The user's own hook, with a mode and bytes of its own, which fails.
 	theirs := []byte("#!/bin/sh\n# their hook\necho \"$@\" ran > '" + filepath.Join(out, "theirs") + "'\nexit 3\n")
@@ -74,7 +63,7 @@ func TestGitHookRoundTrip(t *testing.T) {
 	}
 
 	// A commit runs both hooks and succeeds, though theirs fails.
-	gitRun(t, repo, "commit", "-q", "--allow-empty", "-m", "first")
+	gittest.Run(t, repo, time.Time{}, "commit", "-q", "--allow-empty", "-m", "first")
 	if got := waitFile(t, filepath.Join(out, "memmesh")); strings.TrimSpace(got) != "--home /my home stale --git --background --ns shop" {
 		t.Fatalf("memmesh ran with %q", got)
 	}
