@@ -14,7 +14,6 @@ import (
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/gitrepo"
 	"github.com/memmesh/memmesh/internal/inert"
-	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -205,10 +204,10 @@ func changesSince(path string, h *fileHistory, since int64) (staleReason, bool) 
 	return staleReason{api.StaleFileChanged, fmt.Sprintf("%s changed in %s since, last %s", inert.Text(path), times, commitText(last))}, true
 }
 
-// commitText shows a commit as its short hash and quoted subject.
+// commitText shows a commit as its short hash and quoted subject (kept
+// scrubbed of secrets).
 func commitText(e *fileEvent) string {
-	subject, _ := secrets.Scrub(e.Subject)
-	return fmt.Sprintf("%.7s '%s'", e.Commit, inert.Text(subject))
+	return fmt.Sprintf("%.7s '%s'", e.Commit, inert.Text(e.Subject))
 }
 
 func shownPaths(paths []string) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/gitrepo"
+	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -274,7 +275,8 @@ func (f *gitFiles) get(path string) (*fileHistory, error) {
 
 // apply records what commit c did to each file it changed.
 func (f *gitFiles) apply(c *gitrepo.Commit) error {
-	ev := fileEvent{At: c.At.Unix(), Commit: c.Hash, Subject: c.Subject}
+	subject, _ := secrets.Scrub(c.Subject)
+	ev := fileEvent{At: c.At.Unix(), Commit: c.Hash, Subject: subject}
 	for _, ch := range c.Changes {
 		if fileKey(f.root, ch.Path) == "" || (ch.From != "" && fileKey(f.root, ch.From) == "") {
 			continue

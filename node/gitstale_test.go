@@ -152,6 +152,14 @@ func TestGitStaleness(t *testing.T) {
 	if w := []string{"src/auth.ts changed in 1 commit since, last " + c6[:7] + " 'check returns a boolean'", "validateToken no longer in src/auth.ts"}; !slices.Equal(got[auth], w) {
 		t.Fatalf("reasons after a change past the confirmation:\n got %q\nwant %q", got[auth], w)
 	}
+	// The lifecycle pass judges by the same rules.
+	rep, err := n.RunLifecycle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.StaleByRule[api.StaleFileChanged] != 2 || rep.StaleByRule[api.StaleFileGone] != 2 || rep.StaleByRule[api.StaleSymbolGone] != 1 {
+		t.Fatalf("lifecycle counts %v", rep.StaleByRule)
+	}
 }
 
 func TestGitStalenessFollowsRenames(t *testing.T) {

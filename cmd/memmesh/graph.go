@@ -326,7 +326,8 @@ func (a *app) lifecycleCommand() *cobra.Command {
 		Use:   "lifecycle",
 		Short: "Run a lifecycle pass now and show what it found",
 		Long: `Run the pass the daemon runs every hour: judge every memory's staleness
-(by age, supersession and lack of links, as 'memmesh stale' lists them),
+(by age, supersession, lack of links and its git trees' last check, as
+'memmesh stale' lists them),
 count the memories past their TTL, decay confidence (it halves every 180
 days without an update; evergreen memories keep theirs) and read maturity
 from how often this machine read each memory (candidate, established from
@@ -350,6 +351,10 @@ func printLifecycle(w io.Writer, r api.LifecycleReport) {
 	fmt.Fprintf(w, "%d memories: %d live, %d past their TTL\n", r.Memories, r.Live, r.Expired)
 	fmt.Fprintf(w, "stale: %d (superseded %d, by age %d, unlinked %d); see 'memmesh stale'\n",
 		r.Stale, r.StaleByRule[api.StaleSuperseded], r.StaleByRule[api.StaleByAge], r.StaleByRule[api.StaleUnlinked])
+	if g := r.StaleByRule[api.StaleFileChanged] + r.StaleByRule[api.StaleFileGone] + r.StaleByRule[api.StaleSymbolGone]; g > 0 {
+		fmt.Fprintf(w, "against git: %d files changed, %d deleted or renamed, %d symbols gone\n",
+			r.StaleByRule[api.StaleFileChanged], r.StaleByRule[api.StaleFileGone], r.StaleByRule[api.StaleSymbolGone])
+	}
 	fmt.Fprintf(w, "confidence below half of what was stated: %d\n", r.Decayed)
 	fmt.Fprintf(w, "maturity: %d candidate, %d established, %d proven\n",
 		r.Maturity[api.MaturityCandidate], r.Maturity[api.MaturityEstablished], r.Maturity[api.MaturityProven])

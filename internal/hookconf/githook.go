@@ -55,6 +55,11 @@ func shellQuote(s string) string {
 func InstallGitHook(dir, memmesh, home, ns string, now time.Time) (Result, error) {
 	path := filepath.Join(dir, GitHook)
 	res := Result{Path: path, Events: []string{GitHook}}
+	for _, s := range []string{memmesh, home, ns} {
+		if s == "" || strings.ContainsAny(s, "\n\r\x00") {
+			return res, fmt.Errorf("git hook: %q cannot be written into a script", s)
+		}
+	}
 	script := gitHookScript(memmesh, home, ns)
 	cur, err := readHook(path)
 	if err != nil {

@@ -113,4 +113,10 @@ func TestGitHookWithoutAnother(t *testing.T) {
 	if ok, err := GitHookInstalled(hooks); ok || err != nil {
 		t.Fatalf("GitHookInstalled after uninstall = %v, %v", ok, err)
 	}
+	if _, err := InstallGitHook(hooks, "/usr/bin/memmesh", "/h", "x\nrm -rf ~", now); err == nil {
+		t.Fatal("a namespace with a newline was written into the hook")
+	}
+	if _, err := os.Stat(filepath.Join(hooks, GitHook)); !os.IsNotExist(err) {
+		t.Fatalf("a refused hook was written: %v", err)
+	}
 }
