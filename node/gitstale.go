@@ -46,7 +46,8 @@ type gitState struct {
 	Head    string    `json:"head"`              // the last commit read
 	Commits int       `json:"commits"`           // commits read since the history was first read
 	Oldest  time.Time `json:"oldest,omitzero"`   // the oldest commit read
-	Partial bool      `json:"partial,omitempty"` // history older than Oldest is unknown: shallow clone or the read's bound
+	Shallow bool      `json:"shallow,omitempty"` // a shallow clone: history older than Oldest is missing
+	Bounded bool      `json:"bounded,omitempty"` // the first read stopped at maxCheckCommits
 	Checked time.Time `json:"checked"`
 }
 
@@ -142,18 +143,30 @@ func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, ch
 		return res, nil, err
 	}
 	res.From = st.Head
-	if st.Head == head {
+	deepened := false // a shallow clone that got its history since
+	if st.Shallow {
+		shallow, err := gitrepo.IsShallow(ctx, root)
+		if err != nil {
+			return res, nil, fmt.Errorf("check %s: %w", root, err)
+		}
+		deepened = !shallow
+	}
+	if st.Head == head && !deepened {
 		res.Notes = st.partialNote(res.Notes)
 		return res, nil, nil
 	}
 	revs := head
 	if st.Head != "" {
-		if ok, err := gitrepo.IsAncestor(ctx, root, st.Head, head); err != nil {
+		ok, err := gitrepo.IsAncestor(ctx, root, st.Head, head)
+		switch {
+		case err != nil:
 			return res, nil, fmt.Errorf("check %s: %w", root, err)
-		} else if ok {
-			revs = st.Head + ".." + head
-		} else {
+		case !ok:
 			note("HEAD no longer descends from %.7s, the commit the last check reached (history rewritten, or another branch checked out): history read anew", st.Head)
+		case deepened:
+			note("the clone is no longer shallow: history read anew")
+		default:
+			revs = st.Head + ".." + head
 		}
 	}
 	if res.Full = revs == head; res.Full {
@@ -185,12 +198,10 @@ func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, ch
 		return res, nil, fmt.Errorf("check %s: %w", root, err)
 	}
 	if res.Full {
-		st.Oldest = first
-		shallow, err := gitrepo.IsShallow(ctx, root)
-		if err != nil {
+		if st.Shallow, err = gitrepo.IsShallow(ctx, root); err != nil {
 			return res, nil, fmt.Errorf("check %s: %w", root, err)
 		}
-		st.Partial = shallow || res.Commits == maxCheckCommits
+		st.Oldest, st.Bounded = first, res.Commits == maxCheckCommits
 	}
 	st.Head, st.Commits, st.Checked = head, st.Commits+res.Commits, res.At
 	res.Notes = st.partialNote(res.Notes)
@@ -198,17 +209,21 @@ func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, ch
 		return res, nil, err
 	}
 	if files.changed != nil {
-		changed = slices.Sorted(maps.Keys(files.changed))
+		changed = append([]string{}, slices.Sorted(maps.Keys(files.changed))...)
 	}
 	return res, changed, nil
 }
 
 // partialNote adds to notes why the kept history is incomplete, if it is.
 func (st *gitState) partialNote(notes []string) []string {
-	if !st.Partial {
-		return notes
+	before := st.Oldest.Format(time.DateOnly)
+	switch {
+	case st.Shallow:
+		return append(notes, fmt.Sprintf("shallow clone: changes before %s unknown", before))
+	case st.Bounded:
+		return append(notes, fmt.Sprintf("only the newest %d commits read: changes before %s unknown", maxCheckCommits, before))
 	}
-	return append(notes, fmt.Sprintf("shallow clone or long history: changes before %s unknown", st.Oldest.Format(time.DateOnly)))
+	return notes
 }
 
 func (n *Node) gitState(root string) (gitState, error) {
@@ -301,6 +316,9 @@ func (f *gitFiles) apply(c *gitrepo.Commit) error {
 			h.Gone = nil
 		default:
 			h.Gone = nil
+			if slices.ContainsFunc(h.Changes, func(e fileEvent) bool { return e.Commit == ev.Commit }) {
+				continue // read again after a check that failed half way
+			}
 			h.Changes = append(h.Changes, ev)
 			if len(h.Changes) > maxFileChanges {
 				h.Changes = append(h.Changes[:0], h.Changes[len(h.Changes)-maxFileChanges:]...)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/gittest"
 )
 
 // gitFixture starts a node whose clock stands at t0 (and moves with
@@ -227,8 +228,13 @@ func TestGitCheckBadInput(t *testing.T) {
 		clone := filepath.Join(t.TempDir(), "clone")
 		origin.git("clone", "-q", "--depth", "1", "file://"+origin.dir, clone)
 		res := checkGit(t, n, "shallow", clone)
-		if !hasNote(res, "shallow clone") || !hasNote(res, "changes before "+t0.Add(-time.Hour).Format(time.DateOnly)) || res.Commits != 1 {
+		if !hasNote(res, "shallow clone: changes before "+t0.Add(-time.Hour).Format(time.DateOnly)+" unknown") || res.Commits != 1 {
 			t.Fatalf("check of a shallow clone: %+v", res)
+		}
+		gittest.Run(t, clone, time.Time{}, "fetch", "-q", "--unshallow")
+		res = checkGit(t, n, "shallow", clone)
+		if !res.Full || res.Commits != 3 || !hasNote(res, "no longer shallow") || hasNote(res, "shallow clone:") {
+			t.Fatalf("check after the clone was deepened: %+v", res)
 		}
 	})
 
@@ -367,5 +373,35 @@ func TestGitHistoryAcrossChecks(t *testing.T) {
 	got := gitReasons(t, n, "x")[id]
 	if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprintf("x.go changed in %d+ commits since, last ", maxFileChanges)) || !strings.HasSuffix(got[0], fmt.Sprintf("'edit %d'", maxFileChanges+1)) {
 		t.Fatalf("reasons: %q", got)
+	}
+}
+
+func TestGitCheckReadAgainAfterAFailure(t *testing.T) {
+	n, repo, t0, _ := gitFixture(t)
+	repo.write("x.go", "package x\n")
+	first := repo.commit("first")
+	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`x.go` is the entry point."}).ID
+	checkGit(t, n, "x", repo.dir)
+	repo.at = t0.Add(time.Minute)
+	repo.write("x.go", "package x // 1\n")
+	repo.commit("one")
+	repo.write("x.go", "package x // 2\n")
+	repo.commit("two")
+	checkGit(t, n, "x", repo.dir)
+	// A check that wrote the files' histories but failed before its state:
+	// the next one reads the same commits again.
+	st, err := n.gitState(repo.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Head = first
+	if err := n.putGitState(repo.dir, st); err != nil {
+		t.Fatal(err)
+	}
+	if res := checkGit(t, n, "x", repo.dir); res.Commits != 2 || res.Full {
+		t.Fatalf("the check read again: %+v", res)
+	}
+	if got := gitReasons(t, n, "x")[id]; len(got) != 1 || !strings.HasPrefix(got[0], "x.go changed in 2 commits since") {
+		t.Fatalf("reasons after a history read twice: %q", got)
 	}
 }
