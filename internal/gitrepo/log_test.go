@@ -118,3 +118,41 @@ func must(out []byte, err error) []byte {
 	}
 	return out
 }
+
+func TestLogMergesAndEmptyCommits(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	write := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(t, dir, "add", name)
+	}
+	write("a")
+	git(t, dir, "commit", "-q", "-m", "one")
+	git(t, dir, "checkout", "-q", "-b", "side")
+	write("b")
+	git(t, dir, "commit", "-q", "-m", "side")
+	git(t, dir, "checkout", "-q", "main")
+	write("c")
+	git(t, dir, "commit", "-q", "-m", "main")
+	git(t, dir, "merge", "-q", "--no-edit", "side")
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "empty")
+	changed := map[string][]Change{}
+	var order []string
+	if err := Log(ctx, dir, "HEAD", 0, func(c Commit) error {
+		order = append(order, c.Subject)
+		changed[c.Subject] = c.Changes
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 5 || order[4] != "empty" {
+		t.Fatalf("commits read: %q", order)
+	}
+	if len(changed["side"]) != 1 || changed["side"][0].Path != "b" || len(changed["Merge branch 'side'"]) != 0 || len(changed["empty"]) != 0 {
+		t.Fatalf("changes: %+v", changed)
+	}
+}
