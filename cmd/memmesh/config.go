@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,7 +22,8 @@ import (
 // environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL,
 // MEMMESH_LISTEN, MEMMESH_NAME), the project's .memmesh.toml (found upwards
 // from the working directory), the project mapping of the working
-// directory (maps.toml, namespace only), the global
+// directory (maps.toml, namespace only: its glob mapping, else its git
+// remote's mapping), the global
 // $MEMMESH_HOME/config.toml, defaults.
 type Config struct {
 	// Namespace is the default namespace of capture, search and list.
@@ -42,6 +44,7 @@ type Config struct {
 	MinFreeSpace string         `toml:"min_free_space"`
 	Search       SearchConfig   `toml:"search"`
 	Sessions     SessionsConfig `toml:"sessions"`
+	Bridge       BridgeConfig   `toml:"bridge"`
 	Mesh         MeshTuning     `toml:"mesh"`
 	Git          GitConfig      `toml:"git"`
 }
@@ -54,6 +57,17 @@ type GitConfig struct {
 	Off bool `toml:"off"`
 	// CheckInterval is the time between two checks ("" means 15 minutes).
 	CheckInterval string `toml:"check_interval"`
+}
+
+// BridgeConfig says what the daemon mirrors of other tools' memory.
+type BridgeConfig struct {
+	// ClaudeCode makes the daemon mirror Claude Code's auto memory with
+	// the projects' namespaces ('memmesh bridge claude-code' on its own):
+	// every Interval, within a quarter second of a change to a memory directory,
+	// and when a memory of auto memory changes in the store.
+	ClaudeCode bool `toml:"claude_code"`
+	// Interval is the time between two passes ("" means a minute).
+	Interval string `toml:"interval"`
 }
 
 // SessionsConfig says how the daemon reads agents' transcripts.
@@ -116,7 +130,7 @@ func loadConfig(home string) (Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		if ns, ok := projmap.Lookup(maps, wd); ok {
+		if ns := dirNamespace(context.Background(), maps, wd); ns != "" {
 			cfg.Namespace = ns
 		}
 		if p := findUp(wd, projectConfigFile); p != "" {
@@ -163,7 +177,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -184,6 +198,9 @@ func (c Config) validate() error {
 		return err
 	}
 	if _, err := c.gitInterval(); err != nil {
+		return err
+	}
+	if _, err := c.bridgeInterval(); err != nil {
 		return err
 	}
 	if _, err := c.probeInterval(); err != nil {
@@ -233,6 +250,12 @@ func interval(name, value string, off bool, def time.Duration) (time.Duration, e
 		return 0, fmt.Errorf("config: %s %q: use a duration of a second or more, such as 1m or 30s", name, value)
 	}
 	return d, nil
+}
+
+// bridgeInterval is the time between two passes of the bridge; -1 when
+// the daemon runs none.
+func (c Config) bridgeInterval() (time.Duration, error) {
+	return interval("bridge.interval", c.Bridge.Interval, !c.Bridge.ClaudeCode, time.Minute)
 }
 
 func (c Config) halfLife() (time.Duration, error) {
