@@ -184,23 +184,28 @@ func (j *gitJudge) follow(root, path string, since int64) (reasons []staleReason
 }
 
 // changesSince says how often a file changed after since, and last how.
+// The kept changes are in the order git listed them, which merged
+// branches can make other than the order of their times: each is counted
+// by its own time.
 func changesSince(path string, h *fileHistory, since int64) (staleReason, bool) {
-	i := len(h.Changes)
-	for i > 0 && h.Changes[i-1].At > since {
-		i--
+	count := 0
+	var last *fileEvent
+	for i := range h.Changes {
+		if e := &h.Changes[i]; e.At > since {
+			count++
+			last = e
+		}
 	}
-	count := len(h.Changes) - i
 	if count == 0 {
 		return staleReason{}, false
 	}
 	times := fmt.Sprintf("%d commits", count)
 	switch {
-	case i == 0 && h.More:
+	case count == len(h.Changes) && h.More:
 		times = fmt.Sprintf("%d+ commits", count)
 	case count == 1:
 		times = "1 commit"
 	}
-	last := &h.Changes[len(h.Changes)-1]
 	return staleReason{api.StaleFileChanged, fmt.Sprintf("%s changed in %s since, last %s", inert.Text(path), times, commitText(last))}, true
 }
 

@@ -405,3 +405,22 @@ func TestGitCheckReadAgainAfterAFailure(t *testing.T) {
 		t.Fatalf("reasons after a history read twice: %q", got)
 	}
 }
+
+func TestGitChangesCountedByTheirOwnTime(t *testing.T) {
+	n, repo, t0, _ := gitFixture(t)
+	repo.write("x.go", "package x\n")
+	repo.commit("first")
+	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`x.go` is the entry point."}).ID
+	checkGit(t, n, "x", repo.dir)
+	repo.at = t0.Add(time.Minute)
+	repo.write("x.go", "package x // after\n")
+	after := repo.commit("after the memory")
+	repo.at = t0.Add(-2 * time.Hour) // a committer whose clock is behind
+	repo.write("x.go", "package x // skewed\n")
+	repo.commit("skewed")
+	checkGit(t, n, "x", repo.dir)
+	want := "x.go changed in 1 commit since, last " + after[:7] + " 'after the memory'"
+	if got := gitReasons(t, n, "x")[id]; !slices.Equal(got, []string{want}) {
+		t.Fatalf("reasons: %q, want %q", got, want)
+	}
+}
