@@ -47,6 +47,7 @@ type Config struct {
 	Bridge       BridgeConfig   `toml:"bridge"`
 	Mesh         MeshTuning     `toml:"mesh"`
 	Git          GitConfig      `toml:"git"`
+	UI           UIConfig       `toml:"ui"`
 }
 
 // GitConfig says how often the daemon checks memories against the git
@@ -57,6 +58,13 @@ type GitConfig struct {
 	Off bool `toml:"off"`
 	// CheckInterval is the time between two checks ("" means 15 minutes).
 	CheckInterval string `toml:"check_interval"`
+}
+
+// UIConfig says whether the daemon serves the web dashboard beside /mcp.
+type UIConfig struct {
+	// Enabled serves the dashboard (true by default); it needs the HTTP
+	// listener (serve --http).
+	Enabled bool `toml:"enabled"`
 }
 
 // BridgeConfig says what the daemon mirrors of other tools' memory.
@@ -107,7 +115,7 @@ const configFile = "config.toml"
 const projectConfigFile = ".memmesh.toml"
 
 func defaultConfig() Config {
-	return Config{Namespace: api.DefaultNamespace, LogLevel: "info"}
+	return Config{Namespace: api.DefaultNamespace, LogLevel: "info", UI: UIConfig{Enabled: true}}
 }
 
 // defaultHome is ~/.memmesh.
@@ -177,7 +185,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult, ui.enabled)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
