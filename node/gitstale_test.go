@@ -273,34 +273,36 @@ func TestGitCheckBadInput(t *testing.T) {
 		}
 	})
 
-	t.Run("tree deleted", func(t *testing.T) {
+	// checkedTree is a tree of one commit, checked once for ns, then
+	// broken; the next check of ns must say why it did not run.
+	checkedTree := func(t *testing.T, ns, why string, breakIt func(dir string)) (dir string) {
+		t.Helper()
 		repo := newTestRepo(t, t0)
 		repo.write("a.go", "package a\n")
 		repo.commit("first")
-		checkGit(t, n, "gone", repo.dir)
-		if err := os.RemoveAll(repo.dir); err != nil {
-			t.Fatal(err)
+		checkGit(t, n, ns, repo.dir)
+		breakIt(repo.dir)
+		res, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: ns})
+		if err != nil || len(res) != 1 || !hasNote(res[0], why) {
+			t.Fatalf("check after the tree broke: %+v, %v; want a note %q", res, err, why)
 		}
-		res, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: "gone"})
-		if err != nil || len(res) != 1 || !hasNote(res[0], "is gone") {
-			t.Fatalf("check of a deleted tree: %+v, %v", res, err)
-		}
+		return repo.dir
+	}
+
+	t.Run("tree deleted", func(t *testing.T) {
+		checkedTree(t, "gone", "is gone", func(dir string) {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+		})
 		if _, err := n.Stale(ctx, api.StaleRequest{Namespace: "gone"}); err != nil {
 			t.Fatalf("Stale with a deleted tree: %v", err)
 		}
 	})
 
 	t.Run("git not installed", func(t *testing.T) {
-		repo := newTestRepo(t, t0)
-		repo.write("a.go", "package a\n")
-		repo.commit("first")
-		checkGit(t, n, "nogit", repo.dir)
-		t.Setenv("PATH", t.TempDir())
-		res, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: "nogit"})
-		if err != nil || len(res) != 1 || !hasNote(res[0], "git is not installed") {
-			t.Fatalf("check without git: %+v, %v", res, err)
-		}
-		if _, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: "nogit", Dir: repo.dir}); err == nil || !strings.Contains(err.Error(), "git is not installed") {
+		dir := checkedTree(t, "nogit", "git is not installed", func(string) { t.Setenv("PATH", t.TempDir()) })
+		if _, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: "nogit", Dir: dir}); err == nil || !strings.Contains(err.Error(), "git is not installed") {
 			t.Fatalf("registering a tree without git: %v", err)
 		}
 	})
