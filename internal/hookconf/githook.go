@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/safefile"
 )
 
 // The git hook memmesh installs: post-commit, in the repository's hooks
@@ -66,14 +68,14 @@ func InstallGitHook(dir, memmesh, home, ns string, now time.Time) (Result, error
 		return res, err
 	}
 	switch {
-	case cur.exists && bytes.Equal(cur.data, script):
+	case cur.Exists && bytes.Equal(cur.Data, script):
 		return res, nil
-	case cur.exists && !isMemmeshHook(cur.data):
+	case cur.Exists && !isMemmeshHook(cur.Data):
 		chained := filepath.Join(dir, GitChained)
 		if _, err := os.Lstat(chained); err == nil {
 			return res, fmt.Errorf("%s and %s both exist: move one away first", path, chained)
 		}
-		if res.Backup, err = cur.backup(now); err != nil {
+		if res.Backup, err = cur.Backup("", now); err != nil {
 			return res, err
 		}
 		if err := os.Rename(path, chained); err != nil {
@@ -83,7 +85,7 @@ func InstallGitHook(dir, memmesh, home, ns string, now time.Time) (Result, error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	if err := writeAtomic(path, script, 0o755); err != nil {
+	if err := safefile.WriteAtomic(path, script, 0o755); err != nil {
 		return res, err
 	}
 	res.Changed = true
@@ -97,7 +99,7 @@ func UninstallGitHook(dir string) (Result, error) {
 	path := filepath.Join(dir, GitHook)
 	res := Result{Path: path, Events: []string{GitHook}}
 	cur, err := readHook(path)
-	if err != nil || !cur.exists || !isMemmeshHook(cur.data) {
+	if err != nil || !cur.Exists || !isMemmeshHook(cur.Data) {
 		return res, err
 	}
 	chained := filepath.Join(dir, GitChained)
@@ -118,24 +120,24 @@ func UninstallGitHook(dir string) (Result, error) {
 // hooks directory dir.
 func GitHookInstalled(dir string) (bool, error) {
 	cur, err := readHook(filepath.Join(dir, GitHook))
-	return cur.exists && isMemmeshHook(cur.data), err
+	return cur.Exists && isMemmeshHook(cur.Data), err
 }
 
 // readHook reads a hook without following a symlink: a linked hook is
 // moved aside as the link it is.
-func readHook(path string) (file, error) {
+func readHook(path string) (safefile.File, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return file{path: path, mode: 0o755}, nil
+		return safefile.File{Path: path, Mode: 0o755}, nil
 	}
 	if err != nil {
-		return file{}, err
+		return safefile.File{}, err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := os.Readlink(path)
-		return file{path: path, data: []byte(target), mode: 0o644, exists: true}, err
+		return safefile.File{Path: path, Data: []byte(target), Mode: 0o644, Exists: true}, err
 	}
-	return readFile(path)
+	return safefile.Read(path, MaxFile)
 }
 
 func isMemmeshHook(data []byte) bool {
