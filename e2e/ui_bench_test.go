@@ -17,6 +17,7 @@ import (
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/browser"
 	"github.com/memmesh/memmesh/internal/corpus"
+	"github.com/memmesh/memmesh/web"
 )
 
 // The dashboard's benchmarks, in headless Chromium against real daemons:
@@ -26,13 +27,27 @@ import (
 
 var uiMemories = flag.Int("ui.memories", 100000, "memories in the home of BenchmarkDashboardSearchAsYouType")
 
-// filledHome returns a home holding count corpus memories (seed 17),
-// imported through a daemon that is stopped again. A home is made once per
-// run of the package (Go runs a benchmark more than once) in the folder of
-// the built binary, which TestMain removes.
+// filledHome returns a home holding count corpus memories (seed 17).
 func filledHome(b *testing.B, count int) string {
 	b.Helper()
-	home := filepath.Join(filepath.Dir(binary), "home-"+strconv.Itoa(count))
+	return cachedHome(b, "home-"+strconv.Itoa(count), func(c *web.Client) {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(corpus.New(17).WriteImport(pw, count)) }()
+		res, err := c.Import(context.Background(), pr)
+		pr.Close()
+		if err != nil || res.Imported != count {
+			b.Fatalf("import %d memories: %d imported, %v", count, res.Imported, err)
+		}
+	})
+}
+
+// cachedHome returns the home called name, filled by fill through a
+// daemon that is stopped again and searchable. A home is made once per
+// run of the package (Go runs a benchmark more than once) in the folder of
+// the built binary, which TestMain removes.
+func cachedHome(b *testing.B, name string, fill func(*web.Client)) string {
+	b.Helper()
+	home := filepath.Join(filepath.Dir(binary), name)
 	if _, err := os.Stat(filepath.Join(home, "filled")); err == nil {
 		return home
 	}
@@ -42,26 +57,20 @@ func filledHome(b *testing.B, count int) string {
 	}
 	cmd, c := startServe(b, home, "--http", "")
 	start := time.Now()
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(corpus.New(17).WriteImport(pw, count)) }()
-	ctx := context.Background()
-	res, err := c.Import(ctx, pr)
-	pr.Close()
-	if err != nil || res.Imported != count {
-		b.Fatalf("import %d memories: %d imported, %v", count, res.Imported, err)
-	}
+	fill(c)
 	// A search first brings the index up to date: at 100k memories that
 	// takes longer than a call may wait, so it is asked again.
+	ctx := context.Background()
 	for deadline := time.Now().Add(10 * time.Minute); ; {
 		_, err := c.Search(ctx, api.SearchRequest{Query: "postgres", Limit: 1})
 		if err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("the imported home is not searchable: %v", err)
+			b.Fatalf("the filled home is not searchable: %v", err)
 		}
 	}
-	b.Logf("home of %d memories filled in %s", count, time.Since(start).Round(time.Millisecond))
+	b.Logf("home %s filled in %s", name, time.Since(start).Round(time.Millisecond))
 	if err := c.Shutdown(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -6,65 +6,47 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/memmesh/memmesh/internal/corpus"
+	"github.com/memmesh/memmesh/web"
 )
 
 // graphHome returns a home holding nodes corpus memories (seed 31) and two
-// edges from each (related_to its successor, depends_on one seven ahead),
-// made once per run of the package as filledHome does.
+// edges from each (related_to its successor, depends_on one seven ahead).
 func graphHome(b *testing.B, nodes int) string {
 	b.Helper()
-	home := filepath.Join(filepath.Dir(binary), "graph-"+strconv.Itoa(nodes))
-	if _, err := os.Stat(filepath.Join(home, "filled")); err == nil {
-		return home
-	}
-	os.RemoveAll(home)
-	if err := os.Mkdir(home, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	var file bytes.Buffer
-	if err := corpus.New(31).WriteImport(&file, nodes); err != nil {
-		b.Fatal(err)
-	}
-	var ids []string
-	sc := bufio.NewScanner(bytes.NewReader(file.Bytes()))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line struct{ ID string }
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+	return cachedHome(b, "graph-"+strconv.Itoa(nodes), func(c *web.Client) {
+		var file bytes.Buffer
+		if err := corpus.New(31).WriteImport(&file, nodes); err != nil {
 			b.Fatal(err)
 		}
-		ids = append(ids, line.ID)
-	}
-	for i, id := range ids {
-		for _, e := range []struct {
-			rel  string
-			step int
-		}{{"related_to", 1}, {"depends_on", 7}} {
-			fmt.Fprintf(&file, `{"type":"edge","from":%q,"rel":%q,"to":%q,"strength":1,"origin":"import","created_at":"2026-01-01T00:00:00Z"}`+"\n",
-				id, e.rel, ids[(i+e.step)%len(ids)])
+		var ids []string
+		sc := bufio.NewScanner(bytes.NewReader(file.Bytes()))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var line struct{ ID string }
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, line.ID)
 		}
-	}
-	cmd, c := startServe(b, home, "--http", "")
-	ctx := context.Background()
-	res, err := c.Import(ctx, &file)
-	if err != nil || res.Imported != nodes {
-		b.Fatalf("import %d memories and their edges: %+v, %v", nodes, res, err)
-	}
-	if err := c.Shutdown(ctx); err != nil {
-		b.Fatal(err)
-	}
-	cmd.Wait()
-	if err := os.WriteFile(filepath.Join(home, "filled"), nil, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	return home
+		for i, id := range ids {
+			for _, e := range []struct {
+				rel  string
+				step int
+			}{{"related_to", 1}, {"depends_on", 7}} {
+				fmt.Fprintf(&file, `{"type":"edge","from":%q,"rel":%q,"to":%q,"strength":1,"origin":"import","created_at":"2026-01-01T00:00:00Z"}`+"\n",
+					id, e.rel, ids[(i+e.step)%len(ids)])
+			}
+		}
+		res, err := c.Import(context.Background(), &file)
+		if err != nil || res.Imported != nodes {
+			b.Fatalf("import %d memories and their edges: %+v, %v", nodes, res, err)
+		}
+	})
 }
 
 // BenchmarkDashboardGraph draws the graph page's view of the newest 2,000
