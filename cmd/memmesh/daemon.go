@@ -133,7 +133,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return err
 	}
 	defer n.Close() // Close is idempotent: this covers the early returns
-	httpSrv, err := startHTTP(n, cfg, mcpLn, token, stop, log)
+	httpSrv, err := startHTTP(n, cfg, mcpLn, token, log)
 	if err != nil {
 		return err
 	}
@@ -232,8 +232,8 @@ type httpServer struct {
 }
 
 // startHTTP serves MCP and the dashboard on ln, when there is one (nil
-// without ln). shutdown stops the daemon (the API's shutdown call).
-func startHTTP(n *node.Node, cfg Config, ln net.Listener, token string, shutdown func(), log *slog.Logger) (*httpServer, error) {
+// without ln).
+func startHTTP(n *node.Node, cfg Config, ln net.Listener, token string, log *slog.Logger) (*httpServer, error) {
 	if ln == nil {
 		return nil, nil
 	}
@@ -246,7 +246,7 @@ func startHTTP(n *node.Node, cfg Config, ln net.Listener, token string, shutdown
 	mux := http.NewServeMux()
 	mux.Handle(mcp.HTTPPath, m)
 	if cfg.UI.Enabled {
-		h.ui, err = ui.New(n, ui.Options{Token: token, Logger: log.With("component", "ui"), Version: api.Version(), Shutdown: shutdown})
+		h.ui, err = ui.New(n, ui.Options{Token: token, Logger: log.With("component", "ui"), Version: api.Version()})
 		if err != nil {
 			return nil, err
 		}

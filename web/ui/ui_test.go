@@ -409,7 +409,7 @@ func TestStaticFiles(t *testing.T) {
 	}
 }
 
-func TestShutdownRefusedWithoutHook(t *testing.T) {
+func TestShutdownRefused(t *testing.T) {
 	d := newDash(t, startNode(t, node.Config{}), Options{})
 	c, csrf := d.login()
 	if resp := d.do(c, "POST", "/ui/api/v1/shutdown", "", map[string]string{"X-CSRF-Token": csrf}); resp.StatusCode != http.StatusForbidden {
