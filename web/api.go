@@ -184,7 +184,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Health{Version: api.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
+	WriteJSON(w, http.StatusOK, Health{Version: api.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
@@ -297,7 +297,7 @@ func edgeOp(op func(ctx context.Context, from, rel, to string) (api.Edge, error)
 }
 
 func (a *API) stop(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "stopping"})
+	WriteJSON(w, http.StatusAccepted, map[string]string{"status": "stopping"})
 	a.shutdown()
 }
 
@@ -317,7 +317,7 @@ func (a *API) reply(w http.ResponseWriter, status int, v any, err error) {
 		a.fail(w, err)
 		return
 	}
-	writeJSON(w, status, v)
+	WriteJSON(w, status, v)
 }
 
 // apiError is the body of every error response.
@@ -344,15 +344,17 @@ var errorCodes = []struct {
 func (a *API) fail(w http.ResponseWriter, err error) {
 	for _, c := range errorCodes {
 		if errors.Is(err, c.err) {
-			writeJSON(w, c.status, apiError{Error: err.Error(), Code: c.code})
+			WriteJSON(w, c.status, apiError{Error: err.Error(), Code: c.code})
 			return
 		}
 	}
 	a.log.Error("request failed", "err", err)
-	writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error(), Code: "internal"})
+	WriteJSON(w, http.StatusInternalServerError, apiError{Error: err.Error(), Code: "internal"})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers v as JSON with status, as every answer of the API
+// (HTML left unescaped: the answers are data, not markup).
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)

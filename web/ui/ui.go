@@ -244,5 +244,5 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		info.Namespaces = append(info.Namespaces, ns)
 	}
 	slices.Sort(info.Namespaces)
-	writeJSON(w, http.StatusOK, info)
+	web.WriteJSON(w, http.StatusOK, info)
 }

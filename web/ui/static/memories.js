@@ -96,7 +96,7 @@ async function renderList(root, query, ctx) {
       clear(list);
     }
     const fresh = got.filter((m) => !shown.has(m.id));
-    cursor = !f.q && got.length === PAGE ? nextCursor(got) : null;
+    cursor = !f.q && got.length === PAGE ? nextCursor(got, fresh.length > 0) : null;
     for (const m of fresh.filter(byDevice)) {
       items.push(m);
       const li = row(m);
@@ -157,13 +157,15 @@ async function renderList(root, query, ctx) {
   await load(false);
 }
 
-// nextCursor returns the until of the page after got: just after its
-// oldest memory's update, so that none at that instant is skipped (the
-// list leaves out those already shown).
-function nextCursor(got) {
+// nextCursor returns the until of the page after got: the millisecond
+// after its oldest memory's update, so that none updated in the same
+// millisecond is skipped (the list leaves out those already shown). A page
+// that brought nothing new (more than a page in one millisecond) moves on
+// past that millisecond instead of asking again.
+function nextCursor(got, progressed) {
   const last = got[got.length - 1];
   const t = new Date(last.provenance.updated_at).getTime();
-  return new Date(t + 1).toISOString();
+  return new Date(progressed ? t + 1 : t).toISOString();
 }
 
 function devicesOf(m) {
