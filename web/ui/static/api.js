@@ -98,7 +98,7 @@ export function el(tag, attrs = {}, ...children) {
 }
 
 function append(node, children) {
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
