@@ -244,6 +244,9 @@ func (h *hub) serve(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Accel-Buffering", "no")
 	l := h.subscribe()
 	defer h.unsubscribe(l)
+	// The connection may serve other requests after the stream: lift the
+	// last event's write deadline.
+	defer rc.SetWriteDeadline(time.Time{})
 	w.WriteHeader(http.StatusOK)
 	if err := writeEvent(w, rc, event{name: "ping", data: []byte("{}")}); err != nil {
 		return

@@ -63,7 +63,6 @@ type Handler struct {
 	version string
 	auth    *auth
 	events  *hub
-	api     http.Handler
 	static  map[string]staticFile
 	handler http.Handler
 }
@@ -99,7 +98,6 @@ func New(svc Service, opts Options) (*Handler, error) {
 		version: opts.Version,
 		auth:    newAuth(opts.Token, opts.MaxSessions, opts.Now),
 		events:  newHub(svc, opts.Logger, opts.PollInterval, opts.PeerInterval),
-		api:     web.NewAPI(svc, opts.Logger, func() {}).Handler(web.DefaultTimeouts),
 		static:  static,
 	}
 	mux := http.NewServeMux()
@@ -108,7 +106,8 @@ func New(svc Service, opts Options) (*Handler, error) {
 	mux.Handle("POST /ui/logout", h.auth.apiOnly(http.HandlerFunc(h.logout)))
 	mux.Handle("GET /ui/api/session", h.auth.apiOnly(http.HandlerFunc(h.session)))
 	mux.Handle("GET /ui/api/events", h.auth.apiOnly(http.HandlerFunc(h.events.serve)))
-	mux.Handle("/ui/api/", h.auth.apiOnly(http.StripPrefix("/ui/api", refuseShutdown(h.api))))
+	api := web.NewAPI(svc, opts.Logger, func() {}).Handler(web.DefaultTimeouts)
+	mux.Handle("/ui/api/", h.auth.apiOnly(http.StripPrefix("/ui/api", refuseShutdown(api))))
 	mux.HandleFunc("/ui/", http.NotFound)
 	mux.HandleFunc("/", h.page)
 	h.handler = securityHeaders(localhttp.Only(opts.Logger, mux))

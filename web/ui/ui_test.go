@@ -382,6 +382,7 @@ func TestStaticFiles(t *testing.T) {
 		"/static/api.js":      "text/javascript; charset=utf-8",
 		"/static/memories.js": "text/javascript; charset=utf-8",
 		"/static/style.css":   "text/css; charset=utf-8",
+		"/static/favicon.svg": "image/svg+xml",
 		"/static/index.html":  "text/html; charset=utf-8",
 		"/":                   "text/html; charset=utf-8",
 	} {
