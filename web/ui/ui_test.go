@@ -623,3 +623,26 @@ func TestSlowListenerIsDroppedNotWaitedFor(t *testing.T) {
 		t.Errorf("after the last listener: %d clients, reader running %v", len(h.clients), h.stop != nil)
 	}
 }
+
+func TestStreamsAreBounded(t *testing.T) {
+	h := newHub(stubService{}, testLogger(t), time.Hour, time.Hour)
+	var open []*listener
+	for range maxStreams {
+		l := h.subscribe()
+		if l == nil {
+			t.Fatalf("stream %d refused", len(open)+1)
+		}
+		open = append(open, l)
+	}
+	if h.subscribe() != nil {
+		t.Errorf("stream %d accepted", maxStreams+1)
+	}
+	h.unsubscribe(open[0])
+	l := h.subscribe()
+	if l == nil {
+		t.Error("a stream refused after one closed")
+	}
+	for _, l := range append(open[1:], l) {
+		h.unsubscribe(l)
+	}
+}
