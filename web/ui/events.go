@@ -250,9 +250,6 @@ func (h *hub) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.unsubscribe(l)
-	// The connection may serve other requests after the stream: lift the
-	// last event's write deadline.
-	defer rc.SetWriteDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
