@@ -277,7 +277,7 @@ async function renderMemory(root, id, ctx) {
     return el('div', { class: 'actions' },
       el('button', { type: 'button', class: 'primary', id: 'edit', onclick: () => edit(m) }, 'Edit'),
       el('button', { type: 'button', id: 'link', onclick: () => link(m) }, 'Link'),
-      el('a', { href: '/graph?focus=' + encodeURIComponent(m.id) + '&depth=2' }, 'Graph'),
+      el('a', { class: 'button', href: '/graph?focus=' + encodeURIComponent(m.id) + '&depth=2' }, 'Graph'),
       m.status === 'active' || m.status === 'stale'
         ? el('button', { type: 'button', id: 'forget', onclick: () => act('Forget', '/forget', 'Forgotten (archived)') }, 'Forget')
         : el('button', { type: 'button', id: 'restore', onclick: () => act('Restore', '/restore', 'Restored') }, 'Restore'),
@@ -435,10 +435,11 @@ function conflict(m) {
 function revisions(m) {
   const revs = [...(m.revisions || [])].reverse();
   if (!revs.length) return el('p', { class: 'muted' }, 'No revisions.');
-  return el('ol', { class: 'revisions', reversed: true },
+  return el('ul', { class: 'revisions' },
     revs.map((r, i) => el('li', {},
       el('details', { open: i === 0 && revs.length === 1 },
         el('summary', {},
+          '#' + (revs.length - i) + ' ',
           el('span', { class: 'mono' }, short(r.id, 10)), ' · ',
           el('span', { title: r.at }, ago(r.at)), ' · device ',
           el('span', { class: 'mono', title: r.device }, short(r.device, 12)),
