@@ -90,6 +90,33 @@ func (s *Store) putLocal(key string, value []byte, sync bool) error {
 	return s.apply(b, int64(b.Len()), sync, nil)
 }
 
+// WriteLocal deletes the local keys del, then stores set, in one batch
+// written like PutLocal's (no fsync): derived data that many keys hold
+// at once, such as an index of a working tree's symbols.
+func (s *Store) WriteLocal(set map[string][]byte, del []string) error {
+	for k, v := range set {
+		if k == "" || len(k) > MaxIDLen || len(v) > MaxValueSize {
+			return fmt.Errorf("%w: local key of %d bytes (want 1 to %d) or value of %d bytes (at most %d)", ErrInvalid, len(k), MaxIDLen, len(v), MaxValueSize)
+		}
+	}
+	if err := s.recover(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, k := range del {
+		b.Delete(localKey(k), nil)
+	}
+	for k, v := range set {
+		b.Set(localKey(k), v, nil)
+	}
+	return s.apply(b, int64(b.Len()), false, nil)
+}
+
 // DeleteLocalPrefix removes every key PutLocal stored under prefix (a
 // non-empty one), durably.
 func (s *Store) DeleteLocalPrefix(prefix string) error {
