@@ -544,7 +544,6 @@ func nameKeys(id, path string, syms []Symbol) []string {
 	return keys
 }
 
-
 // Trees lists the indexed trees.
 func (ix *Index) Trees() ([]Tree, error) {
 	var out []Tree
