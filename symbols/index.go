@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/gitrepo"
 )
 
@@ -91,63 +92,14 @@ func NewIndex(store Store, limits Limits) *Index {
 	return &Index{store: store, limits: limits}
 }
 
-// Tree is an indexed working tree.
-type Tree struct {
-	Root      string    `json:"root"`
-	Namespace string    `json:"namespace"`
-	Files     int       `json:"files"`
-	Symbols   int       `json:"symbols"`
-	IndexedAt time.Time `json:"indexed_at"`
-	Warnings  []string  `json:"warnings,omitempty"`
-}
-
-// Report says what an update did.
-type Report struct {
-	Tree
-	Parsed  int      `json:"parsed"`  // files parsed (new or changed)
-	Removed int      `json:"removed"` // files dropped (deleted, or now skipped)
-	Skipped Skipped  `json:"skipped"`
-	Took    Duration `json:"took"`
-}
-
-// Skipped counts the files an update left out, by reason.
-type Skipped struct {
-	Large   int `json:"large,omitempty"`    // over Limits.FileSize
-	Binary  int `json:"binary,omitempty"`   // a NUL byte, or not UTF-8
-	Special int `json:"special,omitempty"`  // symlinks, devices, paths too long or too deep
-	Errors  int `json:"errors,omitempty"`   // unreadable, or a parse that failed
-	OverCap int `json:"over_cap,omitempty"` // past Limits.Files or Limits.Symbols
-}
-
-// Duration is a time.Duration that encodes as its string.
-type Duration time.Duration
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	*d = Duration(v)
-	return err
-}
-
-// Progress is how far an update is.
-type Progress struct {
-	Done   int `json:"done"`   // files looked at
-	Total  int `json:"total"`  // source files found
-	Parsed int `json:"parsed"` // of those, parsed
-}
-
-// Location is a symbol where it is defined.
-type Location struct {
-	Symbol
-	File      string `json:"file"` // slash-separated, relative to Root
-	Root      string `json:"root"`
-	Namespace string `json:"namespace"`
-}
+// Types the index answers with.
+type (
+	Tree     = api.SymbolTree
+	Report   = api.SymbolsReport
+	Skipped  = api.SymbolsSkipped
+	Progress = api.SymbolsProgress
+	Location = api.SymbolLocation
+)
 
 // fileEntry is what the index keeps of a file.
 type fileEntry struct {
@@ -209,7 +161,7 @@ func (ix *Index) Update(ctx context.Context, dir, ns string, progress func(Progr
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	rep := Report{Tree: Tree{Root: root, Namespace: ns}}
+	rep := Report{SymbolTree: Tree{Root: root, Namespace: ns}}
 	var files []string
 	if git {
 		files, err = ix.gitFiles(ctx, root, &rep)
@@ -246,7 +198,7 @@ func (ix *Index) Update(ctx context.Context, dir, ns string, progress func(Progr
 		for j, r := range ix.readChunk(ctx, root, chunk, w.old) {
 			switch {
 			case r.skip != skipNone:
-				rep.Skipped.count(r.skip)
+				r.skip.count(&rep.Skipped)
 				continue
 			case r.err != nil:
 				rep.Skipped.Errors++
@@ -283,8 +235,8 @@ func (ix *Index) Update(ctx context.Context, dir, ns string, progress func(Progr
 	}
 	rep.Symbols = total
 	rep.IndexedAt = time.Now().UTC()
-	rep.Took = Duration(time.Since(start))
-	meta, err := json.Marshal(rep.Tree)
+	rep.TookMS = float64(time.Since(start).Microseconds()) / 1000
+	meta, err := json.Marshal(rep.SymbolTree)
 	if err != nil {
 		return Report{}, err
 	}
@@ -394,8 +346,8 @@ const (
 	skipBinary
 )
 
-// count adds a skipped file to its count.
-func (s *Skipped) count(r skipReason) {
+// count adds a skipped file to its count in s.
+func (r skipReason) count(s *Skipped) {
 	switch r {
 	case skipSpecial:
 		s.Special++

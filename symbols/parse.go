@@ -37,6 +37,8 @@ import (
 	"github.com/smacker/go-tree-sitter/rust"
 	"github.com/smacker/go-tree-sitter/typescript/tsx"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
+
+	"github.com/memmesh/memmesh/api"
 )
 
 // Kinds of symbol.
@@ -59,21 +61,7 @@ const MaxNameLen = 256
 const ParseTimeout = 5 * time.Second
 
 // Symbol is one definition in a file.
-type Symbol struct {
-	Name string `json:"name"`           // Commit
-	Qual string `json:"qual,omitempty"` // Store.Commit for a method; empty when it is Name
-	Kind string `json:"kind"`
-	Line int    `json:"line"` // 1-based
-}
-
-// Qualified returns the symbol's qualified name: Type.Method for a
-// method, its name otherwise.
-func (s Symbol) Qualified() string {
-	if s.Qual != "" {
-		return s.Qual
-	}
-	return s.Name
-}
+type Symbol = api.Symbol
 
 // Language returns the language of a file by its name ("go", "python",
 // "javascript", "typescript", "tsx", "rust"), or "" when it is none of
