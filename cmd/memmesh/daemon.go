@@ -117,8 +117,9 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	halfLife, _ := cfg.halfLife()
 	minFree, _ := cfg.minFree()
 	interval, _ := cfg.sessionsInterval()
+	syms, _ := cfg.symbols()
 	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree,
-		Sessions: sessionsConfig(home, cfg, interval)}
+		Sessions: sessionsConfig(home, cfg, interval), Symbols: &syms}
 	if !mc.off {
 		ncfg.Mesh = &mc.Config
 	}
