@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memmesh/memmesh/api"
 )
@@ -157,5 +158,46 @@ func TestGraphOfSymbol(t *testing.T) {
 	}
 	if want := []string{"code:validateToken -> file:src/auth.ts (symbol-index)"}; !slices.Equal(defined, want) {
 		t.Errorf("defined_in edges %v, want %v", defined, want)
+	}
+}
+
+// TestSymbolsSchedule: the node indexes its trees again on its schedule,
+// and drops a tree whose directory is gone.
+func TestSymbolsSchedule(t *testing.T) {
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Symbols: &SymbolsConfig{Interval: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	dir := symbolTree(t, n, "app")
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "src/late.py"), []byte("def late():\n    pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitSymbols(t, n, "late", 1)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	waitSymbols(t, n, "late", 0)
+	if trees, err := n.SymbolTrees(context.Background()); err != nil || len(trees) != 0 {
+		t.Errorf("trees after the tree went: %+v, %v", trees, err)
+	}
+}
+
+// waitSymbols waits until a name has want definitions, for up to 10 s.
+func waitSymbols(t *testing.T, n *Node, name string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := n.Where(name, "")
+		if err == nil && len(got) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Where(%s) = %v, %v; want %d definitions", name, got, err, want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
