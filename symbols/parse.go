@@ -127,14 +127,20 @@ func (p *Parser) Parse(ctx context.Context, name string, src []byte) ([]Symbol, 
 	if tp == nil {
 		tp = sitter.NewParser()
 		tp.SetLanguage(g.lang)
+		// The parse is bounded by tree-sitter's own clock, not by a
+		// context: the binding watches a context from a goroutine that
+		// can set the parser's cancellation flag after the parse ended,
+		// and every later parse then fails at once.
+		tp.SetOperationLimit(int(ParseTimeout.Microseconds()))
 		p.trees[lang] = tp
 	}
-	ctx, cancel := context.WithTimeout(ctx, ParseTimeout)
-	defer cancel()
-	tree, err := tp.ParseCtx(ctx, nil, src)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tree, err := tp.ParseCtx(context.Background(), nil, src)
 	if err != nil {
 		tp.Reset()
-		return nil, fmt.Errorf("%s: parse: %w", name, err)
+		return nil, fmt.Errorf("%s: parse: %w (it took over %v)", name, err, ParseTimeout)
 	}
 	defer tree.Close()
 	out := g.symbols(tree.RootNode(), src)

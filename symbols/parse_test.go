@@ -123,3 +123,32 @@ func TestParseOtherLanguage(t *testing.T) {
 		t.Errorf("Parse of a Markdown file: %v, want ErrLanguage", err)
 	}
 }
+
+// TestParserReuse: one parser reads file after file. (A parse bounded by a
+// context whose end reached the parser after the parse left its
+// cancellation flag set, so that later parses failed at once.)
+func TestParserReuse(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := generateTree(dir, 20_000, 1); err != nil {
+		t.Fatal(err)
+	}
+	p := NewParser()
+	defer p.Close()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		got, err := p.Parse(context.Background(), path, src)
+		if err != nil || len(got) == 0 {
+			t.Errorf("parse %s: %d symbols, %v", path, len(got), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
