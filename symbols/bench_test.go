@@ -101,10 +101,14 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// copyTree copies the source files under src to dst and counts their lines.
+// copyTree copies the source files under src that an index reads to dst
+// and counts their lines.
 func copyTree(src, dst string) (int, error) {
 	lines := 0
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p != src && skipDirs[d.Name()] {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() || !d.Type().IsRegular() || Language(p) == "" {
 			return err
 		}
