@@ -9,7 +9,7 @@ import (
 // TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
 // the packages they share with node, extract (pure rules over a session)
 // and transcript (readers of files) link neither the store, nor the mesh's transport, nor Automerge
-// (cgo).
+// or tree-sitter (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract", "./transcript"}
 	heavy := []string{
@@ -17,6 +17,7 @@ func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 		"github.com/quic-go/quic-go",
 		"github.com/hashicorp/memberlist",
 		"github.com/automerge/automerge-go",
+		"github.com/smacker/go-tree-sitter",
 	}
 	for _, pkg := range light {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
