@@ -2,11 +2,12 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memmesh/memmesh/internal/gittest"
 )
 
 // symbolsOut is the JSON of 'memmesh symbols'.
@@ -36,9 +37,9 @@ func gitRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, files)
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "add", ".")
-	gitIn(t, dir, "commit", "-qm", "first")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "add", ".")
+	gittest.Run(t, dir, "commit", "-qm", "first")
 	return dir
 }
 
@@ -52,17 +53,6 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-func gitIn(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
 
@@ -142,7 +132,7 @@ func TestSymbolsCommands(t *testing.T) {
 		"src/auth.ts":  "export const unused = 1;\n",
 		"src/token.ts": "export class TokenCache {\n  get(k: string) { return k; }\n}\n\nexport function validateToken(t: string): boolean {\n  return t !== \"\";\n}\n",
 	})
-	gitIn(t, repo, "commit", "-qam", "move validateToken")
+	gittest.Run(t, repo, "commit", "-qam", "move validateToken")
 	okJSON(t, home, &idx, "symbols", "index", repo)
 	if idx.Parsed != 2 || idx.Files != 5 {
 		t.Errorf("index after the move = %+v, want 2 files parsed of 5", idx)

@@ -102,18 +102,8 @@ func optionalNamespace(ns string) (string, error) {
 
 // runSymbols indexes the known trees again on the schedule: a minute
 // after start (or after the interval, if shorter), then every interval.
-func (n *Node) runSymbols(ctx context.Context, every time.Duration) {
-	t := time.NewTimer(min(time.Minute, every))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n.reindexSymbols(ctx)
-		t.Reset(every)
-	}
+func (n *Node) runSymbols(ctx context.Context, interval time.Duration) {
+	every(ctx, min(time.Minute, interval), interval, n.reindexSymbols)
 }
 
 // reindexSymbols indexes every known tree again. A tree whose directory

@@ -3,7 +3,6 @@ package symbols
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/memmesh/memmesh/internal/gittest"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -137,22 +137,10 @@ func TestIndexFindsFixtures(t *testing.T) {
 	}
 }
 
-// git runs git in dir for a test, with a fixed identity.
-func git(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
-
 func TestIndexIncremental(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	writeFile(t, dir, "src/auth.ts", "export function validateToken() {}\n")
 	writeFile(t, dir, "src/store.py", "class Store:\n    def get(self):\n        pass\n")
 	writeFile(t, dir, "main.go", "package main\n\nfunc main() {}\n")
@@ -160,8 +148,8 @@ func TestIndexIncremental(t *testing.T) {
 	writeFile(t, dir, "vendor/dep/dep.go", "package dep\n\nfunc Vendored() {}\n")
 	writeFile(t, dir, "ignored/gen.go", "package gen\n\nfunc Ignored() {}\n")
 	writeFile(t, dir, ".gitignore", "ignored/\n")
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-qm", "first")
+	gittest.Run(t, dir, "add", ".")
+	gittest.Run(t, dir, "commit", "-qm", "first")
 	ix, st := newTestIndex(t, Limits{})
 
 	rep, err := ix.Update(ctx, filepath.Join(dir, "src"), "app", nil)
@@ -187,7 +175,7 @@ func TestIndexIncremental(t *testing.T) {
 	// One file changed, one renamed (a new file, a file gone), one
 	// untracked added.
 	writeFile(t, dir, "src/auth.ts", "export function checkToken() {}\n")
-	git(t, dir, "mv", "lib.rs", "util.rs")
+	gittest.Run(t, dir, "mv", "lib.rs", "util.rs")
 	writeFile(t, dir, "src/new.py", "def fresh():\n    pass\n")
 	rep, err = ix.Update(ctx, dir, "app", nil)
 	if err != nil {

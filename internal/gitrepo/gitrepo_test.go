@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/memmesh/memmesh/internal/gittest"
 )
 
 func TestNormalizeRemote(t *testing.T) {
@@ -24,25 +25,13 @@ func TestNormalizeRemote(t *testing.T) {
 	}
 }
 
-// git runs git in dir for a test, with a fixed identity.
-func git(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
-
 func TestRepository(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	if _, err := Root(ctx, dir); !errors.Is(err, ErrNotRepo) {
 		t.Fatalf("Root outside a tree: %v, want ErrNotRepo", err)
 	}
-	git(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	sub := filepath.Join(dir, "src")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -60,17 +49,17 @@ func TestRepository(t *testing.T) {
 	if remote, err := Remote(ctx, root); err != nil || remote != "" {
 		t.Fatalf("Remote without remotes = %q, %v", remote, err)
 	}
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
+	gittest.Run(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
 	head, err := Head(ctx, root)
 	if err != nil || len(head) != 40 {
 		t.Fatalf("Head = %q, %v", head, err)
 	}
-	git(t, dir, "remote", "add", "upstream", "https://example.com/other/app.git")
-	git(t, dir, "remote", "add", "origin", "git@GitHub.com:acme/app.git")
+	gittest.Run(t, dir, "remote", "add", "upstream", "https://example.com/other/app.git")
+	gittest.Run(t, dir, "remote", "add", "origin", "git@GitHub.com:acme/app.git")
 	if remote, err := Remote(ctx, root); err != nil || remote != "github.com/acme/app" {
 		t.Fatalf("Remote = %q, %v; want origin's", remote, err)
 	}
-	git(t, dir, "checkout", "-q", "--detach")
+	gittest.Run(t, dir, "checkout", "-q", "--detach")
 	if got, err := Head(ctx, root); err != nil || got != head {
 		t.Fatalf("detached Head = %q, %v; want %s", got, err, head)
 	}
