@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -408,9 +409,15 @@ func (ix *Index) readFile(ctx context.Context, p *Parser, root, rel string, prev
 	if had && prev.Size == e.Size && prev.ModTime == e.ModTime {
 		return readResult{entry: prev}
 	}
-	f, err := os.Open(full)
+	// Opened without blocking, and checked again once open: a file
+	// replaced by a FIFO since the Lstat must not hang the read.
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return readResult{err: err}
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return readResult{skip: skipSpecial}
 	}
 	src, err := io.ReadAll(io.LimitReader(f, ix.limits.FileSize+1))
 	f.Close()

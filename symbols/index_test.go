@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,5 +284,22 @@ func TestIndexCaps(t *testing.T) {
 	}
 	if rep.Symbols != 4 || rep.Skipped.OverCap != 3 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "more than 5 symbols") {
 		t.Errorf("symbol cap: %d symbols, %d over, warnings %q", rep.Symbols, rep.Skipped.OverCap, rep.Warnings)
+	}
+}
+
+// TestIndexFIFO: a FIFO named like a source file is left out, not read
+// (a read would wait for a writer for ever).
+func TestIndexFIFO(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "ok.go", "package ok\n\nfunc Fine() {}\n")
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.go"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix, _ := newTestIndex(t, Limits{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep, err := ix.Update(ctx, dir, "", nil)
+	if err != nil || rep.Files != 1 || rep.Skipped.Special != 1 {
+		t.Errorf("update: %+v, %v; want 1 file and the FIFO left out", rep, err)
 	}
 }
