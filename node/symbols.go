@@ -24,6 +24,10 @@ type SymbolsConfig struct {
 	// Limits bound the work of indexing one tree; zero fields take
 	// symbols.DefaultLimits'.
 	Limits symbols.Limits
+	// Roots, when set, lists directories to index on the schedule besides
+	// the trees indexed before, each with its namespace (the daemon gives
+	// the directories its project mappings name).
+	Roots func() []api.SymbolsIndexRequest
 }
 
 // DefaultSymbolsInterval is how often the daemon indexes its trees again.
@@ -106,27 +110,44 @@ func (n *Node) runSymbols(ctx context.Context, interval time.Duration) {
 	every(ctx, min(time.Minute, interval), interval, n.reindexSymbols)
 }
 
-// reindexSymbols indexes every known tree again. A tree whose directory
-// is gone is dropped from the index.
+// reindexSymbols indexes the configured roots and every tree indexed
+// before again. A tree whose directory is gone is dropped from the index.
 func (n *Node) reindexSymbols(ctx context.Context) {
+	var todo []api.SymbolsIndexRequest
+	if n.cfg.Symbols != nil && n.cfg.Symbols.Roots != nil {
+		todo = n.cfg.Symbols.Roots()
+	}
 	trees, err := n.symbols.Trees()
 	if err != nil {
 		n.log.Warn("list the indexed trees", "err", err)
-		return
 	}
 	for _, t := range trees {
+		todo = append(todo, api.SymbolsIndexRequest{Dir: t.Root, Namespace: t.Namespace})
+	}
+	done := map[string]bool{}
+	for _, req := range todo {
 		if ctx.Err() != nil {
 			return
 		}
-		if _, err := os.Stat(t.Root); errors.Is(err, os.ErrNotExist) {
-			n.log.Info("symbols: tree gone, dropped from the index", "root", t.Root)
-			if err := n.symbols.Drop(t.Root); err != nil {
-				n.log.Warn("drop a tree from the symbol index", "root", t.Root, "err", err)
+		root, _, err := symbols.TreeRoot(ctx, req.Dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if n.symbols.Known(req.Dir) {
+				n.log.Info("symbols: tree gone, dropped from the index", "root", req.Dir)
+				if err := n.symbols.Drop(req.Dir); err != nil {
+					n.log.Warn("drop a tree from the symbol index", "root", req.Dir, "err", err)
+				}
 			}
 			continue
+		case err != nil:
+			n.log.Warn("index symbols", "dir", req.Dir, "err", err)
+			continue
+		case done[root]: // a root's mapping says its namespace; the tree's own record comes after
+			continue
 		}
-		if _, err := n.IndexSymbols(ctx, api.SymbolsIndexRequest{Dir: t.Root, Namespace: t.Namespace}, nil); err != nil && ctx.Err() == nil {
-			n.log.Warn("index symbols", "root", t.Root, "err", err)
+		done[root] = true
+		if _, err := n.IndexSymbols(ctx, req, nil); err != nil && ctx.Err() == nil {
+			n.log.Warn("index symbols", "dir", req.Dir, "err", err)
 		}
 	}
 }

@@ -201,3 +201,28 @@ func waitSymbols(t *testing.T, n *Node, name string, want int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSymbolsRoots: the schedule indexes the configured roots (in their
+// namespace) as well as the trees indexed before.
+func TestSymbolsRoots(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "root.go"), []byte("package r\n\nfunc FromRoot() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	roots := func() []api.SymbolsIndexRequest {
+		return []api.SymbolsIndexRequest{{Dir: dir, Namespace: "mapped"}, {Dir: filepath.Join(dir, "missing"), Namespace: "x"}}
+	}
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Symbols: &SymbolsConfig{Interval: 20 * time.Millisecond, Roots: roots}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitSymbols(t, n, "FromRoot", 1)
+	got, err := n.Where("FromRoot", "mapped")
+	if err != nil || len(got) != 1 || got[0].Root != dir {
+		t.Errorf("Where(FromRoot) in mapped = %+v, %v", got, err)
+	}
+}

@@ -55,6 +55,10 @@ func DefaultLimits() Limits {
 // (their keys would be too long).
 const maxPathLen = 512
 
+// walkVisits bounds a walk outside git: it stops after walkVisits times
+// Limits.Files entries (files of any kind and directories).
+const walkVisits = 20
+
 // flushFiles is how many changed files are written in one batch.
 const flushFiles = 256
 
@@ -279,7 +283,12 @@ func (ix *Index) gitFiles(ctx context.Context, root string, rep *Report) ([]stri
 // directories.
 func (ix *Index) walkFiles(ctx context.Context, root string, rep *Report) ([]string, error) {
 	var files []string
+	visits, maxVisits := 0, walkVisits*ix.limits.Files
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if visits++; visits > maxVisits {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s holds more than %d files and directories; the walk stopped there (index a smaller directory, or a git working tree)", root, maxVisits))
+			return fs.SkipAll
+		}
 		if err != nil {
 			if p == root {
 				return err
@@ -514,6 +523,16 @@ func (ix *Index) Trees() ([]Tree, error) {
 		return nil
 	})
 	return out, err
+}
+
+// Known reports whether root is an indexed tree's root.
+func (ix *Index) Known(root string) bool {
+	found := false
+	ix.store.ScanLocal(keyTree+treeID(root), func(string, []byte) error {
+		found = true
+		return errStop
+	})
+	return found
 }
 
 // Drop removes a tree (by its root) from the index.

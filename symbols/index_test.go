@@ -303,3 +303,21 @@ func TestIndexFIFO(t *testing.T) {
 		t.Errorf("update: %+v, %v; want 1 file and the FIFO left out", rep, err)
 	}
 }
+
+// TestIndexWalkBound: a walk outside git stops after a bounded number of
+// entries, whatever the directory holds, and says so.
+func TestIndexWalkBound(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 30 {
+		writeFile(t, dir, "notes/n"+strconv.Itoa(i)+".txt", "not code\n")
+	}
+	writeFile(t, dir, "zz/code.py", "def late():\n    pass\n")
+	ix, _ := newTestIndex(t, Limits{Files: 1}) // 20 entries
+	rep, err := ix.Update(context.Background(), dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Files != 0 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "more than 20 files and directories") {
+		t.Errorf("report %+v, want the walk stopped with a warning", rep)
+	}
+}

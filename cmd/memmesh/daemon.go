@@ -118,6 +118,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	minFree, _ := cfg.minFree()
 	interval, _ := cfg.sessionsInterval()
 	syms, _ := cfg.symbols()
+	syms.Roots = mappedRoots(home)
 	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree,
 		Sessions: sessionsConfig(home, cfg, interval), Symbols: &syms}
 	if !mc.off {
