@@ -157,10 +157,19 @@ func (n *Node) reindexSymbols(ctx context.Context) {
 // that defines it. They are not stored.
 const OriginSymbolIndex = "symbol-index"
 
-// symbolEdges returns the derived defined_in edges out of a symbol.
+// symbolEdges returns the derived defined_in edges out of a symbol:
+// code:NAME to each file that defines NAME, code:PATH::NAME to PATH when
+// it does.
 func (n *Node) symbolEdges(endpoint string, dir api.Direction) ([]model.Edge, error) {
 	name, ok := strings.CutPrefix(endpoint, "code:")
-	if !ok || dir == api.In || name == "" || strings.Contains(name, "::") {
+	if !ok || dir == api.In {
+		return nil, nil
+	}
+	inFile := ""
+	if i := strings.LastIndex(name, "::"); i >= 0 {
+		inFile, name = name[:i], name[i+2:]
+	}
+	if name == "" {
 		return nil, nil
 	}
 	defs, err := n.symbols.Where(name, "")
@@ -171,7 +180,7 @@ func (n *Node) symbolEdges(endpoint string, dir api.Direction) ([]model.Edge, er
 	seen := map[string]bool{}
 	for _, d := range defs {
 		file := "file:" + d.File
-		if seen[file] {
+		if seen[file] || inFile != "" && d.File != inFile {
 			continue
 		}
 		seen[file] = true

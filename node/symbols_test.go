@@ -159,6 +159,22 @@ func TestGraphOfSymbol(t *testing.T) {
 	if want := []string{"code:validateToken -> file:src/auth.ts (symbol-index)"}; !slices.Equal(defined, want) {
 		t.Errorf("defined_in edges %v, want %v", defined, want)
 	}
+	// code:PATH::NAME leads to PATH when the index has NAME there.
+	for start, want := range map[string]int{"code:src/auth.ts::validateToken": 1, "code:src/other.ts::validateToken": 0} {
+		res, err := n.Traverse(ctx, api.TraverseRequest{Start: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for _, e := range res.Edges {
+			if e.Rel == "defined_in" && e.To == "file:src/auth.ts" {
+				got++
+			}
+		}
+		if got != want {
+			t.Errorf("%s: %d defined_in edges to src/auth.ts, want %d", start, got, want)
+		}
+	}
 }
 
 // TestSymbolsSchedule: the node indexes its trees again on its schedule,
