@@ -352,11 +352,15 @@ func (g *grammar) owner(def *sitter.Node, src []byte) string {
 }
 
 // typeName is the bare name of a type node: Vec for Vec<T>, Store for
-// crate::store::Store.
+// crate::store::Store, &Store and *const Store, Handler for dyn Handler.
 func typeName(n *sitter.Node, src []byte) string {
 	switch n.Type() {
-	case "generic_type":
+	case "generic_type", "reference_type", "pointer_type":
 		if t := n.ChildByFieldName("type"); t != nil {
+			return typeName(t, src)
+		}
+	case "dynamic_type":
+		if t := n.ChildByFieldName("trait"); t != nil {
 			return typeName(t, src)
 		}
 	case "scoped_type_identifier":

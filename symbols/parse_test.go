@@ -81,6 +81,7 @@ func TestParseFixtures(t *testing.T) {
 			sym(KindStruct, "Wrapper", "", 34),
 			sym(KindFunction, "validate_token", "", 36),
 			sym(KindFunction, "helper", "", 37),
+			sym(KindMethod, "validate", "Wrapper.validate", 44),
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
