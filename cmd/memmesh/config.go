@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,7 +24,8 @@ import (
 // environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL,
 // MEMMESH_LISTEN, MEMMESH_NAME), the project's .memmesh.toml (found upwards
 // from the working directory), the project mapping of the working
-// directory (maps.toml, namespace only), the global
+// directory (maps.toml, namespace only: its glob mapping, else its git
+// remote's mapping), the global
 // $MEMMESH_HOME/config.toml, defaults.
 type Config struct {
 	// Namespace is the default namespace of capture, search and list.
@@ -45,6 +47,7 @@ type Config struct {
 	Search       SearchConfig   `toml:"search"`
 	Sessions     SessionsConfig `toml:"sessions"`
 	Symbols      SymbolsConfig  `toml:"symbols"`
+	Bridge       BridgeConfig   `toml:"bridge"`
 	Mesh         MeshTuning     `toml:"mesh"`
 }
 
@@ -63,6 +66,17 @@ type SymbolsConfig struct {
 	MaxFiles    int    `toml:"max_files"`
 	MaxSymbols  int    `toml:"max_symbols"`
 	MaxFileSize string `toml:"max_file_size"`
+}
+
+// BridgeConfig says what the daemon mirrors of other tools' memory.
+type BridgeConfig struct {
+	// ClaudeCode makes the daemon mirror Claude Code's auto memory with
+	// the projects' namespaces ('memmesh bridge claude-code' on its own):
+	// every Interval, within a quarter second of a change to a memory directory,
+	// and when a memory of auto memory changes in the store.
+	ClaudeCode bool `toml:"claude_code"`
+	// Interval is the time between two passes ("" means a minute).
+	Interval string `toml:"interval"`
 }
 
 // SessionsConfig says how the daemon reads agents' transcripts.
@@ -125,7 +139,7 @@ func loadConfig(home string) (Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		if ns, ok := projmap.Lookup(maps, wd); ok {
+		if ns := dirNamespace(context.Background(), maps, wd); ns != "" {
 			cfg.Namespace = ns
 		}
 		if p := findUp(wd, projectConfigFile); p != "" {
@@ -172,7 +186,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -193,6 +207,9 @@ func (c Config) validate() error {
 		return err
 	}
 	if _, err := c.symbols(); err != nil {
+		return err
+	}
+	if _, err := c.bridgeInterval(); err != nil {
 		return err
 	}
 	if _, err := c.probeInterval(); err != nil {
@@ -258,6 +275,22 @@ func (c Config) symbols() (node.SymbolsConfig, error) {
 		s.Limits.FileSize = size
 	}
 	return s, nil
+}
+
+// bridgeInterval is the time between two passes of the bridge; -1 when
+// the daemon runs none.
+func (c Config) bridgeInterval() (time.Duration, error) {
+	if !c.Bridge.ClaudeCode {
+		return -1, nil
+	}
+	if c.Bridge.Interval == "" {
+		return time.Minute, nil
+	}
+	d, err := api.ParseTTL(c.Bridge.Interval)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("config: bridge.interval %q: use a duration of a second or more, such as 1m or 30s", c.Bridge.Interval)
+	}
+	return d, nil
 }
 
 func (c Config) halfLife() (time.Duration, error) {
