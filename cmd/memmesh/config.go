@@ -49,6 +49,14 @@ type Config struct {
 	Symbols      SymbolsConfig  `toml:"symbols"`
 	Bridge       BridgeConfig   `toml:"bridge"`
 	Mesh         MeshTuning     `toml:"mesh"`
+	UI           UIConfig       `toml:"ui"`
+}
+
+// UIConfig says whether the daemon serves the web dashboard beside /mcp.
+type UIConfig struct {
+	// Enabled serves the dashboard (true by default); it needs the HTTP
+	// listener (serve --http).
+	Enabled bool `toml:"enabled"`
 }
 
 // SymbolsConfig says how the daemon keeps the symbol index of the working
@@ -116,7 +124,7 @@ const configFile = "config.toml"
 const projectConfigFile = ".memmesh.toml"
 
 func defaultConfig() Config {
-	return Config{Namespace: api.DefaultNamespace, LogLevel: "info"}
+	return Config{Namespace: api.DefaultNamespace, LogLevel: "info", UI: UIConfig{Enabled: true}}
 }
 
 // defaultHome is ~/.memmesh.
@@ -186,7 +194,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult, ui.enabled)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
