@@ -177,3 +177,17 @@ func TestSymbolsCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestSymbolsNamedLikeSubcommands: a symbol called index is found when
+// written in another case, since subcommand names are matched exactly.
+func TestSymbolsNamedLikeSubcommands(t *testing.T) {
+	home := newHome(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.py": "def index():\n    pass\n"})
+	ok(t, home, "symbols", "index", dir)
+	var found symbolsOut
+	okJSON(t, home, &found, "symbols", "Index")
+	if len(found.Symbols) != 1 || found.Symbols[0].Name != "index" {
+		t.Errorf("symbols Index = %+v", found)
+	}
+}

@@ -32,7 +32,8 @@ kind, file and line, and the namespace of its tree.
 outside git); the daemon then keeps it up to date every 10 minutes
 ([symbols] interval in config.toml), with the directories that project
 mappings name ('memmesh map DIR NS'). To look up a symbol called index or
-trees, write it as 'memmesh symbols -- index'.`,
+trees, write it in another case ('memmesh symbols Index'): the lookup
+ignores case, the subcommands do not.`,
 		Example: `  memmesh symbols index .
   memmesh symbols validateToken
   memmesh symbols Store.        # the methods of Store
