@@ -88,6 +88,10 @@ type ListRequest struct {
 	Since     time.Time      `json:"since,omitzero"`
 	Until     time.Time      `json:"until,omitzero"`
 	Limit     int            `json:"limit,omitempty"` // default 50
+	// Session, when set, keeps only the memories whose provenance names
+	// this session: an agent's session id, or "file:PATH" for what was
+	// imported from an agent instruction file (deleted ones are left out).
+	Session string `json:"session,omitempty"`
 }
 
 // Stats describes what a node holds.

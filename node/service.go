@@ -837,6 +837,17 @@ func (n *Node) List(ctx context.Context, req api.ListRequest) ([]api.Memory, err
 	if err != nil {
 		return nil, err
 	}
+	if req.Session != "" {
+		if len(req.Session) > maxThreadSession {
+			return nil, api.Invalidf("session: at most %d bytes", maxThreadSession)
+		}
+		if q.IDs, err = n.thread(req.Session); err != nil {
+			return nil, err
+		}
+		if len(q.IDs) == 0 {
+			return []api.Memory{}, nil
+		}
+	}
 	res, err := n.runSearch(ctx, q)
 	if err != nil {
 		return nil, err

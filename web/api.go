@@ -195,7 +195,7 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req := api.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind")}
+	req := api.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind"), Session: q.Get("session")}
 	for _, s := range q["status"] {
 		req.Statuses = append(req.Statuses, model.Status(s))
 	}

@@ -227,6 +227,9 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) ([]api.Memory, e
 	if req.Kind != "" {
 		q.Set("kind", req.Kind)
 	}
+	if req.Session != "" {
+		q.Set("session", req.Session)
+	}
 	if req.Limit != 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}

@@ -136,13 +136,21 @@ func defaultHome() string {
 }
 
 // loadConfig reads the global then the project config over the defaults and
-// applies the environment.
+// applies the environment, for the working directory.
 func loadConfig(home string) (Config, error) {
+	wd, _ := os.Getwd()
+	return loadConfigAt(home, wd)
+}
+
+// loadConfigAt is loadConfig for the project of directory wd ("" for
+// none): a command about a file elsewhere (an agent instruction file)
+// takes that file's namespace.
+func loadConfigAt(home, wd string) (Config, error) {
 	cfg := defaultConfig()
 	if err := mergeConfigFile(&cfg, filepath.Join(home, configFile)); err != nil {
 		return cfg, err
 	}
-	if wd, err := os.Getwd(); err == nil {
+	if wd != "" {
 		maps, err := projmap.Load(home)
 		if err != nil {
 			return cfg, err
