@@ -158,6 +158,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/edges/list", jsonCall(a, http.StatusOK, svc.Edges))
 	a.mux.HandleFunc("POST /v1/changes", jsonCall(a, http.StatusOK, svc.Changes))
 	a.mux.HandleFunc("POST /v1/context", jsonCall(a, http.StatusOK, svc.Context))
+	a.mux.HandleFunc("POST /v1/context/text", jsonCall(a, http.StatusOK, briefText(svc.Context)))
 	a.mux.HandleFunc("POST /v1/sessions", jsonCall(a, http.StatusOK, svc.Sessions))
 	a.mux.HandleFunc("GET /v1/sessions/{ref}", byRef(a, svc.Session))
 	a.mux.HandleFunc("POST /v1/sessions/search", jsonCall(a, http.StatusOK, svc.SearchSessions))

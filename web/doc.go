@@ -37,6 +37,7 @@
 //	POST   /v1/edges/list             live edges at many endpoints (api.EdgesRequest)
 //	POST   /v1/changes                memories, edges and erasures changed after a change-log position (api.ChangesRequest)
 //	POST   /v1/context                a namespace's brief (api.ContextRequest)
+//	POST   /v1/context/text           the brief as an agent reads it, with its tokens (BriefText)
 //	POST   /v1/sessions               agent sessions of every machine, newest first (api.SessionsRequest)
 //	GET    /v1/sessions/{ref}         one session, with its turns when they are on this machine
 //	POST   /v1/sessions/search        turns of this machine's sessions (api.SessionSearchRequest)
