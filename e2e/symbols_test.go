@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memmesh/memmesh/internal/gittest"
 )
@@ -37,9 +38,9 @@ func gitRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	writeFiles(t, dir, files)
-	gittest.Run(t, dir, "init", "-q", "-b", "main")
-	gittest.Run(t, dir, "add", ".")
-	gittest.Run(t, dir, "commit", "-qm", "first")
+	gittest.Run(t, dir, time.Time{}, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, time.Time{}, "add", ".")
+	gittest.Run(t, dir, time.Time{}, "commit", "-qm", "first")
 	return dir
 }
 
@@ -132,7 +133,7 @@ func TestSymbolsCommands(t *testing.T) {
 		"src/auth.ts":  "export const unused = 1;\n",
 		"src/token.ts": "export class TokenCache {\n  get(k: string) { return k; }\n}\n\nexport function validateToken(t: string): boolean {\n  return t !== \"\";\n}\n",
 	})
-	gittest.Run(t, repo, "commit", "-qam", "move validateToken")
+	gittest.Run(t, repo, time.Time{}, "commit", "-qam", "move validateToken")
 	okJSON(t, home, &idx, "symbols", "index", repo)
 	if idx.Parsed != 2 || idx.Files != 5 {
 		t.Errorf("index after the move = %+v, want 2 files parsed of 5", idx)

@@ -22,7 +22,13 @@ func testNode(tb testing.TB, home string) *Node {
 	if home == "" {
 		home = tb.TempDir()
 	}
-	n, err := New(Config{Home: home, Logger: testLogger(tb)})
+	return startNode(tb, Config{Home: home, Logger: testLogger(tb)})
+}
+
+// startNode starts a node with cfg, closed when the test ends.
+func startNode(tb testing.TB, cfg Config) *Node {
+	tb.Helper()
+	n, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

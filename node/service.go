@@ -567,6 +567,14 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		s := *req.Status
 		ops = append(ops, func() error { return doc.SetStatus(s, "") })
 	}
+	if req.Confirm || req.ConfirmedBy != "" {
+		by, _, err := checkLabel("confirmer", req.ConfirmedBy)
+		if err != nil {
+			return err
+		}
+		by = cmp.Or(by, "device "+n.id.DeviceID)
+		ops = append(ops, func() error { return doc.SetConfirmed(n.now().UTC(), by) })
+	}
 	if len(ops) == 0 {
 		return api.Invalidf("nothing to update: give at least one field to change")
 	}

@@ -141,7 +141,7 @@ func TestIndexFindsFixtures(t *testing.T) {
 func TestIndexIncremental(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	gittest.Run(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, time.Time{}, "init", "-q", "-b", "main")
 	writeFile(t, dir, "src/auth.ts", "export function validateToken() {}\n")
 	writeFile(t, dir, "src/store.py", "class Store:\n    def get(self):\n        pass\n")
 	writeFile(t, dir, "main.go", "package main\n\nfunc main() {}\n")
@@ -149,8 +149,8 @@ func TestIndexIncremental(t *testing.T) {
 	writeFile(t, dir, "vendor/dep/dep.go", "package dep\n\nfunc Vendored() {}\n")
 	writeFile(t, dir, "ignored/gen.go", "package gen\n\nfunc Ignored() {}\n")
 	writeFile(t, dir, ".gitignore", "ignored/\n")
-	gittest.Run(t, dir, "add", ".")
-	gittest.Run(t, dir, "commit", "-qm", "first")
+	gittest.Run(t, dir, time.Time{}, "add", ".")
+	gittest.Run(t, dir, time.Time{}, "commit", "-qm", "first")
 	ix, st := newTestIndex(t, Limits{})
 
 	rep, err := ix.Update(ctx, filepath.Join(dir, "src"), "app", nil)
@@ -176,7 +176,7 @@ func TestIndexIncremental(t *testing.T) {
 	// One file changed, one renamed (a new file, a file gone), one
 	// untracked added.
 	writeFile(t, dir, "src/auth.ts", "export function checkToken() {}\n")
-	gittest.Run(t, dir, "mv", "lib.rs", "util.rs")
+	gittest.Run(t, dir, time.Time{}, "mv", "lib.rs", "util.rs")
 	writeFile(t, dir, "src/new.py", "def fresh():\n    pass\n")
 	rep, err = ix.Update(ctx, dir, "app", nil)
 	if err != nil {

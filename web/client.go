@@ -384,6 +384,13 @@ func (c *Client) Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMe
 	return res, c.send(ctx, http.MethodPost, "/v1/stale", req, &res)
 }
 
+// CheckGit checks a namespace's git working trees against their
+// repositories (or queues the checks, with req.Background).
+func (c *Client) CheckGit(ctx context.Context, req api.GitCheckRequest) ([]api.GitCheck, error) {
+	var res []api.GitCheck
+	return res, c.send(ctx, http.MethodPost, "/v1/git/check", req, &res)
+}
+
 // Impact lists the memories a file affects.
 func (c *Client) Impact(ctx context.Context, req api.ImpactRequest) ([]api.Impacted, error) {
 	var res []api.Impacted

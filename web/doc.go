@@ -32,6 +32,7 @@
 //	POST   /v1/compact                clusters of stale memories to compact (api.CompactRequest)
 //	POST   /v1/compact/apply          replace memories with a summary (api.CompactApplyRequest)
 //	POST   /v1/stale                  memories that may no longer hold (api.StaleRequest)
+//	POST   /v1/git/check              check a namespace's git trees now or in the background (api.GitCheckRequest)
 //	POST   /v1/analyze                god nodes, bridges, PageRank, gaps (api.AnalyzeRequest)
 //	POST   /v1/reflect                unlinked memories with candidate targets (api.ReflectRequest)
 //	POST   /v1/edges/list             live edges at many endpoints (api.EdgesRequest)

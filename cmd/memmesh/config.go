@@ -49,7 +49,18 @@ type Config struct {
 	Symbols      SymbolsConfig  `toml:"symbols"`
 	Bridge       BridgeConfig   `toml:"bridge"`
 	Mesh         MeshTuning     `toml:"mesh"`
+	Git          GitConfig      `toml:"git"`
 	UI           UIConfig       `toml:"ui"`
+}
+
+// GitConfig says how often the daemon checks memories against the git
+// working trees of their namespaces ('memmesh stale').
+type GitConfig struct {
+	// Off stops the scheduled checks ('memmesh stale --git' and the
+	// post-commit hook still check).
+	Off bool `toml:"off"`
+	// CheckInterval is the time between two checks ("" means 15 minutes).
+	CheckInterval string `toml:"check_interval"`
 }
 
 // UIConfig says whether the daemon serves the web dashboard beside /mcp.
@@ -225,6 +236,9 @@ func (c Config) validate() error {
 	if _, err := c.symbols(); err != nil {
 		return err
 	}
+	if _, err := c.gitInterval(); err != nil {
+		return err
+	}
 	if _, err := c.bridgeInterval(); err != nil {
 		return err
 	}
@@ -254,15 +268,25 @@ func checkHostPort(addr string) error {
 // sessionsInterval is the time between two scans for transcripts; -1
 // when the daemon does not scan.
 func (c Config) sessionsInterval() (time.Duration, error) {
-	if c.Sessions.Off {
+	return interval("sessions.interval", c.Sessions.Interval, c.Sessions.Off, time.Minute)
+}
+
+func (c Config) gitInterval() (time.Duration, error) {
+	return interval("git.check_interval", c.Git.CheckInterval, c.Git.Off, 15*time.Minute)
+}
+
+// interval reads the value of the config key name: -1 when off, def when
+// empty, else a duration of a second or more.
+func interval(name, value string, off bool, def time.Duration) (time.Duration, error) {
+	if off {
 		return -1, nil
 	}
-	if c.Sessions.Interval == "" {
-		return time.Minute, nil
+	if value == "" {
+		return def, nil
 	}
-	d, err := api.ParseTTL(c.Sessions.Interval)
+	d, err := api.ParseTTL(value)
 	if err != nil || d < time.Second {
-		return 0, fmt.Errorf("config: sessions.interval %q: use a duration of a second or more, such as 1m or 30s", c.Sessions.Interval)
+		return 0, fmt.Errorf("config: %s %q: use a duration of a second or more, such as 1m or 30s", name, value)
 	}
 	return d, nil
 }
@@ -296,17 +320,7 @@ func (c Config) symbols() (node.SymbolsConfig, error) {
 // bridgeInterval is the time between two passes of the bridge; -1 when
 // the daemon runs none.
 func (c Config) bridgeInterval() (time.Duration, error) {
-	if !c.Bridge.ClaudeCode {
-		return -1, nil
-	}
-	if c.Bridge.Interval == "" {
-		return time.Minute, nil
-	}
-	d, err := api.ParseTTL(c.Bridge.Interval)
-	if err != nil || d < time.Second {
-		return 0, fmt.Errorf("config: bridge.interval %q: use a duration of a second or more, such as 1m or 30s", c.Bridge.Interval)
-	}
-	return d, nil
+	return interval("bridge.interval", c.Bridge.Interval, !c.Bridge.ClaudeCode, time.Minute)
 }
 
 func (c Config) halfLife() (time.Duration, error) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/memmesh/memmesh/internal/gittest"
 )
@@ -25,13 +26,19 @@ func TestNormalizeRemote(t *testing.T) {
 	}
 }
 
+// git runs git in dir for a test.
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	gittest.Run(t, dir, time.Time{}, args...)
+}
+
 func TestRepository(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	if _, err := Root(ctx, dir); !errors.Is(err, ErrNotRepo) {
 		t.Fatalf("Root outside a tree: %v, want ErrNotRepo", err)
 	}
-	gittest.Run(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "init", "-q", "-b", "main")
 	sub := filepath.Join(dir, "src")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -49,17 +56,17 @@ func TestRepository(t *testing.T) {
 	if remote, err := Remote(ctx, root); err != nil || remote != "" {
 		t.Fatalf("Remote without remotes = %q, %v", remote, err)
 	}
-	gittest.Run(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
 	head, err := Head(ctx, root)
 	if err != nil || len(head) != 40 {
 		t.Fatalf("Head = %q, %v", head, err)
 	}
-	gittest.Run(t, dir, "remote", "add", "upstream", "https://example.com/other/app.git")
-	gittest.Run(t, dir, "remote", "add", "origin", "git@GitHub.com:acme/app.git")
+	git(t, dir, "remote", "add", "upstream", "https://example.com/other/app.git")
+	git(t, dir, "remote", "add", "origin", "git@GitHub.com:acme/app.git")
 	if remote, err := Remote(ctx, root); err != nil || remote != "github.com/acme/app" {
 		t.Fatalf("Remote = %q, %v; want origin's", remote, err)
 	}
-	gittest.Run(t, dir, "checkout", "-q", "--detach")
+	git(t, dir, "checkout", "-q", "--detach")
 	if got, err := Head(ctx, root); err != nil || got != head {
 		t.Fatalf("detached Head = %q, %v; want %s", got, err, head)
 	}
