@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,10 +25,6 @@ type SymbolsConfig struct {
 	// Limits bound the work of indexing one tree; zero fields take
 	// symbols.DefaultLimits'.
 	Limits symbols.Limits
-	// Roots, when set, lists directories to index on the schedule besides
-	// the trees indexed before, each with its namespace (the daemon gives
-	// the directories its project mappings name).
-	Roots func() []api.SymbolsIndexRequest
 }
 
 // DefaultSymbolsInterval is how often the daemon indexes its trees again.
@@ -110,12 +107,18 @@ func (n *Node) runSymbols(ctx context.Context, interval time.Duration) {
 	every(ctx, min(time.Minute, interval), interval, n.reindexSymbols)
 }
 
-// reindexSymbols indexes the configured roots and every tree indexed
-// before again. A tree whose directory is gone is dropped from the index.
+// reindexSymbols indexes the git working trees of every namespace (Trees:
+// those project mappings name and those registered), in their namespace,
+// and every tree indexed before, again. A tree whose directory is gone is
+// dropped from the index.
 func (n *Node) reindexSymbols(ctx context.Context) {
 	var todo []api.SymbolsIndexRequest
-	if n.cfg.Symbols != nil && n.cfg.Symbols.Roots != nil {
-		todo = n.cfg.Symbols.Roots()
+	gitTrees, err := n.allTrees()
+	if err != nil {
+		n.log.Warn("git trees not listed for the symbol index", "err", err)
+	}
+	for _, t := range gitTrees {
+		todo = append(todo, api.SymbolsIndexRequest{Dir: t.Root, Namespace: t.Namespace})
 	}
 	trees, err := n.symbols.Trees()
 	if err != nil {
@@ -191,4 +194,34 @@ func (n *Node) symbolEdges(endpoint string, dir api.Direction) ([]model.Edge, er
 		})
 	}
 	return out, nil
+}
+
+// maxMovedTo caps the files a stale reason names where a symbol went.
+const maxMovedTo = 3
+
+// movedTo returns the files of the tree t, other than those given, that
+// the symbol index says define the symbol s and whose text at the checked
+// commit names it: where a symbol that left its file went.
+func (j *gitJudge) movedTo(t judgedTree, not []string, s string) []string {
+	locs, err := j.n.symbols.Where(strings.TrimSuffix(s, "()"), "")
+	if err != nil || len(locs) == 0 {
+		locs, err = j.n.symbols.Where(symbolName(s), "")
+	}
+	if err != nil {
+		j.n.log.Debug("symbol index not read", "symbol", s, "err", err)
+		return nil
+	}
+	var out []string
+	for _, l := range locs {
+		if l.Root != t.root || slices.Contains(not, l.File) || slices.Contains(out, l.File) {
+			continue
+		}
+		if found, _ := j.symbolIn(t, []string{l.File}, s); found {
+			out = append(out, l.File)
+			if len(out) == maxMovedTo {
+				break
+			}
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/projmap"
 )
 
 // symbolTree writes a small tree (no git: walked) and indexes it.
@@ -218,17 +219,17 @@ func waitSymbols(t *testing.T, n *Node, name string, want int) {
 	}
 }
 
-// TestSymbolsRoots: the schedule indexes the configured roots (in their
-// namespace) as well as the trees indexed before.
-func TestSymbolsRoots(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "root.go"), []byte("package r\n\nfunc FromRoot() {}\n"), 0o644); err != nil {
+// TestSymbolsOfMappedTrees: the schedule indexes the git working trees a
+// project mapping names, in the mapping's namespace, never indexed by hand.
+func TestSymbolsOfMappedTrees(t *testing.T) {
+	repo := newTestRepo(t, time.Now())
+	repo.write("root.go", "package r\n\nfunc FromRoot() {}\n")
+	repo.commit("first")
+	home := t.TempDir()
+	if err := projmap.Save(home, []projmap.Mapping{{Glob: repo.dir, Namespace: "mapped"}}); err != nil {
 		t.Fatal(err)
 	}
-	roots := func() []api.SymbolsIndexRequest {
-		return []api.SymbolsIndexRequest{{Dir: dir, Namespace: "mapped"}, {Dir: filepath.Join(dir, "missing"), Namespace: "x"}}
-	}
-	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Symbols: &SymbolsConfig{Interval: 20 * time.Millisecond, Roots: roots}})
+	n, err := New(Config{Home: home, Logger: testLogger(t), Symbols: &SymbolsConfig{Interval: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,36 @@ func TestSymbolsRoots(t *testing.T) {
 	}
 	waitSymbols(t, n, "FromRoot", 1)
 	got, err := n.Where("FromRoot", "mapped")
-	if err != nil || len(got) != 1 || got[0].Root != dir {
+	if err != nil || len(got) != 1 || got[0].Root != repo.dir {
 		t.Errorf("Where(FromRoot) in mapped = %+v, %v", got, err)
+	}
+}
+
+// TestGitStalenessSaysWhereASymbolWent: a symbol gone from the file a
+// memory names is looked up in the symbol index; the reason says where it
+// is now, once the file there names it at the checked commit.
+func TestGitStalenessSaysWhereASymbolWent(t *testing.T) {
+	ctx := context.Background()
+	n, repo, t0, _ := gitFixture(t)
+	repo.write("src/auth.ts", "export function validateToken(t: string) {}\n", "src/token.ts", "export const ttl = 60;\n")
+	repo.commit("first")
+	id := remember(t, n, api.RememberRequest{Namespace: "shop", Content: "`src/auth.ts` exports `validateToken()`."}).ID
+	checkGit(t, n, "shop", repo.dir)
+
+	repo.at = t0.Add(time.Minute)
+	repo.write("src/auth.ts", "export const unused = 1;\n",
+		"src/token.ts", "export const ttl = 60;\n\nexport function validateToken(t: string) {}\n")
+	repo.commit("move validateToken")
+	checkGit(t, n, "shop", repo.dir)
+	// Without an index the reason says only that it left.
+	if got := gitReasons(t, n, "shop")[id]; !slices.Contains(got, "validateToken no longer in src/auth.ts") {
+		t.Fatalf("reasons without the index: %q", got)
+	}
+	if _, err := n.IndexSymbols(ctx, api.SymbolsIndexRequest{Dir: repo.dir, Namespace: "shop"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := gitReasons(t, n, "shop")[id]
+	if !slices.Contains(got, "validateToken no longer in src/auth.ts; now in src/token.ts") {
+		t.Errorf("reasons with the index: %q", got)
 	}
 }

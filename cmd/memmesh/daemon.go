@@ -122,7 +122,6 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	minFree, _ := cfg.minFree()
 	interval, _ := cfg.sessionsInterval()
 	syms, _ := cfg.symbols()
-	syms.Roots = mappedRoots(home)
 	gitInterval, _ := cfg.gitInterval()
 	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree,
 		Sessions: sessionsConfig(home, cfg, interval), GitCheckInterval: max(gitInterval, 0), Symbols: &syms}

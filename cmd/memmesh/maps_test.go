@@ -4,10 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 
-	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/projmap"
 )
 
@@ -43,19 +41,6 @@ func TestMapChoosesNamespace(t *testing.T) {
 	}
 	if _, err := cleanGlob("/x/[unclosed"); err == nil {
 		t.Fatal("a bad glob was accepted")
-	}
-}
-
-func TestMappedRoots(t *testing.T) {
-	home := t.TempDir()
-	maps := []projmap.Mapping{{Glob: "/src/app", Namespace: "app"}, {Glob: "/src/*/web", Namespace: "web"}, {Glob: "/src/lib", Namespace: "lib"}}
-	if err := projmap.Save(home, maps); err != nil {
-		t.Fatal(err)
-	}
-	got := mappedRoots(home)()
-	want := []api.SymbolsIndexRequest{{Dir: "/src/app", Namespace: "app"}, {Dir: "/src/lib", Namespace: "lib"}}
-	if !slices.Equal(got, want) {
-		t.Errorf("mappedRoots = %+v, want %+v (patterns left out)", got, want)
 	}
 }
 

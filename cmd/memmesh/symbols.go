@@ -13,7 +13,6 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
-	"github.com/memmesh/memmesh/internal/projmap"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -30,8 +29,8 @@ kind, file and line, and the namespace of its tree.
 
 'memmesh symbols index DIR' indexes a tree (its git working tree, or DIR itself
 outside git); the daemon then keeps it up to date every 10 minutes
-([symbols] interval in config.toml), with the directories that project
-mappings name ('memmesh map DIR NS'). To look up a symbol called index or
+([symbols] interval in config.toml), with the git working trees that project
+mappings name ('memmesh map GLOB NS'). To look up a symbol called index or
 trees, write it in another case ('memmesh symbols Index'): the lookup
 ignores case, the subcommands do not.`,
 		Example: `  memmesh symbols index .
@@ -172,24 +171,5 @@ func printIndexReport(w io.Writer, rep api.SymbolsReport) {
 	}
 	for _, warn := range rep.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warn)
-	}
-}
-
-// mappedRoots lists, at each pass of the daemon's symbol index, the
-// directories that the home's project mappings name (those that are a
-// directory, not a pattern), each with its namespace.
-func mappedRoots(home string) func() []api.SymbolsIndexRequest {
-	return func() []api.SymbolsIndexRequest {
-		maps, err := projmap.Load(home)
-		if err != nil {
-			return nil
-		}
-		var out []api.SymbolsIndexRequest
-		for _, m := range maps {
-			if filepath.IsAbs(m.Glob) && !strings.ContainsAny(m.Glob, "*?[\\") {
-				out = append(out, api.SymbolsIndexRequest{Dir: m.Glob, Namespace: m.Namespace})
-			}
-		}
-		return out
 	}
 }
