@@ -211,12 +211,12 @@ func render(mems []api.Memory, ns string, format Format, budget int, res *Export
 		"Change them with 'memmesh update ID', not here: 'memmesh export --to %s' rewrites this block.\n", ns, format)
 	lines := make([]string, len(mems))
 	for i := range mems {
-		lines[i] = entry(&mems[i])
+		lines[i] = entry(&mems[i], kindHead(mems[i].Kind))
 	}
 	sections := func(in []bool) string {
 		var b strings.Builder
 		b.WriteString(head)
-		for _, kind := range []struct{ kind, head string }{{"convention", "Conventions"}, {"decision", "Decisions"}} {
+		for _, kind := range kindHeads {
 			started := false
 			for i, m := range mems {
 				if !in[i] || m.Kind != kind.kind {
@@ -266,14 +266,27 @@ func leftOutNote(n, budget int, ns string) string {
 	return fmt.Sprintf("\n%d more left out to stay within %d tokens: 'memmesh list --ns %s --tier human'.\n", n, budget, ns)
 }
 
+// kindHeads are the block's sections, in order: the kinds it holds.
+var kindHeads = []struct{ kind, head string }{{"convention", "Conventions"}, {"decision", "Decisions"}}
+
+// kindHead returns the heading of kind's section in the block.
+func kindHead(kind string) string {
+	for _, k := range kindHeads {
+		if k.kind == kind {
+			return k.head
+		}
+	}
+	return ""
+}
+
 // entry renders a memory as a list item: its title when the content does
-// not start with it, its content (inert, HTML escaped, continuation
+// not start with it and it is not the section's own heading, its content (inert, HTML escaped, continuation
 // lines indented under the item) and its id.
-func entry(m *api.Memory) string {
+func entry(m *api.Memory, section string) string {
 	content := escapeHTML(inert.Text(m.Content))
 	title := strings.TrimSuffix(m.Title, "…")
 	lead := ""
-	if title != "" && !strings.HasPrefix(normal(m.Content), normal(title)) {
+	if title != "" && !strings.HasPrefix(normal(m.Content), normal(title)) && !strings.EqualFold(normal(title), section) {
 		lead = "**" + escapeHTML(inert.Text(strings.ReplaceAll(m.Title, "\n", " "))) + ":** "
 	}
 	id := m.ID[:min(len(m.ID), idLen)]

@@ -442,3 +442,17 @@ func TestLocate(t *testing.T) {
 		t.Fatalf("a path too long: %v", err)
 	}
 }
+
+// TestEntryLeavesOutItsSectionsName: an item imported from a file's
+// "Conventions" section is titled so; under the block's own
+// "Conventions" heading the title would only repeat it.
+func TestEntryLeavesOutItsSectionsName(t *testing.T) {
+	m := api.Memory{ID: "m-4wexqpgjabcdef", Memory: model.Memory{Title: "Conventions", Content: "Use pnpm, never npm.", Kind: "convention"}}
+	if got, want := entry(&m, kindHead(m.Kind)), "- Use pnpm, never npm. (m-4wexqpgj)\n"; got != want {
+		t.Errorf("entry = %q, want %q", got, want)
+	}
+	m.Title = "Code style › Naming"
+	if got := entry(&m, kindHead(m.Kind)); !strings.HasPrefix(got, "- **Code style › Naming:** Use pnpm") {
+		t.Errorf("a title that says more than the section was left out: %q", got)
+	}
+}
