@@ -396,7 +396,7 @@ func (p *plan) addFilters(q Query) error {
 		if !q.Until.IsZero() {
 			until = clampTime(q.Until)
 		}
-		p.include = append(p.include, dateRange(fieldUpdated, since, true, until, false))
+		p.include = append(p.include, updatedWindow(since, until))
 	}
 	p.exclude = append(p.exclude, dateRange(fieldExpires, minTime, true, clampTime(p.now), true))
 	return nil
@@ -420,6 +420,47 @@ func anyTerm[S ~string](field string, values []S) query.Query {
 // dateRange matches field between start and end; a zero bound is open.
 func dateRange(field string, start time.Time, startInclusive bool, end time.Time, endInclusive bool) query.Query {
 	q := query.NewDateRangeInclusiveQuery(start, end, &startInclusive, &endInclusive)
+	q.SetField(field)
+	return q
+}
+
+// updatedWindow matches the memories updated in [since, until) (a zero
+// time leaves that end open; both within minTime..farFuture, since not
+// after until): the whole days between the two ends by their
+// updated_day, and the days of since and until, partly in the window, by
+// their updated_key. It reads one term per day with memories inside the
+// window, and one per memory of the two days at its ends.
+func updatedWindow(since, until time.Time) query.Query {
+	var parts []query.Query
+	keys := func(from, to time.Time) {
+		parts = append(parts, termRange(fieldUpdatedKey, updatedKey(from), updatedKey(to)))
+	}
+	first, last := "", "" // the whole days, as updated_day terms; "" is open
+	switch {
+	case !since.IsZero() && !until.IsZero() && dayOf(since) == dayOf(until):
+		keys(since, until)
+		return parts[0]
+	case !since.IsZero():
+		next := dayOf(since) + 1
+		keys(since, time.Unix(0, next*nsPerDay))
+		first = updatedDay(next)
+	}
+	if !until.IsZero() {
+		day := dayOf(until)
+		keys(time.Unix(0, day*nsPerDay), until)
+		last = updatedDay(day)
+	}
+	if first == "" || last == "" || first < last {
+		parts = append(parts, termRange(fieldUpdatedDay, first, last))
+	}
+	return query.NewDisjunctionQuery(parts)
+}
+
+// termRange matches the terms of field in [from, to); "" leaves that end
+// open.
+func termRange(field, from, to string) query.Query {
+	incl, excl := true, false
+	q := query.NewTermRangeInclusiveQuery(from, to, &incl, &excl)
 	q.SetField(field)
 	return q
 }
