@@ -26,8 +26,10 @@
 //	updated      datetime, stored only (ranking)
 //	updated_key  updated as a sortable keyword (Unix nanoseconds) with doc
 //	             values (listing, the ends of a since/until window)
-//	updated_day  the UTC day of updated as a sortable keyword (the days
-//	             within a since/until window)
+//	updated_day  the start of updated's UTC day, as updated_key (the
+//	             whole days within a since/until window)
+//	updated_hour the start of updated's hour, as updated_key (the whole
+//	             hours at the ends of a since/until window)
 //	expires      datetime; absent for a memory without TTL
 //
 // Memories whose status is deleted are removed, never indexed.

@@ -424,36 +424,57 @@ func dateRange(field string, start time.Time, startInclusive bool, end time.Time
 	return q
 }
 
+// windowLevels are the units of time a since/until window is matched
+// by, widest first, and the fields that hold them; updated_key holds the
+// exact time.
+var windowLevels = []struct {
+	field string
+	unit  time.Duration
+}{{fieldUpdatedDay, day}, {fieldUpdatedHour, time.Hour}}
+
 // updatedWindow matches the memories updated in [since, until) (a zero
 // time leaves that end open; both within minTime..farFuture, since not
-// after until): the whole days between the two ends by their
-// updated_day, and the days of since and until, partly in the window, by
-// their updated_key. It reads one term per day with memories inside the
-// window, and one per memory of the two days at its ends.
+// after until): the whole days inside it by their updated_day, the whole
+// hours left at its ends by their updated_hour, and the rest by the exact
+// time. It reads one term per day and hour with memories inside the
+// window, and one per memory of the two hours at its ends.
 func updatedWindow(since, until time.Time) query.Query {
-	var parts []query.Query
-	keys := func(from, to time.Time) {
-		parts = append(parts, termRange(fieldUpdatedKey, updatedKey(from), updatedKey(to)))
+	return query.NewDisjunctionQuery(windowParts(since, until, 0, nil))
+}
+
+// windowParts appends to parts the queries that match [since, until) in
+// the units of windowLevels[level] and finer.
+func windowParts(since, until time.Time, level int, parts []query.Query) []query.Query {
+	key := func(t time.Time) string {
+		if t.IsZero() {
+			return "" // open
+		}
+		return timeKey(t)
 	}
-	first, last := "", "" // the whole days, as updated_day terms; "" is open
-	switch {
-	case !since.IsZero() && !until.IsZero() && dayOf(since) == dayOf(until):
-		keys(since, until)
-		return parts[0]
-	case !since.IsZero():
-		next := dayOf(since) + 1
-		keys(since, time.Unix(0, next*nsPerDay))
-		first = updatedDay(next)
+	if level == len(windowLevels) {
+		return append(parts, termRange(fieldUpdatedKey, key(since), key(until)))
+	}
+	unit := windowLevels[level].unit
+	from, to := since, until // the whole units within the window
+	if !since.IsZero() {
+		if from = floor(since, unit); from.Before(since) {
+			from = from.Add(unit)
+		}
 	}
 	if !until.IsZero() {
-		day := dayOf(until)
-		keys(time.Unix(0, day*nsPerDay), until)
-		last = updatedDay(day)
+		to = floor(until, unit)
 	}
-	if first == "" || last == "" || first < last {
-		parts = append(parts, termRange(fieldUpdatedDay, first, last))
+	if !since.IsZero() && !until.IsZero() && !from.Before(to) {
+		return windowParts(since, until, level+1, parts) // no whole unit
 	}
-	return query.NewDisjunctionQuery(parts)
+	parts = append(parts, termRange(windowLevels[level].field, key(from), key(to)))
+	if !since.IsZero() && since.Before(from) {
+		parts = windowParts(since, from, level+1, parts)
+	}
+	if !until.IsZero() && to.Before(until) {
+		parts = windowParts(to, until, level+1, parts)
+	}
+	return parts
 }
 
 // termRange matches the terms of field in [from, to); "" leaves that end

@@ -11,8 +11,9 @@ import (
 
 // TestUpdatedWindowMatchesExactly checks the since/until window against a
 // direct filter of the update times: memories on both sides of each end,
-// at the ends themselves, at midnights and a nanosecond from them, in the
-// days between and far outside, for windows of random ends.
+// at the ends themselves, at midnights and full hours and a nanosecond
+// from them, in the days between and far outside, for windows of random
+// ends.
 func TestUpdatedWindowMatchesExactly(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
@@ -24,7 +25,9 @@ func TestUpdatedWindowMatchesExactly(t *testing.T) {
 	var times []time.Time
 	for d := -4; d <= 4; d++ {
 		m := midnight.Add(time.Duration(d) * 24 * time.Hour)
-		times = append(times, m, m.Add(-time.Nanosecond), m.Add(time.Nanosecond), m.Add(time.Duration(rng.Int64N(int64(24*time.Hour)))))
+		h := m.Add(time.Duration(rng.IntN(24)) * time.Hour)
+		times = append(times, m, m.Add(-time.Nanosecond), m.Add(time.Nanosecond), h, h.Add(-time.Nanosecond), h.Add(time.Nanosecond),
+			m.Add(time.Duration(rng.Int64N(int64(24*time.Hour)))))
 	}
 	times = append(times, minTime, midnight.Add(-400*24*time.Hour), midnight.Add(400*24*time.Hour))
 	var ms []model.Memory
@@ -42,9 +45,13 @@ func TestUpdatedWindowMatchesExactly(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			return times[rng.IntN(len(times))]
 		}
-		return midnight.Add(time.Duration(rng.Int64N(int64(10*24*time.Hour))) - 5*24*time.Hour)
+		at := midnight.Add(time.Duration(rng.Int64N(int64(10*24*time.Hour))) - 5*24*time.Hour)
+		if rng.IntN(2) == 0 {
+			at = at.Truncate(time.Hour) // a full hour
+		}
+		return at
 	}
-	for range 200 {
+	for range 500 {
 		var q Query
 		switch rng.IntN(4) {
 		case 0:
