@@ -112,3 +112,39 @@ func TestCollectionsThatRanAreNotForcedAgain(t *testing.T) {
 		t.Fatalf("none ran since: %d forced in all, want 2", got)
 	}
 }
+
+// TestBulkWorkForcesFewerCollections passes gcThreshold with the
+// collector switched off: outside bulk work a collection is forced; during
+// it none is until bulkGCThreshold.
+func TestBulkWorkForcesFewerCollections(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer SetBulk(false)
+	waitIdle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); collecting.Load(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("a forced collection did not end")
+			}
+		}
+	}
+	forced := func(bulkWork bool, n int64) int64 {
+		t.Helper()
+		SetBulk(bulkWork)
+		waitIdle()
+		garbage.Store(0)
+		cycles.Store(completedGCs())
+		start := forcedGCs.Load()
+		noteGarbage(n)
+		waitIdle()
+		return forcedGCs.Load() - start
+	}
+	if got := forced(false, gcThreshold); got != 1 {
+		t.Errorf("outside bulk work, at gcThreshold: %d forced, want 1", got)
+	}
+	if got := forced(true, gcThreshold); got != 0 {
+		t.Errorf("during bulk work, at gcThreshold: %d forced, want 0", got)
+	}
+	if got := forced(true, bulkGCThreshold); got != 1 {
+		t.Errorf("during bulk work, at bulkGCThreshold: %d forced, want 1", got)
+	}
+}
