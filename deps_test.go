@@ -8,10 +8,10 @@ import (
 
 // TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
 // the packages they share with node, extract (pure rules over a session)
-// and transcript (readers of files) link neither the store, nor the mesh's transport, nor Automerge
+// transcript (readers of files) and bridge (auto memory's files) link neither the store, nor the mesh's transport, nor Automerge
 // (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract", "./transcript"}
+	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",

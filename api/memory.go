@@ -60,8 +60,13 @@ type RememberResult struct {
 
 // UpdateRequest changes a memory; nil fields are left as they are.
 type UpdateRequest struct {
-	Title      *string       `json:"title,omitempty"`
-	Content    *string       `json:"content,omitempty"` // appended as a new revision
+	Title   *string `json:"title,omitempty"`
+	Content *string `json:"content,omitempty"` // appended as a new revision
+	// Base is the revision the new Content was made from ("" means the
+	// current one). When another revision was made from Base since, the
+	// two are kept as a sync conflict instead of the newer being replaced
+	// unseen.
+	Base       string        `json:"base,omitempty"`
 	Namespace  *string       `json:"namespace,omitempty"`
 	Kind       *string       `json:"kind,omitempty"`
 	AddTags    []string      `json:"add_tags,omitempty"`

@@ -19,6 +19,8 @@ var (
 	// ErrInvalidString: a string is not valid UTF-8, or a set element or
 	// edge endpoint is empty or contains a NUL byte.
 	ErrInvalidString = errors.New("crdt: invalid string")
+	// ErrUnknownRevision: an edit names a base revision the memory lacks.
+	ErrUnknownRevision = errors.New("crdt: unknown revision")
 	// ErrInvalidValidity: an edge's valid_to is before its valid_from.
 	ErrInvalidValidity = errors.New("crdt: valid_to before valid_from")
 

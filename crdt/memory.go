@@ -318,6 +318,16 @@ func (d *MemoryDoc) RemoveTouches(t ...string) error { return d.removeFromSet(ke
 // current leaf (the newest), and it merges every other leaf, so an edit
 // made while a conflict is shown resolves the conflict.
 func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (model.Revision, error) {
+	return d.EditRevision("", text, device, at)
+}
+
+// EditRevision records a new version of the content made from the
+// revision base, as a person who read base edited it: when base is a
+// leaf (or ""), as AppendRevision does; when a revision was built on base
+// since, the new one is another leaf beside it, a sync conflict, as if the
+// two edits had been made on two machines. A base the document does not
+// hold is ErrUnknownRevision.
+func (d *MemoryDoc) EditRevision(base, text, device string, at time.Time) (model.Revision, error) {
 	if err := checkText("text", text, "device", device); err != nil {
 		return model.Revision{}, err
 	}
@@ -331,7 +341,16 @@ func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (model.Rev
 		return model.Revision{}, err
 	}
 	rev := model.Revision{ID: NewID(), Text: text, Device: device, At: fromMillis(millis(at))}
-	if tips := leaves(all); len(tips) > 0 {
+	tips := leaves(all)
+	switch i := slices.IndexFunc(tips, func(l model.Revision) bool { return l.ID == base }); {
+	case base != "" && i < 0 && !slices.ContainsFunc(all, func(r model.Revision) bool { return r.ID == base }):
+		return model.Revision{}, fmt.Errorf("%w: %q", ErrUnknownRevision, base)
+	case base != "" && i < 0:
+		rev.Parent = base // built on since: a leaf beside the newer ones
+	case len(tips) > 0:
+		if i > 0 { // base first: the edit continues it, and merges the rest
+			tips[0], tips[i] = tips[i], tips[0]
+		}
 		rev.Parent = tips[0].ID
 		for _, l := range tips[1:] {
 			rev.Merges = append(rev.Merges, l.ID)

@@ -707,3 +707,33 @@ func TestCreateMemoryIsWhatMaterializeReads(t *testing.T) {
 		t.Error("CreateMemory of an empty memory: no error")
 	}
 }
+
+// TestEditRevisionFromAnOldBase: an edit made from a revision that was
+// edited since is a sync conflict beside the newer edit; one made from
+// the current revision continues it.
+func TestEditRevisionFromAnOldBase(t *testing.T) {
+	d := newTestDoc(t, actorA, testMemory())
+	first := materialize(t, d).Revisions[0]
+	r1, err := d.EditRevision(first.ID, "edit one", "device-a", at("2025-12-02T10:00:00Z"))
+	must(t, err)
+	if r1.Parent != first.ID || r1.Merges != nil {
+		t.Fatalf("an edit of the current revision: %+v", r1)
+	}
+	r2, err := d.EditRevision(first.ID, "edit two, made from the first", "device-a", at("2025-12-02T10:00:01Z"))
+	must(t, err)
+	must(t, d.Commit("edits"))
+	got := materialize(t, d)
+	if r2.Parent != first.ID || len(got.Conflict) != 2 || got.Content != "edit two, made from the first" {
+		t.Fatalf("an edit of an old revision: %+v; memory content %q conflict %+v", r2, got.Content, got.Conflict)
+	}
+	if _, err := d.EditRevision("aaaaaaaaaaaaaaaaaaaaaaaaaa", "x", "device-a", time.Now()); !errors.Is(err, ErrUnknownRevision) {
+		t.Fatalf("an unknown base: %v", err)
+	}
+	// Editing from one leaf of the conflict settles it.
+	r3, err := d.EditRevision(r1.ID, "settled", "device-a", at("2025-12-02T11:00:00Z"))
+	must(t, err)
+	must(t, d.Commit("settle"))
+	if got := materialize(t, d); r3.Parent != r1.ID || !slices.Equal(r3.Merges, []string{r2.ID}) || got.Conflict != nil {
+		t.Fatalf("settling: %+v, conflict %+v", r3, got.Conflict)
+	}
+}

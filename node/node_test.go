@@ -229,6 +229,36 @@ func TestUpdateIsAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestUpdateFromAnOldBase: an edit made from a revision that was edited
+// since is kept beside the newer edit as a sync conflict (doctor lists
+// it); a base the memory lacks is refused.
+func TestUpdateFromAnOldBase(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	res := remember(t, n, api.RememberRequest{Content: "deploy on fridays"})
+	m, _ := n.Get(ctx, res.ID)
+	base := m.Revisions[0].ID
+	newer, older := "never deploy on fridays", "deploy on thursdays"
+	if _, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &newer}); err != nil {
+		t.Fatal(err)
+	}
+	unknown := "aaaaaaaaaaaaaaaaaaaaaaaaaa"
+	if _, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &older, Base: unknown}); !errors.Is(err, api.ErrInvalid) {
+		t.Fatalf("an unknown base: %v, want ErrInvalid", err)
+	}
+	m, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &older, Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Conflict) != 2 {
+		t.Fatalf("an edit of the old text: conflict %+v, want both edits", m.Conflict)
+	}
+	rep, err := n.Doctor(ctx)
+	if err != nil || len(rep.Conflicts) != 1 {
+		t.Fatalf("doctor: %+v %v", rep, err)
+	}
+}
+
 func TestSearchSeesEveryAcknowledgedWrite(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")

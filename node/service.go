@@ -485,9 +485,12 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 			return err
 		}
 		content, _ = secrets.Scrub(content)
+		if req.Base != "" && !slices.ContainsFunc(m.Revisions, func(r model.Revision) bool { return r.ID == req.Base }) {
+			return api.Invalidf("base revision %q: the memory has no such revision", clip(req.Base, 40))
+		}
 		if content != m.Content || len(m.Conflict) > 0 {
 			ops = append(ops, func() error {
-				if _, err := doc.AppendRevision(content, n.id.DeviceID, n.now().UTC()); err != nil {
+				if _, err := doc.EditRevision(req.Base, content, n.id.DeviceID, n.now().UTC()); err != nil {
 					return err
 				}
 				return n.followContent(doc, m, content, req.Title == nil)

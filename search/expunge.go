@@ -80,8 +80,8 @@ func (ix *Index) Expunge(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("search: expunge: old segments not deleted yet: %w", ctx.Err())
 		case <-nudge.C:
-			if false {
-				return ix.placeholder(ctx, false)
+			if err := ix.placeholder(ctx, false); err != nil {
+				return err
 			}
 		case <-time.After(20 * time.Millisecond):
 		}

@@ -3,7 +3,9 @@ package search
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 
@@ -91,5 +93,68 @@ func TestExpungeRemovesDeletedMemoriesFromFiles(t *testing.T) {
 	}
 	if dictionaryHolds(t, dir, canary) {
 		t.Fatal("after Expunge the index files still hold the removed memory's word")
+	}
+}
+
+// TestExpungeWhileASearchHoldsOldSegments: scorch deletes the files of old
+// snapshots when it persists a new one, and keeps those a reader holds at
+// that moment. A search that ends after the merged index is persisted
+// must not leave Expunge waiting for a persist that nothing would make.
+func TestExpungeWhileASearchHoldsOldSegments(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions(t)
+	opts.FlushDelay = -1 // as in the simulation, where a stall was seen
+	ix, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for i := range 3 { // three batches: three segments to merge
+		apply(t, ix, mem(fmt.Sprintf("m%d", i), "", fmt.Sprintf("note %d about builds", i)))
+	}
+	if err := ix.Apply(nil, []string{"m0"}, 9); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitPersisted(context.Background(), ix.persisted); err != nil {
+		t.Fatal(err)
+	}
+	old, err := segmentFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adv, err := ix.idx.Advanced()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := adv.Reader() // a search in progress
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ix.Expunge(ctx) }()
+	// The search ends once the merged index is on disk beside the old
+	// segments, which the search kept.
+	for {
+		now, err := segmentFiles(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(now, func(f string) bool { return !slices.Contains(old, f) }) {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Expunge returned before it merged: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the persist that could not delete them is over
+	if err := reader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Expunge after the search ended: %v", err)
 	}
 }

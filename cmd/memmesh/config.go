@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,7 +22,8 @@ import (
 // environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL,
 // MEMMESH_LISTEN, MEMMESH_NAME), the project's .memmesh.toml (found upwards
 // from the working directory), the project mapping of the working
-// directory (maps.toml, namespace only), the global
+// directory (maps.toml, namespace only: its glob mapping, else its git
+// remote's mapping), the global
 // $MEMMESH_HOME/config.toml, defaults.
 type Config struct {
 	// Namespace is the default namespace of capture, search and list.
@@ -42,7 +44,19 @@ type Config struct {
 	MinFreeSpace string         `toml:"min_free_space"`
 	Search       SearchConfig   `toml:"search"`
 	Sessions     SessionsConfig `toml:"sessions"`
+	Bridge       BridgeConfig   `toml:"bridge"`
 	Mesh         MeshTuning     `toml:"mesh"`
+}
+
+// BridgeConfig says what the daemon mirrors of other tools' memory.
+type BridgeConfig struct {
+	// ClaudeCode makes the daemon mirror Claude Code's auto memory with
+	// the projects' namespaces ('memmesh bridge claude-code' on its own):
+	// every Interval, within a quarter second of a change to a memory directory,
+	// and when a memory of auto memory changes in the store.
+	ClaudeCode bool `toml:"claude_code"`
+	// Interval is the time between two passes ("" means a minute).
+	Interval string `toml:"interval"`
 }
 
 // SessionsConfig says how the daemon reads agents' transcripts.
@@ -105,7 +119,7 @@ func loadConfig(home string) (Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		if ns, ok := projmap.Lookup(maps, wd); ok {
+		if ns := dirNamespace(context.Background(), maps, wd); ns != "" {
 			cfg.Namespace = ns
 		}
 		if p := findUp(wd, projectConfigFile); p != "" {
@@ -152,7 +166,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -170,6 +184,9 @@ func (c Config) validate() error {
 		return err
 	}
 	if _, err := c.sessionsInterval(); err != nil {
+		return err
+	}
+	if _, err := c.bridgeInterval(); err != nil {
 		return err
 	}
 	if _, err := c.probeInterval(); err != nil {
@@ -207,6 +224,22 @@ func (c Config) sessionsInterval() (time.Duration, error) {
 	d, err := api.ParseTTL(c.Sessions.Interval)
 	if err != nil || d < time.Second {
 		return 0, fmt.Errorf("config: sessions.interval %q: use a duration of a second or more, such as 1m or 30s", c.Sessions.Interval)
+	}
+	return d, nil
+}
+
+// bridgeInterval is the time between two passes of the bridge; -1 when
+// the daemon runs none.
+func (c Config) bridgeInterval() (time.Duration, error) {
+	if !c.Bridge.ClaudeCode {
+		return -1, nil
+	}
+	if c.Bridge.Interval == "" {
+		return time.Minute, nil
+	}
+	d, err := api.ParseTTL(c.Bridge.Interval)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("config: bridge.interval %q: use a duration of a second or more, such as 1m or 30s", c.Bridge.Interval)
 	}
 	return d, nil
 }

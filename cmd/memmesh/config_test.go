@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestMinFreeSpace(t *testing.T) {
 	for _, tc := range []struct {
@@ -56,6 +59,28 @@ func TestMeshTuning(t *testing.T) {
 		cfg.Mesh = MeshTuning{ProbeInterval: tc.probe, SuspicionMult: tc.mult}
 		if err := cfg.validate(); (err != nil) != tc.wantErr {
 			t.Errorf("mesh.probe_interval %q, mesh.suspicion_mult %d: validate = %v, want an error: %v", tc.probe, tc.mult, err, tc.wantErr)
+		}
+	}
+}
+
+func TestBridgeInterval(t *testing.T) {
+	for _, tc := range []struct {
+		cfg     BridgeConfig
+		want    time.Duration
+		wantErr bool
+	}{
+		{cfg: BridgeConfig{}, want: -1},
+		{cfg: BridgeConfig{Interval: "10s"}, want: -1}, // off: the interval is not used
+		{cfg: BridgeConfig{ClaudeCode: true}, want: time.Minute},
+		{cfg: BridgeConfig{ClaudeCode: true, Interval: "30s"}, want: 30 * time.Second},
+		{cfg: BridgeConfig{ClaudeCode: true, Interval: "100ms"}, wantErr: true},
+		{cfg: BridgeConfig{ClaudeCode: true, Interval: "often"}, wantErr: true},
+	} {
+		cfg := defaultConfig()
+		cfg.Bridge = tc.cfg
+		got, err := cfg.bridgeInterval()
+		if (err != nil) != tc.wantErr || (cfg.validate() != nil) != tc.wantErr || (!tc.wantErr && got != tc.want) {
+			t.Errorf("%+v: %s, %v; want %s, an error: %v", tc.cfg, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -149,6 +150,18 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return fmt.Errorf("protect socket: %w", err)
 	}
 
+	stopBridge := func() {}
+	if every, _ := cfg.bridgeInterval(); every > 0 {
+		bctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runBridge(bctx, home, n, every, log.With("component", "bridge"))
+		}()
+		stopBridge = sync.OnceFunc(func() { cancel(); <-done })
+		defer stopBridge() // before the node closes
+	}
+
 	srv := web.NewAPI(n, log.With("component", "api"), stop).Server(web.DefaultTimeouts)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -175,6 +188,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 			log.Warn("MCP requests still running at shutdown", "err", err)
 		}
 	}
+	stopBridge()
 	if err := n.Close(); err != nil {
 		return fmt.Errorf("close node: %w", err)
 	}

@@ -240,7 +240,7 @@ func printDoctor(w io.Writer, rep api.DoctorReport) {
 		fmt.Fprintf(w, "Cycle of %s among %s: unlink or invalidate one of its edges.\n", c.Rel, strings.Join(c.Members, ", "))
 	}
 	for _, id := range rep.Conflicts {
-		fmt.Fprintf(w, "Sync conflict in %s: 'memmesh show %s' lists the versions; update it with the text that holds.\n", id, id)
+		fmt.Fprintf(w, "Sync conflict in %s: 'memmesh show %s' lists the versions; settle it with 'memmesh update %s --content TEXT' (the text that holds; an entry of Claude Code's auto memory is settled by editing it in its file).\n", id, id, id)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -40,5 +41,39 @@ func TestMapChoosesNamespace(t *testing.T) {
 	}
 	if _, err := cleanGlob("/x/[unclosed"); err == nil {
 		t.Fatal("a bad glob was accepted")
+	}
+}
+
+// TestMapByRemote: a working tree matched by no glob takes the namespace
+// of its remote's mapping, whatever its path; a glob mapping comes first.
+func TestMapByRemote(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"remote", "add", "origin", "git@github.com:Acme/App.git"}} {
+		if out, err := exec.Command("git", append([]string{"-C", proj}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	sub := filepath.Join(proj, "pkg")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	maps := []projmap.Mapping{{Remote: "github.com/Acme/App", Namespace: "app"}}
+	if err := projmap.Save(home, maps); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MEMMESH_NAMESPACE", "")
+	t.Chdir(sub)
+	if cfg, err := loadConfig(home); err != nil || cfg.Namespace != "app" {
+		t.Fatalf("in a tree of the mapped remote: %q %v, want app", cfg.Namespace, err)
+	}
+	glob, err := cleanGlob(proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := projmap.Save(home, append(maps, projmap.Mapping{Glob: glob, Namespace: "byglob"})); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ := loadConfig(home); cfg.Namespace != "byglob" {
+		t.Fatalf("with a glob mapping too: %q, want byglob", cfg.Namespace)
 	}
 }

@@ -338,7 +338,7 @@ func projectNamespace(home, fallback, dir string) string {
 		return fallback
 	}
 	if maps, err := projmap.Load(home); err == nil {
-		if ns, ok := projmap.Lookup(maps, dir); ok {
+		if ns := dirNamespace(context.Background(), maps, dir); ns != "" {
 			return ns
 		}
 	}

@@ -18,9 +18,12 @@ import (
 const File = "maps.toml"
 
 // Mapping sends the directories that match Glob (and everything under
-// them) to Namespace.
+// them) to Namespace; a remote mapping (Remote set, Glob empty) sends the
+// git working trees whose remote is Remote (as gitrepo.NormalizeRemote
+// writes it) there, wherever they are on a machine.
 type Mapping struct {
-	Glob      string `toml:"glob" json:"glob"`
+	Glob      string `toml:"glob,omitempty" json:"glob,omitempty"`
+	Remote    string `toml:"remote,omitempty" json:"remote,omitempty"`
 	Namespace string `toml:"namespace" json:"namespace"`
 }
 
@@ -54,6 +57,7 @@ func Save(home string, maps []Mapping) error {
 	defer os.Remove(tmp.Name())
 	fmt.Fprintln(tmp, "# Project mappings, written by 'memmesh map': a working directory that matches")
 	fmt.Fprintln(tmp, "# glob (or lies under one that does) uses namespace. The deepest match wins.")
+	fmt.Fprintln(tmp, "# A git working tree matched by no glob uses the namespace of its remote's mapping.")
 	if err := toml.NewEncoder(tmp).Encode(doc{Map: maps}); err != nil {
 		tmp.Close()
 		return err
@@ -70,7 +74,7 @@ func Save(home string, maps []Mapping) error {
 func Lookup(maps []Mapping, dir string) (string, bool) {
 	for {
 		for i := len(maps) - 1; i >= 0; i-- {
-			if ok, _ := filepath.Match(maps[i].Glob, dir); ok {
+			if ok, _ := filepath.Match(maps[i].Glob, dir); ok && maps[i].Glob != "" {
 				return maps[i].Namespace, true
 			}
 		}
@@ -80,6 +84,43 @@ func Lookup(maps []Mapping, dir string) (string, bool) {
 		}
 		dir = parent
 	}
+}
+
+// HasRemote reports whether some mapping is a remote mapping.
+func HasRemote(maps []Mapping) bool {
+	for _, m := range maps {
+		if m.Remote != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// LookupRemote returns the namespace of the working trees whose
+// normalized remote URL is remote (the last such mapping).
+func LookupRemote(maps []Mapping, remote string) (string, bool) {
+	for i := len(maps) - 1; i >= 0; i-- {
+		if remote != "" && strings.EqualFold(maps[i].Remote, remote) {
+			return maps[i].Namespace, true
+		}
+	}
+	return "", false
+}
+
+// RemoteNamespace is the namespace a repository gets on every machine
+// when nothing maps it: the last two elements of its normalized remote,
+// lowercased and joined by a dash (github.com/Acme/App is acme-app); ""
+// when the remote has no such elements.
+func RemoteNamespace(remote string) string {
+	parts := strings.FieldsFunc(strings.ToLower(remote), func(r rune) bool { return r == '/' || r == ':' || r == '\\' })
+	if len(parts) < 2 {
+		return ""
+	}
+	name := parts[len(parts)-2] + "-" + parts[len(parts)-1]
+	if strings.Contains(parts[0], ".") && len(parts) == 2 {
+		name = parts[1] // host/name: the name alone
+	}
+	return strings.Trim(name, ".-_")
 }
 
 // CleanGlob makes a glob absolute (expanding a leading ~) and checks it.
