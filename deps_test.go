@@ -7,11 +7,12 @@ import (
 )
 
 // TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
-// the packages they share with node, extract (pure rules over a session)
-// transcript (readers of files) and bridge (auto memory's files) link neither the store, nor the mesh's transport, nor Automerge
-// (cgo).
+// the packages they share with node, extract (pure rules over a session),
+// transcript (readers of files), bridge (auto memory's files) and
+// agentfiles (agent instruction files, through the API) link neither the
+// store, nor the mesh's transport, nor Automerge (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./web", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge"}
+	light := []string{"./api", "./model", "./mcp", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",

@@ -13,7 +13,7 @@ type LifecycleReport struct {
 	Memories    int              `json:"memories"` // every memory, whatever its status
 	Live        int              `json:"live"`     // active or marked stale, not expired
 	Expired     int              `json:"expired"`  // past their TTL: out of searches and lists
-	Stale       int              `json:"stale"`    // active, but stale by age, supersession or lack of links
+	Stale       int              `json:"stale"`    // active, but stale by age, supersession, lack of links or git
 	Decayed     int              `json:"decayed"`  // confidence decayed below half of what was stated
 	Promoted    int              `json:"promoted"` // auto-tier memories recalled often enough, now tier agent
 	Maturity    map[Maturity]int `json:"maturity"` // live memories by maturity
@@ -32,7 +32,8 @@ type StaleRequest struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// The rules that make an active memory stale (LifecycleReport.StaleByRule).
+// The rules that make an active memory stale (LifecycleReport.StaleByRule;
+// it counts reasons: a memory two of whose files changed counts twice).
 const (
 	StaleSuperseded = "superseded"
 	StaleByAge      = "age"

@@ -76,6 +76,12 @@ type UpdateRequest struct {
 	Evergreen  *bool         `json:"evergreen,omitempty"`
 	Status     *model.Status `json:"status,omitempty"` // active, stale or archived
 	TTL        *string       `json:"ttl,omitempty"`    // from now; "none" removes it
+	// Confirm records that a person or an agent checked the memory and
+	// found it still holds (provenance confirmed_at and confirmed_by):
+	// its git staleness clears until the files it names change again.
+	// ConfirmedBy says who; default "device <this device's id>".
+	Confirm     bool   `json:"confirm,omitempty"`
+	ConfirmedBy string `json:"confirmed_by,omitempty"`
 }
 
 // ListRequest selects memories to list, newest first.
@@ -88,6 +94,10 @@ type ListRequest struct {
 	Since     time.Time      `json:"since,omitzero"`
 	Until     time.Time      `json:"until,omitzero"`
 	Limit     int            `json:"limit,omitempty"` // default 50
+	// Session, when set, keeps only the memories whose provenance names
+	// this session: an agent's session id, or "file:PATH" for what was
+	// imported from an agent instruction file (deleted ones are left out).
+	Session string `json:"session,omitempty"`
 }
 
 // Stats describes what a node holds.

@@ -36,6 +36,9 @@ const (
 	keySession   = "session"
 	keyCreatedAt = "created_at" // also an edge key
 	keyUpdatedAt = "updated_at" // also an edge key
+	// Written by the first confirmation (SetConfirmed), absent before.
+	keyConfirmedAt = "confirmed_at"
+	keyConfirmedBy = "confirmed_by"
 )
 
 // Keys of a revision map. The revision id is its key in keyRevisions.
@@ -131,6 +134,9 @@ func written(m *model.Memory, revs []model.Revision, heads []string) model.Memor
 		Revisions: make([]model.Revision, len(revs)),
 		Heads:     heads,
 	}
+	if !m.Provenance.ConfirmedAt.IsZero() {
+		out.Provenance.ConfirmedAt, out.Provenance.ConfirmedBy = at(m.Provenance.ConfirmedAt), m.Provenance.ConfirmedBy
+	}
 	out.Status, out.CompactedInto = parseStatus(statusValue(m.Status, m.CompactedInto))
 	for i, r := range revs {
 		out.Revisions[i] = model.Revision{ID: r.ID, Parent: r.Parent, Text: r.Text, Device: r.Device, At: at(r.At)}
@@ -181,14 +187,17 @@ func (d *MemoryDoc) create(m *model.Memory, revisions []model.Revision) error {
 	if err != nil {
 		return err
 	}
-	err = d.init(prov,
-		field{keyDevice, p.Device},
-		field{keyAgent, p.Agent},
-		field{keySession, p.Session},
-		field{keyCreatedAt, millis(p.CreatedAt)},
-		field{keyUpdatedAt, millis(p.UpdatedAt)},
-	)
-	if err != nil {
+	fields := []field{
+		{keyDevice, p.Device},
+		{keyAgent, p.Agent},
+		{keySession, p.Session},
+		{keyCreatedAt, millis(p.CreatedAt)},
+		{keyUpdatedAt, millis(p.UpdatedAt)},
+	}
+	if !p.ConfirmedAt.IsZero() {
+		fields = append(fields, field{keyConfirmedAt, millis(p.ConfirmedAt)}, field{keyConfirmedBy, p.ConfirmedBy})
+	}
+	if err := d.init(prov, fields...); err != nil {
 		return err
 	}
 	for _, s := range []struct {
@@ -302,6 +311,22 @@ func (d *MemoryDoc) SetUpdated(at time.Time) error {
 	return d.put(prov, field{keyUpdatedAt, millis(at)})
 }
 
+// SetConfirmed records that by (a person or an agent) checked the memory
+// at at and found it still holds.
+func (d *MemoryDoc) SetConfirmed(at time.Time, by string) error {
+	if err := checkText(keyConfirmedBy, by); err != nil {
+		return err
+	}
+	prov, err := d.rootMap(keyProvenance)
+	if err != nil {
+		return err
+	}
+	if err := d.put(prov, field{keyConfirmedAt, millis(at)}); err != nil {
+		return err
+	}
+	return d.put(prov, field{keyConfirmedBy, by})
+}
+
 // AddTags adds tags to the tag set. Tags must be non-empty UTF-8.
 func (d *MemoryDoc) AddTags(tags ...string) error { return d.addToSet(keyTags, tags) }
 
@@ -404,11 +429,13 @@ func (d *MemoryDoc) Materialize() (model.Memory, error) {
 		Evergreen:  r.bool(root, keyEvergreen),
 		ExpiresAt:  r.time(root, keyExpiresAt),
 		Provenance: model.Provenance{
-			Device:    r.str(prov, keyDevice),
-			Agent:     r.str(prov, keyAgent),
-			Session:   r.str(prov, keySession),
-			CreatedAt: r.time(prov, keyCreatedAt),
-			UpdatedAt: r.time(prov, keyUpdatedAt),
+			Device:      r.str(prov, keyDevice),
+			Agent:       r.str(prov, keyAgent),
+			Session:     r.str(prov, keySession),
+			CreatedAt:   r.time(prov, keyCreatedAt),
+			UpdatedAt:   r.time(prov, keyUpdatedAt),
+			ConfirmedAt: r.time(prov, keyConfirmedAt),
+			ConfirmedBy: r.str(prov, keyConfirmedBy),
 		},
 	}
 	m.Status, m.CompactedInto = parseStatus(r.str(root, keyStatus))
@@ -527,6 +554,7 @@ func checkMemory(m *model.Memory) error {
 		"provenance.device", m.Provenance.Device,
 		"provenance.agent", m.Provenance.Agent,
 		"provenance.session", m.Provenance.Session,
+		"provenance.confirmed_by", m.Provenance.ConfirmedBy,
 	)
 	if err != nil {
 		return err

@@ -182,6 +182,29 @@ func TestMemorySetters(t *testing.T) {
 	}
 }
 
+func TestMemoryConfirmed(t *testing.T) {
+	d := newTestDoc(t, actorA, testMemory())
+	if p := materialize(t, d).Provenance; !p.ConfirmedAt.IsZero() || p.ConfirmedBy != "" {
+		t.Fatalf("a new memory is confirmed: %+v", p)
+	}
+	confirmed := at("2025-12-03T09:00:00Z")
+	must(t, d.SetConfirmed(confirmed, "ana"))
+	must(t, d.Commit("confirm"))
+	p := materialize(t, d).Provenance
+	if !p.ConfirmedAt.Equal(confirmed) || p.ConfirmedBy != "ana" {
+		t.Fatalf("after SetConfirmed: %+v", p)
+	}
+	if err := d.SetConfirmed(confirmed, "\xff"); !errors.Is(err, ErrInvalidString) {
+		t.Fatalf("SetConfirmed by a name that is not UTF-8: %v", err)
+	}
+	// A memory written with a confirmation (an import) keeps it.
+	m := testMemory()
+	m.Provenance.ConfirmedAt, m.Provenance.ConfirmedBy = confirmed, "ana"
+	if p := materialize(t, newTestDoc(t, actorA, m)).Provenance; !p.ConfirmedAt.Equal(confirmed) || p.ConfirmedBy != "ana" {
+		t.Fatalf("created confirmed: %+v", p)
+	}
+}
+
 func TestMemorySettersUnchangedMakeNoChange(t *testing.T) {
 	in := testMemory()
 	d := newTestDoc(t, actorA, in)

@@ -96,11 +96,17 @@ func mm(t *testing.T, home, stdin string, args ...string) result {
 // after a minute fails the test: it hangs.
 func mmEnv(t *testing.T, home string, extraEnv []string, stdin string, args ...string) result {
 	t.Helper()
+	return mmIn(t, home, home, extraEnv, stdin, args...)
+}
+
+// mmIn is mmEnv run in the directory dir.
+func mmIn(t *testing.T, home, dir string, extraEnv []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--home", home}, args...)...)
 	cmd.Env = append(testEnv(home), extraEnv...)
-	cmd.Dir = home
+	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -11,8 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/internal/secrets"
 )
 
@@ -200,14 +199,11 @@ const HTTPPath = "/mcp"
 const sessionIdleTTL = 24 * time.Hour
 
 // Limits of MCP over HTTP. A message carries at most a memory's content
-// (1 MiB), escaped: a few MiB is plenty. No server-wide read or write
-// timeout: a GET holds an event stream open for as long as the session
-// lives.
+// (1 MiB), escaped: a few MiB is plenty. The server's timeouts are
+// localhttp's.
 const (
-	maxHTTPBody       = 4 << 20
-	httpHeaderTimeout = 10 * time.Second
-	httpBodyTimeout   = 30 * time.Second // to read a request's body, whole
-	httpIdleTimeout   = 2 * time.Minute
+	maxHTTPBody     = 4 << 20
+	httpBodyTimeout = 30 * time.Second // to read a request's body, whole
 )
 
 // HTTPServer serves an MCP server over streamable HTTP at HTTPPath, for
@@ -240,13 +236,8 @@ func NewHTTPServer(s *server.MCPServer, token string, log *slog.Logger) (*HTTPSe
 	}
 	h := &HTTPServer{log: log, token: []byte(token), bodyTimeout: httpBodyTimeout}
 	mux := http.NewServeMux()
-	h.handler = h.localOnly(h.authorized(h.boundedBody(mux)))
-	h.srv = &http.Server{
-		Handler:           h.handler,
-		ReadHeaderTimeout: httpHeaderTimeout,
-		IdleTimeout:       httpIdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	h.handler = localhttp.Only(log, h.authorized(h.boundedBody(mux)))
+	h.srv = localhttp.NewServer(h.handler, log)
 	h.transport = server.NewStreamableHTTPServer(s,
 		server.WithStreamableHTTPServer(h.srv),
 		server.WithStateful(true),
@@ -279,12 +270,8 @@ func (h *HTTPServer) Shutdown(ctx context.Context) error {
 // CheckLoopback checks that addr is host:port with a loopback host or
 // localhost: MCP over HTTP serves this machine only.
 func CheckLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("mcp: http address %q: %w (use host:port, e.g. 127.0.0.1:7421)", addr, err)
-	}
-	if !isLoopback(host) {
-		return fmt.Errorf("mcp: http address %q is not a loopback address: MCP over HTTP serves this machine only; use 127.0.0.1:PORT, localhost:PORT or [::1]:PORT", addr)
+	if err := localhttp.CheckAddr(addr); err != nil {
+		return fmt.Errorf("mcp: %w", err)
 	}
 	return nil
 }
@@ -300,53 +287,6 @@ func ListenLoopback(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("mcp: %w", err)
 	}
 	return ln, nil
-}
-
-// isLoopback reports whether host (without port or brackets) names this
-// machine: localhost or a loopback IP address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
-
-// localOnly refuses requests that may come from a web page through DNS
-// rebinding, as the MCP transport specification requires.
-func (h *HTTPServer) localOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := checkLocal(r); err != nil {
-			h.log.Warn("refused http request", "err", err, "remote", r.RemoteAddr)
-			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// checkLocal accepts a request whose Host is a loopback name with the port
-// it arrived on, and whose Origin, when set, is a page on this machine.
-func checkLocal(r *http.Request) error {
-	host, port, err := net.SplitHostPort(r.Host)
-	if err != nil {
-		host, port = strings.Trim(r.Host, "[]"), "80"
-	}
-	if !isLoopback(host) {
-		return fmt.Errorf("host %q is not this machine; use localhost, 127.0.0.1 or [::1]", r.Host)
-	}
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-		if _, want, err := net.SplitHostPort(local.String()); err == nil && port != want {
-			return fmt.Errorf("host %q does not name this server's port %s", r.Host, want)
-		}
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !isLoopback(u.Hostname()) {
-			return fmt.Errorf("origin %q is not a page on this machine", origin)
-		}
-	}
-	return nil
 }
 
 // authorized refuses, with 401, a request without the bearer token. The

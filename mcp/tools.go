@@ -197,7 +197,7 @@ func (h *handler) getTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	tool := mcpgo.NewTool("update",
 		hints("Update a memory", false, true, true),
-		mcpgo.WithDescription(`Change a memory's content, title, tags, namespace, kind or status; give only the fields to change. Use it instead of remember when a memory on the idea exists, and to resolve a sync conflict with the merged content. Status active restores an archived, compacted or deleted memory.`),
+		mcpgo.WithDescription(`Change a memory's content, title, tags, namespace, kind or status; give only the fields to change. Use it instead of remember when a memory on the idea exists, and to resolve a sync conflict with the merged content. Status active restores an archived, compacted or deleted memory; confirm records that you checked it still holds.`),
 		mcpgo.WithString("id", mcpgo.Required(), mcpgo.Description(idDescription)),
 		mcpgo.WithString("content", mcpgo.Description("New markdown, kept as a revision.")),
 		mcpgo.WithString("title", mcpgo.Description("New title.")),
@@ -209,6 +209,7 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithBoolean("evergreen", mcpgo.Description("Never expires nor goes stale.")),
 		mcpgo.WithString("ttl", mcpgo.Description("From now: 14d, 36h, none.")),
 		mcpgo.WithString("status", mcpgo.Enum(string(model.StatusActive), string(model.StatusStale), string(model.StatusArchived)), mcpgo.Description("stale: may no longer hold; archived: kept, out of searches.")),
+		mcpgo.WithBoolean("confirm", mcpgo.Description("You checked the memory against the code and it still holds: clears its git staleness until the files it names change again.")),
 	)
 	return tool, func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		a := readArgs(tool, req)
@@ -227,6 +228,10 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if s := a.optStr("status"); s != nil {
 			status := model.Status(*s)
 			r.Status = &status
+		}
+		if c := a.optBool("confirm"); c != nil && *c {
+			r.Confirm = true
+			r.ConfirmedBy, _ = h.caller(ctx)
 		}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
@@ -730,6 +735,9 @@ type provenanceData struct {
 	Session   string    `json:"session,omitempty" jsonschema:"session that wrote it, when known"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Set once a person or an agent confirmed the memory still holds.
+	ConfirmedAt time.Time `json:"confirmed_at,omitzero"`
+	ConfirmedBy string    `json:"confirmed_by,omitempty" jsonschema:"who last confirmed it still holds"`
 }
 
 type revisionData struct {

@@ -132,6 +132,13 @@ func TestTools(t *testing.T) {
 		if out.Status != "active" || !out.Evergreen || out.Title != "Postgres driver: pgx" {
 			t.Errorf("update = %+v", out.memoryData)
 		}
+		if !out.Provenance.ConfirmedAt.IsZero() {
+			t.Errorf("confirmed before confirm: %+v", out.Provenance)
+		}
+		call(t, c, "update", map[string]any{"id": pgx.ID, "confirm": true}, &out)
+		if out.Provenance.ConfirmedAt.IsZero() || out.Provenance.ConfirmedBy == "" {
+			t.Errorf("update confirm: provenance %+v", out.Provenance)
+		}
 	})
 
 	t.Run("link", func(t *testing.T) {

@@ -57,6 +57,10 @@ type Provenance struct {
 	Session   string    `json:"session,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// ConfirmedAt and ConfirmedBy record the last time a person or an
+	// agent checked the memory and found it still holds, and who.
+	ConfirmedAt time.Time `json:"confirmed_at,omitzero"`
+	ConfirmedBy string    `json:"confirmed_by,omitempty"`
 }
 
 // Memory is the materialised, plain-Go form of a memory document.

@@ -148,6 +148,7 @@ func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 	}
 	// Every memory is judged: read each edge once, not each memory's.
 	rules := n.staleRules()
+	defer rules.close()
 	rules.linked = func(id string) (bool, error) { return linked[id], nil }
 	rules.supersededBy = func(id string) ([]string, error) { return superseded[id], nil }
 

@@ -63,6 +63,10 @@ type Config struct {
 	// FS is the filesystem of the store (storage.Options.FS); nil means
 	// the OS's. Tests wrap it to see or fail its writes and syncs.
 	FS vfs.FS
+	// GitCheckInterval, when positive, makes Start schedule git checks of
+	// every namespace's working trees (CheckGit) each interval; checks
+	// asked for in the background (a post-commit hook) run either way.
+	GitCheckInterval time.Duration
 	// Rand, when set, is where new memory and revision ids, the Automerge
 	// actor and the mesh's epochs come from instead of crypto/rand: a
 	// simulation seeds it so that a run replays. Production leaves it nil.
@@ -73,8 +77,8 @@ func (c *Config) validate() error {
 	if c.Home == "" {
 		return errors.New("node: config: Home is required")
 	}
-	if c.RecencyHalfLife < 0 || c.ConfidenceHalfLife < 0 || c.LifecycleInterval < 0 || c.MinFreeSpace < 0 {
-		return errors.New("node: config: half-lives, the lifecycle interval and the free space must not be negative")
+	if c.RecencyHalfLife < 0 || c.ConfidenceHalfLife < 0 || c.LifecycleInterval < 0 || c.MinFreeSpace < 0 || c.GitCheckInterval < 0 {
+		return errors.New("node: config: half-lives, the lifecycle and git check intervals and the free space must not be negative")
 	}
 	return nil
 }
@@ -120,6 +124,9 @@ type Node struct {
 	closeErr  error
 
 	randMu sync.Mutex // serialises reads of cfg.Rand
+
+	gitMu    sync.Mutex  // one git check at a time
+	gitQueue chan string // roots of trees to check in the background
 }
 
 // New opens the node's home: identity, Pebble store and search index. It
@@ -182,6 +189,7 @@ func New(cfg Config) (*Node, error) {
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
 		ingestQueue: make(chan api.IngestRequest, maxQueuedIngests),
+		gitQueue:    make(chan string, maxQueuedGitChecks),
 		ranks:       newRankIndex(),
 		dups:        newDuplicateLinker(),
 	}
@@ -251,6 +259,11 @@ func (n *Node) Start(ctx context.Context) error {
 			n.runIngest(ctx, cmp.Or(s.Interval, time.Minute))
 		}()
 	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.runGitChecks(ctx, n.cfg.GitCheckInterval)
+	}()
 	if n.cfg.LifecycleInterval > 0 {
 		n.wg.Add(1)
 		go func() {

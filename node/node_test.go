@@ -22,7 +22,13 @@ func testNode(tb testing.TB, home string) *Node {
 	if home == "" {
 		home = tb.TempDir()
 	}
-	n, err := New(Config{Home: home, Logger: testLogger(tb)})
+	return startNode(tb, Config{Home: home, Logger: testLogger(tb)})
+}
+
+// startNode starts a node with cfg, closed when the test ends.
+func startNode(tb testing.TB, cfg Config) *Node {
+	tb.Helper()
+	n, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -394,5 +400,34 @@ func TestZeroTTLIsRefused(t *testing.T) {
 		if _, err := n.Remember(context.Background(), api.RememberRequest{Content: "x " + ttl, TTL: ttl}); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("ttl %q: %v, want ErrInvalid", ttl, err)
 		}
+	}
+}
+
+// TestListBySession lists the memories whose provenance names a session
+// (an imported file's "file:PATH" too), in the namespace asked, with the
+// other filters, and none for a session nothing names.
+func TestListBySession(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	a := remember(t, n, api.RememberRequest{Namespace: "acme", Content: "Run go vet before pushing", Session: "file:CLAUDE.md"})
+	remember(t, n, api.RememberRequest{Namespace: "acme", Content: "Use pnpm, never npm", Session: "file:AGENTS.md"})
+	remember(t, n, api.RememberRequest{Namespace: "other", Content: "Tabs for Go, spaces for YAML", Session: "file:CLAUDE.md"})
+	archived := remember(t, n, api.RememberRequest{Namespace: "acme", Content: "Keep handlers thin", Session: "file:CLAUDE.md"})
+	if _, err := n.Forget(ctx, archived.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := n.List(ctx, api.ListRequest{Namespace: "acme", Session: "file:CLAUDE.md"})
+	if err != nil || len(got) != 1 || got[0].ID != a.ID {
+		t.Fatalf("list of file:CLAUDE.md in acme: %v, %v: want only %s", got, err, a.ID)
+	}
+	got, _ = n.List(ctx, api.ListRequest{Namespace: "acme", Session: "file:CLAUDE.md", Statuses: []model.Status{model.StatusActive, model.StatusArchived}})
+	if len(got) != 2 {
+		t.Fatalf("with archived ones: %d memories, want 2", len(got))
+	}
+	if got, err := n.List(ctx, api.ListRequest{Session: "file:nowhere.md"}); err != nil || len(got) != 0 {
+		t.Fatalf("a session nothing names: %v, %v", got, err)
+	}
+	if _, err := n.List(ctx, api.ListRequest{Session: strings.Repeat("s", 300)}); !errors.Is(err, api.ErrInvalid) {
+		t.Fatalf("an over-long session: %v, want invalid", err)
 	}
 }

@@ -26,6 +26,7 @@ const (
 // of the results (demoteSuperseded weighed its score before the cut).
 func (n *Node) label(hits []api.SearchHit) error {
 	rules := n.staleRules()
+	defer rules.close()
 	successors := map[string][]string{} // short id -> short ids of its successors
 	for i := range hits {
 		h := &hits[i]

@@ -567,6 +567,14 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		s := *req.Status
 		ops = append(ops, func() error { return doc.SetStatus(s, "") })
 	}
+	if req.Confirm || req.ConfirmedBy != "" {
+		by, _, err := checkLabel("confirmer", req.ConfirmedBy)
+		if err != nil {
+			return err
+		}
+		by = cmp.Or(by, "device "+n.id.DeviceID)
+		ops = append(ops, func() error { return doc.SetConfirmed(n.now().UTC(), by) })
+	}
 	if len(ops) == 0 {
 		return api.Invalidf("nothing to update: give at least one field to change")
 	}
@@ -836,6 +844,17 @@ func (n *Node) List(ctx context.Context, req api.ListRequest) ([]api.Memory, err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if req.Session != "" {
+		if len(req.Session) > maxThreadSession {
+			return nil, api.Invalidf("session: at most %d bytes", maxThreadSession)
+		}
+		if q.IDs, err = n.thread(req.Session); err != nil {
+			return nil, err
+		}
+		if len(q.IDs) == 0 {
+			return []api.Memory{}, nil
+		}
 	}
 	res, err := n.runSearch(ctx, q)
 	if err != nil {

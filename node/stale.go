@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +45,7 @@ func (n *Node) Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemo
 		return nil, err
 	}
 	rules := n.staleRules()
+	defer rules.close()
 	for i := range active {
 		reasons, err := rules.reasons(&active[i].Memory)
 		if err != nil {
@@ -71,12 +71,15 @@ type staleRules struct {
 	// valid holds the valid edges at the memories asked about, read once
 	// (by edgesAt).
 	valid map[string][]model.Edge
+	// git judges memories against their namespace's git trees.
+	git *gitJudge
 }
 
 // staleRules returns the rules as they stand now, reading a memory's
 // edges when they are asked about it.
 func (n *Node) staleRules() *staleRules {
-	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]model.Edge{}}
+	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]model.Edge{},
+		git: n.newGitJudge(context.Background())}
 	r.supersededBy = func(id string) ([]string, error) {
 		edges, err := n.edgesAt(r, id)
 		if err != nil {
@@ -105,16 +108,22 @@ func (n *Node) staleRules() *staleRules {
 	return r
 }
 
+// close ends what the rules started to judge (git readers).
+func (r *staleRules) close() {
+	if r.git != nil {
+		r.git.close()
+	}
+}
+
 // edgesAt returns the edges valid at r.now that start or end at memory id.
 func (n *Node) edgesAt(r *staleRules, id string) ([]model.Edge, error) {
 	if edges, ok := r.valid[id]; ok {
 		return edges, nil
 	}
-	edges, err := n.edgesOf(DisplayID(id), api.Both)
+	edges, err := n.validEdges(id, r.now)
 	if err != nil {
 		return nil, err
 	}
-	edges = slices.DeleteFunc(edges, func(e model.Edge) bool { return !validAt(&e, r.now) })
 	r.valid[id] = edges
 	return edges, nil
 }
@@ -144,6 +153,13 @@ func (r *staleRules) reasons(m *model.Memory) ([]staleReason, error) {
 	}
 	if m.Evergreen {
 		return reasons, nil
+	}
+	if r.git != nil {
+		gitReasons, err := r.git.reasons(m, func() ([]model.Edge, error) { return r.git.n.edgesAt(r, m.ID) }, "")
+		if err != nil {
+			return nil, err
+		}
+		reasons = append(reasons, gitReasons...)
 	}
 	days, ok := r.days[m.Namespace]
 	if !ok {

@@ -40,6 +40,7 @@ type Service interface {
 	CompactCandidates(ctx context.Context, req api.CompactRequest) (api.CompactPlan, error)
 	CompactApply(ctx context.Context, req api.CompactApplyRequest) (api.CompactResult, error)
 	Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemory, error)
+	CheckGit(ctx context.Context, req api.GitCheckRequest) ([]api.GitCheck, error)
 	Analyze(ctx context.Context, req api.AnalyzeRequest) (api.Analysis, error)
 	Reflect(ctx context.Context, req api.ReflectRequest) ([]api.Reflection, error)
 	Edges(ctx context.Context, req api.EdgesRequest) ([]api.Edge, error)
@@ -140,6 +141,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/compact", jsonCall(a, http.StatusOK, svc.CompactCandidates))
 	a.mux.HandleFunc("POST /v1/compact/apply", jsonCall(a, http.StatusOK, svc.CompactApply))
 	a.mux.HandleFunc("POST /v1/stale", jsonCall(a, http.StatusOK, svc.Stale))
+	a.mux.HandleFunc("POST /v1/git/check", jsonCall(a, http.StatusOK, svc.CheckGit))
 	a.mux.HandleFunc("POST /v1/analyze", jsonCall(a, http.StatusOK, svc.Analyze))
 	a.mux.HandleFunc("POST /v1/reflect", jsonCall(a, http.StatusOK, svc.Reflect))
 	a.mux.HandleFunc("GET /v1/export", a.export)
@@ -152,6 +154,7 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/edges/list", jsonCall(a, http.StatusOK, svc.Edges))
 	a.mux.HandleFunc("POST /v1/changes", jsonCall(a, http.StatusOK, svc.Changes))
 	a.mux.HandleFunc("POST /v1/context", jsonCall(a, http.StatusOK, svc.Context))
+	a.mux.HandleFunc("POST /v1/context/text", jsonCall(a, http.StatusOK, briefText(svc.Context)))
 	a.mux.HandleFunc("POST /v1/sessions", jsonCall(a, http.StatusOK, svc.Sessions))
 	a.mux.HandleFunc("GET /v1/sessions/{ref}", byRef(a, svc.Session))
 	a.mux.HandleFunc("POST /v1/sessions/search", jsonCall(a, http.StatusOK, svc.SearchSessions))
@@ -189,7 +192,7 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req := api.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind")}
+	req := api.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind"), Session: q.Get("session")}
 	for _, s := range q["status"] {
 		req.Statuses = append(req.Statuses, model.Status(s))
 	}

@@ -227,6 +227,9 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) ([]api.Memory, e
 	if req.Kind != "" {
 		q.Set("kind", req.Kind)
 	}
+	if req.Session != "" {
+		q.Set("session", req.Session)
+	}
 	if req.Limit != 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
@@ -379,6 +382,13 @@ func (c *Client) Analyze(ctx context.Context, req api.AnalyzeRequest) (api.Analy
 func (c *Client) Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemory, error) {
 	var res []api.StaleMemory
 	return res, c.send(ctx, http.MethodPost, "/v1/stale", req, &res)
+}
+
+// CheckGit checks a namespace's git working trees against their
+// repositories (or queues the checks, with req.Background).
+func (c *Client) CheckGit(ctx context.Context, req api.GitCheckRequest) ([]api.GitCheck, error) {
+	var res []api.GitCheck
+	return res, c.send(ctx, http.MethodPost, "/v1/git/check", req, &res)
 }
 
 // Impact lists the memories a file affects.

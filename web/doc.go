@@ -28,11 +28,13 @@
 //	POST   /v1/compact                clusters of stale memories to compact (api.CompactRequest)
 //	POST   /v1/compact/apply          replace memories with a summary (api.CompactApplyRequest)
 //	POST   /v1/stale                  memories that may no longer hold (api.StaleRequest)
+//	POST   /v1/git/check              check a namespace's git trees now or in the background (api.GitCheckRequest)
 //	POST   /v1/analyze                god nodes, bridges, PageRank, gaps (api.AnalyzeRequest)
 //	POST   /v1/reflect                unlinked memories with candidate targets (api.ReflectRequest)
 //	POST   /v1/edges/list             live edges at many endpoints (api.EdgesRequest)
 //	POST   /v1/changes                memories, edges and erasures changed after a change-log position (api.ChangesRequest)
 //	POST   /v1/context                a namespace's brief (api.ContextRequest)
+//	POST   /v1/context/text           the brief as an agent reads it, with its tokens (BriefText)
 //	POST   /v1/sessions               agent sessions of every machine, newest first (api.SessionsRequest)
 //	GET    /v1/sessions/{ref}         one session, with its turns when they are on this machine
 //	POST   /v1/sessions/search        turns of this machine's sessions (api.SessionSearchRequest)
@@ -45,6 +47,7 @@
 //	GET    /v1/mesh/peers             the other devices and their state
 //	GET    /v1/mesh/status            this node's part in the mesh
 //	POST   /v1/ns/set                 namespace settings: sync, stale_after (api.NamespaceChange)
+//	POST   /v1/ui/login               a one-time dashboard login link (UILogin; unix socket only)
 //	POST   /v1/shutdown               stop the daemon cleanly
 //
 // Request bodies are capped at 8 MiB, announced or read (413), except an

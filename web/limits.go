@@ -34,12 +34,18 @@ var DefaultTimeouts = Timeouts{Header: 10 * time.Second, Body: 30 * time.Second,
 // Server returns an HTTP server for the API that bounds every read from
 // its clients by t.
 func (a *API) Server(t Timeouts) *http.Server {
-	a.bodyTimeout = t.Body
 	return &http.Server{
-		Handler:           a,
+		Handler:           a.Handler(t),
 		ReadHeaderTimeout: t.Header,
 		IdleTimeout:       t.Idle,
 	}
+}
+
+// Handler returns the API as a handler that bounds the reads of request
+// bodies by t.Body, for a server of its caller's (the dashboard's).
+func (a *API) Handler(t Timeouts) http.Handler {
+	a.bodyTimeout = t.Body
+	return a
 }
 
 // limitBody refuses, with 413, a body announced larger than the cap, and

@@ -24,7 +24,7 @@ const longCallLimit = 30 * time.Minute
 // for them while the daemon answers its health check.
 var longCalls = map[string]bool{
 	"/v1/lifecycle": true, "/v1/compact": true, "/v1/compact/apply": true,
-	"/v1/analyze": true, "/v1/reflect": true, "/v1/doctor": true, "/v1/stale": true,
+	"/v1/analyze": true, "/v1/reflect": true, "/v1/doctor": true, "/v1/stale": true, "/v1/git/check": true,
 	"/v1/import": true, "/v1/mesh/join": true, "/v1/mesh/rejoin": true,
 }
 

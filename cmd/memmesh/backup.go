@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memmesh/memmesh/agentfiles"
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/mcp"
@@ -20,18 +21,66 @@ import (
 )
 
 func (a *app) exportCommand() *cobra.Command {
-	var out string
+	var out, to, ns string
+	var check, force bool
+	var budget int
 	cmd := &cobra.Command{
-		Use:   "export",
-		Short: "Back up everything: memories, revisions, edges, namespace settings, purges",
+		Use:   "export [--to agents-md|claude-md FILE]",
+		Short: "Back up everything, or write a namespace's conventions and decisions into CLAUDE.md or AGENTS.md",
 		Long: `Write this home's whole knowledge as JSON Lines: a header, the namespace
 settings, the tombstones of purged memories, every memory (deleted ones too)
 with every field and revision, and every edge with its notes, strength,
-origin and validity. 'memmesh import' restores it, in this home or a new one.`,
+origin and validity. 'memmesh import' restores it, in this home or a new one.
+
+With --to agents-md or --to claude-md, write the human-tier conventions and
+decisions of namespace --ns (default: the namespace of FILE's directory) into
+FILE, for the agents that read it at every session. They go into a managed
+block between '<!-- memmesh:begin ... -->' and '<!-- memmesh:end -->' lines,
+appended when the file has none (the file is created when missing); every
+other byte of the file stays as it is. The block holds at most --budget
+tokens (default 2000, counted with the o200k_base tokenizer), the most
+trusted and most recently updated first, and says how many it left out.
+Memories imported from FILE, and those whose text FILE already says, are
+left out. Agent-tier memories are not written: what goes into an
+instruction file is what a person vouched for (agents get the rest from
+'memmesh context').
+
+The begin marker records a hash of the block: a block edited by hand is
+never written over; the export shows the diff and stops, unless --force
+(the edit is then in the backup). The file is written through a temporary
+file renamed over it, after a copy of it is kept in $MEMMESH_HOME/backups.
+A read-only file is left alone.
+
+--check writes nothing and exits 1 when the block is not what an export
+would write (missing, out of date, or edited by hand), printing why and the
+diff: for CI and pre-commit hooks.`,
 		Example: `  memmesh export --out backup.jsonl
-  memmesh export | gzip > backup.jsonl.gz`,
-		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  memmesh export | gzip > backup.jsonl.gz
+  memmesh export --to claude-md CLAUDE.md
+  memmesh export --to agents-md AGENTS.md --ns backend --budget 1000
+  memmesh export --to claude-md CLAUDE.md --check    # in CI or a pre-commit hook`,
+		Args: func(cmd *cobra.Command, argv []string) error {
+			if to == "" {
+				return args(cobra.NoArgs)(cmd, argv)
+			}
+			return args(cobra.ExactArgs(1))(cmd, argv)
+		},
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if to != "" {
+				format, ok := agentFileFormat(to, agentfiles.ExportFormats)
+				switch {
+				case !ok:
+					return usagef("--to %q: use agents-md or claude-md", to)
+				case out != "":
+					return usagef("--out is for a backup; with --to, FILE is where the block goes")
+				}
+				return a.exportAgentFile(cmd.Context(), format, argv[0], ns, budget, check, force)
+			}
+			for _, f := range []string{"ns", "check", "force", "budget"} {
+				if cmd.Flags().Changed(f) {
+					return usagef("--%s goes with --to agents-md or claude-md (a backup holds every namespace)", f)
+				}
+			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
@@ -67,14 +116,20 @@ origin and validity. 'memmesh import' restores it, in this home or a new one.`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
+	cmd.Flags().StringVar(&to, "to", "", "write a managed block into FILE instead of a backup: agents-md or claude-md")
+	cmd.Flags().StringVar(&ns, "ns", "", "with --to: the namespace to write (default: the namespace of FILE's directory)")
+	cmd.Flags().BoolVar(&check, "check", false, "with --to: write nothing; exit 1 when the block is out of date, saying why")
+	cmd.Flags().BoolVar(&force, "force", false, "with --to: write over a block edited by hand (a backup keeps the edit)")
+	cmd.Flags().IntVar(&budget, "budget", agentfiles.DefaultBudget, "with --to: the block's size in tokens")
 	return cmd
 }
 
 func (a *app) importCommand() *cobra.Command {
 	var from, ns string
+	var archive, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "import FILE",
-		Short: "Restore a backup made by 'memmesh export' (JSON Lines; '-' for standard input)",
+		Short: "Restore a backup made by 'memmesh export', or import CLAUDE.md, AGENTS.md, .cursorrules or Copilot's instructions",
 		Long: `Restore what 'memmesh export' wrote: namespace settings, purges, memories with
 their ids, times and revisions, and edges. What this home has already is
 skipped, and a memory purged here is never brought back, so importing a file
@@ -89,18 +144,49 @@ from it stops at the first bad line, keeping what came before.)
 With --from server-memory, FILE is the memory.jsonl of the official MCP memory
 server (@modelcontextprotocol/server-memory): its entities and relations are
 stored in namespace --ns as 'memmesh mcp --profile server-memory' serves them.
-Importing the file again adds only what is new.`,
+Importing the file again adds only what is new.
+
+With --from claude-md, agents-md, cursorrules or copilot, FILE is an agent
+instruction file (CLAUDE.md, AGENTS.md, .cursorrules or a .cursor/rules/*.mdc
+rule, .github/copilot-instructions.md), Markdown or plain text. Each bullet
+point and paragraph becomes a memory of tier human in namespace --ns
+(default: the namespace of FILE's directory): kind convention, or decision,
+note (a pitfall), preference or fact when its text or its section says so;
+titled and tagged by the headings above it; with the file as provenance
+(its path in its git repository) and a defined_in link to its lines
+('memmesh impact CLAUDE.md' lists them). Secrets are removed first. The
+file's memmesh block ('memmesh export --to') is left out.
+
+Importing the file again keeps the memories in step with it: an unchanged
+item is skipped (its link follows it when lines moved), an edited item
+updates its memory (found in its section by the words they share), a new
+one is created, and a memory whose item left the file is reported, and
+archived with --archive-removed. --dry-run tells what it would do. A file
+over 1 MiB, with more than 1000 items or an item over 16 KiB, or that is
+not UTF-8 text, is refused whole, naming the line.`,
 		Example: `  memmesh export --out backup.jsonl && memmesh import backup.jsonl
   gunzip -c backup.jsonl.gz | memmesh import -
   memmesh import --from server-memory "$MEMORY_FILE_PATH"
-  memmesh import --from server-memory --ns team-graph memory.jsonl`,
+  memmesh import --from server-memory --ns team-graph memory.jsonl
+  memmesh import --from claude-md CLAUDE.md
+  memmesh import --from agents-md AGENTS.md --ns backend --dry-run
+  memmesh import --from cursorrules .cursor/rules/react.mdc
+  memmesh import --from copilot .github/copilot-instructions.md --archive-removed`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if format, ok := agentFileFormat(from, agentfiles.Formats); ok {
+				if argv[0] == "-" {
+					return usagef("--from %s reads a file, not standard input: the file is the memories' provenance", from)
+				}
+				return a.importAgentFile(cmd.Context(), format, argv[0], ns, archive, dryRun)
+			}
 			switch {
 			case from != "" && from != "server-memory":
-				return usagef("--from %q: use server-memory, or leave it out for a memmesh export", from)
+				return usagef("--from %q: use server-memory, claude-md, agents-md, cursorrules or copilot, or leave it out for a memmesh export", from)
 			case from == "" && cmd.Flags().Changed("ns"):
-				return usagef("--ns goes with --from server-memory (an export keeps its namespaces)")
+				return usagef("--ns goes with --from (an export keeps its namespaces)")
+			case cmd.Flags().Changed("archive-removed") || cmd.Flags().Changed("dry-run"):
+				return usagef("--archive-removed and --dry-run go with --from claude-md, agents-md, cursorrules or copilot")
 			}
 			var r io.Reader = a.stdin
 			var file *os.File
@@ -118,8 +204,10 @@ Importing the file again adds only what is new.`,
 			return a.importExport(cmd.Context(), argv[0], r, file)
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "format of FILE: server-memory for the official MCP memory server's memory.jsonl (default: a memmesh export)")
-	cmd.Flags().StringVar(&ns, "ns", mcp.ServerMemoryNamespace, "with --from server-memory: the namespace that receives the graph")
+	cmd.Flags().StringVar(&from, "from", "", "format of FILE: server-memory (the official MCP memory server's memory.jsonl), claude-md, agents-md, cursorrules or copilot (default: a memmesh export)")
+	cmd.Flags().StringVar(&ns, "ns", "", "with --from: the namespace that receives it (default: "+mcp.ServerMemoryNamespace+" for server-memory, else the namespace of FILE's directory)")
+	cmd.Flags().BoolVar(&archive, "archive-removed", false, "with an agent file: archive the memories whose item left the file")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "with an agent file: say what the import would do, change nothing")
 	return cmd
 }
 

@@ -28,7 +28,7 @@ object of its figures. The running daemon and its home are not touched.`,
 	}
 	cmd.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (go tool pprof; samples carry a phase label)")
 	cmd.AddCommand(a.benchLocomoCommand(), a.benchCaptureCommand(), a.benchSearchCommand(),
-		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand(), a.benchBriefCommand(), a.benchSessionsCommand())
+		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand(), a.benchBriefCommand(), a.benchSessionsCommand(), a.benchGitCommand())
 	return cmd
 }
 
@@ -273,5 +273,31 @@ to exit (p50, p99).`,
 	}
 	cmd.Flags().IntVar(&opts.MB, "mb", opts.MB, "size of the transcript in MB (1 to 2000)")
 	cmd.Flags().IntVar(&opts.Hooks, "hooks", opts.Hooks, "runs of the ingest hook (1 to 10000)")
+	return cmd
+}
+
+func (a *app) benchGitCommand() *cobra.Command {
+	opts := bench.GitOptions{Commits: 10000, Files: 2000, Memories: 5000, New: 20, Seed: 1}
+	cmd := &cobra.Command{
+		Use:   "git",
+		Short: "Staleness against git: the first check of a long history, a check per new commit",
+		Long: `Write a history of --commits commits over --files files with git
+fast-import (each commit changes one to three files, a third of the changes
+rename the file's function; some commits rename or delete files), and
+--memories memories that each name a file and its function as they were at
+some commit. Then time, on a fresh node, the first check of the tree (the
+whole history read, then every memory judged; CPU of memmesh and of git),
+one 'memmesh stale', and a check after each of --new commits added one at
+a time.`,
+		Example: `  memmesh bench git
+  memmesh bench git --commits 1000 --memories 500 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: benchRunE(a, &opts, bench.Git),
+	}
+	cmd.Flags().IntVar(&opts.Commits, "commits", opts.Commits, "commits of the history")
+	cmd.Flags().IntVar(&opts.Files, "files", opts.Files, "files in the tree")
+	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories naming a file and a symbol")
+	cmd.Flags().IntVar(&opts.New, "new", opts.New, "commits added and checked one at a time")
+	cmd.Flags().Uint64Var(&opts.Seed, "seed", opts.Seed, "seed of the history and the memories")
 	return cmd
 }

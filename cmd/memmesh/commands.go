@@ -443,10 +443,15 @@ kept, and an update resolves a sync conflict.
 
 Moving a memory (--ns) out of a local-only namespace into one that syncs makes
 a new memory with a new id, whose history starts at the move, and purges the
-old one: no revision written while it was private leaves this machine.`,
+old one: no revision written while it was private leaves this machine.
+
+--confirm records that you checked the memory and it still holds (when, and
+who: --by, default your user name): the git staleness 'memmesh stale' shows
+for it clears until the files it names change again.`,
 		Example: `  memmesh update m-k3j5x2ab --tag-add db --kind decision
   memmesh update m-k3j5x2ab --content "Use pgx v5" 
-  memmesh update m-k3j5x2ab --status active`,
+  memmesh update m-k3j5x2ab --status active
+  memmesh update m-k3j5x2ab --confirm`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			f := cmd.Flags()
@@ -482,6 +487,9 @@ old one: no revision written while it was private leaves this machine.`,
 			if f.Changed("evergreen") {
 				req.Evergreen = &evergreen
 			}
+			if req.Confirm && req.ConfirmedBy == "" {
+				req.ConfirmedBy = os.Getenv("USER")
+			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
@@ -512,6 +520,8 @@ old one: no revision written while it was private leaves this machine.`,
 	f.BoolVar(&evergreen, "evergreen", false, "never expires nor goes stale (--evergreen=false to undo)")
 	f.StringVar(&status, "status", "", "new status: active, stale or archived")
 	ttlVar(f, &ttl, "ttl", "expire this long from now (e.g. 30d), or none")
+	f.BoolVar(&req.Confirm, "confirm", false, "record that you checked the memory and it still holds")
+	f.StringVar(&req.ConfirmedBy, "by", "", "who confirms (with --confirm; default $USER)")
 	return cmd
 }
 

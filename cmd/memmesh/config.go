@@ -46,6 +46,25 @@ type Config struct {
 	Sessions     SessionsConfig `toml:"sessions"`
 	Bridge       BridgeConfig   `toml:"bridge"`
 	Mesh         MeshTuning     `toml:"mesh"`
+	Git          GitConfig      `toml:"git"`
+	UI           UIConfig       `toml:"ui"`
+}
+
+// GitConfig says how often the daemon checks memories against the git
+// working trees of their namespaces ('memmesh stale').
+type GitConfig struct {
+	// Off stops the scheduled checks ('memmesh stale --git' and the
+	// post-commit hook still check).
+	Off bool `toml:"off"`
+	// CheckInterval is the time between two checks ("" means 15 minutes).
+	CheckInterval string `toml:"check_interval"`
+}
+
+// UIConfig says whether the daemon serves the web dashboard beside /mcp.
+type UIConfig struct {
+	// Enabled serves the dashboard (true by default); it needs the HTTP
+	// listener (serve --http).
+	Enabled bool `toml:"enabled"`
 }
 
 // BridgeConfig says what the daemon mirrors of other tools' memory.
@@ -96,7 +115,7 @@ const configFile = "config.toml"
 const projectConfigFile = ".memmesh.toml"
 
 func defaultConfig() Config {
-	return Config{Namespace: api.DefaultNamespace, LogLevel: "info"}
+	return Config{Namespace: api.DefaultNamespace, LogLevel: "info", UI: UIConfig{Enabled: true}}
 }
 
 // defaultHome is ~/.memmesh.
@@ -108,13 +127,21 @@ func defaultHome() string {
 }
 
 // loadConfig reads the global then the project config over the defaults and
-// applies the environment.
+// applies the environment, for the working directory.
 func loadConfig(home string) (Config, error) {
+	wd, _ := os.Getwd()
+	return loadConfigAt(home, wd)
+}
+
+// loadConfigAt is loadConfig for the project of directory wd ("" for
+// none): a command about a file elsewhere (an agent instruction file)
+// takes that file's namespace.
+func loadConfigAt(home, wd string) (Config, error) {
 	cfg := defaultConfig()
 	if err := mergeConfigFile(&cfg, filepath.Join(home, configFile)); err != nil {
 		return cfg, err
 	}
-	if wd, err := os.Getwd(); err == nil {
+	if wd != "" {
 		maps, err := projmap.Load(home)
 		if err != nil {
 			return cfg, err
@@ -166,7 +193,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult, ui.enabled)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -184,6 +211,9 @@ func (c Config) validate() error {
 		return err
 	}
 	if _, err := c.sessionsInterval(); err != nil {
+		return err
+	}
+	if _, err := c.gitInterval(); err != nil {
 		return err
 	}
 	if _, err := c.bridgeInterval(); err != nil {
@@ -215,15 +245,25 @@ func checkHostPort(addr string) error {
 // sessionsInterval is the time between two scans for transcripts; -1
 // when the daemon does not scan.
 func (c Config) sessionsInterval() (time.Duration, error) {
-	if c.Sessions.Off {
+	return interval("sessions.interval", c.Sessions.Interval, c.Sessions.Off, time.Minute)
+}
+
+func (c Config) gitInterval() (time.Duration, error) {
+	return interval("git.check_interval", c.Git.CheckInterval, c.Git.Off, 15*time.Minute)
+}
+
+// interval reads the value of the config key name: -1 when off, def when
+// empty, else a duration of a second or more.
+func interval(name, value string, off bool, def time.Duration) (time.Duration, error) {
+	if off {
 		return -1, nil
 	}
-	if c.Sessions.Interval == "" {
-		return time.Minute, nil
+	if value == "" {
+		return def, nil
 	}
-	d, err := api.ParseTTL(c.Sessions.Interval)
+	d, err := api.ParseTTL(value)
 	if err != nil || d < time.Second {
-		return 0, fmt.Errorf("config: sessions.interval %q: use a duration of a second or more, such as 1m or 30s", c.Sessions.Interval)
+		return 0, fmt.Errorf("config: %s %q: use a duration of a second or more, such as 1m or 30s", name, value)
 	}
 	return d, nil
 }
@@ -231,17 +271,7 @@ func (c Config) sessionsInterval() (time.Duration, error) {
 // bridgeInterval is the time between two passes of the bridge; -1 when
 // the daemon runs none.
 func (c Config) bridgeInterval() (time.Duration, error) {
-	if !c.Bridge.ClaudeCode {
-		return -1, nil
-	}
-	if c.Bridge.Interval == "" {
-		return time.Minute, nil
-	}
-	d, err := api.ParseTTL(c.Bridge.Interval)
-	if err != nil || d < time.Second {
-		return 0, fmt.Errorf("config: bridge.interval %q: use a duration of a second or more, such as 1m or 30s", c.Bridge.Interval)
-	}
-	return d, nil
+	return interval("bridge.interval", c.Bridge.Interval, !c.Bridge.ClaudeCode, time.Minute)
 }
 
 func (c Config) halfLife() (time.Duration, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,10 +19,12 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/web"
+	"github.com/memmesh/memmesh/web/ui"
 )
 
 // Files in the home.
@@ -118,8 +121,9 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	halfLife, _ := cfg.halfLife()
 	minFree, _ := cfg.minFree()
 	interval, _ := cfg.sessionsInterval()
+	gitInterval, _ := cfg.gitInterval()
 	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree,
-		Sessions: sessionsConfig(home, cfg, interval)}
+		Sessions: sessionsConfig(home, cfg, interval), GitCheckInterval: max(gitInterval, 0)}
 	if !mc.off {
 		ncfg.Mesh = &mc.Config
 	}
@@ -130,7 +134,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return err
 	}
 	defer n.Close() // Close is idempotent: this covers the early returns
-	mcpHTTP, mcpURL, err := startMCPHTTP(n, cfg, mcpLn, token, log.With("component", "mcp"))
+	httpSrv, err := startHTTP(n, cfg, mcpLn, token, stop, log)
 	if err != nil {
 		return err
 	}
@@ -162,7 +166,9 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		defer stopBridge() // before the node closes
 	}
 
-	srv := web.NewAPI(n, log.With("component", "api"), stop).Server(web.DefaultTimeouts)
+	sockAPI := web.NewAPI(n, log.With("component", "api"), stop)
+	sockAPI.ServeUILogin(httpSrv.loginLink)
+	srv := sockAPI.Server(web.DefaultTimeouts)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -170,7 +176,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	if st, err := n.MeshStatus(ctx); err == nil && st.Enabled {
 		meshAddr = st.Listen
 	}
-	log.Info("memmesh is ready", "home", home, "socket", sock, "mcp", mcpURL, "mesh", meshAddr, "device", n.DeviceID(), "version", api.Version(), "pid", os.Getpid())
+	log.Info("memmesh is ready", "home", home, "socket", sock, "mcp", httpSrv.mcpURL(), "dashboard", httpSrv.uiURL(), "mesh", meshAddr, "device", n.DeviceID(), "version", api.Version(), "pid", os.Getpid())
 
 	select {
 	case <-ctx.Done():
@@ -183,10 +189,8 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("requests still running at shutdown", "err", err)
 	}
-	if mcpHTTP != nil {
-		if err := mcpHTTP.Shutdown(shutdownCtx); err != nil {
-			log.Warn("MCP requests still running at shutdown", "err", err)
-		}
+	if err := httpSrv.shutdown(shutdownCtx); err != nil {
+		log.Warn("HTTP requests still running at shutdown", "err", err)
 	}
 	stopBridge()
 	if err := n.Close(); err != nil {
@@ -218,22 +222,82 @@ func listenMCP(home string, h httpConfig, log *slog.Logger) (net.Listener, strin
 	return nil, "", nil
 }
 
-// startMCPHTTP serves n's MCP server over HTTP on ln, when there is one,
-// and returns the server and its URL ("off" without ln).
-func startMCPHTTP(n *node.Node, cfg Config, ln net.Listener, token string, log *slog.Logger) (*mcp.HTTPServer, string, error) {
+// httpServer is the daemon's loopback HTTP listener: one http.Server
+// whose mux sends /mcp to MCP (with its bearer token) and every other path
+// to the dashboard (with its sessions), when it is on.
+type httpServer struct {
+	srv *http.Server
+	mcp *mcp.HTTPServer
+	ui  *ui.Handler // nil: the dashboard is off
+	url string      // http://ADDR
+}
+
+// startHTTP serves MCP and the dashboard on ln, when there is one (nil
+// without ln). shutdown stops the daemon (the API's shutdown call).
+func startHTTP(n *node.Node, cfg Config, ln net.Listener, token string, shutdown func(), log *slog.Logger) (*httpServer, error) {
 	if ln == nil {
-		return nil, "off", nil
+		return nil, nil
 	}
-	h, err := mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: log, Version: api.Version()}), token, log)
+	mlog := log.With("component", "mcp")
+	m, err := mcp.NewHTTPServer(mcp.NewServer(n, mcp.Options{Namespace: cfg.Namespace, Logger: mlog, Version: api.Version()}), token, mlog)
 	if err != nil {
-		return nil, "", err
+		return nil, err
+	}
+	h := &httpServer{mcp: m, url: "http://" + ln.Addr().String()}
+	mux := http.NewServeMux()
+	mux.Handle(mcp.HTTPPath, m)
+	if cfg.UI.Enabled {
+		h.ui, err = ui.New(n, ui.Options{Token: token, Logger: log.With("component", "ui"), Version: api.Version(), Shutdown: shutdown})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/", h.ui)
+	}
+	h.srv = localhttp.NewServer(mux, log.With("component", "http"))
+	if h.ui != nil {
+		h.srv.RegisterOnShutdown(h.ui.Close) // ends the event streams
 	}
 	go func() {
-		if err := h.Serve(ln); err != nil {
-			log.Error("MCP over HTTP stopped", "err", err)
+		if err := h.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("HTTP listener stopped", "err", err)
 		}
 	}()
-	return h, "http://" + ln.Addr().String() + mcp.HTTPPath, nil
+	return h, nil
+}
+
+// loginLink returns a one-time link that logs a browser into the
+// dashboard, for POST /v1/ui/login on the unix socket.
+func (h *httpServer) loginLink() (web.UILogin, error) {
+	if h == nil || h.ui == nil {
+		return web.UILogin{}, fmt.Errorf("%w: the dashboard is off: it needs the HTTP listener (serve --http) and [ui] enabled = true in config.toml", api.ErrInvalid)
+	}
+	code, expires := h.ui.LoginCode()
+	return web.UILogin{URL: h.url + ui.LoginPath(code), Expires: expires}, nil
+}
+
+// mcpURL is where MCP is served ("off" without the listener).
+func (h *httpServer) mcpURL() string {
+	if h == nil {
+		return "off"
+	}
+	return h.url + mcp.HTTPPath
+}
+
+// uiURL is where the dashboard is served ("off" when it is not).
+func (h *httpServer) uiURL() string {
+	if h == nil || h.ui == nil {
+		return "off"
+	}
+	return h.url + "/"
+}
+
+// shutdown closes MCP's sessions and the dashboard's streams, then stops
+// the listener, waiting for requests in flight until ctx ends.
+func (h *httpServer) shutdown(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	return errors.Join(h.mcp.Shutdown(ctx), h.srv.Shutdown(ctx))
 }
 
 // openNode creates and starts the node. When the mesh cannot listen on an

@@ -246,6 +246,7 @@ func printDoctor(w io.Writer, rep api.DoctorReport) {
 
 func (a *app) staleCommand() *cobra.Command {
 	var ns string
+	var checkGit, background bool
 	cmd := &cobra.Command{
 		Use:   "stale",
 		Short: "List memories that may no longer hold, with the reasons",
@@ -256,17 +257,56 @@ default 60 days), or linked to nothing and older than 30 days. Evergreen
 memories are stale only when marked. 'memmesh update ID --status active'
 or 'memmesh restore ID' keeps a marked one; updating or linking a memory
 makes it current; 'memmesh invalidate' ends a supersession; 'memmesh forget
-ID' retires it; 'memmesh compact' folds related ones into a summary.`,
+ID' retires it; 'memmesh compact' folds related ones into a summary.
+
+Memories that name files (src/auth.ts) or quote symbols (` + "`validateToken`" + `) are
+also checked against the namespace's git working trees on this machine (those
+'memmesh map' sends to it, and those where 'memmesh stale --git' or
+'memmesh hooks install --git' ran): a file changed, deleted or renamed since
+the memory was last updated or confirmed, or a symbol in none of the files it
+names any more, makes it stale, with the commits that did it. The daemon
+reads new commits on its schedule ([git] check_interval) and after each
+commit when the hook is installed; --git reads them now, in the working tree
+of the current directory (which it registers for the namespace) or else in
+every tree of the namespace. 'memmesh update ID --confirm' records that the
+memory still holds.`,
+		Example: `  memmesh stale
+  memmesh stale --git`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if ns == "" {
 				ns = a.cfg.Namespace
+			}
+			if background && !checkGit {
+				return usagef("--background goes with --git")
+			}
+			if background {
+				a.queueGitCheck(cmd.Context(), ns)
+				return nil
+			}
+			var checks []api.GitCheck
+			if checkGit {
+				var err error
+				if checks, err = a.checkGit(cmd.Context(), ns); err != nil {
+					return err
+				}
 			}
 			list, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]api.StaleMemory, error) {
 				return c.Stale(ctx, api.StaleRequest{Namespace: ns})
 			})
 			if err != nil {
 				return err
+			}
+			if checkGit {
+				if a.format == "json" {
+					if list == nil {
+						list = []api.StaleMemory{}
+					}
+					return writeJSON(a.stdout, map[string]any{"git_checks": checks, "stale": list}, "  ")
+				}
+				if err := a.emit(nil, func(w io.Writer) { printGitChecks(w, checks) }, func(io.Writer) {}); err != nil {
+					return err
+				}
 			}
 			err = emitList(a, "stale", list, func(w io.Writer) {
 				printTable(w, list, "Nothing stale in "+orDefault(ns)+".", staleHeader, staleRow)
@@ -276,6 +316,8 @@ ID' retires it; 'memmesh compact' folds related ones into a summary.`,
 		},
 	}
 	cmd.Flags().StringVar(&ns, "ns", "", "namespace (default: the working directory's)")
+	cmd.Flags().BoolVar(&checkGit, "git", false, "read the new commits of the namespace's git trees first")
+	cmd.Flags().BoolVar(&background, "background", false, "with --git: ask a running daemon to check the current tree soon, print nothing and succeed (what the post-commit hook runs)")
 	return cmd
 }
 
@@ -284,7 +326,8 @@ func (a *app) lifecycleCommand() *cobra.Command {
 		Use:   "lifecycle",
 		Short: "Run a lifecycle pass now and show what it found",
 		Long: `Run the pass the daemon runs every hour: judge every memory's staleness
-(by age, supersession and lack of links, as 'memmesh stale' lists them),
+(by age, supersession, lack of links and its git trees' last check, as
+'memmesh stale' lists them),
 count the memories past their TTL, decay confidence (it halves every 180
 days without an update; evergreen memories keep theirs) and read maturity
 from how often this machine read each memory (candidate, established from
@@ -308,6 +351,10 @@ func printLifecycle(w io.Writer, r api.LifecycleReport) {
 	fmt.Fprintf(w, "%d memories: %d live, %d past their TTL\n", r.Memories, r.Live, r.Expired)
 	fmt.Fprintf(w, "stale: %d (superseded %d, by age %d, unlinked %d); see 'memmesh stale'\n",
 		r.Stale, r.StaleByRule[api.StaleSuperseded], r.StaleByRule[api.StaleByAge], r.StaleByRule[api.StaleUnlinked])
+	if g := r.StaleByRule[api.StaleFileChanged] + r.StaleByRule[api.StaleFileGone] + r.StaleByRule[api.StaleSymbolGone]; g > 0 {
+		fmt.Fprintf(w, "against git: %d files changed, %d deleted or renamed, %d symbols gone\n",
+			r.StaleByRule[api.StaleFileChanged], r.StaleByRule[api.StaleFileGone], r.StaleByRule[api.StaleSymbolGone])
+	}
 	fmt.Fprintf(w, "confidence below half of what was stated: %d\n", r.Decayed)
 	fmt.Fprintf(w, "maturity: %d candidate, %d established, %d proven\n",
 		r.Maturity[api.MaturityCandidate], r.Maturity[api.MaturityEstablished], r.Maturity[api.MaturityProven])

@@ -42,8 +42,15 @@ memmesh before the client compacts it and when the session ends
 A file is backed up beside itself (NAME.memmesh-backup-TIME) before it
 changes, keeps everything else it holds, and is left alone if it is not
 valid JSON (or TOML). Installing twice is installing once; uninstall takes
-out memmesh's hooks only.`,
+out memmesh's hooks only.
+
+--git installs a git post-commit hook in the working tree of the current
+directory instead: after each commit it asks the memmesh daemon, in the
+background, to check the namespace's memories against the new commit (see
+'memmesh stale'). A post-commit hook already there is backed up, kept and
+run first; uninstall --git puts it back byte for byte.`,
 		Example: `  memmesh hooks install --client claude-code
+  memmesh hooks install --git
   memmesh hooks install --client codex --user
   memmesh hooks status
   memmesh hooks uninstall --client gemini --project`,
@@ -53,13 +60,18 @@ out memmesh's hooks only.`,
 	return cmd
 }
 
-// hookTarget is the client and the scope a hooks command edits.
+// hookTarget is the client and the scope a hooks command edits, or the
+// git working tree of the current directory.
 type hookTarget struct {
 	client        string
 	user, project bool
+	git           bool
+	ns            string
 }
 
 func (t *hookTarget) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&t.git, "git", false, "the git post-commit hook of the current directory's working tree")
+	cmd.Flags().StringVar(&t.ns, "ns", "", "with --git: the namespace the tree's commits are checked for (default: the working directory's)")
 	cmd.Flags().StringVar(&t.client, "client", "", "the coding agent: claude-code, codex or gemini")
 	cmd.Flags().BoolVar(&t.user, "user", false, "edit the client's config in your home (~/.claude, ~/.codex, ~/.gemini)")
 	cmd.Flags().BoolVar(&t.project, "project", false, "edit the config of the working directory's project (the default)")
@@ -113,7 +125,7 @@ type hooksReport struct {
 func (a *app) hooksInstallCommand() *cobra.Command {
 	var t hookTarget
 	cmd := &cobra.Command{
-		Use:   "install --client claude-code|codex|gemini [--project|--user]",
+		Use:   "install --client claude-code|codex|gemini [--project|--user] | --git [--ns NS]",
 		Short: "Write memmesh's hooks into a client's configuration",
 		Long: `Write memmesh's hooks into a client's configuration (see 'memmesh hooks'):
 the project's by default, your home's with --user. For Codex, hooks are also
@@ -124,6 +136,9 @@ line added with your comments and settings kept.`,
   memmesh hooks install --client gemini --format json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if t.git {
+				return a.installGitHook(cmd.Context(), &t)
+			}
 			c, scope, root, err := t.resolve()
 			if err != nil {
 				return err
@@ -162,7 +177,7 @@ line added with your comments and settings kept.`,
 func (a *app) hooksUninstallCommand() *cobra.Command {
 	var t hookTarget
 	cmd := &cobra.Command{
-		Use:   "uninstall --client claude-code|codex|gemini [--project|--user]",
+		Use:   "uninstall --client claude-code|codex|gemini [--project|--user] | --git",
 		Short: "Take memmesh's hooks out of a client's configuration",
 		Long: `Take memmesh's hooks out of a client's configuration (the project's by
 default, your home's with --user): every hook entry that runs 'memmesh
@@ -174,6 +189,9 @@ hooks may need it.`,
   memmesh hooks uninstall --client codex --user`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if t.git {
+				return a.uninstallGitHook(cmd.Context(), &t)
+			}
 			c, scope, root, err := t.resolve()
 			if err != nil {
 				return err
@@ -260,6 +278,9 @@ func (a *app) hooksStatusCommand() *cobra.Command {
 				for _, scope := range []struct{ name, root string }{{"user", home}, {"project", project}} {
 					list = append(list, statusOf(c, scope.name, scope.root, home))
 				}
+			}
+			if s, ok := gitHookStatus(cmd.Context()); ok && client == "" {
+				list = append(list, s)
 			}
 			return emitList(a, "hooks", list, func(w io.Writer) { printHookStatus(w, list) }, func(s hookStatus) string {
 				return fmt.Sprintf("%s\t%s\t%s", s.Client, s.Scope, strings.Join(s.Events, ","))

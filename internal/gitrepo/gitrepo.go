@@ -1,5 +1,7 @@
 // Package gitrepo reads git working trees through the git binary: the
-// root of a tree, its HEAD and the remote that names it on every machine.
+// root of a tree, its HEAD, the remote that names it on every machine, its
+// history (streamed, with renames) and its files at a commit (their size
+// checked before they are read).
 // Every call is bounded in time and in the output it reads, runs without a
 // terminal prompt and takes no optional locks, so reading a repository
 // never stalls or disturbs the user's own git commands.
@@ -35,32 +37,58 @@ var (
 // Run runs git with args in dir and returns what it printed. The command
 // ends after Timeout (or when ctx does); its output is capped at MaxOutput.
 func Run(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return runLimited(ctx, dir, MaxOutput, args...)
+}
+
+// runLimited is Run with an output cap of limit bytes.
+func runLimited(ctx context.Context, dir string, limit int, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
+	cmd, stderr := command(ctx, dir, args)
+	out := &limitedBuffer{max: limit}
+	cmd.Stdout = out
+	err := cmd.Run()
+	if err == nil && out.over {
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ErrTooLarge)
+	}
+	if err := commandError(ctx, dir, args, err, stderr); err != nil {
+		return nil, err
+	}
+	return out.buf.Bytes(), nil
+}
+
+// command prepares git with args in dir: no pager, no prompt, no optional
+// locks, paths unquoted and literal, messages in English; its standard error goes to
+// the returned buffer (the first 4 KiB).
+func command(ctx context.Context, dir string, args []string) (*exec.Cmd, *limitedBuffer) {
 	argv := append([]string{"-c", "core.quotepath=off", "--no-pager"}, args...)
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
-	out := &limitedBuffer{max: MaxOutput}
-	var stderr limitedBuffer
-	stderr.max = 4096
-	cmd.Stdout, cmd.Stderr = out, &stderr
-	err := cmd.Run()
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_LITERAL_PATHSPECS=1", "LC_ALL=C")
+	stderr := &limitedBuffer{max: 4096}
+	cmd.Stderr = stderr
+	return cmd, stderr
+}
+
+// commandError turns how a git command ended into an error: nil when it
+// succeeded.
+func commandError(ctx context.Context, dir string, args []string, err error, stderr *limitedBuffer) error {
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, ErrNoGit
-	case out.over:
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ErrTooLarge)
+		return ErrNoGit
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
-	case err != nil:
-		msg := strings.TrimSpace(stderr.buf.String())
-		if strings.Contains(msg, "not a git repository") {
-			return nil, fmt.Errorf("%s: %w", dir, ErrNotRepo)
-		}
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
+		return fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
 	}
-	return out.buf.Bytes(), nil
+	msg := strings.TrimSpace(stderr.buf.String())
+	if strings.Contains(msg, "not a git repository") {
+		return fmt.Errorf("%s: %w", dir, ErrNotRepo)
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: %w", dir, ErrNotRepo)
+	}
+	return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
 }
 
 // Root returns the top directory of the working tree that holds dir.

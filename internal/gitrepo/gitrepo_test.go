@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/memmesh/memmesh/internal/gittest"
 )
 
 func TestNormalizeRemote(t *testing.T) {
@@ -24,16 +26,10 @@ func TestNormalizeRemote(t *testing.T) {
 	}
 }
 
-// git runs git in dir for a test, with a fixed identity.
+// git runs git in dir for a test.
 func git(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
+	gittest.Run(t, dir, time.Time{}, args...)
 }
 
 func TestRepository(t *testing.T) {

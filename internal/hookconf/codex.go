@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/memmesh/memmesh/internal/safefile"
 )
 
 // codexFeature is the key under [features] of Codex's config.toml that
@@ -33,11 +35,11 @@ const (
 // CodexFeature reads the state of Codex's hooks feature in the
 // config.toml at path.
 func CodexFeature(path string) (FeatureState, error) {
-	f, err := readFile(path)
+	f, err := safefile.Read(path, MaxFile)
 	if err != nil {
 		return FeatureBroken, err
 	}
-	if !f.exists {
+	if !f.Exists {
 		return FeatureMissing, nil
 	}
 	features, _, err := codexFeatures(f)
@@ -62,10 +64,10 @@ func featureState(features map[string]any) FeatureState {
 
 // codexFeatures decodes a config.toml and returns its features table and
 // whether the file defines one.
-func codexFeatures(f file) (map[string]any, bool, error) {
+func codexFeatures(f safefile.File) (map[string]any, bool, error) {
 	var doc map[string]any
-	if _, err := toml.Decode(string(f.data), &doc); err != nil {
-		return nil, false, fmt.Errorf("%s is not valid TOML (%w): left alone", f.path, err)
+	if _, err := toml.Decode(string(f.Data), &doc); err != nil {
+		return nil, false, fmt.Errorf("%s is not valid TOML (%w): left alone", f.Path, err)
 	}
 	switch features := doc["features"].(type) {
 	case nil:
@@ -73,7 +75,7 @@ func codexFeatures(f file) (map[string]any, bool, error) {
 	case map[string]any:
 		return features, true, nil
 	default:
-		return nil, false, fmt.Errorf("%s: features is not a table: left alone", f.path)
+		return nil, false, fmt.Errorf("%s: features is not a table: left alone", f.Path)
 	}
 }
 
@@ -86,7 +88,7 @@ func codexFeatures(f file) (map[string]any, bool, error) {
 // choice: an error, nothing changed.
 func EnableCodexHooks(path string, now time.Time) (Result, error) {
 	res := Result{Path: path}
-	f, err := readFile(path)
+	f, err := safefile.Read(path, MaxFile)
 	if err != nil {
 		return res, err
 	}
@@ -100,7 +102,7 @@ func EnableCodexHooks(path string, now time.Time) (Result, error) {
 	if featureState(features) == FeatureOn {
 		return res, nil
 	}
-	text, err := withFeatureLine(string(f.data), defined)
+	text, err := withFeatureLine(string(f.Data), defined)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w: left alone; add %s = true under [features] yourself", path, err, codexFeature)
 	}
@@ -108,7 +110,7 @@ func EnableCodexHooks(path string, now time.Time) (Result, error) {
 		return res, err
 	}
 	res.Changed, res.Events = true, []string{"[features] " + codexFeature}
-	res.Backup, err = f.replace([]byte(text), now)
+	res.Backup, err = f.Replace([]byte(text), "", now)
 	return res, err
 }
 
@@ -187,15 +189,15 @@ func lineEnd(l string) string {
 
 // checkFeatureEdit checks that the edited text decodes with the feature on
 // and everything else as before: a text edit cannot have lost a setting.
-func checkFeatureEdit(f file, text string) error {
+func checkFeatureEdit(f safefile.File, text string) error {
 	var before, after map[string]any
-	toml.Decode(string(f.data), &before) // decoded once already
+	toml.Decode(string(f.Data), &before) // decoded once already
 	if _, err := toml.Decode(text, &after); err != nil {
-		return fmt.Errorf("%s: turning Codex's hooks on would break it (%w): left alone; add %s = true under [features] yourself", f.path, err, codexFeature)
+		return fmt.Errorf("%s: turning Codex's hooks on would break it (%w): left alone; add %s = true under [features] yourself", f.Path, err, codexFeature)
 	}
 	features, _ := after["features"].(map[string]any)
 	if features[codexFeature] != true {
-		return fmt.Errorf("%s: could not turn Codex's hooks on: left alone; add %s = true under [features] yourself", f.path, codexFeature)
+		return fmt.Errorf("%s: could not turn Codex's hooks on: left alone; add %s = true under [features] yourself", f.Path, codexFeature)
 	}
 	delete(features, codexFeature)
 	if len(features) == 0 {
@@ -211,7 +213,7 @@ func checkFeatureEdit(f file, text string) error {
 		}
 	}
 	if !reflect.DeepEqual(before, after) {
-		return fmt.Errorf("%s: turning Codex's hooks on would change other settings: left alone; add %s = true under [features] yourself", f.path, codexFeature)
+		return fmt.Errorf("%s: turning Codex's hooks on would change other settings: left alone; add %s = true under [features] yourself", f.Path, codexFeature)
 	}
 	return nil
 }

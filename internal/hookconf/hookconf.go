@@ -24,7 +24,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/safefile"
 )
+
+// MaxFile bounds a client's config file that memmesh reads: settings are
+// a few KiB; a larger file is refused, never read whole.
+const MaxFile = 4 << 20
 
 // Hook is one command a client runs on one of its events.
 type Hook struct {
@@ -148,8 +154,8 @@ func Uninstall(path string, now time.Time) (Result, error) {
 // Installed returns the events of the JSON file at path that run a
 // memmesh hook, nil when the file is missing.
 func Installed(path string) ([]string, error) {
-	f, err := readFile(path)
-	if err != nil || !f.exists {
+	f, err := safefile.Read(path, MaxFile)
+	if err != nil || !f.Exists {
 		return nil, err
 	}
 	root, err := parseSettings(f)
@@ -174,12 +180,12 @@ func Installed(path string) ([]string, error) {
 // it edited an event.
 func edit(path string, now time.Time, change func(*object) ([]string, error)) (Result, error) {
 	res := Result{Path: path}
-	f, err := readFile(path)
+	f, err := safefile.Read(path, MaxFile)
 	if err != nil {
 		return res, err
 	}
 	root := &object{}
-	if f.exists {
+	if f.Exists {
 		if root, err = parseSettings(f); err != nil {
 			return res, err
 		}
@@ -189,35 +195,35 @@ func edit(path string, now time.Time, change func(*object) ([]string, error)) (R
 		return res, err
 	}
 	res.Changed = true
-	if len(root.members) == 0 && f.exists {
+	if len(root.members) == 0 && f.Exists {
 		res.Removed = true
-		res.Backup, err = f.remove(now)
+		res.Backup, err = f.Remove(now)
 		return res, err
 	}
 	l := defaultLayout
-	if len(strings.TrimSpace(string(f.data))) > 0 {
-		l = layoutOf(f.data)
+	if len(strings.TrimSpace(string(f.Data))) > 0 {
+		l = layoutOf(f.Data)
 	}
 	data, err := encodeJSON(root, l)
 	if err != nil {
 		return res, err
 	}
-	res.Backup, err = f.replace(data, now)
+	res.Backup, err = f.Replace(data, "", now)
 	return res, err
 }
 
 // parseSettings decodes a settings file: a JSON object, or nothing at all.
-func parseSettings(f file) (*object, error) {
-	if strings.TrimSpace(string(f.data)) == "" {
+func parseSettings(f safefile.File) (*object, error) {
+	if strings.TrimSpace(string(f.Data)) == "" {
 		return &object{}, nil
 	}
-	v, err := parseJSON(f.data)
+	v, err := parseJSON(f.Data)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON (%w): left alone", f.path, err)
+		return nil, fmt.Errorf("%s is not valid JSON (%w): left alone", f.Path, err)
 	}
 	root, ok := v.(*object)
 	if !ok {
-		return nil, fmt.Errorf("%s holds no JSON object: left alone", f.path)
+		return nil, fmt.Errorf("%s holds no JSON object: left alone", f.Path)
 	}
 	return root, nil
 }

@@ -1,0 +1,228 @@
+package ui
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Lifetimes and bounds of login codes and sessions.
+const (
+	codeTTL    = 60 * time.Second
+	sessionTTL = 12 * time.Hour
+	maxCodes   = 16 // codes not yet used; a new one drops the oldest
+	cookieName = "memmesh_session"
+	csrfHeader = "X-CSRF-Token"
+)
+
+// auth holds the one-time login codes and the sessions, in memory only.
+// Codes and session ids are kept as their SHA-256, so that a lookup's
+// timing says nothing of them.
+type auth struct {
+	token []byte
+	max   int
+	now   func() time.Time
+
+	mu       sync.Mutex
+	codes    map[[32]byte]time.Time // expiry
+	sessions map[[32]byte]*session
+}
+
+// session is a logged-in browser.
+type session struct {
+	csrf    string
+	expires time.Time
+}
+
+func newAuth(token string, max int, now func() time.Time) *auth {
+	return &auth{token: []byte(token), max: max, now: now, codes: map[[32]byte]time.Time{}, sessions: map[[32]byte]*session{}}
+}
+
+// randomToken returns 32 random bytes, base64url-encoded.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func key(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// newCode returns a new one-time login code and its expiry.
+func (a *auth) newCode() (string, time.Time) {
+	code := randomToken()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	expires := now.Add(codeTTL)
+	for k, exp := range a.codes {
+		if !now.Before(exp) {
+			delete(a.codes, k)
+		}
+	}
+	if len(a.codes) >= maxCodes {
+		oldest(a.codes, func(t time.Time) time.Time { return t })
+	}
+	a.codes[key(code)] = expires
+	return code, expires
+}
+
+// oldest deletes the entry of m that expires first.
+func oldest[V any](m map[[32]byte]V, expiry func(V) time.Time) {
+	var first [32]byte
+	var at time.Time
+	for k, v := range m {
+		if e := expiry(v); at.IsZero() || e.Before(at) {
+			first, at = k, e
+		}
+	}
+	delete(m, first)
+}
+
+// redeem uses code once and returns a new session id, or false when the
+// code is unknown, used or expired.
+func (a *auth) redeem(code string) (string, *session, bool) {
+	if code == "" {
+		return "", nil, false
+	}
+	k := key(code)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	exp, ok := a.codes[k]
+	delete(a.codes, k)
+	now := a.now()
+	if !ok || !now.Before(exp) {
+		return "", nil, false
+	}
+	for k, s := range a.sessions {
+		if !now.Before(s.expires) {
+			delete(a.sessions, k)
+		}
+	}
+	if len(a.sessions) >= a.max {
+		oldest(a.sessions, func(s *session) time.Time { return s.expires })
+	}
+	id := randomToken()
+	s := &session{csrf: randomToken(), expires: now.Add(sessionTTL)}
+	a.sessions[key(id)] = s
+	return id, s, true
+}
+
+// session returns the live session of r's cookie.
+func (a *auth) session(r *http.Request) (*session, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil || c.Value == "" {
+		return nil, false
+	}
+	k := key(c.Value)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[k]
+	if ok && !a.now().Before(s.expires) {
+		delete(a.sessions, k)
+		return nil, false
+	}
+	return s, ok
+}
+
+// end ends r's session.
+func (a *auth) end(r *http.Request) {
+	if c, err := r.Cookie(cookieName); err == nil {
+		a.mu.Lock()
+		delete(a.sessions, key(c.Value))
+		a.mu.Unlock()
+	}
+}
+
+// bearer reports whether r carries the HTTP token.
+func (a *auth) bearer(r *http.Request) bool {
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return len(a.token) > 0 && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), a.token) == 1
+}
+
+// apiOnly lets through an API call with the bearer token, or with a
+// session and, unless it only reads, the session's CSRF token and no
+// foreign Origin. It answers 401 and 403 itself.
+func (a *auth) apiOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.bearer(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s, ok := a.session(r)
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "unauthorized", "no session: open the dashboard with 'memmesh ui'")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := checkWrite(r, s); err != nil {
+				writeError(w, http.StatusForbidden, "forbidden", err.Error())
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkWrite checks a write's CSRF token and Origin.
+func checkWrite(r *http.Request, s *session) error {
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get(csrfHeader)), []byte(s.csrf)) != 1 {
+		return fmt.Errorf("missing or wrong %s header", csrfHeader)
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		return fmt.Errorf("origin %q is not the dashboard's", o)
+	}
+	return nil
+}
+
+// login exchanges a one-time code for a session cookie, or says how to get
+// one.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	id, _, ok := h.auth.redeem(r.URL.Query().Get("code"))
+	if !ok {
+		if r.URL.Query().Has("code") {
+			h.log.Warn("refused a dashboard login code: unknown, used or expired", "remote", r.RemoteAddr)
+		}
+		f := h.static["login.html"]
+		w.Header().Set("Content-Type", f.ctyp)
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write(f.data)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     cookieName,
+		Value:    id,
+		Path:     "/",
+		MaxAge:   int(sessionTTL / time.Second),
+		HttpOnly: true,
+		SameSite: http.SameSiteStrictMode,
+	})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// logout ends the session and clears its cookie.
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	h.auth.end(r)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeError answers an error as package web does.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg, "code": code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

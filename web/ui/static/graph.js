@@ -1,0 +1,412 @@
+// graph.js: the knowledge graph: a memory's or an artefact's
+// neighbourhood (depth, direction, relations, as of a date), or a
+// namespace's memories and the edges between them, drawn on a canvas by
+// Cytoscape.js; beside it the namespace's analysis (god nodes, bridges,
+// gaps) and the cycles of acyclic relations.
+//
+// Stable test ids:
+//   graph-canvas       the container the graph is drawn in
+//   graph-node-count   "N nodes, M edges" (data-nodes, data-edges hold the numbers;
+//                      data-render-ms the time from the data to the first frame)
+//   graph-focus        the start field (memory id, file:, code:, url:)
+//   graph-depth        depth select
+//   graph-direction    direction select
+//   graph-rels         relation filter (a list of checkboxes)
+//   graph-asof         the "as of" date field
+//   graph-show         the button that draws the graph
+//   graph-details      the side panel of the clicked node
+//   graph-analysis     the namespace's analysis block
+//   graph-god-nodes, graph-bridges, graph-gaps   its lists
+//   graph-cycles       the cycles block
+import { el, clear, short } from './api.js';
+import { useStyles, section, memoryLink, clip, cut, failure, debounce } from './pagekit.js';
+
+const RELS = ['related_to', 'supersedes', 'contradicts', 'depends_on', 'specializes', 'part_of',
+  'alternative_to', 'builds_on', 'caused_by', 'led_to', 'learned_in', 'touches',
+  'calls', 'imports', 'inherits', 'defined_in'];
+const SIZES = [250, 500, 1000, 2000];
+const PAGE = 1000; // the most memories one list call gives
+// Above this many nodes the layout is concentric (rings by hops or by
+// degree: linear time); below it a force-directed one (cose).
+const FORCE_MAX = 400;
+// The zoom from which a large graph shows its labels.
+const LABEL_ZOOM = 0.8;
+// A small graph is not blown up beyond this zoom to fit the canvas.
+const MAX_FIT_ZOOM = 1.5;
+
+let cytoscapeLib = null;
+async function loadCytoscape() {
+  if (!cytoscapeLib) cytoscapeLib = (await import('./vendor/cytoscape.esm.min.js')).default;
+  return cytoscapeLib;
+}
+
+export async function render(root, params, ctx) {
+  useStyles();
+  const q = params.query;
+  const f = {
+    focus: q.get('focus') || '',
+    depth: q.get('depth') || '2',
+    dir: q.get('dir') || 'both',
+    rels: (q.get('rels') || '').split(',').filter(Boolean),
+    asof: q.get('asof') || '',
+    size: q.get('size') || '500',
+  };
+
+  const focus = el('input', { type: 'text', value: f.focus, placeholder: 'm-… or file:path, code:path::symbol, url:…', 'aria-label': 'Start', 'data-testid': 'graph-focus', size: 40, spellcheck: false, autocomplete: 'off' });
+  const depth = el('select', { 'aria-label': 'Depth', 'data-testid': 'graph-depth' },
+    [1, 2, 3, 4, 5].map((d) => el('option', { value: String(d), selected: String(d) === f.depth }, 'depth ' + d)));
+  const dir = el('select', { 'aria-label': 'Direction', 'data-testid': 'graph-direction' },
+    [['both', 'both ways'], ['out', 'outgoing'], ['in', 'incoming']].map(([v, l]) => el('option', { value: v, selected: v === f.dir }, l)));
+  const asof = el('input', { type: 'date', value: f.asof, 'aria-label': 'As of', 'data-testid': 'graph-asof' });
+  const size = el('select', { 'aria-label': 'Memories shown', title: 'Memories shown without a start' },
+    SIZES.map((n) => el('option', { value: String(n), selected: String(n) === f.size }, n + ' memories')));
+  const relBoxes = RELS.map((r) => el('input', { type: 'checkbox', value: r, checked: f.rels.includes(r) }));
+  const rels = el('details', { class: 'rels', 'data-testid': 'graph-rels' },
+    el('summary', {}, f.rels.length ? 'relations: ' + f.rels.join(', ') : 'all relations'),
+    el('div', { class: 'relgrid' }, relBoxes.map((b) => el('label', {}, b, ' ' + b.value))));
+  const show = el('button', { type: 'submit', class: 'primary', 'data-testid': 'graph-show' }, 'Show');
+  const whole = el('button', { type: 'button', title: 'The namespace without a start' }, 'Namespace');
+  const count = el('span', { class: 'muted', 'data-testid': 'graph-node-count', 'aria-live': 'polite' }, '');
+  const canvas = el('div', { class: 'graph-canvas', 'data-testid': 'graph-canvas', role: 'img', 'aria-label': 'Graph' });
+  const details = el('aside', { class: 'graph-details', 'data-testid': 'graph-details', 'aria-live': 'polite' },
+    el('p', { class: 'muted' }, 'Click a node to see it here.'));
+  const analysis = el('div', {}, el('p', { class: 'muted' }, 'Loading…'));
+  const cycles = el('div', {}, el('p', { class: 'muted' }, 'Loading…'));
+
+  const form = el('form', { class: 'toolbar', onsubmit: (e) => {
+    e.preventDefault();
+    go({ focus: focus.value.trim() });
+  } }, focus, depth, dir, asof, rels, size, show, whole, count);
+  root.append(
+    el('h1', {}, 'Graph', ctx.ns ? el('span', { class: 'muted' }, ' of ' + ctx.ns) : null),
+    form,
+    el('div', { class: 'graph-layout' }, canvas, details),
+    el('div', { class: 'columns' },
+      section('Analysis', 'graph-analysis', analysis),
+      section('Cycles', 'graph-cycles', cycles)));
+
+  // go keeps the form in the URL and draws again.
+  const go = (change) => {
+    const u = new URLSearchParams();
+    const fc = change.focus !== undefined ? change.focus : focus.value.trim();
+    if (fc) u.set('focus', fc);
+    u.set('depth', depth.value);
+    if (dir.value !== 'both') u.set('dir', dir.value);
+    const checked = relBoxes.filter((b) => b.checked).map((b) => b.value);
+    if (checked.length) u.set('rels', checked.join(','));
+    if (asof.value) u.set('asof', asof.value);
+    if (size.value !== '500') u.set('size', size.value);
+    ctx.navigate('/graph?' + u.toString());
+  };
+  whole.addEventListener('click', () => go({ focus: '' }));
+
+  let cy = null;
+  ctx.onLeave(() => {
+    if (cy) cy.destroy();
+    cy = null;
+  });
+
+  loadAnalysis(analysis, ctx);
+  loadCycles(cycles, ctx);
+
+  let data;
+  try {
+    data = f.focus ? await neighbourhood(ctx, f) : await namespaceGraph(ctx, Number(f.size) || 500);
+  } catch (e) {
+    failure(canvas, e);
+    count.textContent = '';
+    count.dataset.error = e.message;
+    return;
+  }
+  const cytoscape = await loadCytoscape();
+  if (!canvas.isConnected) return; // left while loading
+  const t0 = performance.now();
+  cy = draw(cytoscape, canvas, data, f.focus);
+  await new Promise((r) => requestAnimationFrame(() => r()));
+  count.dataset.renderMs = String(Math.round(performance.now() - t0));
+  count.textContent = data.nodes.length + ' nodes, ' + data.edges.length + ' edges' + (data.capped ? ' (capped)' : '');
+  count.dataset.nodes = String(data.nodes.length);
+  count.dataset.edges = String(data.edges.length);
+  // A change of theme recolours the graph.
+  const big = data.nodes.length > FORCE_MAX;
+  const recolour = () => setTimeout(() => cy && cy.style(graphStyle(big)), 0);
+  const dark = window.matchMedia('(prefers-color-scheme: dark)');
+  const picker = document.getElementById('theme-picker');
+  dark.addEventListener('change', recolour);
+  if (picker) picker.addEventListener('change', recolour);
+  ctx.onLeave(() => {
+    dark.removeEventListener('change', recolour);
+    if (picker) picker.removeEventListener('change', recolour);
+  });
+  cy.on('tap', 'node', (e) => showDetails(details, e.target.data(), data, go));
+  cy.on('tap', 'edge', (e) => showEdge(details, e.target.data()));
+  if (f.focus) {
+    const start = cy.getElementById(f.focus);
+    if (start.nonempty()) showDetails(details, start.data(), data, go);
+  }
+
+  // Live: an edge at a node on the page, or a change of a memory shown,
+  // draws again (once for a burst).
+  const redraw = debounce(() => go({}), 800);
+  ctx.events.on('edge', (ev) => {
+    if (!cy) return;
+    if (cy.getElementById(ev.from || '').nonempty() || cy.getElementById(ev.to || '').nonempty()) redraw();
+  });
+  ctx.events.on('memory', (ev) => {
+    if (!cy) return;
+    const n = cy.getElementById(ev.id || '');
+    if (n.nonempty()) {
+      if (ev.change === 'deleted') redraw();
+      else if (ev.title) n.data('label', clip(ev.title, 40));
+    } else if (!f.focus && (!ctx.ns || ev.namespace === ctx.ns) && ev.change === 'created') {
+      redraw();
+    }
+  });
+}
+
+// neighbourhood walks the graph from f.focus (POST /v1/traverse).
+async function neighbourhood(ctx, f) {
+  const req = { start: f.focus, depth: Number(f.depth) || 1, direction: f.dir };
+  if (f.rels.length) req.rels = f.rels;
+  if (f.asof) req.as_of = new Date(f.asof + 'T23:59:59Z').toISOString();
+  const res = await ctx.api('POST', '/v1/traverse', req);
+  const nodes = (res.nodes || []).map((n) => nodeOf(n.id, n.memory, n.depth));
+  if (!nodes.some((n) => n.id === f.focus) && nodes.length) {
+    // the start is named by a prefix: mark the node at depth 0
+    const first = nodes.find((n) => n.depth === 0);
+    if (first) f.focus = first.id;
+  }
+  return { nodes, edges: res.edges || [], capped: nodes.length >= 1000 };
+}
+
+// namespaceGraph is a namespace's newest live memories, the edges
+// between them and the artefacts they touch, up to limit nodes.
+async function namespaceGraph(ctx, limit) {
+  const mems = await newest(ctx, limit);
+  const nodes = mems.map((m) => nodeOf(m.id, m, undefined));
+  if (!nodes.length) return { nodes, edges: [], capped: false };
+  const edges = await ctx.api('POST', '/v1/edges/list', { endpoints: nodes.map((n) => n.id) }) || [];
+  const have = new Set(nodes.map((n) => n.id));
+  const kept = [];
+  for (const e of edges) {
+    for (const end of [e.from, e.to]) {
+      if (!have.has(end) && nodes.length < limit && !end.startsWith('m-')) {
+        have.add(end);
+        nodes.push(nodeOf(end, null, undefined));
+      }
+    }
+    if (have.has(e.from) && have.has(e.to)) kept.push(e);
+  }
+  return { nodes, edges: dedupe(kept), capped: mems.length >= limit };
+}
+
+// newest lists up to limit live memories of the namespace, newest first,
+// in pages of the list's largest (1,000).
+async function newest(ctx, limit) {
+  const byId = new Map();
+  let until = '';
+  while (byId.size < limit) {
+    const u = new URLSearchParams({ limit: String(Math.min(PAGE, limit - byId.size + 1)) });
+    if (ctx.ns) u.set('ns', ctx.ns);
+    u.append('status', 'active');
+    u.append('status', 'stale');
+    if (until) u.set('until', until);
+    const page = (await ctx.api('GET', '/v1/memories?' + u.toString())) || [];
+    const before = byId.size;
+    for (const m of page) if (byId.size < limit) byId.set(m.id, m);
+    if (!page.length || byId.size === before) break;
+    // just after the page's oldest update, so that none at that instant
+    // is skipped (those already here are left out)
+    until = new Date(new Date(page[page.length - 1].provenance.updated_at).getTime() + 1).toISOString();
+  }
+  return [...byId.values()];
+}
+
+function dedupe(edges) {
+  const seen = new Set();
+  return edges.filter((e) => !seen.has(e.id) && seen.add(e.id));
+}
+
+function nodeOf(id, memory, depth) {
+  const kind = memory ? 'memory' : id.split(':')[0];
+  const label = memory ? (memory.title || memory.content || id) : id.replace(/^(file|code|url):/, '');
+  return { id, depth, memory, kind, label: clip(label, 40), status: memory ? memory.status : '' };
+}
+
+// draw lays the graph out on the canvas, coloured by the theme.
+function draw(cytoscape, container, data, focusId) {
+  const degree = new Map();
+  for (const e of data.edges) {
+    degree.set(e.from, (degree.get(e.from) || 0) + 1);
+    degree.set(e.to, (degree.get(e.to) || 0) + 1);
+  }
+  const elements = [];
+  for (const n of data.nodes) {
+    elements.push({ group: 'nodes', data: { id: n.id, label: n.label, kind: n.kind, status: n.status, depth: n.depth, degree: degree.get(n.id) || 0 } });
+  }
+  const present = new Set(data.nodes.map((n) => n.id));
+  for (const e of data.edges) {
+    if (!present.has(e.from) || !present.has(e.to)) continue;
+    elements.push({ group: 'edges', data: { id: e.id || e.from + ' ' + e.rel + ' ' + e.to, source: e.from, target: e.to, rel: e.rel, edge: e } });
+  }
+  const big = data.nodes.length > FORCE_MAX;
+  const layout = big
+    ? { name: 'concentric', animate: false, fit: true, minNodeSpacing: 8, avoidOverlap: true,
+      concentric: (n) => (focusId ? 10 - (n.data('depth') || 0) : n.data('degree')),
+      levelWidth: () => (focusId ? 1 : 2) }
+    : { name: 'cose', animate: false, fit: true, randomize: true, numIter: 600, nodeRepulsion: () => 8000, idealEdgeLength: () => 60 };
+  const cy = cytoscape({
+    container,
+    elements,
+    layout,
+    minZoom: 0.05,
+    maxZoom: 4,
+    boxSelectionEnabled: false,
+    hideEdgesOnViewport: big,
+    textureOnViewport: big,
+    pixelRatio: big ? 1 : 'auto',
+    style: graphStyle(big),
+  });
+  if (focusId) cy.getElementById(focusId).addClass('start');
+  if (cy.zoom() > MAX_FIT_ZOOM) {
+    cy.zoom(MAX_FIT_ZOOM);
+    cy.center();
+  }
+  if (big) {
+    const nodes = cy.nodes();
+    const label = () => {
+      const on = cy.zoom() >= LABEL_ZOOM;
+      if (on === labelled) return;
+      labelled = on;
+      cy.batch(() => (on ? nodes.removeClass('unlabelled') : nodes.addClass('unlabelled')));
+    };
+    let labelled = true;
+    label();
+    cy.on('zoom', debounce(label, 100));
+  }
+  return cy;
+}
+
+// graphStyle is the graph's style in the theme's colours.
+function graphStyle(big) {
+  const css = getComputedStyle(document.documentElement);
+  const c = (name, dflt) => (css.getPropertyValue(name).trim() || dflt);
+  const fg = c('--fg', '#1d2128');
+  const muted = c('--muted', '#5d6673');
+  const line = c('--line', '#d9dde3');
+  const accent = c('--accent', '#2456c9');
+  const danger = c('--danger', '#b3261e');
+  const warn = c('--warn', '#9a6700');
+  const ok = c('--ok', '#1e7d3a');
+  return [
+    { selector: 'node', style: {
+      'background-color': accent, width: 12, height: 12, label: 'data(label)', color: fg,
+      'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': 7,
+      'text-max-width': 120, 'text-wrap': 'ellipsis',
+    } },
+    // on a large graph, labels show once zoomed in (class labelled)
+    { selector: 'node.unlabelled', style: { label: '' } },
+    { selector: 'node[kind != "memory"]', style: { shape: 'round-rectangle', 'background-color': ok } },
+    { selector: 'node[status = "stale"]', style: { 'background-color': warn } },
+    { selector: 'node.start', style: { width: 20, height: 20, 'border-width': 3, 'border-color': fg } },
+    { selector: 'node:selected', style: { 'border-width': 3, 'border-color': danger } },
+    { selector: 'edge', style: {
+      width: 1, 'line-color': line, 'curve-style': big ? 'haystack' : 'bezier',
+      'target-arrow-shape': big ? 'none' : 'triangle', 'target-arrow-color': line,
+      label: big ? '' : 'data(rel)', 'font-size': 7, color: muted, 'min-zoomed-font-size': 8,
+      'text-rotation': 'autorotate',
+    } },
+    { selector: 'edge[rel = "contradicts"]', style: { 'line-color': danger, 'target-arrow-color': danger } },
+    { selector: 'edge[rel = "supersedes"]', style: { 'line-style': 'dashed' } },
+  ];
+}
+
+// showDetails fills the side panel with the node (text only).
+function showDetails(box, d, data, go) {
+  const n = data.nodes.find((x) => x.id === d.id);
+  const m = n && n.memory;
+  const rows = [];
+  const row = (k, v) => rows.push(el('dt', {}, k), el('dd', {}, v));
+  row('id', el('span', { class: 'mono' }, d.id));
+  if (m) {
+    row('kind', m.kind || '');
+    row('status', m.status || '');
+    row('namespace', m.namespace || '');
+    if (m.provenance) row('device', short(m.provenance.device, 12));
+  }
+  if (d.depth !== undefined) row('hops', String(d.depth));
+  const edges = data.edges.filter((e) => e.from === d.id || e.to === d.id);
+  clear(box).append(
+    el('h2', {}, m ? (m.title || clip(m.content, 60)) : d.id),
+    el('dl', { class: 'props' }, rows),
+    m ? el('pre', { class: 'content' }, cut(m.content, 600)) : null,
+    el('div', { class: 'actions' },
+      m ? el('a', { href: '/memories/' + encodeURIComponent(d.id), 'data-testid': 'graph-open-memory' }, 'Open memory') : null,
+      el('button', { type: 'button', onclick: () => go({ focus: d.id }) }, 'Focus here')),
+    edges.length ? el('h3', {}, edges.length + ' edges') : null,
+    edges.length ? el('ul', { class: 'plain' }, edges.slice(0, 100).map((e) => el('li', {},
+      e.from === d.id ? '→ ' + e.rel + ' ' : '← ' + e.rel + ' ',
+      memoryLink(e.from === d.id ? e.to : e.from, label(data, e.from === d.id ? e.to : e.from))))) : null);
+}
+
+function showEdge(box, d) {
+  const e = d.edge;
+  const rows = [];
+  const row = (k, v) => rows.push(el('dt', {}, k), el('dd', {}, v));
+  row('from', memoryLink(e.from));
+  row('relation', e.rel);
+  row('to', memoryLink(e.to));
+  row('origin', e.origin || '');
+  row('strength', String(e.strength));
+  if (e.valid_from) row('valid from', e.valid_from);
+  if (e.valid_to) row('valid to', e.valid_to);
+  if (e.notes) row('notes', e.notes);
+  clear(box).append(el('h2', {}, 'Edge'), el('dl', { class: 'props' }, rows));
+}
+
+function label(data, id) {
+  const n = data.nodes.find((x) => x.id === id);
+  return n ? n.label : id;
+}
+
+// loadAnalysis fills the analysis block (POST /v1/analyze).
+async function loadAnalysis(box, ctx) {
+  let a;
+  try {
+    a = await ctx.api('POST', '/v1/analyze', { namespace: ctx.ns, limit: 15 });
+  } catch (e) {
+    failure(box, e);
+    return;
+  }
+  // Ranked entries link to their neighbourhood; gaps, which have none, to
+  // their memory.
+  const list = (title, testid, items, empty, score) => el('div', { 'data-testid': testid },
+    el('h3', {}, title),
+    items && items.length
+      ? el('ol', { class: 'plain ranked' }, items.map((r) => el('li', {},
+        score ? el('a', { href: '/graph?focus=' + encodeURIComponent(r.id), title: r.id }, clip(r.title || r.id, 70)) : memoryLink(r.id, r.title),
+        score ? el('span', { class: 'muted' }, ' ' + score(r.score)) : null)))
+      : el('p', { class: 'muted' }, empty));
+  clear(box).append(
+    el('p', {}, a.memories + ' memories, ' + a.edges + ' edges' + (a.namespace ? ' in ' + a.namespace : '') + '.'),
+    list('Most connected', 'graph-god-nodes', a.god_nodes, 'No edges yet.', (s) => (s === 1 ? '1 edge' : s + ' edges')),
+    list('Bridges', 'graph-bridges', a.bridges, !a.edges || a.bridges ? 'None.' : 'Not ranked: the graph is too large.', (s) => s.toFixed(3)),
+    list('Gaps (no edge at all)' + (a.gap_count ? ': ' + a.gap_count : ''), 'graph-gaps', a.gaps, 'Every memory has an edge.', null));
+}
+
+// loadCycles fills the cycles block (GET /v1/doctor).
+async function loadCycles(box, ctx) {
+  let rep;
+  try {
+    rep = await ctx.api('GET', '/v1/doctor');
+  } catch (e) {
+    failure(box, e);
+    return;
+  }
+  const cycles = rep.cycles || [];
+  clear(box).append(cycles.length
+    ? el('ul', { class: 'plain' }, cycles.map((c) => el('li', {},
+      el('span', { class: 'badge stale' }, c.rel), ' ',
+      c.members.map((m, i) => [i ? ' · ' : '', el('a', { href: '/graph?focus=' + encodeURIComponent(m) + '&depth=' + Math.min(5, c.members.length) + '&rels=' + c.rel, class: 'mono', title: m }, clip(m, 30))]))))
+    : el('p', { class: 'muted' }, 'No cycles in acyclic relations.'));
+}
