@@ -121,9 +121,10 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	halfLife, _ := cfg.halfLife()
 	minFree, _ := cfg.minFree()
 	interval, _ := cfg.sessionsInterval()
+	syms, _ := cfg.symbols()
 	gitInterval, _ := cfg.gitInterval()
 	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree,
-		Sessions: sessionsConfig(home, cfg, interval), GitCheckInterval: max(gitInterval, 0)}
+		Sessions: sessionsConfig(home, cfg, interval), GitCheckInterval: max(gitInterval, 0), Symbols: &syms}
 	if !mc.off {
 		ncfg.Mesh = &mc.Config
 	}
