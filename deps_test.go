@@ -10,7 +10,7 @@ import (
 // the packages they share with node, extract (pure rules over a session),
 // transcript (readers of files), bridge (auto memory's files) and
 // agentfiles (agent instruction files, through the API) link neither the
-// store, nor the mesh's transport, nor Automerge (cgo).
+// store, nor the mesh's transport, nor Automerge or tree-sitter (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 	light := []string{"./api", "./model", "./mcp", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
 	heavy := []string{
@@ -18,6 +18,7 @@ func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 		"github.com/quic-go/quic-go",
 		"github.com/hashicorp/memberlist",
 		"github.com/automerge/automerge-go",
+		"github.com/smacker/go-tree-sitter",
 	}
 	for _, pkg := range light {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()

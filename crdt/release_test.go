@@ -83,32 +83,67 @@ func TestCloseReleasesMemory(t *testing.T) {
 // so none is.
 func TestCollectionsThatRanAreNotForcedAgain(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	waitIdle := func() {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); collecting.Load(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("a forced collection did not end")
-			}
-		}
-	}
-	waitIdle()
-	garbage.Store(0)
-	cycles.Store(completedGCs())
-	start := forcedGCs.Load()
+	start := restartCount(t)
 	noteGarbage(gcThreshold)
-	waitIdle()
+	waitIdle(t)
 	if got := forcedGCs.Load() - start; got != 1 {
 		t.Fatalf("no collection since the counter started: %d forced, want 1", got)
 	}
 	runtime.GC() // as the collector does by itself under load
 	noteGarbage(gcThreshold)
-	waitIdle()
+	waitIdle(t)
 	if got := forcedGCs.Load() - start; got != 1 {
 		t.Fatalf("a collection ran meanwhile: %d forced in all, want still 1", got)
 	}
 	noteGarbage(gcThreshold)
-	waitIdle()
+	waitIdle(t)
 	if got := forcedGCs.Load() - start; got != 2 {
 		t.Fatalf("none ran since: %d forced in all, want 2", got)
 	}
+}
+
+// TestBulkWorkForcesFewerCollections passes gcThreshold with the
+// collector switched off: outside bulk work a collection is forced; during
+// it none is until bulkGCThreshold.
+func TestBulkWorkForcesFewerCollections(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer SetBulk(false)
+	forced := func(bulkWork bool, n int64) int64 {
+		t.Helper()
+		SetBulk(bulkWork)
+		start := restartCount(t)
+		noteGarbage(n)
+		waitIdle(t)
+		return forcedGCs.Load() - start
+	}
+	if got := forced(false, gcThreshold); got != 1 {
+		t.Errorf("outside bulk work, at gcThreshold: %d forced, want 1", got)
+	}
+	if got := forced(true, gcThreshold); got != 0 {
+		t.Errorf("during bulk work, at gcThreshold: %d forced, want 0", got)
+	}
+	if got := forced(true, bulkGCThreshold); got != 1 {
+		t.Errorf("during bulk work, at bulkGCThreshold: %d forced, want 1", got)
+	}
+}
+
+// waitIdle waits until no forced collection runs.
+func waitIdle(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); collecting.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a forced collection did not end")
+		}
+	}
+}
+
+// restartCount waits until no forced collection runs, restarts the count
+// of garbage as after a collection, and returns the forced collections so
+// far.
+func restartCount(t *testing.T) int64 {
+	t.Helper()
+	waitIdle(t)
+	garbage.Store(0)
+	cycles.Store(completedGCs())
+	return forcedGCs.Load()
 }

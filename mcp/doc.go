@@ -27,7 +27,7 @@
 //	context        the brief of a namespace within a token budget
 //	link           relate two memories, or a memory and a file:, code: or url: artefact; remove deletes the link
 //	traverse       mode links: follow relations from a memory or artefact (depth, direction, rels);
-//	               mode impact: the memories a file or directory affects
+//	               mode impact: the memories a file, directory or symbol (code:NAME) affects
 //	review         check stale, analyze, reflect or compact: the upkeep of a namespace (all reads)
 //	compact_apply  replace memories with a summary
 //	status         version, device, counts, and the mesh's peers: state, last sync, documents behind

@@ -362,8 +362,8 @@ const (
 func (h *handler) traverseTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 	tool := mcpgo.NewTool("traverse",
 		hints("Traverse links", true, false, true),
-		mcpgo.WithDescription(`Follow links from a memory or artefact (mode links), or, before changing a file, list the memories it affects: those that mention or link it and those building on them (mode impact).`),
-		mcpgo.WithString("start", mcpgo.Required(), mcpgo.Description(endpointDescription+" impact: a path; dir/ for a directory.")),
+		mcpgo.WithDescription(`Follow links from a memory or artefact (mode links), or, before changing a file or symbol, list the memories it affects: those that mention or link it and those building on them (mode impact).`),
+		mcpgo.WithString("start", mcpgo.Required(), mcpgo.Description(endpointDescription+" impact: a path (dir/ for a directory) or a symbol (code:NAME).")),
 		mcpgo.WithString("mode", mcpgo.Enum(modeLinks, modeImpact), mcpgo.Description("Default: links.")),
 		mcpgo.WithInteger("depth", mcpgo.Min(1), mcpgo.Max(5), mcpgo.Description("Hops. Default: 1 (links), 2 (impact).")),
 		mcpgo.WithString("direction", mcpgo.Enum(string(api.Out), string(api.In), string(api.Both)), mcpgo.Description("links only. Default: both.")),
@@ -397,7 +397,7 @@ func (h *handler) traverseTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 func (h *handler) impact(ctx context.Context, tool string, r api.ImpactRequest) *mcpgo.CallToolResult {
 	res, err := h.svc.Impact(ctx, r)
 	if err != nil {
-		return h.failure(tool, err, "Give a file path such as internal/db/pool.go.")
+		return h.failure(tool, err, "Give a file path such as internal/db/pool.go, or a symbol such as code:validateToken.")
 	}
 	out := impactData{Notice: dataNotice, Path: r.Path, Memories: []impactedData{}}
 	for _, im := range res {

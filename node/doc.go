@@ -72,6 +72,19 @@
 //	b, err = n.Context(ctx, api.ContextRequest{Namespace: "myproject", Query: prompt})
 //	// only the memories that match the prompt well, within 600 tokens
 //
+// # Symbols
+//
+// IndexSymbols (symbols.go) indexes the functions, types and methods of a
+// working tree into local data (package symbols), parsing only the files
+// changed since the last index; with Config.Symbols.Interval set, Start
+// indexes every known tree again on that schedule. Symbols finds them by
+// name or prefix; Where says where one is defined; Impact and Traverse
+// take a symbol (code:NAME) as a start:
+//
+//	rep, err := n.IndexSymbols(ctx, api.SymbolsIndexRequest{Dir: "/src/app", Namespace: "app"}, nil)
+//	locs, err := n.Symbols(ctx, api.SymbolsRequest{Query: "Store."}) // every method of Store
+//	affected, err := n.Impact(ctx, api.ImpactRequest{Path: "code:validateToken"})
+//
 // # The mesh
 //
 // With Config.Mesh set, Start also joins the mesh (package mesh, wired in

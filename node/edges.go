@@ -518,7 +518,11 @@ func (n *Node) Traverse(ctx context.Context, req api.TraverseRequest) (api.Trave
 			if err != nil {
 				return res, err
 			}
-			for _, e := range append(edges, touches...) {
+			defined, err := n.symbolEdges(at, dir)
+			if err != nil {
+				return res, err
+			}
+			for _, e := range slices.Concat(edges, touches, defined) {
 				if !validAt(&e, asOf) || (len(req.Rels) > 0 && !slices.Contains(req.Rels, e.Rel)) || seenEdge[e.ID] {
 					continue
 				}

@@ -145,7 +145,11 @@ func (j *gitJudge) reasons(m *model.Memory, edges func() ([]model.Edge, error), 
 		}
 		for _, s := range symbols {
 			if found, judged := j.symbolIn(t, now, s); judged && !found {
-				out = append(out, staleReason{api.StaleSymbolGone, fmt.Sprintf("%s no longer in %s", inert.Text(s), shownPaths(now))})
+				reason := fmt.Sprintf("%s no longer in %s", inert.Text(s), shownPaths(now))
+				if went := j.movedTo(t, now, s); len(went) > 0 {
+					reason += "; now in " + shownPaths(went)
+				}
+				out = append(out, staleReason{api.StaleSymbolGone, reason})
 			}
 		}
 	}

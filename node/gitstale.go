@@ -420,7 +420,9 @@ func (n *Node) runGitChecks(ctx context.Context, interval time.Duration) {
 			if err != nil {
 				n.log.Warn("git trees not listed", "err", err)
 			}
-			roots = all
+			for _, t := range all {
+				roots = append(roots, t.Root)
+			}
 		}
 		for _, root := range roots {
 			res, _, err := n.checkTree(ctx, root)

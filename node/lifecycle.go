@@ -307,7 +307,17 @@ func (n *Node) linkedMemories(ctx context.Context, now time.Time) (map[string]bo
 // until ctx ends.
 // A failed pass is logged and tried again at the next tick.
 func (n *Node) runLifecycle(ctx context.Context, interval time.Duration) {
-	t := time.NewTimer(min(interval, lifecycleStartDelay))
+	every(ctx, min(interval, lifecycleStartDelay), interval, func(ctx context.Context) {
+		if _, err := n.RunLifecycle(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("lifecycle pass failed", "err", err)
+		}
+	})
+}
+
+// every calls fn once first has passed, then every interval after it
+// returns, until ctx ends.
+func every(ctx context.Context, first, interval time.Duration, fn func(context.Context)) {
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
 		select {
@@ -315,9 +325,7 @@ func (n *Node) runLifecycle(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		if _, err := n.RunLifecycle(ctx); err != nil && ctx.Err() == nil {
-			n.log.Warn("lifecycle pass failed", "err", err)
-		}
+		fn(ctx)
 		t.Reset(interval)
 	}
 }

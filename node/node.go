@@ -23,6 +23,7 @@ import (
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
+	"github.com/memmesh/memmesh/symbols"
 )
 
 // Config configures a Node. Home is required; everything else has a default.
@@ -55,6 +56,9 @@ type Config struct {
 	// Sessions, when set, makes the node read agents' transcripts: on
 	// its schedule once started, and when asked (IngestTranscript).
 	Sessions *SessionsConfig
+	// Symbols configures the index of working trees' symbols; nil
+	// indexes only when asked (IndexSymbols), with the default limits.
+	Symbols *SymbolsConfig
 	// IndexFlushDelay is how long the search index gathers batches in
 	// memory before writing them (search.Options.FlushDelay): 0 means a
 	// second, negative writes each batch at once, so that Close and an
@@ -108,8 +112,9 @@ type Node struct {
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
 
-	ranks       *rankIndex // what the brief ranks memories by
-	tokenCounts tokenCache // token counts of brief items
+	symbols     *symbols.Index // the symbols of the working trees indexed here
+	ranks       *rankIndex     // what the brief ranks memories by
+	tokenCounts tokenCache     // token counts of brief items
 
 	locks     [256]sync.Mutex // per-document write locks, striped by id hash
 	importMu  sync.Mutex      // imports check for existing ids, then write them
@@ -198,6 +203,11 @@ func New(cfg Config) (*Node, error) {
 		store.Close()
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	var symbolLimits symbols.Limits
+	if cfg.Symbols != nil {
+		symbolLimits = cfg.Symbols.Limits
+	}
+	n.symbols = symbols.NewIndex(store, symbolLimits)
 	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
 	n.indexer.indexed = func(m *model.Memory) {
 		n.life.changed(m)
@@ -269,6 +279,13 @@ func (n *Node) Start(ctx context.Context) error {
 		go func() {
 			defer n.wg.Done()
 			n.runLifecycle(ctx, n.cfg.LifecycleInterval)
+		}()
+	}
+	if s := n.cfg.Symbols; s != nil && s.Interval > 0 {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.runSymbols(ctx, s.Interval)
 		}()
 	}
 	if n.cfg.Mesh != nil {

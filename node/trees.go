@@ -143,9 +143,9 @@ func (n *Node) AddTree(ctx context.Context, ns, dir, source string) (api.GitTree
 	return api.GitTree{Namespace: ns, Root: root, Source: source}, nil
 }
 
-// allTrees returns the roots of the trees of every namespace, each once,
-// leaving out those that are gone.
-func (n *Node) allTrees() ([]string, error) {
+// allTrees returns the trees of every namespace, each root once (with the
+// first namespace that has it), leaving out those that are gone.
+func (n *Node) allTrees() ([]api.GitTree, error) {
 	namespaces := map[string]bool{}
 	err := n.store.ScanLocal(treePrefix, func(key string, _ []byte) error {
 		ns, _, _ := strings.Cut(strings.TrimPrefix(key, treePrefix), "\x00")
@@ -165,18 +165,18 @@ func (n *Node) allTrees() ([]string, error) {
 		}
 	}
 	seen := map[string]bool{}
-	var roots []string
+	var out []api.GitTree
 	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
 		trees, err := n.Trees(ns)
 		if err != nil {
-			return roots, err
+			return out, err
 		}
 		for _, t := range trees {
 			if !t.Missing && !seen[t.Root] {
 				seen[t.Root] = true
-				roots = append(roots, t.Root)
+				out = append(out, t)
 			}
 		}
 	}
-	return roots, nil
+	return out, nil
 }

@@ -234,3 +234,7 @@ func benchApply(b *testing.B, perBatch int) {
 func BenchmarkApplyBatch(b *testing.B) { benchApply(b, 100) }
 
 func BenchmarkApplyOne(b *testing.B) { benchApply(b, 1) }
+
+// BenchmarkApplyBacklog indexes batches the size of node's indexer's
+// batches of a backlog (a catch-up, an import, a rebuild).
+func BenchmarkApplyBacklog(b *testing.B) { benchApply(b, 2048) }

@@ -23,8 +23,13 @@
 //	status       keyword, stored (ranking)
 //	tier         keyword, stored (ranking)
 //	confidence   number, stored only (ranking)
-//	updated      datetime, stored (ranking, since/until)
-//	updated_key  updated as a sortable keyword with doc values (listing)
+//	updated      datetime, stored only (ranking)
+//	updated_key  updated as a sortable keyword (Unix nanoseconds) with doc
+//	             values (listing, the ends of a since/until window)
+//	updated_day  the start of updated's UTC day, as updated_key (the
+//	             whole days within a since/until window)
+//	updated_hour the start of updated's hour, as updated_key (the whole
+//	             hours at the ends of a since/until window)
 //	expires      datetime; absent for a memory without TTL
 //
 // Memories whose status is deleted are removed, never indexed.

@@ -107,7 +107,7 @@ func (ix *Index) placeholder(ctx context.Context, add bool) error {
 	b := ix.idx.NewBatch()
 	var err error
 	if add {
-		err = b.Index(placeholderID, document{Updated: minTime, UpdatedKey: fmt.Sprintf("%019d", minTime.UnixNano())})
+		err = b.Index(placeholderID, document{Updated: minTime, UpdatedKey: timeKey(minTime), UpdatedDay: timeKey(minTime), UpdatedHour: timeKey(minTime)})
 	} else {
 		b.Delete(placeholderID)
 	}

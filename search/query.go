@@ -396,7 +396,7 @@ func (p *plan) addFilters(q Query) error {
 		if !q.Until.IsZero() {
 			until = clampTime(q.Until)
 		}
-		p.include = append(p.include, dateRange(fieldUpdated, since, true, until, false))
+		p.include = append(p.include, updatedWindow(since, until))
 	}
 	p.exclude = append(p.exclude, dateRange(fieldExpires, minTime, true, clampTime(p.now), true))
 	return nil
@@ -420,6 +420,68 @@ func anyTerm[S ~string](field string, values []S) query.Query {
 // dateRange matches field between start and end; a zero bound is open.
 func dateRange(field string, start time.Time, startInclusive bool, end time.Time, endInclusive bool) query.Query {
 	q := query.NewDateRangeInclusiveQuery(start, end, &startInclusive, &endInclusive)
+	q.SetField(field)
+	return q
+}
+
+// windowLevels are the units of time a since/until window is matched
+// by, widest first, and the fields that hold them; updated_key holds the
+// exact time.
+var windowLevels = []struct {
+	field string
+	unit  time.Duration
+}{{fieldUpdatedDay, day}, {fieldUpdatedHour, time.Hour}}
+
+// updatedWindow matches the memories updated in [since, until) (a zero
+// time leaves that end open; both within minTime..farFuture, since not
+// after until): the whole days inside it by their updated_day, the whole
+// hours left at its ends by their updated_hour, and the rest by the exact
+// time. It reads one term per day and hour with memories inside the
+// window, and one per memory of the two hours at its ends.
+func updatedWindow(since, until time.Time) query.Query {
+	return query.NewDisjunctionQuery(windowParts(since, until, 0, nil))
+}
+
+// windowParts appends to parts the queries that match [since, until) in
+// the units of windowLevels[level] and finer.
+func windowParts(since, until time.Time, level int, parts []query.Query) []query.Query {
+	key := func(t time.Time) string {
+		if t.IsZero() {
+			return "" // open
+		}
+		return timeKey(t)
+	}
+	if level == len(windowLevels) {
+		return append(parts, termRange(fieldUpdatedKey, key(since), key(until)))
+	}
+	unit := windowLevels[level].unit
+	from, to := since, until // the whole units within the window
+	if !since.IsZero() {
+		if from = floor(since, unit); from.Before(since) {
+			from = from.Add(unit)
+		}
+	}
+	if !until.IsZero() {
+		to = floor(until, unit)
+	}
+	if !since.IsZero() && !until.IsZero() && !from.Before(to) {
+		return windowParts(since, until, level+1, parts) // no whole unit
+	}
+	parts = append(parts, termRange(windowLevels[level].field, key(from), key(to)))
+	if !since.IsZero() && since.Before(from) {
+		parts = windowParts(since, from, level+1, parts)
+	}
+	if !until.IsZero() && to.Before(until) {
+		parts = windowParts(to, until, level+1, parts)
+	}
+	return parts
+}
+
+// termRange matches the terms of field in [from, to); "" leaves that end
+// open.
+func termRange(field, from, to string) query.Query {
+	incl, excl := true, false
+	q := query.NewTermRangeInclusiveQuery(from, to, &incl, &excl)
 	q.SetField(field)
 	return q
 }

@@ -71,11 +71,26 @@ func (s *Store) PutLocalDurable(key string, value []byte) error {
 }
 
 func (s *Store) putLocal(key string, value []byte, sync bool) error {
-	if key == "" || len(key) > MaxIDLen {
-		return fmt.Errorf("%w: local key of %d bytes, want 1 to %d", ErrInvalid, len(key), MaxIDLen)
-	}
-	if len(value) > MaxValueSize {
-		return fmt.Errorf("%w: local value of %d bytes exceeds %d", ErrInvalid, len(value), MaxValueSize)
+	return s.writeLocal(map[string][]byte{key: value}, nil, sync)
+}
+
+// WriteLocal deletes the local keys del, then stores set, in one batch
+// written like PutLocal's (no fsync): derived data that many keys hold
+// at once, such as an index of a working tree's symbols.
+func (s *Store) WriteLocal(set map[string][]byte, del []string) error {
+	return s.writeLocal(set, del, false)
+}
+
+// writeLocal deletes del, then stores set, in one batch; sync waits for
+// the batch to be durable.
+func (s *Store) writeLocal(set map[string][]byte, del []string, sync bool) error {
+	for k, v := range set {
+		if k == "" || len(k) > MaxIDLen {
+			return fmt.Errorf("%w: local key of %d bytes, want 1 to %d", ErrInvalid, len(k), MaxIDLen)
+		}
+		if len(v) > MaxValueSize {
+			return fmt.Errorf("%w: local value of %d bytes exceeds %d", ErrInvalid, len(v), MaxValueSize)
+		}
 	}
 	if err := s.recover(); err != nil {
 		return err
@@ -86,7 +101,12 @@ func (s *Store) putLocal(key string, value []byte, sync bool) error {
 	defer s.leave()
 	b := s.db.NewBatch()
 	defer b.Close()
-	b.Set(localKey(key), value, nil)
+	for _, k := range del {
+		b.Delete(localKey(k), nil)
+	}
+	for k, v := range set {
+		b.Set(localKey(k), v, nil)
+	}
 	return s.apply(b, int64(b.Len()), sync, nil)
 }
 

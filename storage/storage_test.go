@@ -562,6 +562,34 @@ func TestLocal(t *testing.T) {
 	}
 }
 
+func TestWriteLocal(t *testing.T) {
+	s := openMem(t)
+	if err := s.WriteLocal(map[string][]byte{"sym/a": []byte("1"), "sym/b": []byte("2")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A key both deleted and set ends set; a deleted key is gone.
+	if err := s.WriteLocal(map[string][]byte{"sym/b": []byte("3"), "sym/c": []byte("4")}, []string{"sym/a", "sym/b"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := s.ScanLocal("sym/", func(k string, v []byte) error {
+		got = append(got, k+"="+string(v))
+		return nil
+	})
+	if want := []string{"sym/b=3", "sym/c=4"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ScanLocal = %v, %v; want %v", got, err, want)
+	}
+	if err := s.WriteLocal(map[string][]byte{"sym/d": nil, "": []byte("x")}, []string{"sym/b"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("WriteLocal of an empty key: %v, want ErrInvalid", err)
+	}
+	if v, err := s.GetLocal("sym/b"); err != nil || string(v) != "3" {
+		t.Errorf("a refused WriteLocal changed sym/b: %q, %v", v, err)
+	}
+	if s.DurableSeq() != 0 {
+		t.Error("local data reached the change log")
+	}
+}
+
 func TestInvalidInputChangesNothing(t *testing.T) {
 	s := openMem(t)
 	commit(t, s, memory("a", "v1", Term{"tag", "x"}))

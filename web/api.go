@@ -35,6 +35,9 @@ type Service interface {
 	Invalidate(ctx context.Context, from, rel, to string) (api.Edge, error)
 	Traverse(ctx context.Context, req api.TraverseRequest) (api.TraverseResult, error)
 	Impact(ctx context.Context, req api.ImpactRequest) ([]api.Impacted, error)
+	Symbols(ctx context.Context, req api.SymbolsRequest) ([]api.SymbolLocation, error)
+	SymbolTrees(ctx context.Context) ([]api.SymbolTree, error)
+	IndexSymbols(ctx context.Context, req api.SymbolsIndexRequest, progress func(api.SymbolsProgress)) (api.SymbolsReport, error)
 	Doctor(ctx context.Context) (api.DoctorReport, error)
 	RunLifecycle(ctx context.Context) (api.LifecycleReport, error)
 	CompactCandidates(ctx context.Context, req api.CompactRequest) (api.CompactPlan, error)
@@ -151,6 +154,9 @@ func NewAPI(svc Service, log *slog.Logger, shutdown func()) *API {
 	a.mux.HandleFunc("POST /v1/edges/invalidate", jsonCall(a, http.StatusOK, edgeOp(svc.Invalidate)))
 	a.mux.HandleFunc("POST /v1/traverse", jsonCall(a, http.StatusOK, svc.Traverse))
 	a.mux.HandleFunc("POST /v1/impact", jsonCall(a, http.StatusOK, svc.Impact))
+	a.mux.HandleFunc("POST /v1/symbols", jsonCall(a, http.StatusOK, svc.Symbols))
+	a.mux.HandleFunc("GET /v1/symbols/trees", noBodyCall(a, svc.SymbolTrees))
+	a.mux.HandleFunc("POST /v1/symbols/index", a.indexSymbols)
 	a.mux.HandleFunc("POST /v1/edges/list", jsonCall(a, http.StatusOK, svc.Edges))
 	a.mux.HandleFunc("POST /v1/changes", jsonCall(a, http.StatusOK, svc.Changes))
 	a.mux.HandleFunc("POST /v1/context", jsonCall(a, http.StatusOK, svc.Context))
@@ -187,7 +193,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Health{Version: api.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
+	WriteJSON(w, http.StatusOK, Health{Version: api.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
@@ -300,7 +306,7 @@ func edgeOp(op func(ctx context.Context, from, rel, to string) (api.Edge, error)
 }
 
 func (a *API) stop(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "stopping"})
+	WriteJSON(w, http.StatusAccepted, map[string]string{"status": "stopping"})
 	a.shutdown()
 }
 
@@ -320,7 +326,7 @@ func (a *API) reply(w http.ResponseWriter, status int, v any, err error) {
 		a.fail(w, err)
 		return
 	}
-	writeJSON(w, status, v)
+	WriteJSON(w, status, v)
 }
 
 // apiError is the body of every error response.
@@ -347,15 +353,17 @@ var errorCodes = []struct {
 func (a *API) fail(w http.ResponseWriter, err error) {
 	for _, c := range errorCodes {
 		if errors.Is(err, c.err) {
-			writeJSON(w, c.status, apiError{Error: err.Error(), Code: c.code})
+			WriteJSON(w, c.status, apiError{Error: err.Error(), Code: c.code})
 			return
 		}
 	}
 	a.log.Error("request failed", "err", err)
-	writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error(), Code: "internal"})
+	WriteJSON(w, http.StatusInternalServerError, apiError{Error: err.Error(), Code: "internal"})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers v as JSON with status, as every answer of the API
+// (HTML left unescaped: the answers are data, not markup).
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)

@@ -22,7 +22,11 @@
 //	POST   /v1/edges/unlink           delete an edge ({"from", "rel", "to"})
 //	POST   /v1/edges/invalidate       end an edge's validity now ({"from", "rel", "to"})
 //	POST   /v1/traverse               breadth-first walk (api.TraverseRequest)
-//	POST   /v1/impact                 memories a file affects (api.ImpactRequest)
+//	POST   /v1/impact                 memories a file or symbol affects (api.ImpactRequest)
+//	POST   /v1/symbols                symbols by name or prefix (api.SymbolsRequest)
+//	GET    /v1/symbols/trees          the working trees indexed
+//	POST   /v1/symbols/index          index a tree now (api.SymbolsIndexRequest); JSON lines:
+//	                                  {"progress":...} while it runs, then {"report":...} or {"error","code"}
 //	GET    /v1/doctor                 cycles in acyclic relations, sync conflicts
 //	POST   /v1/lifecycle              run a lifecycle pass now (api.LifecycleReport)
 //	POST   /v1/compact                clusters of stale memories to compact (api.CompactRequest)

@@ -75,7 +75,7 @@ func (a *API) tooLarge(w http.ResponseWriter, size int64) {
 	if size >= 0 {
 		msg = fmt.Sprintf("request body is %d bytes: at most %d (8 MiB) are allowed", size, maxRequestBody)
 	}
-	writeJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: msg, Code: "invalid"})
+	WriteJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: msg, Code: "invalid"})
 }
 
 // bodyError answers a failure to read a request body: too large, too
@@ -86,7 +86,7 @@ func (a *API) bodyError(w http.ResponseWriter, err error) {
 	case errors.As(err, &tooBig):
 		a.tooLarge(w, -1)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		writeJSON(w, http.StatusRequestTimeout, apiError{Error: fmt.Sprintf("the request body did not arrive within %s", a.bodyTimeout), Code: "invalid"})
+		WriteJSON(w, http.StatusRequestTimeout, apiError{Error: fmt.Sprintf("the request body did not arrive within %s", a.bodyTimeout), Code: "invalid"})
 	default:
 		a.fail(w, fmt.Errorf("%w: %v", api.ErrInvalid, err))
 	}

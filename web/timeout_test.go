@@ -142,7 +142,7 @@ func TestClientWaitsWhileAlive(t *testing.T) {
 			<-r.Context().Done() // stops answering
 			return
 		}
-		writeJSON(w, http.StatusOK, Health{DeviceID: "D"})
+		WriteJSON(w, http.StatusOK, Health{DeviceID: "D"})
 	})
 	mux.HandleFunc("GET /v1/export", func(w http.ResponseWriter, r *http.Request) {
 		for i := range 12 { // three timeouts in all
@@ -153,7 +153,7 @@ func TestClientWaitsWhileAlive(t *testing.T) {
 	})
 	mux.HandleFunc("POST /v1/import", func(w http.ResponseWriter, r *http.Request) {
 		data, _ := io.ReadAll(r.Body)
-		writeJSON(w, http.StatusOK, api.ImportResult{Imported: strings.Count(string(data), "\n")})
+		WriteJSON(w, http.StatusOK, api.ImportResult{Imported: strings.Count(string(data), "\n")})
 	})
 	mux.HandleFunc("POST /v1/lifecycle", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -161,7 +161,7 @@ func TestClientWaitsWhileAlive(t *testing.T) {
 		case <-r.Context().Done():
 			return
 		}
-		writeJSON(w, http.StatusOK, api.LifecycleReport{Memories: 7})
+		WriteJSON(w, http.StatusOK, api.LifecycleReport{Memories: 7})
 	})
 	mux.HandleFunc("POST /v1/memories/{ref}/purge", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -169,7 +169,7 @@ func TestClientWaitsWhileAlive(t *testing.T) {
 		case <-r.Context().Done():
 			return
 		}
-		writeJSON(w, http.StatusOK, api.Purged{ID: r.PathValue("ref")})
+		WriteJSON(w, http.StatusOK, api.Purged{ID: r.PathValue("ref")})
 	})
 	c := NewClient(fakeDaemon(t, mux), ClientOptions{Timeout: timeout})
 	ctx := context.Background()

@@ -40,7 +40,8 @@ must be free.
 
 It also serves MCP over streamable HTTP at http://ADDR/mcp, for clients on this
 machine only (--http; a loopback address), with the bearer token that
-'memmesh http-token' prints.`,
+'memmesh http-token' prints, and the web dashboard beside it at http://ADDR/
+('memmesh ui' opens it; [ui] enabled = false in config.toml turns it off).`,
 		Example: `  memmesh serve
   memmesh serve --listen :7430 --name laptop
   memmesh serve --listen 10.0.0.5:7420 --join 10.0.0.6:7420

@@ -16,6 +16,8 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/projmap"
+	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/symbols"
 )
 
 // Config is memmesh's configuration. Precedence, highest first: flags,
@@ -44,6 +46,7 @@ type Config struct {
 	MinFreeSpace string         `toml:"min_free_space"`
 	Search       SearchConfig   `toml:"search"`
 	Sessions     SessionsConfig `toml:"sessions"`
+	Symbols      SymbolsConfig  `toml:"symbols"`
 	Bridge       BridgeConfig   `toml:"bridge"`
 	Mesh         MeshTuning     `toml:"mesh"`
 	Git          GitConfig      `toml:"git"`
@@ -65,6 +68,23 @@ type UIConfig struct {
 	// Enabled serves the dashboard (true by default); it needs the HTTP
 	// listener (serve --http).
 	Enabled bool `toml:"enabled"`
+}
+
+// SymbolsConfig says how the daemon keeps the symbol index of the working
+// trees indexed ('memmesh symbols index') up to date.
+type SymbolsConfig struct {
+	// Off stops the daemon indexing on its own ('memmesh symbols index'
+	// still does).
+	Off bool `toml:"off"`
+	// Interval is the time between two passes over the trees ("" means
+	// 10m).
+	Interval string `toml:"interval"`
+	// MaxFiles and MaxSymbols cap what one tree's index holds (0 means
+	// 50,000 files and 1,000,000 symbols); MaxFileSize is the largest file
+	// read ("" means 1MiB).
+	MaxFiles    int    `toml:"max_files"`
+	MaxSymbols  int    `toml:"max_symbols"`
+	MaxFileSize string `toml:"max_file_size"`
 }
 
 // BridgeConfig says what the daemon mirrors of other tools' memory.
@@ -213,6 +233,9 @@ func (c Config) validate() error {
 	if _, err := c.sessionsInterval(); err != nil {
 		return err
 	}
+	if _, err := c.symbols(); err != nil {
+		return err
+	}
 	if _, err := c.gitInterval(); err != nil {
 		return err
 	}
@@ -268,6 +291,32 @@ func interval(name, value string, off bool, def time.Duration) (time.Duration, e
 	return d, nil
 }
 
+// symbols is the node's symbol index configuration.
+func (c Config) symbols() (node.SymbolsConfig, error) {
+	s := node.SymbolsConfig{Interval: node.DefaultSymbolsInterval,
+		Limits: symbols.Limits{Files: c.Symbols.MaxFiles, Symbols: c.Symbols.MaxSymbols}}
+	if c.Symbols.Off {
+		s.Interval = 0
+	} else if c.Symbols.Interval != "" {
+		d, err := api.ParseTTL(c.Symbols.Interval)
+		if err != nil || d < time.Minute {
+			return s, fmt.Errorf("config: symbols.interval %q: use a duration of a minute or more, such as 10m or 1h", c.Symbols.Interval)
+		}
+		s.Interval = d
+	}
+	if c.Symbols.MaxFiles < 0 || c.Symbols.MaxSymbols < 0 {
+		return s, fmt.Errorf("config: symbols.max_files and symbols.max_symbols must not be negative")
+	}
+	if c.Symbols.MaxFileSize != "" {
+		size, err := parseSize(c.Symbols.MaxFileSize)
+		if err != nil || size < 1<<10 || size > 64<<20 {
+			return s, fmt.Errorf("config: symbols.max_file_size %q: use a size from 1KiB to 64MiB, such as 1MiB", c.Symbols.MaxFileSize)
+		}
+		s.Limits.FileSize = size
+	}
+	return s, nil
+}
+
 // bridgeInterval is the time between two passes of the bridge; -1 when
 // the daemon runs none.
 func (c Config) bridgeInterval() (time.Duration, error) {
@@ -314,12 +363,21 @@ func (c Config) minFree() (int64, error) {
 	if c.MinFreeSpace == "" {
 		return 0, nil
 	}
-	s := strings.ToUpper(strings.ReplaceAll(c.MinFreeSpace, " ", ""))
+	n, err := parseSize(c.MinFreeSpace)
+	if err != nil {
+		return 0, fmt.Errorf("config: min_free_space %q: use a size such as 512MiB or 1GB", c.MinFreeSpace)
+	}
+	return n, nil
+}
+
+// parseSize reads a positive size such as 512MiB, 1GB or 4096.
+func parseSize(v string) (int64, error) {
+	s := strings.ToUpper(strings.ReplaceAll(v, " ", ""))
 	num := strings.TrimRight(s, "BIKMG")
 	n, err := strconv.ParseInt(num, 10, 64)
 	unit, ok := sizeUnits[s[len(num):]]
 	if err != nil || !ok || n <= 0 || n > (1<<50)/unit {
-		return 0, fmt.Errorf("config: min_free_space %q: use a size such as 512MiB or 1GB", c.MinFreeSpace)
+		return 0, fmt.Errorf("size %q: use a number with a unit such as KiB, MiB or GB", v)
 	}
 	return n * unit, nil
 }

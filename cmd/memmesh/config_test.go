@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/node"
 )
 
 func TestMinFreeSpace(t *testing.T) {
@@ -59,6 +61,37 @@ func TestMeshTuning(t *testing.T) {
 		cfg.Mesh = MeshTuning{ProbeInterval: tc.probe, SuspicionMult: tc.mult}
 		if err := cfg.validate(); (err != nil) != tc.wantErr {
 			t.Errorf("mesh.probe_interval %q, mesh.suspicion_mult %d: validate = %v, want an error: %v", tc.probe, tc.mult, err, tc.wantErr)
+		}
+	}
+}
+
+func TestSymbolsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		in       SymbolsConfig
+		interval time.Duration
+		size     int64
+		wantErr  bool
+	}{
+		{in: SymbolsConfig{}, interval: node.DefaultSymbolsInterval},
+		{in: SymbolsConfig{Off: true}, interval: 0},
+		{in: SymbolsConfig{Interval: "1h", MaxFileSize: "256KiB", MaxFiles: 10}, interval: time.Hour, size: 256 << 10},
+		{in: SymbolsConfig{Interval: "10s"}, wantErr: true},
+		{in: SymbolsConfig{Interval: "often"}, wantErr: true},
+		{in: SymbolsConfig{MaxFileSize: "1GiB"}, wantErr: true},
+		{in: SymbolsConfig{MaxFileSize: "12"}, wantErr: true},
+		{in: SymbolsConfig{MaxSymbols: -1}, wantErr: true},
+	} {
+		cfg := defaultConfig()
+		cfg.Symbols = tc.in
+		got, err := cfg.symbols()
+		if tc.wantErr {
+			if err == nil || cfg.validate() == nil {
+				t.Errorf("%+v: got %+v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got.Interval != tc.interval || got.Limits.FileSize != tc.size || got.Limits.Files != tc.in.MaxFiles {
+			t.Errorf("%+v: got %+v, %v; want interval %v, file size %d", tc.in, got, err, tc.interval, tc.size)
 		}
 	}
 }

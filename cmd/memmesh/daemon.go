@@ -121,9 +121,10 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	halfLife, _ := cfg.halfLife()
 	minFree, _ := cfg.minFree()
 	interval, _ := cfg.sessionsInterval()
+	syms, _ := cfg.symbols()
 	gitInterval, _ := cfg.gitInterval()
 	ncfg := node.Config{Home: home, Logger: log, RecencyHalfLife: halfLife, LifecycleInterval: node.DefaultLifecycleInterval, MinFreeSpace: minFree,
-		Sessions: sessionsConfig(home, cfg, interval), GitCheckInterval: max(gitInterval, 0)}
+		Sessions: sessionsConfig(home, cfg, interval), GitCheckInterval: max(gitInterval, 0), Symbols: &syms}
 	if !mc.off {
 		ncfg.Mesh = &mc.Config
 	}
@@ -134,7 +135,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return err
 	}
 	defer n.Close() // Close is idempotent: this covers the early returns
-	httpSrv, err := startHTTP(n, cfg, mcpLn, token, stop, log)
+	httpSrv, err := startHTTP(n, cfg, mcpLn, token, log)
 	if err != nil {
 		return err
 	}
@@ -233,8 +234,8 @@ type httpServer struct {
 }
 
 // startHTTP serves MCP and the dashboard on ln, when there is one (nil
-// without ln). shutdown stops the daemon (the API's shutdown call).
-func startHTTP(n *node.Node, cfg Config, ln net.Listener, token string, shutdown func(), log *slog.Logger) (*httpServer, error) {
+// without ln).
+func startHTTP(n *node.Node, cfg Config, ln net.Listener, token string, log *slog.Logger) (*httpServer, error) {
 	if ln == nil {
 		return nil, nil
 	}
@@ -247,7 +248,7 @@ func startHTTP(n *node.Node, cfg Config, ln net.Listener, token string, shutdown
 	mux := http.NewServeMux()
 	mux.Handle(mcp.HTTPPath, m)
 	if cfg.UI.Enabled {
-		h.ui, err = ui.New(n, ui.Options{Token: token, Logger: log.With("component", "ui"), Version: api.Version(), Shutdown: shutdown})
+		h.ui, err = ui.New(n, ui.Options{Token: token, Logger: log.With("component", "ui"), Version: api.Version()})
 		if err != nil {
 			return nil, err
 		}

@@ -116,6 +116,7 @@ now). ` + endpointHelp,
 		Example: `  memmesh graph m-k3j5x2ab
   memmesh graph m-k3j5x2ab --depth 3 --direction out --rel supersedes
   memmesh graph file:internal/db/pool.go --direction in
+  memmesh graph code:validateToken --depth 2   # its files (defined_in) and memories
   memmesh graph m-k3j5x2ab --as-of 2026-01-31`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -170,14 +171,22 @@ func printGraph(w io.Writer, res api.TraverseResult) {
 func (a *app) impactCommand() *cobra.Command {
 	var depth int
 	cmd := &cobra.Command{
-		Use:   "impact PATH",
-		Short: "List the memories a file (or a directory/) affects",
+		Use:   "impact PATH|SYMBOL",
+		Short: "List the memories a file, a directory/ or a symbol affects",
 		Long: `List the memories that mention PATH, those linked to it (file:PATH or
 file:PATH:LINES edges), and, walking edges backwards up to --depth hops, the
 memories that point at those. A PATH ending in / covers every file under it.
-Archived and stale memories are listed with their status.`,
+Archived and stale memories are listed with their status.
+
+A SYMBOL (code:NAME, or a name without / that the symbol index knows: see
+'memmesh symbols') starts from the memories that mention it (code:NAME, and
+code:Type.Method for a method found by its name), those linked to it
+(code:NAME or code:PATH::NAME edges), and those of the files that define it:
+a change to a symbol is a change to its file.`,
 		Example: `  memmesh impact internal/db/pool.go
-  memmesh impact internal/auth/ --depth 1`,
+  memmesh impact internal/auth/ --depth 1
+  memmesh impact validateToken
+  memmesh impact code:Store.Commit`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			res, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) ([]api.Impacted, error) {
@@ -202,7 +211,7 @@ Archived and stale memories are listed with their status.`,
 			})
 		},
 	}
-	intRangeVar(cmd.Flags(), &depth, "depth", 2, 1, 5, "hops back from the memories that touch PATH (1 to 5)")
+	intRangeVar(cmd.Flags(), &depth, "depth", 2, 1, 5, "hops back from the memories that touch PATH or SYMBOL (1 to 5)")
 	return cmd
 }
 

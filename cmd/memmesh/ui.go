@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 )
+
+// openTimeout bounds the wait for the browser opener.
+const openTimeout = 10 * time.Second
 
 func (a *app) uiCommand() *cobra.Command {
 	var printURL bool
@@ -36,8 +41,12 @@ it is off with serve --http "" or [ui] enabled = false in config.toml.`,
 			}
 			if !printURL {
 				if opener := browserOpener(); opener != "" {
-					if err := exec.Command(opener, link.URL).Start(); err == nil {
-						fmt.Fprintln(a.stdout, "Opened the dashboard in the browser.")
+					ctx, cancel := context.WithTimeout(cmd.Context(), openTimeout)
+					defer cancel()
+					if err := exec.CommandContext(ctx, opener, link.URL).Run(); err == nil {
+						// An opener may succeed without a browser to open:
+						// the link stays usable once, for a minute.
+						fmt.Fprintf(a.stdout, "Opened the dashboard in the browser. If it did not open, visit (once, within a minute):\n%s\n", link.URL)
 						return nil
 					}
 				}

@@ -5,7 +5,9 @@
 // the work's CPU. At twice the target it runs half as often. The heap
 // may then grow to three times what is live instead of twice, but only
 // while the bulk work runs; afterwards the previous target holds again,
-// so an idle or serving process keeps the heap it had.
+// so an idle or serving process keeps the heap it had. Closed Automerge
+// documents may hold more C memory meanwhile before a collection is forced
+// for it (crdt.SetBulk): most of a catch-up's collections were forced.
 //
 // A target set by the user (GOGC in the environment, or the collector
 // switched off) is left alone when it is already as high.
@@ -14,6 +16,8 @@ package bulkgc
 import (
 	"runtime/debug"
 	"sync"
+
+	"github.com/memmesh/memmesh/crdt"
 )
 
 // Percent is the collector's target (GOGC) while bulk work runs.
@@ -25,8 +29,9 @@ var (
 	saved  int // the target before the first of them
 )
 
-// Begin raises the collector's target to Percent until every scope begun
-// has ended; call the returned function, once, when the bulk work ends.
+// Begin raises the collector's target to Percent, and tells crdt that bulk
+// work runs, until every scope begun has ended; call the returned
+// function, once, when the bulk work ends.
 // Scopes nest and may overlap across goroutines.
 func Begin() (end func()) {
 	mu.Lock()
@@ -35,6 +40,7 @@ func Begin() (end func()) {
 		if saved < 0 || saved > Percent {
 			debug.SetGCPercent(saved) // off, or higher already: keep it
 		}
+		crdt.SetBulk(true)
 	}
 	active++
 	mu.Unlock()
@@ -45,6 +51,7 @@ func Begin() (end func()) {
 			defer mu.Unlock()
 			if active--; active == 0 {
 				debug.SetGCPercent(saved)
+				crdt.SetBulk(false)
 			}
 		})
 	}

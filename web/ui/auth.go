@@ -5,12 +5,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memmesh/memmesh/web"
 )
 
 // Lifetimes and bounds of login codes and sessions.
@@ -216,13 +217,5 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 
 // writeError answers an error as package web does.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg, "code": code})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	web.WriteJSON(w, status, map[string]string{"error": msg, "code": code})
 }

@@ -19,6 +19,7 @@ import (
 // Bounds of the event stream.
 const (
 	clientBuffer   = 256              // events queued per client; past it the client is dropped
+	maxStreams     = 64               // open streams at most (several tabs of several sessions)
 	pingInterval   = 15 * time.Second // a ping keeps proxies and the browser from closing the stream
 	writeTimeout   = 10 * time.Second // a client that takes longer to take an event is dropped
 	changesPerRead = 1000
@@ -73,11 +74,15 @@ func newHub(svc Service, log *slog.Logger, poll, peerIv time.Duration) *hub {
 	return &hub{svc: svc, log: log, poll: poll, peerIv: peerIv, clients: map[*listener]struct{}{}, closed: make(chan struct{})}
 }
 
-// subscribe adds a listener, starting the reader for the first one.
+// subscribe adds a listener, starting the reader for the first one; nil
+// when maxStreams are open.
 func (h *hub) subscribe() *listener {
 	l := &listener{ch: make(chan event, clientBuffer), dropped: make(chan struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.clients) >= maxStreams {
+		return nil
+	}
 	h.clients[l] = struct{}{}
 	if h.stop == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -239,11 +244,14 @@ func (h *hub) send(name string, v any) {
 // handler closes.
 func (h *hub) serve(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("X-Accel-Buffering", "no")
 	l := h.subscribe()
+	if l == nil {
+		http.Error(w, fmt.Sprintf("Service Unavailable: %d event streams are open already; close a dashboard tab", maxStreams), http.StatusServiceUnavailable)
+		return
+	}
 	defer h.unsubscribe(l)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if err := writeEvent(w, rc, event{name: "ping", data: []byte("{}")}); err != nil {
 		return

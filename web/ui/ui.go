@@ -35,9 +35,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the memmesh version the shell shows; "" means api.Version().
 	Version string
-	// Shutdown is called when a client asks the daemon to stop through the
-	// API; nil refuses the call.
-	Shutdown func()
 	// MaxSessions bounds the sessions kept (DefaultMaxSessions when 0): a
 	// new one ends the oldest.
 	MaxSessions int
@@ -66,7 +63,6 @@ type Handler struct {
 	version string
 	auth    *auth
 	events  *hub
-	api     http.Handler
 	static  map[string]staticFile
 	handler http.Handler
 }
@@ -92,10 +88,6 @@ func New(svc Service, opts Options) (*Handler, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	shutdown := opts.Shutdown
-	if shutdown == nil {
-		shutdown = func() {}
-	}
 	static, err := loadStatic()
 	if err != nil {
 		return nil, err
@@ -106,7 +98,6 @@ func New(svc Service, opts Options) (*Handler, error) {
 		version: opts.Version,
 		auth:    newAuth(opts.Token, opts.MaxSessions, opts.Now),
 		events:  newHub(svc, opts.Logger, opts.PollInterval, opts.PeerInterval),
-		api:     web.NewAPI(svc, opts.Logger, shutdown).Handler(web.DefaultTimeouts),
 		static:  static,
 	}
 	mux := http.NewServeMux()
@@ -115,11 +106,8 @@ func New(svc Service, opts Options) (*Handler, error) {
 	mux.Handle("POST /ui/logout", h.auth.apiOnly(http.HandlerFunc(h.logout)))
 	mux.Handle("GET /ui/api/session", h.auth.apiOnly(http.HandlerFunc(h.session)))
 	mux.Handle("GET /ui/api/events", h.auth.apiOnly(http.HandlerFunc(h.events.serve)))
-	apiHandler := h.api
-	if opts.Shutdown == nil {
-		apiHandler = refuseShutdown(apiHandler)
-	}
-	mux.Handle("/ui/api/", h.auth.apiOnly(http.StripPrefix("/ui/api", apiHandler)))
+	api := web.NewAPI(svc, opts.Logger, func() {}).Handler(web.DefaultTimeouts)
+	mux.Handle("/ui/api/", h.auth.apiOnly(http.StripPrefix("/ui/api", refuseShutdown(api))))
 	mux.HandleFunc("/ui/", http.NotFound)
 	mux.HandleFunc("/", h.page)
 	h.handler = securityHeaders(localhttp.Only(opts.Logger, mux))
@@ -157,7 +145,8 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// refuseShutdown refuses the API's shutdown call.
+// refuseShutdown refuses the API's shutdown call: a browser does not stop
+// the daemon.
 func refuseShutdown(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/shutdown" {
@@ -254,5 +243,5 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		info.Namespaces = append(info.Namespaces, ns)
 	}
 	slices.Sort(info.Namespaces)
-	writeJSON(w, http.StatusOK, info)
+	web.WriteJSON(w, http.StatusOK, info)
 }

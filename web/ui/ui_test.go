@@ -382,6 +382,7 @@ func TestStaticFiles(t *testing.T) {
 		"/static/api.js":      "text/javascript; charset=utf-8",
 		"/static/memories.js": "text/javascript; charset=utf-8",
 		"/static/style.css":   "text/css; charset=utf-8",
+		"/static/favicon.svg": "image/svg+xml",
 		"/static/index.html":  "text/html; charset=utf-8",
 		"/":                   "text/html; charset=utf-8",
 	} {
@@ -409,7 +410,7 @@ func TestStaticFiles(t *testing.T) {
 	}
 }
 
-func TestShutdownRefusedWithoutHook(t *testing.T) {
+func TestShutdownRefused(t *testing.T) {
 	d := newDash(t, startNode(t, node.Config{}), Options{})
 	c, csrf := d.login()
 	if resp := d.do(c, "POST", "/ui/api/v1/shutdown", "", map[string]string{"X-CSRF-Token": csrf}); resp.StatusCode != http.StatusForbidden {
@@ -620,5 +621,28 @@ func TestSlowListenerIsDroppedNotWaitedFor(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.clients) != 0 || h.stop != nil {
 		t.Errorf("after the last listener: %d clients, reader running %v", len(h.clients), h.stop != nil)
+	}
+}
+
+func TestStreamsAreBounded(t *testing.T) {
+	h := newHub(stubService{}, testLogger(t), time.Hour, time.Hour)
+	var open []*listener
+	for range maxStreams {
+		l := h.subscribe()
+		if l == nil {
+			t.Fatalf("stream %d refused", len(open)+1)
+		}
+		open = append(open, l)
+	}
+	if h.subscribe() != nil {
+		t.Errorf("stream %d accepted", maxStreams+1)
+	}
+	h.unsubscribe(open[0])
+	l := h.subscribe()
+	if l == nil {
+		t.Error("a stream refused after one closed")
+	}
+	for _, l := range append(open[1:], l) {
+		h.unsubscribe(l)
 	}
 }

@@ -96,7 +96,7 @@ async function renderList(root, query, ctx) {
       clear(list);
     }
     const fresh = got.filter((m) => !shown.has(m.id));
-    cursor = !f.q && got.length === PAGE ? nextCursor(got) : null;
+    cursor = !f.q && got.length === PAGE ? nextCursor(got, fresh.length > 0) : null;
     for (const m of fresh.filter(byDevice)) {
       items.push(m);
       const li = row(m);
@@ -157,13 +157,15 @@ async function renderList(root, query, ctx) {
   await load(false);
 }
 
-// nextCursor returns the until of the page after got: just after its
-// oldest memory's update, so that none at that instant is skipped (the
-// list leaves out those already shown).
-function nextCursor(got) {
+// nextCursor returns the until of the page after got: the millisecond
+// after its oldest memory's update, so that none updated in the same
+// millisecond is skipped (the list leaves out those already shown). A page
+// that brought nothing new (more than a page in one millisecond) moves on
+// past that millisecond instead of asking again.
+function nextCursor(got, progressed) {
   const last = got[got.length - 1];
   const t = new Date(last.provenance.updated_at).getTime();
-  return new Date(t + 1).toISOString();
+  return new Date(progressed ? t + 1 : t).toISOString();
 }
 
 function devicesOf(m) {
@@ -275,7 +277,7 @@ async function renderMemory(root, id, ctx) {
     return el('div', { class: 'actions' },
       el('button', { type: 'button', class: 'primary', id: 'edit', onclick: () => edit(m) }, 'Edit'),
       el('button', { type: 'button', id: 'link', onclick: () => link(m) }, 'Link'),
-      el('a', { href: '/graph?focus=' + encodeURIComponent(m.id) + '&depth=2' }, 'Graph'),
+      el('a', { class: 'button', href: '/graph?focus=' + encodeURIComponent(m.id) + '&depth=2' }, 'Graph'),
       m.status === 'active' || m.status === 'stale'
         ? el('button', { type: 'button', id: 'forget', onclick: () => act('Forget', '/forget', 'Forgotten (archived)') }, 'Forget')
         : el('button', { type: 'button', id: 'restore', onclick: () => act('Restore', '/restore', 'Restored') }, 'Restore'),
@@ -433,10 +435,11 @@ function conflict(m) {
 function revisions(m) {
   const revs = [...(m.revisions || [])].reverse();
   if (!revs.length) return el('p', { class: 'muted' }, 'No revisions.');
-  return el('ol', { class: 'revisions', reversed: true },
+  return el('ul', { class: 'revisions' },
     revs.map((r, i) => el('li', {},
       el('details', { open: i === 0 && revs.length === 1 },
         el('summary', {},
+          '#' + (revs.length - i) + ' ',
           el('span', { class: 'mono' }, short(r.id, 10)), ' · ',
           el('span', { title: r.at }, ago(r.at)), ' · device ',
           el('span', { class: 'mono', title: r.device }, short(r.device, 12)),

@@ -1,0 +1,9 @@
+export function TokenBadge(props: { token: string }) {
+  return <span>{props.token}</span>;
+}
+
+export class Panel {
+  render() {
+    return <div />;
+  }
+}
