@@ -289,8 +289,15 @@ function draw(cytoscape, container, data, focusId) {
 
 // graphStyle is the graph's style in the theme's colours.
 function graphStyle(big) {
-  const css = getComputedStyle(document.documentElement);
-  const c = (name, dflt) => (css.getPropertyValue(name).trim() || dflt);
+  // The theme's colours are light-dark() pairs, which Cytoscape does not
+  // read: an element coloured with each gives the colour in use.
+  const probe = document.createElement('span');
+  document.body.append(probe);
+  const c = (name, dflt) => {
+    probe.style.color = dflt;
+    probe.style.color = 'var(' + name + ')';
+    return getComputedStyle(probe).color || dflt;
+  };
   const fg = c('--fg', '#1d2128');
   const muted = c('--muted', '#5d6673');
   const line = c('--line', '#d9dde3');
@@ -298,6 +305,7 @@ function graphStyle(big) {
   const danger = c('--danger', '#b3261e');
   const warn = c('--warn', '#9a6700');
   const ok = c('--ok', '#1e7d3a');
+  probe.remove();
   return [
     { selector: 'node', style: {
       'background-color': accent, width: 12, height: 12, label: 'data(label)', color: fg,
