@@ -80,7 +80,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		p.do(chromedp.Click(chromedp.ID("edit")), chromedp.WaitVisible(chromedp.CSS("#editor textarea")))
 		p.do(chromedp.SetValue(chromedp.CSS("#editor textarea"), edited), chromedp.Click(chromedp.CSS(`#editor button[type="submit"]`)))
 		p.waitFor(30*time.Second, `document.querySelector("#memory-content")?.textContent === `+jsString(edited)+
-			` && document.querySelectorAll("ol.revisions > li").length === 2`)
+			` && document.querySelectorAll(".revisions > li").length === 2`)
 		m, err := a.client.Get(context.Background(), rel)
 		if err != nil || m.Content != edited || len(m.Revisions) != 2 {
 			t.Errorf("after the edit in the browser the daemon has %q in %d revisions (%v)", m.Content, len(m.Revisions), err)
