@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,9 +30,15 @@ func startServe(t testing.TB, home string, extra ...string) (*exec.Cmd, *web.Cli
 // that runs its arguments (e.g. `ip netns exec NAME`).
 func startServeIn(t testing.TB, wrap []string, home string, extra ...string) (*exec.Cmd, *web.Client) {
 	t.Helper()
+	if !slices.ContainsFunc(extra, func(a string) bool { return a == "--http" || strings.HasPrefix(a, "--http=") }) {
+		// Not the default port: that one is the user's, and parallel runs
+		// would contend for it.
+		extra = append(slices.Clone(extra), "--http", freeLoopbackAddr(t))
+	}
 	argv := append(append(slices.Clone(wrap), binary, "serve", "--home", home), extra...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = testEnv(home)
+	dieWithTest(cmd)
 	logf, err := os.OpenFile(filepath.Join(home, "serve.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)

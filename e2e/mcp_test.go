@@ -156,6 +156,7 @@ func startServeHTTP(tb testing.TB, home string) (url, addr string) {
 	addr = freeLoopbackAddr(tb)
 	cmd := exec.Command(binary, "serve", "--home", home, "--http", addr)
 	cmd.Env = testEnv(home)
+	dieWithTest(cmd)
 	logPath := filepath.Join(home, "serve-http.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
