@@ -270,7 +270,7 @@ func startHTTP(n *node.Node, cfg Config, ln net.Listener, token string, log *slo
 // dashboard, for POST /v1/ui/login on the unix socket.
 func (h *httpServer) loginLink() (web.UILogin, error) {
 	if h == nil || h.ui == nil {
-		return web.UILogin{}, fmt.Errorf("%w: the dashboard is off: it needs the HTTP listener (serve --http) and [ui] enabled = true in config.toml", api.ErrInvalid)
+		return web.UILogin{}, fmt.Errorf("%w: the dashboard is off: the daemon serves it on its HTTP listener, which is off (serve --http \"\"), could not take its address (another program on the port: the daemon's log says; serve --http 127.0.0.1:PORT), or [ui] enabled = false in config.toml", api.ErrInvalid)
 	}
 	code, expires := h.ui.LoginCode()
 	return web.UILogin{URL: h.url + ui.LoginPath(code), Expires: expires}, nil
