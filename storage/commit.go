@@ -75,6 +75,7 @@ func (s *Store) CommitNoSyncWait(recs ...Record) (*Pending, error) {
 		s.leave()
 		return nil, err
 	}
+	s.applied.Add(1)
 	return p, nil
 }
 
@@ -211,9 +212,12 @@ func (s *Store) applyNoSyncWait(b *pebble.Batch, need int64, sync bool, fill fun
 // previous change-log entry and the digest update. For an erasure it
 // removes every key of the stored version and returns those keys.
 func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
-	old, found, err := s.envelope(r.Kind, r.ID)
-	if err != nil {
-		return nil, err
+	var old envelope
+	found := false
+	if r.NoneAt == 0 || r.NoneAt != s.applied.Load() {
+		if old, found, err = s.envelope(r.Kind, r.ID); err != nil {
+			return nil, err
+		}
 	}
 	if r.Erase {
 		if !found {

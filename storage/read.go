@@ -194,6 +194,36 @@ var errStop = errors.New("stop")
 // there was none; pass it back as after to resume. An error from fn stops
 // Changes and is returned as is.
 func (s *Store) Changes(after uint64, limit int, fn func(Record) error) (last uint64, err error) {
+	return s.ChangeLog(after, limit, func(c Change) error {
+		rec, err := c.Record()
+		if err != nil {
+			return err
+		}
+		return fn(rec)
+	})
+}
+
+// Change is an entry of the change log: the document changed at Seq.
+type Change struct {
+	Seq  uint64
+	Kind Kind
+	ID   string
+	snap pebble.Reader
+}
+
+// Record reads the document's record as of the change. It is valid only
+// inside the ChangeLog call that gave c.
+func (c Change) Record() (Record, error) {
+	rec, err := getRecord(c.snap, c.Kind, c.ID)
+	if err != nil {
+		return Record{}, fmt.Errorf("storage: changes: %w", err)
+	}
+	return rec, nil
+}
+
+// ChangeLog is Changes without reading the records: fn gets each entry of
+// the change log and reads its record with Change.Record if it needs it.
+func (s *Store) ChangeLog(after uint64, limit int, fn func(Change) error) (last uint64, err error) {
 	if err := s.enter(); err != nil {
 		return after, err
 	}
@@ -224,12 +254,8 @@ func (s *Store) Changes(after uint64, limit int, fn func(Record) error) (last ui
 			}
 			cur = seq
 		}
-		rec, err := getRecord(snap, Kind(k[changeKindAt]), string(k[changeKindAt+1:]))
-		if err != nil {
-			return fmt.Errorf("storage: changes: %w", err)
-		}
 		n++
-		return fn(rec)
+		return fn(Change{Seq: cur, Kind: Kind(k[changeKindAt]), ID: string(k[changeKindAt+1:]), snap: snap})
 	})
 	switch {
 	case err == nil && cur != 0:

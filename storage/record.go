@@ -61,6 +61,12 @@ type Record struct {
 	// share. Only Kind and ID are read. Expunge then removes what the
 	// files still hold of it.
 	Erase bool
+	// NoneAt, when not zero, says that no version of the document was
+	// stored when Applied returned NoneAt, and that the caller has held
+	// the document's lock since it found none: while Applied still
+	// returns NoneAt, Commit takes the document as new without reading a
+	// previous version. A bulk write of new documents then reads nothing.
+	NoneAt uint64
 }
 
 // validate checks everything Commit needs before it writes.

@@ -111,6 +111,9 @@ type Store struct {
 	commitMu sync.Mutex
 	nextSeq  uint64 // guarded by commitMu
 	durable  atomic.Uint64
+	// applied counts the commits applied (visible to reads), from 1; see
+	// Applied.
+	applied atomic.Uint64
 
 	// closeMu guards closed; ops counts the calls in progress so that Close
 	// waits for them before closing Pebble.
@@ -260,6 +263,7 @@ func (s *Store) init(readOnly bool) error {
 	}
 	s.nextSeq = last + 1
 	s.durable.Store(last)
+	s.applied.CompareAndSwap(0, 1)
 	return s.findHeld()
 }
 
@@ -369,6 +373,12 @@ func (s *Store) leave() {
 
 // SchemaVersion is the keyspace version of the open store.
 func (s *Store) SchemaVersion() int { return s.schema }
+
+// Applied counts the commits applied so far, visible to reads, from 1.
+// A caller that reads it as n, then finds a document absent (or reads its
+// version), knows that version is still the stored one while Applied
+// returns n: see Record.NoneAt.
+func (s *Store) Applied() uint64 { return s.applied.Load() }
 
 // DurableSeq is the highest sequence number up to which every Commit is
 // durable. When Commit returns seq, DurableSeq() >= seq.
