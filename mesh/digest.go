@@ -51,9 +51,17 @@ func (m *Mesh) Digest() ([256][32]byte, error) {
 	if err != nil {
 		return [256][32]byte{}, err
 	}
+	at := m.store.Applied()
 	d, err := m.store.Digest()
 	if err != nil {
 		return d, err
+	}
+	if m.store.Applied() == at {
+		e := &emptyBuckets{at: at}
+		for b := range d {
+			e.empty[b] = d[b] == [32]byte{}
+		}
+		m.empty.Store(e)
 	}
 	for b := range d {
 		for i := range d[b] {
@@ -61,6 +69,23 @@ func (m *Mesh) Digest() ([256][32]byte, error) {
 		}
 	}
 	return d, nil
+}
+
+// emptyBuckets is what the store's digest showed while Applied was at:
+// the buckets that held no document (a bucket's share is the XOR of its
+// documents' SHA-256 hashes, zero only when it holds none). A pull that
+// sent that digest is offered, for a fresh node, every document: none of
+// those whose bucket was empty needs a read to know it is lacking.
+type emptyBuckets struct {
+	at    uint64
+	empty [256]bool
+}
+
+// surelyLacks reports whether the last digest showed the bucket of a
+// document empty and nothing was committed since.
+func (m *Mesh) surelyLacks(kind storage.Kind, id string) bool {
+	e := m.empty.Load()
+	return e != nil && e.at == m.store.Applied() && e.empty[storage.Bucket(kind, id)]
 }
 
 // privateXOR returns the private share, brought up to date.

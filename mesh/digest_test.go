@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
+	"github.com/memmesh/memmesh/transport"
 )
 
 // TestPrivateShareFollowsChanges makes random changes to memories of a
@@ -77,5 +79,32 @@ func TestPrivateShareFollowsChanges(t *testing.T) {
 		if !m.LocalOnly("private") && anew != whole {
 			t.Fatalf("step %d: nothing is local-only, yet the digest is not the store's", step)
 		}
+	}
+}
+
+// A document whose bucket the last digest showed empty is lacking without
+// a read, but only until the next commit: then Lacks reads the store.
+func TestLacksAfterADigest(t *testing.T) {
+	st := testStore(t)
+	m := testMesh(t, st, nil)
+	m.host = &recordHost{}
+	r := replica{m}
+	id := crdt.NewID()
+	entry := transport.Entry{Kind: byte(storage.KindMemory), ID: id, Heads: []string{"h1"}}
+	if _, err := m.Digest(); err != nil {
+		t.Fatal(err)
+	}
+	if lacks, err := r.Lacks(entry); err != nil || !lacks {
+		t.Fatalf("Lacks on an empty store = %v, %v; want true", lacks, err)
+	}
+	if _, err := st.Commit(storage.Record{Kind: storage.KindMemory, ID: id, Heads: []string{"h1"}, Value: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	if lacks, err := r.Lacks(entry); err != nil || lacks {
+		t.Fatalf("Lacks of a stored version after the digest = %v, %v; want false", lacks, err)
+	}
+	entry.Heads = []string{"h2"}
+	if lacks, err := r.Lacks(entry); err != nil || !lacks {
+		t.Fatalf("Lacks of another version = %v, %v; want true", lacks, err)
 	}
 }

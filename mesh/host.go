@@ -15,6 +15,7 @@ import (
 type Store interface {
 	Digest() ([256][32]byte, error)
 	DurableSeq() uint64
+	Applied() uint64
 	Changes(after uint64, limit int, fn func(storage.Record) error) (last uint64, err error)
 	Get(kind storage.Kind, id string) (storage.Record, error)
 	GetDoc(kind storage.Kind, id string) ([]byte, error)
@@ -50,9 +51,11 @@ type Host interface {
 	// PurgedEndpoint whether an edge endpoint is such a memory.
 	Purged(id string) bool
 	PurgedEndpoint(end string) bool
-	// Committed tells the node that documents were committed, from
-	// peers or to the registry (to index them and erase what they erase).
-	Committed()
+	// Committed tells the node that documents were committed at seq,
+	// from peers or to the registry (to index them and erase what they
+	// erase); memories are the memories among them, as materialised for
+	// their records, so that indexing need not read them back.
+	Committed(seq uint64, memories []*model.Memory)
 	// HoldIndex holds back indexing while a pull brings documents in,
 	// to index them in large batches once it ends.
 	HoldIndex() (release func())

@@ -198,6 +198,7 @@ type Mesh struct {
 	send func(ctx context.Context, device, addr string, batch []transport.Entry) error
 
 	private privateShare // of the digest: documents that never leave this machine
+	empty   atomic.Pointer[emptyBuckets]
 
 	kick     chan string   // devices to pull from now
 	pushWake chan struct{} // new local changes

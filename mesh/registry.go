@@ -86,7 +86,8 @@ func (g *Registry) commit(doc *crdt.MeshDoc) (model.MeshRecord, error) {
 	if err != nil {
 		return r, err
 	}
-	if _, err := g.store.Commit(rec); err != nil {
+	seq, err := g.store.Commit(rec)
+	if err != nil {
 		return r, writeFailed("store mesh record", err)
 	}
 	g.mu.Lock()
@@ -95,7 +96,7 @@ func (g *Registry) commit(doc *crdt.MeshDoc) (model.MeshRecord, error) {
 	if m != nil {
 		m.Noted(r)
 	}
-	g.host.Committed()
+	g.host.Committed(seq, nil)
 	return r, nil
 }
 

@@ -32,10 +32,10 @@ func (h *recordHost) EdgeRecord(*model.Edge, []byte) (storage.Record, error) {
 func (h *recordHost) TombstoneRecords(crdt.Tombstone) ([]storage.Record, error) {
 	return nil, errNoPeers
 }
-func (h *recordHost) Purged(string) bool         { return false }
-func (h *recordHost) PurgedEndpoint(string) bool { return false }
-func (h *recordHost) HoldIndex() func()          { return func() {} }
-func (h *recordHost) Committed()                 { h.committed++ }
+func (h *recordHost) Purged(string) bool                { return false }
+func (h *recordHost) PurgedEndpoint(string) bool        { return false }
+func (h *recordHost) HoldIndex() func()                 { return func() {} }
+func (h *recordHost) Committed(uint64, []*model.Memory) { h.committed++ }
 
 // TestRegistryWithoutTheMesh adds, lists and revokes devices and sets a
 // namespace's policy with no mesh running, at the times of the

@@ -90,6 +90,9 @@ func (r replica) Lacks(e transport.Entry) (bool, error) {
 	if kind == storage.KindMemory && r.m.host.Purged(e.ID) {
 		return false, nil // erased here for good: never ask for it again
 	}
+	if r.m.surelyLacks(kind, e.ID) {
+		return true, nil
+	}
 	rec, err := r.m.store.Get(kind, e.ID)
 	if notFound(err) {
 		return true, nil
@@ -179,14 +182,21 @@ func (r replica) applyPart(peer string, docs []transport.Entry) (rejected int, e
 	}
 	tombstones := storage.Kind(docs[0].Kind) == storage.KindPurge
 	merged := make([]mergeResult, len(docs))
+	applied := m.store.Applied()
 	if !tombstones {
 		parallel(len(docs), func(i int) { merged[i] = m.mergeOne(docs[i]) })
 	}
 	unlock := m.host.Lock(ids...)
 	defer unlock()
+	// No commit since the merges read the stored versions: none changed,
+	// and a document they found absent is stored as new without a read.
+	quiet := !tombstones && m.store.Applied() == applied
 	for i, d := range docs {
-		if tombstones || m.changedSince(d, merged[i].base) {
+		if !quiet && (tombstones || m.changedSince(d, merged[i].base)) {
 			merged[i] = m.mergeOne(d)
+		}
+		if quiet && merged[i].base == "" && merged[i].err == nil {
+			merged[i].rec.NoneAt = applied
 		}
 	}
 	return r.commitMerged(peer, docs, merged, unlock)
@@ -198,8 +208,7 @@ func (m *Mesh) mergeOne(e transport.Entry) (r mergeResult) {
 		r.rec, r.erase, r.err = m.mergeTombstone(e)
 		return r
 	}
-	r.rec, r.mesh, r.base, r.err = m.merge(e)
-	return r
+	return m.merge(e)
 }
 
 // changedSince reports whether the stored version of e's document is no
@@ -222,6 +231,7 @@ func (m *Mesh) changedSince(e transport.Entry, base string) bool {
 func (r replica) commitMerged(peer string, docs []transport.Entry, merged []mergeResult, unlock func()) (rejected int, err error) {
 	m := r.m
 	var recs []storage.Record
+	var memories []*model.Memory
 	var meshRecs []model.MeshRecord
 	seen := make(map[string]bool)
 	for i, d := range docs {
@@ -249,6 +259,9 @@ func (r replica) commitMerged(peer string, docs []transport.Entry, merged []merg
 		}
 		seen[key] = true
 		recs = append(recs, r.rec)
+		if r.memory != nil {
+			memories = append(memories, r.memory)
+		}
 		if r.mesh != nil {
 			meshRecs = append(meshRecs, *r.mesh)
 		}
@@ -277,16 +290,17 @@ func (r replica) commitMerged(peer string, docs []transport.Entry, merged []merg
 	}
 	m.mu.Unlock()
 	m.applied(meshRecs)
-	m.host.Committed()
+	m.host.Committed(p.Seq(), memories)
 	return rejected, nil
 }
 
 type mergeResult struct {
-	base  string // heads (headsKey) of the stored version merged with, "" none
-	rec   storage.Record
-	mesh  *model.MeshRecord
-	erase []storage.Record // what a tombstone erases
-	err   error
+	base   string // heads (headsKey) of the stored version merged with, "" none
+	rec    storage.Record
+	memory *model.Memory // the memory rec stores, if it stores one
+	mesh   *model.MeshRecord
+	erase  []storage.Record // what a tombstone erases
+	err    error
 }
 
 // parallel calls fn(0..n-1) on as many goroutines as there are CPUs.
@@ -342,71 +356,69 @@ func mergeBytes[D mergeable[D]](actor string, load func(string, []byte) (D, erro
 // merge turns a peer's document into the record to store. A zero record
 // means the merge changed nothing; base is the stored version it merged
 // with (headsKey of its heads, "" when none).
-func (m *Mesh) merge(e transport.Entry) (rec storage.Record, mr *model.MeshRecord, base string, err error) {
+func (m *Mesh) merge(e transport.Entry) (r mergeResult) {
 	kind, err := syncKind(e.Kind)
 	if err != nil {
-		return storage.Record{}, nil, base, err
+		return mergeResult{err: err}
 	}
 	if !crdt.ValidID(e.ID) {
-		return storage.Record{}, nil, base, fmt.Errorf("invalid id %q", e.ID)
+		return mergeResult{err: fmt.Errorf("invalid id %q", e.ID)}
 	}
 	if len(e.Doc) == 0 {
-		return storage.Record{}, nil, base, errors.New("no document")
+		return mergeResult{err: errors.New("no document")}
 	}
 	if kind == storage.KindMemory && m.host.Purged(e.ID) {
-		return storage.Record{}, nil, base, nil // erased here for good
+		return mergeResult{} // erased here for good
 	}
 	old, err := m.store.Get(kind, e.ID)
 	found := err == nil
 	if err != nil && !notFound(err) {
-		return storage.Record{}, nil, base, err
+		return mergeResult{err: err}
 	}
 	var local []byte
 	if found {
-		base = headsKey(old.Heads)
-		if local, err = m.store.GetDoc(kind, e.ID); err != nil {
-			return storage.Record{}, nil, base, err
+		r.base = headsKey(old.Heads)
+		if local, r.err = m.store.GetDoc(kind, e.ID); r.err != nil {
+			return r
 		}
 	}
 	switch kind {
 	case storage.KindPurge:
-		return storage.Record{}, nil, base, errors.New("a tombstone merges through mergeTombstone")
+		r.err = errors.New("a tombstone merges through mergeTombstone")
 	case storage.KindMemory:
-		rec, err = m.mergeMemory(e.ID, local, e.Doc)
+		r.rec, r.memory, r.err = m.mergeMemory(e.ID, local, e.Doc)
 	case storage.KindEdge:
-		rec, err = m.mergeEdge(e.ID, local, e.Doc)
+		r.rec, r.err = m.mergeEdge(e.ID, local, e.Doc)
 	case storage.KindMesh:
-		rec, mr, err = m.mergeMesh(e.ID, &old, local, e.Doc)
+		r.rec, r.mesh, r.err = m.mergeMesh(e.ID, &old, local, e.Doc)
 	}
-	if err != nil {
-		return storage.Record{}, nil, base, err
+	if r.err != nil || found && slices.Equal(old.Heads, r.rec.Heads) {
+		return mergeResult{base: r.base, err: r.err}
 	}
-	if found && slices.Equal(old.Heads, rec.Heads) {
-		return storage.Record{}, nil, base, nil
-	}
-	return rec, mr, base, nil
+	return r
 }
 
-func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, error) {
+func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, *model.Memory, error) {
 	doc, err := mergeBytes(m.actor, crdt.LoadMemoryDoc, local, remote)
 	if err != nil {
-		return storage.Record{}, err
+		return storage.Record{}, nil, err
 	}
 	defer doc.Close()
 	mem, err := doc.Materialize()
 	if err != nil {
-		return storage.Record{}, err
+		return storage.Record{}, nil, err
 	}
 	if mem.ID != id {
-		return storage.Record{}, fmt.Errorf("document of memory %s sent as %s", mem.ID, id)
+		return storage.Record{}, nil, fmt.Errorf("document of memory %s sent as %s", mem.ID, id)
 	}
 	if m.LocalOnly(mem.Namespace) {
-		return storage.Record{}, fmt.Errorf("namespace %q is local-only on this machine", mem.Namespace)
+		return storage.Record{}, nil, fmt.Errorf("namespace %q is local-only on this machine", mem.Namespace)
 	}
 	if err := m.checkAuthors(&mem, local); err != nil {
-		return storage.Record{}, err
+		return storage.Record{}, nil, err
 	}
-	return m.host.MemoryRecord(&mem, savedOr(local, remote, doc.Save))
+	rec, err := m.host.MemoryRecord(&mem, savedOr(local, remote, doc.Save))
+	return rec, &mem, err
 }
 
 // checkAuthors refuses a memory that brings a revision written by a

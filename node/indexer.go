@@ -45,6 +45,8 @@ type indexer struct {
 	wake    chan struct{} // new changes in storage
 	hurry   chan struct{} // a search waits for the index
 
+	handed handed // memories committed lately, as their commits materialised them
+
 	mu      sync.Mutex
 	held    int           // bulk writes in progress: index only for searches
 	done    uint64        // every change up to this seq is in the index
@@ -110,49 +112,59 @@ func (ix *indexer) run(ctx context.Context) {
 	}
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
+	whole := true
 	for {
-		if err := ix.catchUp(ctx); err != nil && ctx.Err() == nil {
+		if err := ix.catchUp(ctx, whole); err != nil && ctx.Err() == nil {
 			ix.log.Error("index changes", "err", err)
 			ix.setDone(ix.doneSeq(), err)
 			retry.Reset(time.Second)
 		}
+		var ok bool
 		select {
 		case <-ctx.Done():
 			return
 		case <-ix.wake:
-			if !ix.gather(ctx) {
+			if whole, ok = ix.gather(ctx); !ok {
 				return
 			}
 		case <-ix.hurry:
+			whole = true
 		case <-retry.C:
+			whole = true
 		}
 	}
 }
 
-// gather waits before indexing new changes: gatherDelay, or as long as a
-// bulk write holds the indexer, unless a search hurries it. It returns false
-// when ctx ends.
-func (ix *indexer) gather(ctx context.Context) bool {
+// gather waits before indexing new changes: gatherDelay, or, while a bulk
+// write holds the indexer, until a whole batch (indexBatch) of memories
+// was handed over, unless a search hurries it. whole says whether to
+// index every change (false: whole batches only); ok is false when ctx
+// ends.
+func (ix *indexer) gather(ctx context.Context) (whole, ok bool) {
 	timer := time.NewTimer(gatherDelay)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return false, false
 		case <-ix.hurry:
-			return true
+			return true, true
 		case <-timer.C:
 			if !ix.holding() {
-				return true
+				return true, true
+			}
+			if ix.handed.len() >= indexBatch {
+				return false, true
 			}
 			timer.Reset(gatherDelay)
 		}
 	}
 }
 
-// catchUp indexes every durable change after done, with the
-// collector's target raised (bulkgc) while more than a batch is left.
-func (ix *indexer) catchUp(ctx context.Context) error {
+// catchUp indexes the durable changes after done: all of them, or, unless
+// whole, batches while a whole batch of memories was handed over. The
+// collector's target is raised (bulkgc) while more than a batch is left.
+func (ix *indexer) catchUp(ctx context.Context, whole bool) error {
 	var endGC func()
 	defer func() {
 		if endGC != nil {
@@ -161,7 +173,7 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 	}()
 	for ctx.Err() == nil {
 		from, target := ix.doneSeq(), ix.store.DurableSeq()
-		if from >= target {
+		if from >= target || !whole && ix.handed.len() < indexBatch {
 			return nil
 		}
 		if endGC == nil && target-from > indexBatch {
@@ -169,17 +181,17 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 		}
 		var put []model.Memory
 		var del []string
-		last, err := ix.store.Changes(from, indexBatch, func(rec storage.Record) error {
-			if rec.Kind == storage.KindPurge {
-				del = append(del, rec.ID) // the memory is erased
+		last, err := ix.store.ChangeLog(from, indexBatch, func(c storage.Change) error {
+			if c.Kind == storage.KindPurge {
+				del = append(del, c.ID) // the memory is erased
 				return nil
 			}
-			if rec.Kind != storage.KindMemory {
+			if c.Kind != storage.KindMemory {
 				return nil
 			}
-			var m model.Memory
-			if err := json.Unmarshal(rec.Value, &m); err != nil {
-				return fmt.Errorf("decode memory %s: %w", rec.ID, err)
+			m, err := ix.memoryAt(c)
+			if err != nil {
+				return err
 			}
 			put = append(put, m)
 			if ix.indexed != nil {
@@ -187,6 +199,7 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 			}
 			return nil
 		})
+		ix.handed.drop(last)
 		if err != nil {
 			return err
 		}
@@ -201,6 +214,23 @@ func (ix *indexer) catchUp(ctx context.Context) error {
 		ix.setDone(last, nil)
 	}
 	return ctx.Err()
+}
+
+// memoryAt returns the memory of change c: the one its commit handed
+// over, or else its record read back.
+func (ix *indexer) memoryAt(c storage.Change) (model.Memory, error) {
+	if m := ix.handed.take(c.Seq, c.ID); m != nil {
+		return *m, nil
+	}
+	rec, err := c.Record()
+	if err != nil {
+		return model.Memory{}, err
+	}
+	var m model.Memory
+	if err := json.Unmarshal(rec.Value, &m); err != nil {
+		return model.Memory{}, fmt.Errorf("decode memory %s: %w", rec.ID, err)
+	}
+	return m, nil
 }
 
 func (ix *indexer) doneSeq() uint64 {
@@ -234,6 +264,71 @@ func (ix *indexer) waitFor(ctx context.Context, seq uint64) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-changed:
+		}
+	}
+}
+
+// maxHanded is the most memories handed over to the indexer and not yet
+// indexed; past it, the indexer reads the rest back from storage.
+const maxHanded = 4 * indexBatch
+
+// handed holds memories committed lately, by the seq of their commit, as
+// materialised for their records: the indexer takes them instead of
+// reading and decoding the records again. A change-log entry (seq, id)
+// names the version committed at seq, so the memory handed over with it
+// is that version.
+type handed struct {
+	mu sync.Mutex
+	at map[handedKey]*model.Memory
+}
+
+type handedKey struct {
+	seq uint64
+	id  string
+}
+
+// handOver keeps the memories committed at seq, unless maxHanded are
+// kept already.
+func (h *handed) handOver(seq uint64, memories []*model.Memory) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.at == nil {
+		h.at = make(map[handedKey]*model.Memory)
+	}
+	for _, m := range memories {
+		if len(h.at) >= maxHanded {
+			return
+		}
+		h.at[handedKey{seq, m.ID}] = m
+	}
+}
+
+// len returns how many memories are kept.
+func (h *handed) len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.at)
+}
+
+// take returns and forgets the memory handed over with change (seq, id),
+// or nil.
+func (h *handed) take(seq uint64, id string) *model.Memory {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := handedKey{seq, id}
+	m := h.at[k]
+	delete(h.at, k)
+	return m
+}
+
+// drop forgets the memories committed at seq up to done: indexed, or
+// superseded by a later change.
+func (h *handed) drop(done uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range h.at {
+		if k.seq <= done {
+			delete(h.at, k)
 		}
 	}
 }

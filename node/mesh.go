@@ -63,7 +63,8 @@ func (h meshHost) Purged(id string) bool          { return h.n.purged(id) }
 func (h meshHost) PurgedEndpoint(end string) bool { return h.n.purgedEndpoint(end) }
 func (h meshHost) HoldIndex() func()              { return h.n.indexer.hold() }
 
-func (h meshHost) Committed() {
+func (h meshHost) Committed(seq uint64, memories []*model.Memory) {
+	h.n.indexer.handed.handOver(seq, memories)
 	h.n.changed()
 	if h.n.store.ErasePending() {
 		signal(h.n.expungeWake)
