@@ -164,7 +164,9 @@ export function confirm(text, opts = {}) {
         input ? el('p', {}, 'Type ', el('code', {}, opts.typeToConfirm), ' to confirm:') : null,
         input,
         el('div', { class: 'actions' },
-          el('button', { type: 'submit', value: 'cancel' }, 'Cancel'),
+          // Not a submit button: Enter in the field confirms, it never
+          // cancels (a form's first submit button is its default).
+          el('button', { type: 'button', value: 'cancel', onclick: () => dialog.close('cancel') }, 'Cancel'),
           ok)));
     if (input) {
       ok.disabled = true;
