@@ -123,6 +123,7 @@ async function renderList(root, query, ctx) {
   });
   more.addEventListener('click', () => load(true));
   ctx.onLeave(() => clearTimeout(timer));
+  ctx.events.on('resync', () => load(false)); // missed while the stream was down
 
   // Live: a memory created, changed or merged that this view shows goes to
   // the top; one that no longer fits leaves.
