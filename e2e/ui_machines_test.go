@@ -100,7 +100,13 @@ func TestMachinesInBrowser(t *testing.T) {
 		merged := conflict(t, a, "Freeze", "The code freeze starts at noon", "The code freeze starts at 10:00", "The code freeze starts at 14:00")
 		item = `[data-testid="conflict"][data-id=` + jsString(merged) + `]`
 		p.waitFor(30*time.Second, `document.querySelector('`+item+` [data-testid="merge-edit"]') !== null`)
+		// Escape closes the editor, the focus back where it was.
 		p.do(chromedp.Click(chromedp.CSS(item + ` [data-testid="merge-edit"]`)))
+		p.waitFor(10*time.Second, `document.activeElement === document.querySelector('`+item+` [data-testid="merge-text"]')`)
+		p.do(chromedp.KeyEvent(kb.Escape))
+		p.waitFor(10*time.Second, `document.querySelector('`+item+` [data-testid="merge-text"]') === null`+
+			` && document.activeElement === document.querySelector('`+item+` [data-testid="merge-edit"]')`)
+		p.do(chromedp.KeyEvent(kb.Enter))
 		p.waitFor(10*time.Second, `document.activeElement === document.querySelector('`+item+` [data-testid="merge-text"]')`)
 		p.do(chromedp.SetValue(chromedp.CSS(item+` [data-testid="merge-text"]`), "The code freeze starts at 10:00 on weekdays, 14:00 on Fridays"),
 			chromedp.Click(chromedp.CSS(item+` [data-testid="merge-save"]`)))

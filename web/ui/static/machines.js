@@ -258,6 +258,10 @@ async function showContradictions(box, pairs, ctx, reload) {
 function mergeEditor(texts, onSave, note) {
   const wrap = el('div', { class: 'actions' });
   const open = el('button', { type: 'button', 'data-testid': 'merge-edit' }, 'Merge by editing…');
+  const cancel = () => {
+    wrap.replaceChildren(open);
+    open.focus();
+  };
   open.addEventListener('click', () => {
     const area = el('textarea', { rows: 10, 'data-testid': 'merge-text', 'aria-label': 'Merged text', spellcheck: true });
     area.value = texts.join('\n\n');
@@ -269,7 +273,13 @@ function mergeEditor(texts, onSave, note) {
       await onSave(area.value);
       saveBtn.disabled = false;
     } }, area, note ? el('p', { class: 'muted' }, note) : null,
-    el('div', { class: 'actions' }, el('button', { type: 'button', onclick: () => wrap.replaceChildren(open) }, 'Cancel'), saveBtn));
+    el('div', { class: 'actions' }, el('button', { type: 'button', onclick: cancel }, 'Cancel'), saveBtn));
+    // Escape cancels, as in a dialog.
+    form.addEventListener('keydown', (e) => {
+      if (e.key !== 'Escape') return;
+      e.stopPropagation();
+      cancel();
+    });
     wrap.replaceChildren(form);
     area.focus();
   });
