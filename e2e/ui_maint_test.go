@@ -41,6 +41,23 @@ func TestMaintenanceInBrowser(t *testing.T) {
 		ok(t, a.home, "update", id, "--status", "stale")
 	}
 	a.remember(t, api.RememberRequest{Namespace: "shop", Kind: "decision", Title: "Payments", Content: "Payments go through Stripe, never stored card numbers"})
+	// Stale by git: the function it quotes was renamed since.
+	repo := t.TempDir()
+	writeFiles(t, repo, map[string]string{"src/auth.ts": "export function validateToken(t: string) {}\n"})
+	gitIn(t, repo, "init", "-q")
+	gitIn(t, repo, "add", "-A")
+	gitIn(t, repo, "commit", "-q", "-m", "first")
+	renamed := a.remember(t, api.RememberRequest{Namespace: "shop", Content: "`src/auth.ts` exports `validateToken()`; the API calls it on every request."})
+	checkGit := func() {
+		if r := mmIn(t, a.home, repo, nil, "", "stale", "--git", "--ns", "shop"); r.code != 0 {
+			t.Fatalf("stale --git: exit %d\n%s", r.code, r.stderr)
+		}
+	}
+	checkGit()
+	nextSecond()
+	writeFiles(t, repo, map[string]string{"src/auth.ts": "export function checkToken(t: string) {}\n"})
+	gitIn(t, repo, "commit", "-q", "-am", "rename validateToken")
+	checkGit()
 	ok(t, a.home, "map", "/home/dev/src/fetchkit", "shop")
 	copyTranscript(t, a.home, claudeSession)
 	ok(t, a.home, "sessions", "ingest")
@@ -54,7 +71,7 @@ func TestMaintenanceInBrowser(t *testing.T) {
 		pick.dispatchEvent(new Event("change"));
 		return true;
 	})()`)
-	p.goTo("/maintenance", `document.querySelectorAll('[data-testid="stale-item"]').length === 5`)
+	p.goTo("/maintenance", `document.querySelectorAll('[data-testid="stale-item"]').length === 6`)
 	eval[bool](p, `(window.__sameDocument = true)`)
 	item := func(id string) string { return `[data-testid="stale-item"][data-id=` + jsString(id) + `]` }
 
@@ -67,6 +84,15 @@ func TestMaintenanceInBrowser(t *testing.T) {
 		p.waitFor(30*time.Second, `document.querySelector('`+item(keep)+`') === null`)
 		if m := getMemory(t, a, keep); m.Status != model.StatusActive {
 			t.Errorf("kept, the memory is %s", m.Status)
+		}
+		reasons := `document.querySelector('` + item(renamed) + ` [data-testid="stale-reasons"]').innerText`
+		if got := eval[string](p, reasons); !strings.Contains(got, "validateToken no longer in src/auth.ts") || !strings.Contains(got, "'rename validateToken'") {
+			t.Errorf("the reasons of the memory git made stale are %q", got)
+		}
+		p.do(chromedp.Click(chromedp.CSS(item(renamed) + ` [data-testid="stale-keep"]`)))
+		p.waitFor(30*time.Second, `document.querySelector('`+item(renamed)+`') === null`)
+		if m := getMemory(t, a, renamed); m.Provenance.ConfirmedAt.IsZero() {
+			t.Error("kept, the memory git made stale is not confirmed")
 		}
 		p.do(chromedp.Click(chromedp.CSS(item(drop) + ` [data-testid="stale-forget"]`)))
 		p.waitFor(10*time.Second, `document.activeElement === document.querySelector('dialog.confirm button[value="ok"]')`)

@@ -6,7 +6,7 @@
 // Stable test ids:
 //   stale-list        the stale queue (items: data-testid stale-item, data-id)
 //   stale-reasons     the reasons of an item
-//   stale-keep        marks an item active again; stale-forget forgets it
+//   stale-keep        confirms an item still holds (active again); stale-forget forgets it
 //   compact-list      the compaction proposals (items: compact-cluster)
 //   compact-title, compact-summary, compact-apply   in each proposal
 //   compact-prompt    the instructions for writing a summary
@@ -69,7 +69,7 @@ async function loadStale(box, ctx, reload) {
         el('span', { class: 'muted' }, m.kind + ' · ' + m.namespace + ' · updated ' + ago(m.provenance && m.provenance.updated_at))),
       el('ul', { class: 'reasons', 'data-testid': 'stale-reasons' }, (reasons || []).map((r) => el('li', {}, r))),
       el('div', { class: 'actions' },
-        el('button', { type: 'button', 'data-testid': 'stale-keep', onclick: () => change(ctx, 'PATCH', m.id, '', { status: 'active' }, 'Marked active.', reload) }, 'Still holds'),
+        el('button', { type: 'button', 'data-testid': 'stale-keep', onclick: () => change(ctx, 'PATCH', m.id, '', { status: 'active', confirm: true }, 'Confirmed: it still holds.', reload) }, 'Still holds'),
         el('button', { type: 'button', class: 'danger', 'data-testid': 'stale-forget', onclick: async () => {
           if (await ctx.confirm('Forget "' + clip(m.title || m.content, 60) + '"? It can be restored.', { okLabel: 'Forget' })) {
             await change(ctx, 'POST', m.id, '/forget', undefined, 'Forgot ' + short(m.id, 10) + '.', reload);
