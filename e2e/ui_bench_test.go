@@ -240,3 +240,36 @@ func BenchmarkDashboardPeerCapture(b *testing.B) {
 	cpu.report(b, b.N)
 	reportPercentiles(b, "ms", ms)
 }
+
+// BenchmarkDashboardReconnect measures how long an open memory list takes
+// to show a memory captured while its event stream was down: from the
+// moment the network between the browser and the daemon is back until the
+// row is on the list (the stream reconnected, the page read its list
+// again and rendered it).
+func BenchmarkDashboardReconnect(b *testing.B) {
+	n := startUINode(b, 1, "a")
+	n.remember(b, api.RememberRequest{Namespace: "team", Content: "A memory for the list to start with"})
+	link := n.loginLink(b)
+	net := startCutter(b, n)
+	br := startBrowser(b)
+	p := openTab(b, br, false)
+	p.login("http://" + net.addr + link[strings.Index(link, "/ui/"):])
+	p.waitFor(time.Minute, `document.querySelector("#memory-list li") !== null && document.querySelector("#live.on") !== null`)
+	eval[bool](p, peerProbe)
+	var ms []float64
+	cpu := meterCPU(br, n)
+	b.ResetTimer()
+	for i := range b.N {
+		net.cut(true)
+		p.waitFor(time.Minute, `document.querySelector("#live.down") !== null`)
+		id := n.remember(b, api.RememberRequest{Namespace: "team", Content: fmt.Sprintf("Captured while the stream was down, number %d", i)})
+		start := time.Now()
+		net.cut(false)
+		p.waitFor(time.Minute, `window.__arrived[`+jsString(id)+`] !== undefined`)
+		at := eval[float64](p, `window.__arrived[`+jsString(id)+`]`)
+		ms = append(ms, at-float64(start.UnixNano())/1e6)
+	}
+	b.StopTimer()
+	cpu.report(b, b.N)
+	reportPercentiles(b, "ms", ms)
+}

@@ -210,7 +210,7 @@ type cutter struct {
 }
 
 // startCutter proxies a free loopback port to n's dashboard.
-func startCutter(t *testing.T, n *uiNode) *cutter {
+func startCutter(t testing.TB, n *uiNode) *cutter {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
