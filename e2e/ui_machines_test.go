@@ -138,6 +138,20 @@ func TestMachinesInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("hostile text stays text", func(t *testing.T) {
+		p := p.in(t)
+		h := hostileMemories
+		id := conflict(t, a, h[0].Title, "hostile, at first", h[0].Content, h[1].Content)
+		x := a.remember(t, api.RememberRequest{Namespace: "team", Title: h[2].Title, Content: h[2].Content})
+		y := a.remember(t, api.RememberRequest{Namespace: "team", Title: h[3].Title, Content: h[3].Content})
+		if _, err := a.client.Link(context.Background(), api.LinkRequest{From: x, Rel: "contradicts", To: y, Notes: hostileEdgeNotes}); err != nil {
+			t.Fatal(err)
+		}
+		p.waitFor(30*time.Second, `document.querySelectorAll('[data-testid="conflict"][data-id=`+jsString(id)+`] pre').length === 2`+
+			` && document.querySelector('[data-testid="contradiction"][data-a=`+jsString(x)+`]') !== null`)
+		assertInert(t, p, "the machines page", []string{h[0].Title, h[0].Content, h[1].Content, h[2].Title, h[2].Content, h[3].Title, h[3].Content})
+	})
+
 	t.Run("a stopped peer turns dead on the open page", func(t *testing.T) {
 		p := p.in(t)
 		if err := syscall.Kill(b.pid, syscall.SIGTERM); err != nil {

@@ -165,6 +165,19 @@ func TestMaintenanceInBrowser(t *testing.T) {
 		p.waitFor(30*time.Second, `document.querySelector('[data-testid="session-detail"]').innerText.includes("go test ./client")`)
 	})
 
+	t.Run("hostile text stays text", func(t *testing.T) {
+		p := p.in(t)
+		var want []string
+		for _, req := range hostileMemories {
+			req.Namespace = "shop"
+			ok(t, a.home, "update", a.remember(t, req), "--status", "stale")
+			want = append(want, req.Title)
+		}
+		p.goTo("/maintenance", `document.querySelectorAll('[data-testid="stale-item"]').length === `+strconv.Itoa(len(hostileMemories))+
+			` && document.querySelector('[data-testid="brief-text"]').textContent.includes("hostile")`)
+		assertInert(t, p, "the maintenance page", want)
+	})
+
 	t.Run("live after a dropped stream", func(t *testing.T) {
 		// A tab of its own, through a network that the test cuts (the
 		// session's cookie is the host's, whatever the port).
