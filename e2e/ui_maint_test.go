@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,6 +211,28 @@ func TestMaintenanceInBrowser(t *testing.T) {
 	if problems := p.watch.Problems(); len(problems) != 0 {
 		t.Errorf("the dashboard reported problems:\n%s", strings.Join(problems, "\n"))
 	}
+
+	// A restart logs browsers out: once the daemon is back, the open page
+	// says how to log in again instead of waiting for a stream that is
+	// refused.
+	t.Run("a restarted daemon sends the page to the login", func(t *testing.T) {
+		p := p.in(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		a.client.Shutdown(ctx)
+		eventually(t, 30*time.Second, "the daemon still runs after its shutdown", func() bool {
+			return exited(a.pid)
+		})
+		p.waitFor(30*time.Second, `document.querySelector("#live.down") !== null`)
+		startServe(t, a.home, "--no-mesh", "--http", a.addr)
+		// The page goes elsewhere: each look is a call of its own.
+		eventually(t, 30*time.Second, "the page is not at the login page", func() bool {
+			ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+			defer cancel()
+			at, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`location.pathname === "/ui/login" && document.body.innerText.includes("memmesh ui")`))
+			return err == nil && at
+		})
+	})
 }
 
 // cutter is a loopback proxy to a dashboard whose connections can be cut:
@@ -296,4 +320,15 @@ func sorted(s []string) []string {
 	out := append([]string(nil), s...)
 	slices.Sort(out)
 	return out
+}
+
+// exited says whether the child pid has exited (a zombie until it is
+// waited for).
+func exited(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
 }
