@@ -216,6 +216,14 @@ const peerProbe = `(() => {
 	return true;
 })()`
 
+// arrival waits for memory id's row on the list (peerProbe records it)
+// and returns the milliseconds from start until it entered.
+func arrival(p *tab, id string, start time.Time) float64 {
+	p.tb.Helper()
+	p.waitFor(time.Minute, `window.__arrived[`+jsString(id)+`] !== undefined`)
+	return eval[float64](p, `window.__arrived[`+jsString(id)+`]`) - float64(start.UnixNano())/1e6
+}
+
 // BenchmarkDashboardPeerCapture measures a capture on one machine until
 // its row is on the other machine's open memory list: the capture, its
 // sync over QUIC, the event stream, and the page's rendering.
@@ -232,9 +240,7 @@ func BenchmarkDashboardPeerCapture(b *testing.B) {
 	for i := range b.N {
 		start := time.Now()
 		id := o.remember(b, api.RememberRequest{Namespace: "team", Content: fmt.Sprintf("Captured on the other machine, number %d at %d", i, start.UnixNano())})
-		p.waitFor(time.Minute, `window.__arrived[`+jsString(id)+`] !== undefined`)
-		at := eval[float64](p, `window.__arrived[`+jsString(id)+`]`)
-		ms = append(ms, at-float64(start.UnixNano())/1e6)
+		ms = append(ms, arrival(p, id, start))
 	}
 	b.StopTimer()
 	cpu.report(b, b.N)
@@ -265,9 +271,7 @@ func BenchmarkDashboardReconnect(b *testing.B) {
 		id := n.remember(b, api.RememberRequest{Namespace: "team", Content: fmt.Sprintf("Captured while the stream was down, number %d", i)})
 		start := time.Now()
 		net.cut(false)
-		p.waitFor(time.Minute, `window.__arrived[`+jsString(id)+`] !== undefined`)
-		at := eval[float64](p, `window.__arrived[`+jsString(id)+`]`)
-		ms = append(ms, at-float64(start.UnixNano())/1e6)
+		ms = append(ms, arrival(p, id, start))
 	}
 	b.StopTimer()
 	cpu.report(b, b.N)
