@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -254,7 +256,7 @@ func startCutter(t testing.TB, n *uiNode) *cutter {
 		t.Fatal(err)
 	}
 	c := &cutter{addr: ln.Addr().String()}
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+	proxy := &httputil.ReverseProxy{ErrorLog: log.New(io.Discard, "", 0), Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(&url.URL{Scheme: "http", Host: n.addr})
 		r.Out.Host = n.addr // the daemon checks Host and Origin
 		if r.In.Header.Get("Origin") != "" {
