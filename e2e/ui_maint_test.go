@@ -84,6 +84,13 @@ func TestMaintenanceInBrowser(t *testing.T) {
 		if reasons := eval[string](p, `document.querySelector('`+item(keep)+` [data-testid="stale-reasons"]').innerText`); reasons != "marked stale" {
 			t.Errorf("the reasons shown are %q", reasons)
 		}
+		// Marked stale while the page is open: it joins the queue live.
+		late := a.remember(t, api.RememberRequest{Namespace: "shop", Title: "Late", Content: "Marked stale while the page is open"})
+		ok(t, a.home, "update", late, "--status", "stale")
+		p.waitFor(30*time.Second, `document.querySelector('`+item(late)+`') !== null`)
+		p.do(chromedp.Click(chromedp.CSS(item(late) + ` [data-testid="stale-keep"]`)))
+		p.waitFor(30*time.Second, `document.querySelector('`+item(late)+`') === null`)
+
 		p.do(chromedp.Click(chromedp.CSS(item(keep) + ` [data-testid="stale-keep"]`)))
 		p.waitFor(30*time.Second, `document.querySelector('`+item(keep)+`') === null`)
 		if m := getMemory(t, a, keep); m.Status != model.StatusActive {
