@@ -108,8 +108,19 @@ func TestMachinesInBrowser(t *testing.T) {
 			` && document.activeElement === document.querySelector('`+item+` [data-testid="merge-edit"]')`)
 		p.do(chromedp.KeyEvent(kb.Enter))
 		p.waitFor(10*time.Second, `document.activeElement === document.querySelector('`+item+` [data-testid="merge-text"]')`)
-		p.do(chromedp.SetValue(chromedp.CSS(item+` [data-testid="merge-text"]`), "The code freeze starts at 10:00 on weekdays, 14:00 on Fridays"),
-			chromedp.Click(chromedp.CSS(item+` [data-testid="merge-save"]`)))
+		p.do(chromedp.SetValue(chromedp.CSS(item+` [data-testid="merge-text"]`), "The code freeze starts at 10:00 on weekdays, 14:00 on Fridays"))
+		// Another memory edited meanwhile does not take the text being
+		// merged away (the page reads the conflicts again a second after
+		// an edit).
+		title := "Deploys, edited elsewhere"
+		if _, err := a.client.Update(context.Background(), kept, api.UpdateRequest{Title: &title}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if got := eval[string](p, `document.querySelector('`+item+` [data-testid="merge-text"]')?.value ?? "(gone)"`); got != "The code freeze starts at 10:00 on weekdays, 14:00 on Fridays" {
+			t.Fatalf("after another memory's edit the text being merged is %q", got)
+		}
+		p.do(chromedp.Click(chromedp.CSS(item + ` [data-testid="merge-save"]`)))
 		p.waitFor(30*time.Second, `document.querySelector('`+item+`') === null`)
 		if m := getMemory(t, a, merged); len(m.Conflict) != 0 || m.Content != "The code freeze starts at 10:00 on weekdays, 14:00 on Fridays" {
 			t.Errorf("after merging by editing: content %q, %d leaves", m.Content, len(m.Conflict))

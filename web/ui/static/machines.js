@@ -98,8 +98,12 @@ export async function render(root, params, ctx) {
     if (!before || before.state !== p.state) laterMesh();
   });
   // A merged or edited memory may raise or settle a conflict; a
-  // contradicts edge raises or settles a contradiction.
-  const laterDoctor = debounce(loadDoctor, 1000);
+  // contradicts edge raises or settles a contradiction. Not while a merge
+  // is being written: that would take its text away.
+  const laterDoctor = debounce(() => {
+    if (root.querySelector('[data-testid="merge-text"]')) laterDoctor();
+    else loadDoctor();
+  }, 1000);
   ctx.events.on('memory', (m) => {
     if (m.change === 'merged' || m.change === 'updated') laterDoctor();
   });
@@ -107,7 +111,11 @@ export async function render(root, params, ctx) {
     if (e && e.rel === 'contradicts') laterDoctor();
   });
   // Back after the stream was down: what happened meanwhile was not sent.
-  ctx.events.on('resync', () => Promise.all([loadMesh(), loadDevices(), loadDoctor()]));
+  ctx.events.on('resync', () => {
+    loadMesh();
+    loadDevices();
+    laterDoctor();
+  });
   ctx.onLeave(() => {
     laterMesh.cancel();
     laterDoctor.cancel();
