@@ -64,8 +64,8 @@ func TestDashboardLoginThroughTheBinary(t *testing.T) {
 	}
 	defer stream.Body.Close()
 	lines := bufio.NewScanner(stream.Body)
-	if !lines.Scan() || lines.Text() != "event: ping" {
-		t.Fatalf("the stream did not open with a ping: %q", lines.Text())
+	if !lines.Scan() || lines.Text() != "retry: 1000" || !lines.Scan() || lines.Text() != "event: ping" {
+		t.Fatalf("the stream did not open with its reconnection delay and a ping: %q", lines.Text())
 	}
 	var captured struct {
 		ID string `json:"id"`

@@ -21,6 +21,7 @@ const (
 	clientBuffer   = 256              // events queued per client; past it the client is dropped
 	maxStreams     = 64               // open streams at most (several tabs of several sessions)
 	pingInterval   = 15 * time.Second // a ping keeps proxies and the browser from closing the stream
+	reconnectDelay = time.Second      // how long a browser waits to reconnect a broken stream (its own default is 3 s)
 	writeTimeout   = 10 * time.Second // a client that takes longer to take an event is dropped
 	changesPerRead = 1000
 )
@@ -253,6 +254,7 @@ func (h *hub) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "retry: %d\n", reconnectDelay.Milliseconds())
 	if err := writeEvent(w, rc, event{name: "ping", data: []byte("{}")}); err != nil {
 		return
 	}

@@ -445,6 +445,7 @@ func TestStaticScriptsBuildNoMarkupFromText(t *testing.T) {
 // sse reads a dashboard event stream into a channel.
 type sse struct {
 	events chan [2]string // name, data
+	retry  string         // the reconnection delay the stream asked for, in ms
 }
 
 func (d *dash) stream(c *http.Client) *sse {
@@ -468,6 +469,8 @@ func (d *dash) stream(c *http.Client) *sse {
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
+			case strings.HasPrefix(line, "retry: "):
+				s.retry = strings.TrimPrefix(line, "retry: ")
 			case strings.HasPrefix(line, "event: "):
 				name = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: "):
@@ -511,6 +514,10 @@ func TestEventsDeliverALocalCapture(t *testing.T) {
 	d := newDash(t, n, Options{})
 	c, _ := d.login()
 	s := d.stream(c)
+	// A broken stream is reconnected within a second, not the browser's 3 s.
+	if s.retry != "1000" {
+		t.Errorf("the stream asks for a reconnection after %q ms, want 1000", s.retry)
+	}
 	ctx := context.Background()
 	res, err := n.Remember(ctx, api.RememberRequest{Content: "events reach the dashboard", Title: "<script>alert(1)</script>"})
 	if err != nil {

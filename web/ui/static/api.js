@@ -40,18 +40,19 @@ export function createApi(csrf) {
   };
 }
 
-// createEvents opens the event stream once. on(type, fn) calls fn with
-// each event's parsed data and returns a function that unsubscribes.
+// createEvents opens the event stream once and keeps it open. on(type,
+// fn) calls fn with each event's parsed data and returns a function that
+// unsubscribes. Besides the server's events (memory, edge, peer, ping) it
+// emits open, down when the stream is lost, up when it is back, and then
+// resync: what happened while it was down was not sent, so a page that
+// shows live data reads it again.
 export function createEvents() {
   const handlers = new Map();
   let source = null;
-  const dispatch = (type) => (msg) => {
-    let data;
-    try {
-      data = JSON.parse(msg.data);
-    } catch {
-      return;
-    }
+  let down = false;
+  let retry = 0; // our own reopening's timer, when the browser gave up
+  let wait = RETRY_MIN;
+  const emit = (type, data) => {
     for (const fn of handlers.get(type) || []) {
       try {
         fn(data);
@@ -60,12 +61,57 @@ export function createEvents() {
       }
     }
   };
+  const dispatch = (type) => (msg) => {
+    let data;
+    try {
+      data = JSON.parse(msg.data);
+    } catch {
+      return;
+    }
+    emit(type, data);
+  };
+  const lost = () => {
+    if (down) return;
+    down = true;
+    emit('down', {});
+  };
+  // reopen opens a new stream after an answer that was no stream (the
+  // browser does not retry those): a session that ended goes to the login
+  // page, anything else is retried, less often each time.
+  const reopen = async () => {
+    try {
+      const r = await fetch(API + '/session', { credentials: 'same-origin' });
+      if (r.status === 401) {
+        window.location.assign('/ui/login');
+        return;
+      }
+    } catch {
+      // still unreachable: the stream's own error says so again
+    }
+    open();
+  };
   const open = () => {
     source = new EventSource(API + '/events');
     for (const type of ['memory', 'edge', 'peer', 'ping']) {
       source.addEventListener(type, dispatch(type));
     }
-    source.addEventListener('open', dispatch('open'));
+    source.addEventListener('open', () => {
+      wait = RETRY_MIN;
+      emit('open', {});
+      if (down) {
+        down = false;
+        emit('up', {});
+        emit('resync', {});
+      }
+    });
+    source.addEventListener('error', (e) => {
+      lost();
+      if (e.target.readyState === EventSource.CLOSED) {
+        clearTimeout(retry);
+        retry = setTimeout(reopen, wait);
+        wait = Math.min(wait * 2, RETRY_MAX);
+      }
+    });
   };
   open();
   return {
@@ -79,6 +125,11 @@ export function createEvents() {
     },
   };
 }
+
+// The waits before the event stream is opened again after an answer that
+// was no stream: doubled each time, from RETRY_MIN to RETRY_MAX ms.
+const RETRY_MIN = 1000;
+const RETRY_MAX = 30000;
 
 // el builds an element: attrs sets properties (class, href checked by
 // safeHref, on* listeners as functions, dataset via data-*), children are
@@ -164,7 +215,9 @@ export function confirm(text, opts = {}) {
         input ? el('p', {}, 'Type ', el('code', {}, opts.typeToConfirm), ' to confirm:') : null,
         input,
         el('div', { class: 'actions' },
-          el('button', { type: 'submit', value: 'cancel' }, 'Cancel'),
+          // Not a submit button: Enter in the field confirms, it never
+          // cancels (a form's first submit button is its default).
+          el('button', { type: 'button', value: 'cancel', onclick: () => dialog.close('cancel') }, 'Cancel'),
           ok)));
     if (input) {
       ok.disabled = true;

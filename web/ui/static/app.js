@@ -17,7 +17,7 @@ const navItems = [
   { id: 'maintenance', href: '/maintenance', label: 'Maintenance', key: 't' },
 ];
 
-const state = { session: null, api: null, events: null, ns: '', leave: [], main: null, nav: new Map(), renderSeq: 0 };
+const state = { session: null, api: null, events: null, ns: '', leave: [], main: null, nav: new Map(), renderSeq: 0, resyncs: false };
 
 async function start() {
   applyTheme(localStorage.getItem('memmesh.theme') || 'auto');
@@ -52,9 +52,27 @@ function buildShell() {
     applyTheme(e.target.value);
   } },
   ['auto', 'light', 'dark'].map((t) => el('option', { value: t, selected: t === (localStorage.getItem('memmesh.theme') || 'auto') }, 'Theme: ' + t)));
-  const live = el('span', { id: 'live', class: 'live', title: 'Live updates' }, '●');
-  state.events.on('ping', () => live.classList.add('on'));
-  state.events.on('open', () => live.classList.add('on'));
+  const live = el('span', { id: 'live', class: 'live', title: 'Live updates', role: 'status' }, '●');
+  const showLive = (up) => {
+    live.classList.toggle('on', up);
+    live.classList.toggle('down', !up);
+    live.textContent = up ? '●' : '● reconnecting…';
+    live.title = up ? 'Live updates' : 'Live updates are down: reconnecting';
+  };
+  state.events.on('ping', () => showLive(true));
+  state.events.on('open', () => showLive(true));
+  state.events.on('down', () => showLive(false));
+  // Back after the stream was down: a page that does not read its data
+  // again on resync is rendered again, unless that would lose what is
+  // being typed or asked.
+  state.events.on('resync', () => {
+    if (state.resyncs) return;
+    const active = document.activeElement;
+    const busy = state.main.querySelector('textarea') || document.querySelector('dialog[open]') ||
+      (state.main.contains(active) && active.matches('input, textarea, select'));
+    if (busy) toast('Live updates are back: what changed meanwhile shows after a reload.');
+    else route();
+  });
   const nav = el('nav', { 'aria-label': 'Pages' },
     navItems.map((n) => {
       const a = el('a', { href: n.href, 'data-nav': n.id }, n.label);
@@ -134,8 +152,10 @@ async function route() {
   }
   const params = Object.assign({}, match.groups || {}, { query: new URLSearchParams(location.search) });
   const leave = state.leave;
+  state.resyncs = false;
   const events = {
     on(type, fn) {
+      if (type === 'resync' && seq === state.renderSeq) state.resyncs = true;
       const off = state.events.on(type, fn);
       leave.push(off);
       return off;

@@ -148,6 +148,7 @@ export async function render(root, params, ctx) {
   // Live: an edge at a node on the page, or a change of a memory shown,
   // draws again (once for a burst).
   const redraw = debounce(() => go({}), 800);
+  ctx.onLeave(() => redraw.cancel()); // else it navigates back here from the next page
   ctx.events.on('edge', (ev) => {
     if (!cy) return;
     if (cy.getElementById(ev.from || '').nonempty() || cy.getElementById(ev.to || '').nonempty()) redraw();

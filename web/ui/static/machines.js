@@ -18,7 +18,7 @@
 //   keep-memory           on each side of a contradiction: keeps it, forgets the other
 //   merge-edit            opens the merge editor; merge-text its text; merge-save saves
 import { el, clear, ago, short } from './api.js';
-import { useStyles, section, memoryLink, failure } from './pagekit.js';
+import { useStyles, section, memoryLink, failure, debounce } from './pagekit.js';
 
 export async function render(root, params, ctx) {
   useStyles();
@@ -43,18 +43,23 @@ export async function render(root, params, ctx) {
 
   const peers = new Map(); // device -> peer row data
   const drawPeers = () => showPeers(peersBox, [...peers.values()]);
-  const loadMesh = async () => {
+  // loadStatus shows the status line; false when the mesh is off.
+  const loadStatus = async () => {
     try {
       const st = await ctx.api('GET', '/v1/mesh/status');
       status.textContent = meshLine(st);
       if (!st.enabled) {
         peersBox.replaceChildren(el('p', { class: 'muted' }, 'This node runs without the mesh.'));
         inviteBtn.disabled = true;
-        return;
+        return false;
       }
     } catch (e) {
       failure(status, e);
     }
+    return true;
+  };
+  const loadMesh = async () => {
+    if (!await loadStatus()) return;
     try {
       for (const p of (await ctx.api('GET', '/v1/mesh/peers')) || []) peers.set(p.device, p);
       drawPeers();
@@ -82,19 +87,39 @@ export async function render(root, params, ctx) {
     showContradictions(contraBox, rep.contradictions || [], ctx, loadDoctor);
   };
 
+  // Live: a peer's row changes in place; a device joining or leaving
+  // changes the status line and the devices.
+  const laterMesh = debounce(() => Promise.all([loadStatus(), loadDevices()]), 500);
   ctx.events.on('peer', (p) => {
     if (!p || !p.device) return;
+    const before = peers.get(p.device);
     peers.set(p.device, p);
     drawPeers();
+    if (!before || before.state !== p.state) laterMesh();
   });
-  // A merged or edited memory may raise or settle a conflict.
-  let pending = 0;
+  // A merged or edited memory may raise or settle a conflict; a
+  // contradicts edge raises or settles a contradiction. Not while a merge
+  // is being written: that would take its text away.
+  const laterDoctor = debounce(() => {
+    if (root.querySelector('[data-testid="merge-text"]')) laterDoctor();
+    else loadDoctor();
+  }, 1000);
   ctx.events.on('memory', (m) => {
-    if (m.change !== 'merged' && m.change !== 'updated') return;
-    clearTimeout(pending);
-    pending = setTimeout(loadDoctor, 1000);
+    if (m.change === 'merged' || m.change === 'updated') laterDoctor();
   });
-  ctx.onLeave(() => clearTimeout(pending));
+  ctx.events.on('edge', (e) => {
+    if (e && e.rel === 'contradicts') laterDoctor();
+  });
+  // Back after the stream was down: what happened meanwhile was not sent.
+  ctx.events.on('resync', () => {
+    loadMesh();
+    loadDevices();
+    laterDoctor();
+  });
+  ctx.onLeave(() => {
+    laterMesh.cancel();
+    laterDoctor.cancel();
+  });
   await Promise.all([loadMesh(), loadDevices(), loadDoctor()]);
 }
 
@@ -241,6 +266,10 @@ async function showContradictions(box, pairs, ctx, reload) {
 function mergeEditor(texts, onSave, note) {
   const wrap = el('div', { class: 'actions' });
   const open = el('button', { type: 'button', 'data-testid': 'merge-edit' }, 'Merge by editing…');
+  const cancel = () => {
+    wrap.replaceChildren(open);
+    open.focus();
+  };
   open.addEventListener('click', () => {
     const area = el('textarea', { rows: 10, 'data-testid': 'merge-text', 'aria-label': 'Merged text', spellcheck: true });
     area.value = texts.join('\n\n');
@@ -252,7 +281,13 @@ function mergeEditor(texts, onSave, note) {
       await onSave(area.value);
       saveBtn.disabled = false;
     } }, area, note ? el('p', { class: 'muted' }, note) : null,
-    el('div', { class: 'actions' }, el('button', { type: 'button', onclick: () => wrap.replaceChildren(open) }, 'Cancel'), saveBtn));
+    el('div', { class: 'actions' }, el('button', { type: 'button', onclick: cancel }, 'Cancel'), saveBtn));
+    // Escape cancels, as in a dialog.
+    form.addEventListener('keydown', (e) => {
+      if (e.key !== 'Escape') return;
+      e.stopPropagation();
+      cancel();
+    });
     wrap.replaceChildren(form);
     area.focus();
   });

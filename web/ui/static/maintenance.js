@@ -2,11 +2,12 @@
 // reasons, compaction proposals to review and apply, the brief exactly as
 // an agent receives it (with its token count), and the agent sessions.
 // /sessions is this page scrolled to the sessions; ?session=ID opens one.
+// The stale queue is live: a memory turning stale joins it.
 //
 // Stable test ids:
 //   stale-list        the stale queue (items: data-testid stale-item, data-id)
 //   stale-reasons     the reasons of an item
-//   stale-keep        marks an item active again; stale-forget forgets it
+//   stale-keep        confirms an item still holds (active again); stale-forget forgets it
 //   compact-list      the compaction proposals (items: compact-cluster)
 //   compact-title, compact-summary, compact-apply   in each proposal
 //   compact-prompt    the instructions for writing a summary
@@ -16,7 +17,7 @@
 //   sessions-list     the sessions (items: session-item, data-id)
 //   session-detail    the opened session
 import { el, clear, ago, short } from './api.js';
-import { useStyles, section, memoryLink, clip, cut, failure } from './pagekit.js';
+import { useStyles, section, memoryLink, clip, cut, failure, debounce } from './pagekit.js';
 
 export async function render(root, params, ctx) {
   useStyles();
@@ -39,6 +40,16 @@ export async function render(root, params, ctx) {
     withId('sessions', sessions));
 
   const reloadStale = () => Promise.all([loadStale(staleBox, ctx, reloadStale), loadCompact(compactBox, ctx, reloadStale)]);
+  // Live: a memory that turns stale, or one of the queue that changes,
+  // reloads the queue (not the proposals, whose summaries may be half
+  // written).
+  const laterStale = debounce(() => loadStale(staleBox, ctx, reloadStale), 500);
+  ctx.events.on('memory', (m) => {
+    if (ctx.ns && m.namespace && m.namespace !== ctx.ns) return;
+    if (m.status === 'stale' || staleBox.querySelector('[data-testid="stale-item"][data-id="' + CSS.escape(m.id) + '"]')) laterStale();
+  });
+  ctx.events.on('resync', laterStale);
+  ctx.onLeave(() => laterStale.cancel());
   const work = [reloadStale(), briefForm(briefBox, ctx), loadSessions(sessionsBox, sessionBox, ctx, params.query.get('session'))];
   if (location.pathname === '/sessions' || params.query.get('session')) sessions.scrollIntoView();
   await Promise.all(work);
@@ -69,7 +80,7 @@ async function loadStale(box, ctx, reload) {
         el('span', { class: 'muted' }, m.kind + ' · ' + m.namespace + ' · updated ' + ago(m.provenance && m.provenance.updated_at))),
       el('ul', { class: 'reasons', 'data-testid': 'stale-reasons' }, (reasons || []).map((r) => el('li', {}, r))),
       el('div', { class: 'actions' },
-        el('button', { type: 'button', 'data-testid': 'stale-keep', onclick: () => change(ctx, 'PATCH', m.id, '', { status: 'active' }, 'Marked active.', reload) }, 'Still holds'),
+        el('button', { type: 'button', 'data-testid': 'stale-keep', onclick: () => change(ctx, 'PATCH', m.id, '', { status: 'active', confirm: true }, 'Confirmed: it still holds.', reload) }, 'Still holds'),
         el('button', { type: 'button', class: 'danger', 'data-testid': 'stale-forget', onclick: async () => {
           if (await ctx.confirm('Forget "' + clip(m.title || m.content, 60) + '"? It can be restored.', { okLabel: 'Forget' })) {
             await change(ctx, 'POST', m.id, '/forget', undefined, 'Forgot ' + short(m.id, 10) + '.', reload);

@@ -123,6 +123,7 @@ async function renderList(root, query, ctx) {
   });
   more.addEventListener('click', () => load(true));
   ctx.onLeave(() => clearTimeout(timer));
+  ctx.events.on('resync', () => load(false)); // missed while the stream was down
 
   // Live: a memory created, changed or merged that this view shows goes to
   // the top; one that no longer fits leaves.
@@ -404,6 +405,7 @@ async function renderMemory(root, id, ctx) {
 
   ctx.events.on('memory', (ev) => {
     if (current && (ev.id === current.id || ev.id === id)) {
+      if (ev.change !== 'deleted' && ev.status === current.status && ev.updated_at === current.provenance.updated_at) return; // nothing new (its own late event)
       if (ev.change === 'deleted' && ev.status === 'deleted' && !ev.namespace) {
         clear(view).append(el('h1', {}, 'Memory ' + id), el('p', { class: 'error' }, 'This memory was purged.'));
         return;

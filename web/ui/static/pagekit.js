@@ -37,13 +37,16 @@ export function failure(box, err) {
   box.replaceChildren(el('p', { class: 'error' }, err.message || String(err)));
 }
 
-// debounce calls fn once, ms after the last of a burst of calls.
+// debounce calls fn once, ms after the last of a burst of calls; its
+// cancel() drops a pending call.
 export function debounce(fn, ms) {
   let t = 0;
-  return (...args) => {
+  const call = (...args) => {
     clearTimeout(t);
     t = setTimeout(() => fn(...args), ms);
   };
+  call.cancel = () => clearTimeout(t);
+  return call;
 }
 
 // cut shortens text to n characters, keeping its line breaks.
