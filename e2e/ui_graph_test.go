@@ -57,6 +57,28 @@ func graphHome(b *testing.B, nodes int) string {
 	})
 }
 
+// graphSession serves a home of nodes memories with their edges (see
+// graphHome) and logs a browser's tab in to it.
+func graphSession(b *testing.B, nodes int) (*uiNode, *browser.Browser, *tab) {
+	b.Helper()
+	n := serveUI(b, graphHome(b, nodes))
+	br := startBrowser(b)
+	p := openTab(b, br, false)
+	p.login(n.loginLink(b))
+	return n, br, p
+}
+
+// openGraph goes from the memory list to the graph page's view of the
+// newest nodes memories (query adds to its address), and returns the time
+// from the list until the graph is drawn.
+func (p *tab) openGraph(nodes int, query string) time.Duration {
+	p.tb.Helper()
+	p.goTo("/memories", `document.querySelector("#memory-list li") !== null`)
+	start := time.Now()
+	p.goTo("/graph?size="+strconv.Itoa(nodes)+query, `document.querySelector('[data-testid="graph-node-count"]')?.dataset.nodes === "`+strconv.Itoa(nodes)+`"`)
+	return time.Since(start)
+}
+
 // BenchmarkDashboardGraph draws the graph page's view of the newest 2,000
 // memories with the 4,000 edges between them, from the memory list: the
 // time from the click to the drawn graph (its data fetched, laid out and
@@ -64,18 +86,13 @@ func graphHome(b *testing.B, nodes int) string {
 // data to the first frame) and of the layout's part of it.
 func BenchmarkDashboardGraph(b *testing.B) {
 	const nodes = 2000
-	n := serveUI(b, graphHome(b, nodes))
-	br := startBrowser(b)
-	p := openTab(b, br, false)
-	p.login(n.loginLink(b))
+	n, br, p := graphSession(b, nodes)
 	var total, draw, layout []float64
 	cpu := meterCPU(br, n)
 	b.ResetTimer()
 	for range b.N {
-		p.goTo("/memories", `document.querySelector("#memory-list li") !== null`)
-		start := time.Now()
-		p.goTo("/graph?size="+strconv.Itoa(nodes), `document.querySelector('[data-testid="graph-node-count"]')?.dataset.nodes === "`+strconv.Itoa(nodes)+`"`)
-		total = append(total, float64(time.Since(start).Microseconds())/1000)
+		took := p.openGraph(nodes, "")
+		total = append(total, float64(took.Microseconds())/1000)
 		draw = append(draw, eval[float64](p, `Number(document.querySelector('[data-testid="graph-node-count"]').dataset.renderMs)`))
 		if ms := eval[float64](p, `Number(document.querySelector('[data-testid="graph-node-count"]').dataset.layoutMs ?? -1)`); ms >= 0 {
 			layout = append(layout, ms)
@@ -198,10 +215,7 @@ func wheelEvent(x, y, dy float64) chromedp.Action[chromedp.Void] {
 // is software (headless Chromium: SwiftShader for WebGL).
 func BenchmarkDashboardGraphFrames(b *testing.B) {
 	const nodes = 2000
-	n := serveUI(b, graphHome(b, nodes))
-	br := startBrowser(b)
-	p := openTab(b, br, false)
-	p.login(n.loginLink(b))
+	n, br, p := graphSession(b, nodes)
 	for _, render := range []string{"canvas", "webgl"} {
 		b.Run(render, func(b *testing.B) {
 			p := p.in(b)
@@ -209,8 +223,7 @@ func BenchmarkDashboardGraphFrames(b *testing.B) {
 			var busy time.Duration
 			var daemon, brows time.Duration
 			for range b.N {
-				p.goTo("/memories", `document.querySelector("#memory-list li") !== null`)
-				p.goTo("/graph?size="+strconv.Itoa(nodes)+"&render="+render, `document.querySelector('[data-testid="graph-node-count"]')?.dataset.nodes === "`+strconv.Itoa(nodes)+`"`)
+				p.openGraph(nodes, "&render="+render)
 				if got := eval[string](p, `document.querySelector('[data-testid="graph-node-count"]').dataset.render || "canvas"`); got != render {
 					b.Fatalf("asked to draw with %s, the page drew with %s", render, got)
 				}

@@ -362,15 +362,6 @@ function draw(cytoscape, container, data, focusId, webgl) {
     renderer: { name: 'canvas', webgl },
     style: graphStyle(big),
   });
-  if (webgl) {
-    // WebGL finds the element under the mouse by drawing every element
-    // again off screen and reading pixels back, at each move of the mouse
-    // after the view changed: a stall of the GPU each time (of the whole
-    // frame without one). The canvas renderer's own search (geometry, on
-    // the prototype the WebGL mode overrides) answers the same.
-    const r = cy.renderer();
-    if (Object.hasOwn(r, 'findNearestElements')) delete r.findNearestElements;
-  }
   if (!big) {
     const t1 = performance.now();
     cy.layout({ name: 'cose', animate: false, fit: true, randomize: true, numIter: 600, nodeRepulsion: () => 8000, idealEdgeLength: () => 60 }).run();
