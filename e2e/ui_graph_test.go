@@ -103,6 +103,7 @@ func BenchmarkDashboardGraph(b *testing.B) {
 	if edges := eval[string](p, `document.querySelector('[data-testid="graph-node-count"]').dataset.edges`); edges != strconv.Itoa(2*nodes) {
 		b.Errorf("the graph drew %s edges, want %d", edges, 2*nodes)
 	}
+	b.Logf("drawn with %s", eval[string](p, `document.querySelector('[data-testid="graph-node-count"]').dataset.render || "canvas"`))
 	reportPercentiles(b, "ms", total)
 	reportPercentiles(b, "draw-ms", draw)
 	reportPercentiles(b, "layout-ms", layout)

@@ -267,19 +267,31 @@ function nextFrame() {
 
 let webgl2 = null;
 // hasWebGL2 says whether the browser draws WebGL 2 on a GPU (asked once).
-// Drawn in software (SwiftShader, llvmpipe: failIfMajorPerformanceCaveat
-// refuses those), WebGL is many times slower than a canvas.
+// Drawn in software (SwiftShader, llvmpipe), WebGL is many times slower
+// than a canvas: a context that the browser says has a major performance
+// caveat, or whose renderer names a software one, does not count
+// (Chromium gives SwiftShader without the caveat).
 function hasWebGL2() {
   if (webgl2 === null) {
     try {
       const gl = document.createElement('canvas').getContext('webgl2', { failIfMajorPerformanceCaveat: true });
-      webgl2 = !!gl;
+      webgl2 = !!gl && !SOFTWARE_GL.test(glRenderer(gl));
       if (gl) gl.getExtension('WEBGL_lose_context')?.loseContext();
     } catch {
       webgl2 = false;
     }
   }
   return webgl2;
+}
+
+// SOFTWARE_GL matches the renderers that draw WebGL on the CPU.
+const SOFTWARE_GL = /swiftshader|llvmpipe|softpipe|software|basic render/i;
+
+// glRenderer names the GPU (or the software) behind gl, when the browser
+// says.
+function glRenderer(gl) {
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  return String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER) || '');
 }
 
 // spiral places the nodes of order on a sunflower (Vogel's spiral): the
