@@ -153,10 +153,10 @@ const emptySpot = `(() => {
 
 // gestures pans and zooms the graph's canvas as a person does, through
 // the browser's input (wheel and mouse events, each sent at most every
-// 16 ms, as a mouse delivers them when turned fast): 48 notches of the
-// wheel in at the canvas's centre (Cytoscape zooms about 4 times for
-// them), two drags of half a second on its background in opposite
-// directions, 48 notches out.
+// 16 ms, as a mouse delivers them when turned fast): 72 notches of the
+// wheel in at the canvas's centre (Cytoscape zooms about 8 times for
+// them: from the whole graph to its labels), two drags of half a second
+// on its background in opposite directions, 72 notches out.
 func (p *tab) gestures(cx, cy float64) {
 	p.tb.Helper()
 	tick := time.NewTicker(16 * time.Millisecond)
@@ -166,7 +166,7 @@ func (p *tab) gestures(cx, cy float64) {
 		p.do(a)
 	}
 	wheel := func(dy float64) {
-		for range 48 {
+		for range 72 {
 			send(wheelEvent(cx, cy, dy))
 		}
 	}

@@ -37,11 +37,17 @@ const FORCE_MAX = 400;
 // The zoom from which a large graph drawn with WebGL shows its labels (on
 // a canvas, the style's min-zoomed-font-size hides them below about 0.5).
 const LABEL_ZOOM = 0.6;
-// The distance between neighbours on the spiral, in model pixels.
-const SPIRAL_GAP = 16;
-// The characters of a large graph's labels: short enough to need no
-// wrapping (measuring where to cut each label costs more than drawing).
-const BIG_LABEL = 24;
+// The spiral's spacing, in model pixels: neighbours lie about 1.8 times
+// as far apart (106 pixels at zoom 1), room for a label of BIG_LABEL
+// characters beside the next.
+const SPIRAL_GAP = 60;
+// The characters of a large graph's labels: short enough not to run into
+// the neighbours' and to need no wrapping (measuring where to cut each
+// label costs more than drawing it).
+const BIG_LABEL = 20;
+// A large graph's nodes, in model pixels: seen as dots when the whole
+// spiral fits the canvas (zoom about 0.1).
+const BIG_NODE = 24;
 // A small graph is not blown up beyond this zoom to fit the canvas.
 const MAX_FIT_ZOOM = 1.5;
 
@@ -320,7 +326,7 @@ function paintBackground(container) {
 function spiralViewport(container, n) {
   const w = container.clientWidth || 800;
   const h = container.clientHeight || 600;
-  const radius = SPIRAL_GAP * Math.sqrt(Math.max(n - 1, 1)) + 30; // a node and its label beyond the last
+  const radius = SPIRAL_GAP * Math.sqrt(Math.max(n - 1, 1)) + BIG_NODE; // the last node whole
   return { zoom: Math.min(w, h) / (2 * radius), pan: { x: w / 2, y: h / 2 } };
 }
 
@@ -423,7 +429,7 @@ function graphStyle(big) {
   probe.remove();
   return [
     { selector: 'node', style: {
-      'background-color': accent, width: 12, height: 12, label: 'data(label)', color: fg,
+      'background-color': accent, width: big ? BIG_NODE : 12, height: big ? BIG_NODE : 12, label: 'data(label)', color: fg,
       'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': 7,
       'text-max-width': 120, 'text-wrap': big ? 'none' : 'ellipsis',
     } },
