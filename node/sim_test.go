@@ -83,6 +83,21 @@ func TestSim(t *testing.T) {
 	t.Logf("simulated seeds %d..%d: %d failed, %.1f seeds/s", first, first+uint64(count)-1, failed.Load(), float64(count)/took.Seconds())
 }
 
+// TestSimEdgeAtALostMemory replays a seed where a link reached one peer
+// but its memory did not, and a restore then lost the memory for good on
+// its author: the peer keeps the edge to itself while a namespace is
+// local-only (only a node that holds the memory can tell whether it is
+// private), so the edge need not be everywhere.
+func TestSimEdgeAtALostMemory(t *testing.T) {
+	r := runSim(t, 86358)
+	for _, f := range r.failures {
+		t.Error(f)
+	}
+	if t.Failed() {
+		t.Logf("trace:\n%s", strings.Join(r.trace, "\n"))
+	}
+}
+
 // TestSimReplays runs seeds twice: each gives the same trace.
 func TestSimReplays(t *testing.T) {
 	for _, seed := range []uint64{7} {
@@ -875,9 +890,23 @@ func (s *sim) unshared() map[string]int {
 		}
 	}
 	m := s.nodes[0].n.mesh
+	anyLocal := false
+	for _, n := range simNamespaces {
+		anyLocal = anyLocal || m.LocalOnly(n)
+	}
 	for id, n := range ns {
 		if _, ok := out[id]; !ok && m.LocalOnly(n) {
 			out[id] = -1
+		}
+	}
+	if anyLocal {
+		// A memory a restore lost for good: a node that holds an edge at
+		// it cannot tell whether it was private, and keeps the edge to
+		// itself while any namespace is local-only.
+		for _, op := range s.ops {
+			if op.kind == "remember" && op.lost {
+				out[op.id] = -1
+			}
 		}
 	}
 	return out
