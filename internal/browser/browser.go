@@ -40,6 +40,10 @@ var flags = []chromedp.ExecAllocatorOption{
 	chromedp.Flag("headless", true),
 	chromedp.Flag("no-sandbox", true),
 	chromedp.Flag("disable-gpu", true),
+	// WebGL (the graph page's renderer for large graphs) is drawn in
+	// software (SwiftShader) without a GPU; Chromium wants this to allow
+	// it without warning
+	chromedp.Flag("enable-unsafe-swiftshader", true),
 	chromedp.Flag("disable-quic", true),
 	chromedp.Flag("no-first-run", true),
 	chromedp.Flag("no-default-browser-check", true),

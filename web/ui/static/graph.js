@@ -7,7 +7,9 @@
 // Stable test ids:
 //   graph-canvas       the container the graph is drawn in
 //   graph-node-count   "N nodes, M edges" (data-nodes, data-edges hold the numbers;
-//                      data-render-ms the time from the data to the first frame)
+//                      data-render-ms the time from the data to the first frame,
+//                      data-layout-ms the layout's part of it, data-render the
+//                      renderer: canvas or webgl)
 //   graph-focus        the start field (memory id, file:, code:, url:)
 //   graph-depth        depth select
 //   graph-direction    direction select
@@ -16,6 +18,7 @@
 //   graph-show         the button that draws the graph
 //   graph-details      the side panel of the clicked node
 //   graph-analysis     the namespace's analysis block
+//   graph-analysis-ns  its namespace select, when all namespaces are shown
 //   graph-god-nodes, graph-bridges, graph-gaps   its lists
 //   graph-cycles       the cycles block
 import { el, clear, short } from './api.js';
@@ -26,11 +29,25 @@ const RELS = ['related_to', 'supersedes', 'contradicts', 'depends_on', 'speciali
   'calls', 'imports', 'inherits', 'defined_in'];
 const SIZES = [250, 500, 1000, 2000];
 const PAGE = 1000; // the most memories one list call gives
-// Above this many nodes the layout is concentric (rings by hops or by
-// degree: linear time); below it a force-directed one (cose).
+// Above this many nodes a graph is large: its layout is a spiral (the
+// start or the most connected in the centre; linear time) instead of a
+// force-directed one (cose), its edges are straight lines without labels,
+// and it is drawn with WebGL where the browser has it on a GPU.
 const FORCE_MAX = 400;
-// The zoom from which a large graph shows its labels.
-const LABEL_ZOOM = 0.8;
+// The zoom from which a large graph drawn with WebGL shows its labels (on
+// a canvas, the style's min-zoomed-font-size hides them below about 0.5).
+const LABEL_ZOOM = 0.6;
+// The spiral's spacing, in model pixels: neighbours lie about 1.8 times
+// as far apart (106 pixels at zoom 1), room for a label of BIG_LABEL
+// characters beside the next.
+const SPIRAL_GAP = 60;
+// The characters of a large graph's labels: short enough not to run into
+// the neighbours' and to need no wrapping (measuring where to cut each
+// label costs more than drawing it).
+const BIG_LABEL = 20;
+// A large graph's nodes, in model pixels: seen as dots when the whole
+// spiral fits the canvas (zoom about 0.1).
+const BIG_NODE = 24;
 // A small graph is not blown up beyond this zoom to fit the canvas.
 const MAX_FIT_ZOOM = 1.5;
 
@@ -50,6 +67,9 @@ export async function render(root, params, ctx) {
     rels: (q.get('rels') || '').split(',').filter(Boolean),
     asof: q.get('asof') || '',
     size: q.get('size') || '500',
+    // canvas or webgl forces a renderer; by default a large graph is drawn
+    // with WebGL when the browser has it on a GPU
+    render: q.get('render') || '',
   };
 
   const focus = el('input', { type: 'text', value: f.focus, placeholder: 'm-… or file:path, code:path::symbol, url:…', 'aria-label': 'Start', 'data-testid': 'graph-focus', size: 40, spellcheck: false, autocomplete: 'off' });
@@ -96,6 +116,7 @@ export async function render(root, params, ctx) {
     if (checked.length) u.set('rels', checked.join(','));
     if (asof.value) u.set('asof', asof.value);
     if (size.value !== '500') u.set('size', size.value);
+    if (f.render) u.set('render', f.render);
     ctx.navigate('/graph?' + u.toString());
   };
   whole.addEventListener('click', () => go({ focus: '' }));
@@ -110,6 +131,7 @@ export async function render(root, params, ctx) {
   loadCycles(cycles, ctx);
 
   let data;
+  count.textContent = 'Loading…';
   try {
     data = f.focus ? await neighbourhood(ctx, f) : await namespaceGraph(ctx, Number(f.size) || 500);
   } catch (e) {
@@ -120,16 +142,28 @@ export async function render(root, params, ctx) {
   }
   const cytoscape = await loadCytoscape();
   if (!canvas.isConnected) return; // left while loading
+  // the words are on screen before the drawing holds the page
+  count.textContent = 'Drawing ' + data.nodes.length + ' nodes…';
+  await nextFrame();
+  if (!canvas.isConnected) return;
   const t0 = performance.now();
-  cy = draw(cytoscape, canvas, data, f.focus);
-  await new Promise((r) => requestAnimationFrame(() => r()));
+  const big = data.nodes.length > FORCE_MAX;
+  const webgl = f.render === 'webgl' || (f.render !== 'canvas' && big && hasWebGL2());
+  let layoutMs;
+  ({ cy, layoutMs } = draw(cytoscape, canvas, data, f.focus, webgl));
+  await nextFrame();
   count.dataset.renderMs = String(Math.round(performance.now() - t0));
+  count.dataset.layoutMs = String(Math.round(layoutMs));
+  count.dataset.render = webgl ? 'webgl' : 'canvas';
   count.textContent = data.nodes.length + ' nodes, ' + data.edges.length + ' edges' + (data.capped ? ' (capped)' : '');
   count.dataset.nodes = String(data.nodes.length);
   count.dataset.edges = String(data.edges.length);
   // A change of theme recolours the graph.
-  const big = data.nodes.length > FORCE_MAX;
-  const recolour = () => setTimeout(() => cy && cy.style(graphStyle(big)), 0);
+  const recolour = () => setTimeout(() => {
+    if (!cy) return;
+    if (webgl) paintBackground(canvas);
+    cy.style(graphStyle(big));
+  }, 0);
   const dark = window.matchMedia('(prefers-color-scheme: dark)');
   const picker = document.getElementById('theme-picker');
   dark.addEventListener('change', recolour);
@@ -158,7 +192,7 @@ export async function render(root, params, ctx) {
     const n = cy.getElementById(ev.id || '');
     if (n.nonempty()) {
       if (ev.change === 'deleted') redraw();
-      else if (ev.title) n.data('label', clip(ev.title, 40));
+      else if (ev.title) n.data('label', clip(ev.title, big ? BIG_LABEL : 40));
     } else if (!f.focus && (!ctx.ns || ev.namespace === ctx.ns) && ev.change === 'created') {
       redraw();
     }
@@ -234,58 +268,145 @@ function nodeOf(id, memory, depth) {
   return { id, depth, memory, kind, label: clip(label, 40), status: memory ? memory.status : '' };
 }
 
-// draw lays the graph out on the canvas, coloured by the theme.
-function draw(cytoscape, container, data, focusId) {
+function nextFrame() {
+  return new Promise((r) => requestAnimationFrame(() => r()));
+}
+
+let webgl2 = null;
+// hasWebGL2 says whether the browser draws WebGL 2 on a GPU (asked once).
+// Drawn in software (SwiftShader, llvmpipe), WebGL is many times slower
+// than a canvas: a context that the browser says has a major performance
+// caveat, or whose renderer names a software one, does not count
+// (Chromium gives SwiftShader without the caveat).
+function hasWebGL2() {
+  if (webgl2 === null) {
+    try {
+      const gl = document.createElement('canvas').getContext('webgl2', { failIfMajorPerformanceCaveat: true });
+      webgl2 = !!gl && !SOFTWARE_GL.test(glRenderer(gl));
+      if (gl) gl.getExtension('WEBGL_lose_context')?.loseContext();
+    } catch {
+      webgl2 = false;
+    }
+  }
+  return webgl2;
+}
+
+// SOFTWARE_GL matches the renderers that draw WebGL on the CPU.
+const SOFTWARE_GL = /swiftshader|llvmpipe|softpipe|software|basic render/i;
+
+// glRenderer names the GPU (or the software) behind gl, when the browser
+// says.
+function glRenderer(gl) {
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  return String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER) || '');
+}
+
+// spiral places the nodes of order on a sunflower (Vogel's spiral): the
+// first in the centre, each next a golden angle further round and farther
+// out, so that the nodes fill a disc evenly without overlapping, in
+// linear time.
+function spiral(order) {
+  const golden = Math.PI * (3 - Math.sqrt(5));
+  const at = new Map();
+  order.forEach((id, i) => {
+    const r = SPIRAL_GAP * Math.sqrt(i);
+    at.set(id, { x: r * Math.cos(i * golden), y: r * Math.sin(i * golden) });
+  });
+  return at;
+}
+
+// paintBackground sets the container's background colour, from the
+// theme, on the element itself: Cytoscape's WebGL mode reads it there.
+function paintBackground(container) {
+  container.style.backgroundColor = '';
+  container.style.backgroundColor = getComputedStyle(container).backgroundColor;
+}
+
+// spiralViewport is the zoom and pan that fit a spiral of n nodes in the
+// container, its centre in the middle.
+function spiralViewport(container, n) {
+  const w = container.clientWidth || 800;
+  const h = container.clientHeight || 600;
+  const radius = SPIRAL_GAP * Math.sqrt(Math.max(n - 1, 1)) + BIG_NODE; // the last node whole
+  return { zoom: Math.min(w, h) / (2 * radius), pan: { x: w / 2, y: h / 2 } };
+}
+
+// draw lays the graph out on the canvas, coloured by the theme, and
+// returns Cytoscape's instance and the layout's milliseconds. A large
+// graph is placed on a spiral (the start, then by hops, or the most
+// connected first), a small one by a force-directed layout.
+function draw(cytoscape, container, data, focusId, webgl) {
   const degree = new Map();
   for (const e of data.edges) {
     degree.set(e.from, (degree.get(e.from) || 0) + 1);
     degree.set(e.to, (degree.get(e.to) || 0) + 1);
   }
+  const big = data.nodes.length > FORCE_MAX;
+  const t0 = performance.now();
+  let at = null;
+  if (big) {
+    const hops = (n) => (n.depth === undefined ? 0 : n.depth);
+    const order = data.nodes.slice().sort((a, b) => hops(a) - hops(b) || (degree.get(b.id) || 0) - (degree.get(a.id) || 0));
+    at = spiral(order.map((n) => n.id));
+  }
+  let layoutMs = performance.now() - t0;
   const elements = [];
   for (const n of data.nodes) {
-    elements.push({ group: 'nodes', data: { id: n.id, label: n.label, kind: n.kind, status: n.status, depth: n.depth, degree: degree.get(n.id) || 0 } });
+    const label = big ? clip(n.label, BIG_LABEL) : n.label;
+    elements.push({ group: 'nodes', data: { id: n.id, label, kind: n.kind, status: n.status, depth: n.depth, degree: degree.get(n.id) || 0 }, position: at ? at.get(n.id) : undefined });
   }
   const present = new Set(data.nodes.map((n) => n.id));
   for (const e of data.edges) {
     if (!present.has(e.from) || !present.has(e.to)) continue;
     elements.push({ group: 'edges', data: { id: e.id || e.from + ' ' + e.rel + ' ' + e.to, source: e.from, target: e.to, rel: e.rel, edge: e } });
   }
-  const big = data.nodes.length > FORCE_MAX;
-  const layout = big
-    ? { name: 'concentric', animate: false, fit: true, minNodeSpacing: 8, avoidOverlap: true,
-      concentric: (n) => (focusId ? 10 - (n.data('depth') || 0) : n.data('degree')),
-      levelWidth: () => (focusId ? 1 : 2) }
-    : { name: 'cose', animate: false, fit: true, randomize: true, numIter: 600, nodeRepulsion: () => 8000, idealEdgeLength: () => 60 };
+  if (webgl) paintBackground(container);
+  // The spiral fits the canvas at a zoom known from its radius: asking
+  // Cytoscape to fit it would measure every label first.
+  const viewport = big ? spiralViewport(container, data.nodes.length) : {};
   const cy = cytoscape({
     container,
     elements,
-    layout,
+    ...viewport,
+    layout: big ? { name: 'preset', fit: false } : { name: 'null' },
     minZoom: 0.05,
     maxZoom: 4,
     boxSelectionEnabled: false,
-    hideEdgesOnViewport: big,
-    textureOnViewport: big,
+    // A canvas redraws every element at each frame of a pan or zoom
+    // unless it moves a snapshot (textureOnViewport) without the edges;
+    // WebGL draws them all each frame.
+    hideEdgesOnViewport: big && !webgl,
+    textureOnViewport: big && !webgl,
     pixelRatio: big ? 1 : 'auto',
+    renderer: { name: 'canvas', webgl },
     style: graphStyle(big),
   });
+  if (!big) {
+    const t1 = performance.now();
+    cy.layout({ name: 'cose', animate: false, fit: true, randomize: true, numIter: 600, nodeRepulsion: () => 8000, idealEdgeLength: () => 60 }).run();
+    layoutMs += performance.now() - t1;
+  }
   if (focusId) cy.getElementById(focusId).addClass('start');
   if (cy.zoom() > MAX_FIT_ZOOM) {
     cy.zoom(MAX_FIT_ZOOM);
     cy.center();
   }
-  if (big) {
+  if (big && webgl) {
+    // WebGL draws labels at every zoom: they are taken off below
+    // LABEL_ZOOM, once as the zoom crosses it (a style change of every
+    // node), never at each frame
     const nodes = cy.nodes();
+    let labelled = true;
     const label = () => {
       const on = cy.zoom() >= LABEL_ZOOM;
       if (on === labelled) return;
       labelled = on;
       cy.batch(() => (on ? nodes.removeClass('unlabelled') : nodes.addClass('unlabelled')));
     };
-    let labelled = true;
     label();
     cy.on('zoom', debounce(label, 100));
   }
-  return cy;
+  return { cy, layoutMs };
 }
 
 // graphStyle is the graph's style in the theme's colours.
@@ -309,11 +430,11 @@ function graphStyle(big) {
   probe.remove();
   return [
     { selector: 'node', style: {
-      'background-color': accent, width: 12, height: 12, label: 'data(label)', color: fg,
+      'background-color': accent, width: big ? BIG_NODE : 12, height: big ? BIG_NODE : 12, label: 'data(label)', color: fg,
       'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': 7,
-      'text-max-width': 120, 'text-wrap': 'ellipsis',
+      'text-max-width': 120, 'text-wrap': big ? 'none' : 'ellipsis',
     } },
-    // on a large graph, labels show once zoomed in (class labelled)
+    // on a large graph drawn with WebGL, labels show once zoomed in
     { selector: 'node.unlabelled', style: { label: '' } },
     { selector: 'node[kind != "memory"]', style: { shape: 'round-rectangle', 'background-color': ok } },
     { selector: 'node[status = "stale"]', style: { 'background-color': warn } },
@@ -378,11 +499,43 @@ function label(data, id) {
   return n ? n.label : id;
 }
 
-// loadAnalysis fills the analysis block (POST /v1/analyze).
+// loadAnalysis fills the analysis block (POST /v1/analyze). An analysis
+// is of one namespace: with all namespaces shown, the block analyses the
+// only one there is, or asks which.
 async function loadAnalysis(box, ctx) {
+  if (ctx.ns) {
+    analyse(box, ctx, ctx.ns);
+    return;
+  }
+  let counts;
+  try {
+    counts = (await ctx.api('GET', '/v1/stats')).by_namespace || {};
+  } catch (e) {
+    failure(box, e);
+    return;
+  }
+  const names = Object.keys(counts).sort();
+  if (names.length <= 1) {
+    analyse(box, ctx, names[0] || '');
+    return;
+  }
+  const body = el('div', {});
+  const pick = el('select', { 'aria-label': 'Namespace to analyse', 'data-testid': 'graph-analysis-ns' },
+    el('option', { value: '' }, 'pick one…'),
+    names.map((ns) => el('option', { value: ns }, ns + ' (' + counts[ns] + ')')));
+  pick.addEventListener('change', () => (pick.value ? analyse(body, ctx, pick.value) : clear(body)));
+  clear(box).append(
+    el('p', { class: 'muted' }, 'An analysis is of one namespace; ' + names.length + ' are shown.'),
+    el('label', {}, 'Analyse ', pick),
+    body);
+}
+
+// analyse fills box with the analysis of the namespace ns.
+async function analyse(box, ctx, ns) {
+  clear(box).append(el('p', { class: 'muted' }, 'Loading…'));
   let a;
   try {
-    a = await ctx.api('POST', '/v1/analyze', { namespace: ctx.ns, limit: 15 });
+    a = await ctx.api('POST', '/v1/analyze', { namespace: ns, limit: 15 });
   } catch (e) {
     failure(box, e);
     return;
