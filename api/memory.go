@@ -82,6 +82,9 @@ type UpdateRequest struct {
 	// ConfirmedBy says who; default "device <this device's id>".
 	Confirm     bool   `json:"confirm,omitempty"`
 	ConfirmedBy string `json:"confirmed_by,omitempty"`
+	// Agent is the client making the change (name/version), recorded on
+	// the revision that new Content adds; "" for a person or unknown.
+	Agent string `json:"agent,omitempty"`
 }
 
 // ListRequest selects memories to list, newest first.

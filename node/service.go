@@ -471,6 +471,10 @@ func (n *Node) changeMemory(id string, doc *crdt.MemoryDoc, m *model.Memory, rel
 // a bad field changes nothing.
 func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateRequest) error {
 	var ops []func() error
+	agent, _, err := checkLabel("agent", req.Agent)
+	if err != nil {
+		return err
+	}
 	if req.Title != nil {
 		title, err := checkTitle(*req.Title)
 		if err != nil {
@@ -490,7 +494,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		}
 		if content != m.Content || len(m.Conflict) > 0 {
 			ops = append(ops, func() error {
-				if _, err := doc.EditRevision(req.Base, content, n.id.DeviceID, n.now().UTC()); err != nil {
+				if _, err := doc.EditRevision(req.Base, content, n.id.DeviceID, agent, n.now().UTC()); err != nil {
 					return err
 				}
 				return n.followContent(doc, m, content, req.Title == nil)

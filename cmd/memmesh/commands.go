@@ -144,6 +144,7 @@ returns the existing memory; close matches are reported as similar.`,
 	ttlVar(f, &req.TTL, "ttl", "time to live, e.g. 30d, 2w, 36h or none (default by tier: human none, agent 90d, auto 30d)")
 	f.BoolVar(&req.Evergreen, "evergreen", false, "never expires and never goes stale")
 	f.StringVar(&file, "file", "", "read the text from this file ('-' for standard input)")
+	f.StringVar(&req.Agent, "agent", "", "the agent (client) that writes it, recorded in its provenance and first revision")
 	return cmd
 }
 
@@ -523,6 +524,7 @@ for it clears until the files it names change again.`,
 	ttlVar(f, &ttl, "ttl", "expire this long from now (e.g. 30d), or none")
 	f.BoolVar(&req.Confirm, "confirm", false, "record that you checked the memory and it still holds")
 	f.StringVar(&req.ConfirmedBy, "by", "", "who confirms (with --confirm; default $USER)")
+	f.StringVar(&req.Agent, "agent", "", "the agent (client) that makes the change, recorded on the revision new content adds")
 	return cmd
 }
 

@@ -428,7 +428,7 @@ function conflict(m) {
     el('h2', {}, 'Sync conflict: ' + m.conflict.length + ' versions'),
     el('p', { class: 'muted' }, 'Edits made at the same time on different machines. Edit the memory to merge them.'),
     m.conflict.map((r) => el('div', {},
-      el('div', { class: 'meta' }, el('span', { class: 'mono' }, short(r.id, 10)), el('span', {}, 'device ' + short(r.device, 12)), el('span', {}, r.at)),
+      el('div', { class: 'meta' }, el('span', { class: 'mono' }, short(r.id, 10)), el('span', {}, 'device ' + short(r.device, 12)), r.agent ? el('span', { class: 'agent' }, 'agent ' + r.agent) : null, el('span', {}, r.at)),
       el('pre', { class: 'revision' }, r.text))));
 }
 
@@ -443,7 +443,7 @@ function revisions(m) {
           el('span', { class: 'mono' }, short(r.id, 10)), ' · ',
           el('span', { title: r.at }, ago(r.at)), ' · device ',
           el('span', { class: 'mono', title: r.device }, short(r.device, 12)),
-          i === revs.length - 1 && m.provenance.agent ? ' · agent ' + m.provenance.agent : ''),
+          r.agent ? [' · agent ', el('span', { class: 'agent' }, r.agent)] : null),
         el('pre', { class: 'revision' }, r.text)))));
 }
 
