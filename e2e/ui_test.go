@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,31 @@ func TestDashboardInBrowser(t *testing.T) {
 		p.waitFor(60*time.Second, `document.querySelector('#memory-list li[data-id=`+jsString(id)+`]') !== null`)
 		if !eval[bool](p, `window.__sameDocument === true`) {
 			t.Error("the page was loaded again")
+		}
+	})
+
+	t.Run("revisions name their agents", func(t *testing.T) {
+		p := p.in(t)
+		id := strings.TrimSpace(ok(t, a.home, "capture", "--format", "brief", "--ns", "team", "--agent", "claude-code/2.0", "Deploys need a green canary for ten minutes"))
+		ok(t, a.home, "update", id, "--agent", "codex/0.9", "--content", "Deploys need a green canary for fifteen minutes")
+		ok(t, a.home, "update", id, "--content", "Deploys need a green canary for twenty minutes")
+		var m api.Memory
+		okJSON(t, a.home, &m, "show", id, "--json")
+		var agents []string
+		for _, r := range m.Revisions {
+			agents = append(agents, r.Agent)
+		}
+		if want := []string{"claude-code/2.0", "codex/0.9", ""}; !slices.Equal(agents, want) {
+			t.Fatalf("show --json: revisions' agents %q, want %q", agents, want)
+		}
+		if human := ok(t, a.home, "show", id, "--format", "human"); !strings.Contains(human, "claude-code/2.0") || !strings.Contains(human, "codex/0.9") {
+			t.Errorf("show does not name the revisions' agents:\n%s", human)
+		}
+		p.goTo("/memories/"+m.ID, `document.querySelectorAll(".revisions > li").length === 3`)
+		// Newest first: the person's edit names no agent.
+		got := eval[[]string](p, `[...document.querySelectorAll(".revisions > li")].map((li) => li.querySelector(".agent")?.textContent ?? "")`)
+		if want := []string{"", "codex/0.9", "claude-code/2.0"}; !slices.Equal(got, want) {
+			t.Errorf("the memory's page shows the revisions' agents %q, want %q", got, want)
 		}
 	})
 

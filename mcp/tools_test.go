@@ -128,6 +128,15 @@ func TestTools(t *testing.T) {
 		if !strings.Contains(out.Content, "pgx v5") || out.Kind != "convention" || out.Status != "stale" || strings.Join(out.Tags, ",") != "adr,db" {
 			t.Errorf("update = %+v", out.memoryData)
 		}
+		// get lists the revisions with the client that wrote each.
+		var got memoryResult
+		text := call(t, c, "get", map[string]any{"id": pgx.ID}, &got)
+		if len(got.Revisions) != 2 || got.Revisions[0].Agent != "test-agent/1.2" || got.Revisions[1].Agent != "test-agent/1.2" || got.Revisions[1].Text != "" {
+			t.Errorf("get revisions = %+v", got.Revisions)
+		}
+		if !strings.Contains(text, "Revisions, oldest first (2):") || strings.Count(text, `by "test-agent/1.2"`) != 2 {
+			t.Errorf("get text lacks the revisions' agents:\n%s", text)
+		}
 		call(t, c, "update", map[string]any{"id": pgx.ID, "status": "active", "evergreen": true, "title": "Postgres driver: pgx"}, &out)
 		if out.Status != "active" || !out.Evergreen || out.Title != "Postgres driver: pgx" {
 			t.Errorf("update = %+v", out.memoryData)
