@@ -18,6 +18,8 @@
 //	             (a question mark that ends a sentence), so that graph
 //	             search can lend more to what follows it
 //	tags         keyword, for filters
+//	devices      keyword: the devices that wrote the memory (provenance
+//	             and every revision), for the device filter
 //	namespace    keyword
 //	kind         keyword
 //	status       keyword, stored (ranking)
