@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -176,7 +178,52 @@ func TestDashboardInBrowser(t *testing.T) {
 		hostileSet(t, a, b, p)
 	})
 
+	t.Run("pages through one millisecond, filtered by device on the server", func(t *testing.T) {
+		p := p.in(t)
+		// 205 memories of a and 3 of b updated in one millisecond: the
+		// pages' boundaries fall inside it.
+		at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+		var fromB []string
+		for i := range 3 {
+			fromB = append(fromB, b.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on b", i), At: at}))
+		}
+		for i := range 205 {
+			a.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on a", i), At: at})
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ms, err := a.client.List(context.Background(), api.ListRequest{Kind: "burst", Device: b.client.DeviceID(), Limit: 10})
+			if err == nil && len(ms) == 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("b's memories did not reach a: %d (%v)", len(ms), err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		rows := `document.querySelectorAll("#memory-list li").length`
+		distinct := `new Set([...document.querySelectorAll("#memory-list li")].map((li) => li.dataset.id)).size`
+		p.goTo("/memories?kind=burst", rows+` === 100 && !document.querySelector("#page .actions button").hidden`)
+		for _, want := range []int{200, 208} {
+			p.do(chromedp.Click(chromedp.CSS("#page .actions button")))
+			p.waitFor(30*time.Second, fmt.Sprintf(`%s === %d && %s === %d`, rows, want, distinct, want))
+		}
+		if !eval[bool](p, `document.querySelector("#page .actions button").hidden`) {
+			t.Error("Load more is offered after the last page")
+		}
+		for _, device := range []string{strings.ToLower(b.client.DeviceID()[:8]), "b"} {
+			eval[bool](p, `(() => { const i = document.querySelector('input[aria-label="Device"]'); i.value = `+jsString(device)+`; i.dispatchEvent(new Event("input")); return true; })()`)
+			p.waitFor(30*time.Second, rows+` === 3 && [...document.querySelectorAll("#memory-list li")].every((li) => `+jsArray(fromB)+`.includes(li.dataset.id))`)
+		}
+	})
+
 	if problems := p.watch.Problems(); len(problems) != 0 {
 		t.Errorf("the dashboard reported problems:\n%s", strings.Join(problems, "\n"))
 	}
+}
+
+// jsArray writes strings as a JavaScript array.
+func jsArray(s []string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

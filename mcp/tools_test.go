@@ -95,6 +95,7 @@ func TestTools(t *testing.T) {
 			{map[string]any{"query": "", "tags": []any{"db"}, "kind": "decision", "since": "2000-01-01", "limit": 5}, pgx.ID},
 			{map[string]any{"query": "pgx", "statuses": []any{"archived"}}, ""},
 			{map[string]any{"query": "pgx", "until": "2000-01-01T00:00:00Z"}, ""},
+			{map[string]any{"query": "pgx", "device": strings.ToLower(n.DeviceID()[:6])}, pgx.ID},
 		} {
 			var out recallData
 			call(t, c, "recall", tc.args, &out)

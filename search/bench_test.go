@@ -62,7 +62,7 @@ var (
 	// fourth was also revised on the next (derived from the memory's
 	// number, so that the other draws stay as they were).
 	benchDevices = []string{"GQ2LAPTOP", "GQ2DESKTOP", "HOMESERVER", "CIRUNNER", "TABLET"}
-	benchQueries    = map[string][]string{
+	benchQueries = map[string][]string{
 		"terms":  {"checkout worker timeout", "retry backoff jitter", "goroutine leak shutdown", "token expired", "kafka rebalance", "memory load", "parseConfig", "schema migration deploy"},
 		"phrase": {`"rate limited"`, `"cache key" corrupts`, `"dry-run mode"`, `"health check"`},
 		"fuzzy":  {"idempotncy", "goroutnes", "dedlocks", "timezon"},

@@ -65,7 +65,7 @@ type Query struct {
 	// this place in it; nil starts from the newest.
 	After   *Cursor
 	Explain bool
-	Now       time.Time // for recency and expiry; zero = time.Now()
+	Now     time.Time // for recency and expiry; zero = time.Now()
 	// Derived, when set, gives what the caller derives about a memory
 	// and the index does not store (see Derived); it must be cheap and
 	// safe for concurrent use.

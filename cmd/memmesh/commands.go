@@ -188,6 +188,7 @@ type filterFlags struct {
 	kind         string
 	statuses     []string
 	tiers        []string
+	device       string
 	since, until string
 	limit        int
 }
@@ -200,6 +201,7 @@ func (f *filterFlags) register(cmd *cobra.Command, verb string, limit int) {
 	fs.StringVar(&f.kind, "kind", "", "only memories of this kind")
 	fs.StringArrayVar(&f.statuses, "status", nil, "only memories with this status (repeatable; default active and stale)")
 	fs.StringArrayVar(&f.tiers, "tier", nil, "only memories of this trust tier: human, agent or auto (repeatable)")
+	fs.StringVar(&f.device, "device", "", "only memories this device wrote or revised: a device id, a unique prefix of one, or its name")
 	fs.StringVar(&f.since, "since", "", "only memories updated since this date (2026-01-31, RFC 3339) or this long ago (7d, 36h)")
 	fs.StringVar(&f.until, "until", "", "only memories updated before this date or this long ago")
 	intRangeVar(fs, &f.limit, "limit", limit, 1, 1000, "most results (1-1000)")
@@ -283,7 +285,7 @@ and the weakest results are left out.`,
 			}
 			req := api.SearchRequest{
 				Query:     strings.Join(argv, " "),
-				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
+				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind, Device: filters.device,
 				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
 				Limit: filters.limit, Explain: explain, NoGraph: noGraph, Budget: budget,
 			}
@@ -397,38 +399,51 @@ func (a *app) showCommand() *cobra.Command {
 
 func (a *app) listCommand() *cobra.Command {
 	var filters filterFlags
+	var cursor string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List memories, most recently updated first",
-		Args:  args(cobra.NoArgs),
+		Long: `List memories, most recently updated first (and among those updated in the
+same millisecond, by id). A full page ends with the cursor of the next one:
+the same command with --cursor continues where it ended, skipping and
+repeating nothing ("next" in --json).`,
+		Example: `  memmesh list --ns backend --device laptop --limit 100
+  memmesh list --ns backend --limit 100 --cursor MTc2NDE0...`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := filters.resolve(cmd, a.cfg)
 			if err != nil {
 				return err
 			}
 			req := api.ListRequest{
-				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
+				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind, Device: filters.device,
 				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
-				Limit: filters.limit,
+				Limit: filters.limit, Cursor: cursor,
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
-			ms, err := c.List(cmd.Context(), req)
+			page, err := c.ListPage(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
-			if ms == nil {
-				ms = []api.Memory{}
+			if page.Memories == nil {
+				page.Memories = []api.Memory{}
 			}
 			if req.Namespace != "" {
-				defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(ms) == 0)
+				defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(page.Memories) == 0)
 			}
-			return a.emit(map[string]any{"memories": ms}, func(w io.Writer) { printList(w, ms) }, func(w io.Writer) { printBriefList(w, ms) })
+			return a.emit(page, func(w io.Writer) {
+				printList(w, page.Memories)
+				if page.Next != "" {
+					fmt.Fprintf(w, "More: the same command with --cursor %s\n", page.Next)
+				}
+			}, func(w io.Writer) { printBriefList(w, page.Memories) })
 		},
 	}
 	filters.register(cmd, "list", 50)
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a list where the page that printed this cursor ended")
 	return cmd
 }
 
