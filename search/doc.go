@@ -102,7 +102,11 @@
 //     field of unstemmed words is indexed for it.
 //
 // A query without text lists the memories that pass the filters, newest
-// first, without scores.
+// first (then by id, last first), without scores. A listing that filled
+// its limit returns Result.Next, the place of its last memory (update
+// time and id); Query.After starts the next page after it, so memories
+// updated in the same instant at a page's end are neither skipped nor
+// repeated.
 //
 // # Durability and the watermark
 //
