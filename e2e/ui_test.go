@@ -211,6 +211,27 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !eval[bool](p, `document.querySelector("#page .actions button").hidden`) {
 			t.Error("Load more is offered after the last page")
 		}
+		// The CLI pages and filters the same way.
+		seen := map[string]bool{}
+		args := []string{"list", "--all-ns", "--kind", "burst", "--limit", "100", "--json"}
+		for cursor := ""; ; {
+			var page api.ListPage
+			okJSON(t, a.home, &page, append(args, "--cursor", cursor)...)
+			for _, m := range page.Memories {
+				if seen[m.ID] {
+					t.Errorf("memmesh list: %s on two pages", m.ID)
+				}
+				seen[m.ID] = true
+			}
+			if cursor = page.Next; cursor == "" || len(seen) > 208 {
+				break
+			}
+		}
+		var byB api.ListPage
+		okJSON(t, a.home, &byB, "list", "--all-ns", "--kind", "burst", "--device", "b", "--json")
+		if len(seen) != 208 || len(byB.Memories) != 3 {
+			t.Errorf("memmesh list: %d memories over its pages, want 208; %d of device b, want 3", len(seen), len(byB.Memories))
+		}
 		for _, device := range []string{strings.ToLower(b.client.DeviceID()[:8]), "b"} {
 			eval[bool](p, `(() => { const i = document.querySelector('input[aria-label="Device"]'); i.value = `+jsString(device)+`; i.dispatchEvent(new Event("input")); return true; })()`)
 			p.waitFor(30*time.Second, rows+` === 3 && [...document.querySelectorAll("#memory-list li")].every((li) => `+jsArray(fromB)+`.includes(li.dataset.id))`)

@@ -26,11 +26,14 @@
 //	tier         keyword, stored (ranking)
 //	confidence   number, stored only (ranking)
 //	updated      datetime, stored only (ranking)
-//	updated_key  updated as a sortable keyword (Unix nanoseconds) with doc
-//	             values (listing, the ends of a since/until window)
-//	updated_day  the start of updated's UTC day, as updated_key (the
+//	updated_key  updated as a sortable keyword (Unix nanoseconds in 19
+//	             digits) followed by the memory's id, with doc values: the
+//	             listing's order (time, then id) in one value, and the ends
+//	             of a since/until window (a time's digits sort before every
+//	             key of that time)
+//	updated_day  the start of updated's UTC day, as a time key (the
 //	             whole days within a since/until window)
-//	updated_hour the start of updated's hour, as updated_key (the whole
+//	updated_hour the start of updated's hour, as a time key (the whole
 //	             hours at the ends of a since/until window)
 //	expires      datetime; absent for a memory without TTL
 //

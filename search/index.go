@@ -334,7 +334,7 @@ type document struct {
 	Confidence  float64    `json:"confidence"`
 	Updated     time.Time  `json:"updated"`
 	Expires     *time.Time `json:"expires,omitempty"` // nil: never expires
-	UpdatedKey  string     `json:"updated_key"`       // timeKey(Updated)
+	UpdatedKey  string     `json:"updated_key"`       // timeKey(Updated) + id: the listing's order
 	UpdatedDay  string     `json:"updated_day"`       // timeKey of the start of its day
 	UpdatedHour string     `json:"updated_hour"`      // timeKey of the start of its hour
 }
@@ -367,7 +367,7 @@ func newDocument(m *model.Memory) document {
 		Confidence:  m.Confidence,
 		Updated:     updated,
 		Expires:     expires,
-		UpdatedKey:  timeKey(updated),
+		UpdatedKey:  timeKey(updated) + m.ID,
 		UpdatedDay:  timeKey(floor(updated, day)),
 		UpdatedHour: timeKey(floor(updated, time.Hour)),
 	}
@@ -393,8 +393,11 @@ func devicesOf(m *model.Memory) []string {
 const day = 24 * time.Hour
 
 // timeKey is the keyword term of t (within minTime..farFuture): its Unix
-// nanoseconds in 19 decimal digits, which sort as the times do.
+// nanoseconds in timeKeyLen decimal digits, which sort as the times do.
 func timeKey(t time.Time) string { return fmt.Sprintf("%019d", t.UnixNano()) }
+
+// timeKeyLen is the length of a timeKey.
+const timeKeyLen = 19
 
 // floor returns the start of the unit of time that holds t (within
 // minTime..farFuture); units start at the epoch.

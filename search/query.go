@@ -719,9 +719,12 @@ func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string)
 // list returns the memories matching the filters, newest first.
 func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 	req := bleve.NewSearchRequestOptions(p.listQuery(), p.limit, 0, false)
-	req.SortBy([]string{"-" + fieldUpdatedKey, "-_id"})
+	// One sort value, the time and then the id: sorting on the id as a
+	// second key made bleve read every matching document's id, a third
+	// of the time of listing 100,000 memories.
+	req.SortBy([]string{"-" + fieldUpdatedKey})
 	if p.after != nil {
-		req.SetSearchAfter([]string{timeKey(clampTime(p.after.Updated)), p.after.ID})
+		req.SetSearchAfter([]string{timeKey(clampTime(p.after.Updated)) + p.after.ID})
 	}
 	req.Score = "none"
 	if p.explain {
@@ -743,9 +746,10 @@ func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 	res := Result{Hits: hits, Total: sr.Total}
 	if n := len(sr.Hits); n > 0 && n == p.limit {
 		last := sr.Hits[n-1]
-		ns, err := strconv.ParseInt(last.Sort[0], 10, 64)
-		if err != nil {
-			return Result{}, fmt.Errorf("search: list: the sort key %q of %s: %w", last.Sort[0], last.ID, err)
+		key := last.Sort[0]
+		ns, err := strconv.ParseInt(key[:min(len(key), timeKeyLen)], 10, 64)
+		if err != nil || key[min(len(key), timeKeyLen):] != last.ID {
+			return Result{}, fmt.Errorf("search: list: the sort key %q of %s is no time and id", key, last.ID)
 		}
 		res.Next = &Cursor{Updated: time.Unix(0, ns).UTC(), ID: last.ID}
 	}
