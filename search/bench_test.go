@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,6 +160,13 @@ func benchIndex(b *testing.B, n int) *Index {
 	return ix
 }
 
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // reportLatency adds p50 and p99 of the per-operation durations.
 func reportLatency(b *testing.B, d []time.Duration) {
 	if len(d) == 0 {
@@ -177,6 +185,7 @@ func BenchmarkSearch(b *testing.B) {
 			var lat []time.Duration
 			var matches uint64
 			i := 0
+			cpu := cpuTime()
 			for b.Loop() {
 				start := time.Now()
 				res, err := ix.Search(ctx, queries[i%len(queries)])
@@ -191,6 +200,7 @@ func BenchmarkSearch(b *testing.B) {
 				i++
 			}
 			reportLatency(b, lat)
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(i), "cpu-µs/op")
 			b.ReportMetric(float64(matches)/float64(i), "matches/op")
 		})
 	}
