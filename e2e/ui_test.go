@@ -23,6 +23,10 @@ import (
 // text.
 func TestDashboardInBrowser(t *testing.T) {
 	a, b := startUIPair(t)
+	// Memories of one millisecond for the list's pages, written before
+	// the page opens its event stream: else they arrive live, each to the
+	// top of the list.
+	fromB := seedBurst(t, a, b)
 	br := startBrowser(t)
 	p := openTab(t, br, false)
 
@@ -180,27 +184,6 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	t.Run("pages through one millisecond, filtered by device on the server", func(t *testing.T) {
 		p := p.in(t)
-		// 205 memories of a and 3 of b updated in one millisecond: the
-		// pages' boundaries fall inside it.
-		at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-		var fromB []string
-		for i := range 3 {
-			fromB = append(fromB, b.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on b", i), At: at}))
-		}
-		for i := range 205 {
-			a.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on a", i), At: at})
-		}
-		deadline := time.Now().Add(time.Minute)
-		for {
-			ms, err := a.client.List(context.Background(), api.ListRequest{Kind: "burst", Device: b.client.DeviceID(), Limit: 10})
-			if err == nil && len(ms) == 3 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("b's memories did not reach a: %d (%v)", len(ms), err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
 		rows := `document.querySelectorAll("#memory-list li").length`
 		distinct := `new Set([...document.querySelectorAll("#memory-list li")].map((li) => li.dataset.id)).size`
 		p.goTo("/memories?kind=burst", rows+` === 100 && !document.querySelector("#page .actions button").hidden`)
@@ -247,4 +230,30 @@ func TestDashboardInBrowser(t *testing.T) {
 func jsArray(s []string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// seedBurst writes 205 memories on a and 3 on b of kind burst, all
+// updated in one millisecond, so that the boundaries of the list's pages
+// fall inside it, and waits until a holds b's; it returns b's ids.
+func seedBurst(t *testing.T, a, b *uiNode) []string {
+	t.Helper()
+	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var fromB []string
+	for i := range 3 {
+		fromB = append(fromB, b.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on b", i), At: at}))
+	}
+	for i := range 205 {
+		a.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on a", i), At: at})
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ms, err := a.client.List(context.Background(), api.ListRequest{Kind: "burst", Device: b.client.DeviceID(), Limit: 10})
+		if err == nil && len(ms) == 3 {
+			return fromB
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's memories did not reach a: %d (%v)", len(ms), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
