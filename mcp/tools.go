@@ -840,7 +840,9 @@ func (r *memoryResult) text(headline string) string {
 	if len(r.Revisions) > 0 {
 		fmt.Fprintf(&b, "Revisions, oldest first (%d):\n", len(r.Revisions))
 		for _, v := range r.Revisions {
-			fmt.Fprintf(&b, "- %s at %s on device %s", v.ID, v.At.Format(time.RFC3339), shortDevice(v.Device))
+			// A peer's revision names any device and agent: escaped as
+			// the blocks' attributes are.
+			fmt.Fprintf(&b, "- %s at %s on device %s", v.ID, v.At.Format(time.RFC3339), attrEscaper.Replace(shortDevice(v.Device)))
 			if v.Agent != "" {
 				fmt.Fprintf(&b, ` by "%s"`, attrEscaper.Replace(v.Agent))
 			}
