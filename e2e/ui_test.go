@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,8 +243,23 @@ func seedBurst(t *testing.T, a, b *uiNode) []string {
 	for i := range 3 {
 		fromB = append(fromB, b.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on b", i), At: at}))
 	}
-	for i := range 205 {
-		a.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on a", i), At: at})
+	// Eight writers at once share the daemon's fsyncs.
+	var wg sync.WaitGroup
+	errs := make(chan error, 205)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < 205; i += 8 {
+				_, err := a.client.Remember(context.Background(), api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on a", i), At: at})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
