@@ -411,7 +411,12 @@ async function renderMemory(root, id, ctx) {
         clear(view).append(el('h1', {}, 'Memory ' + id), el('p', { class: 'error' }, 'This memory was purged.'));
         return;
       }
-      load();
+      // This machine's change that the page already shows (its own edit,
+      // the capture it was opened after) is not drawn again: a redraw
+      // under the reader's pointer loses what they were about to click.
+      const shownAlready = (ev.change === 'created' || ev.change === 'updated') &&
+        ev.updated_at === current.provenance.updated_at && ev.status === current.status;
+      if (!shownAlready) load();
     }
   });
   ctx.events.on('edge', (e) => {
