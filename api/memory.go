@@ -82,6 +82,9 @@ type UpdateRequest struct {
 	// ConfirmedBy says who; default "device <this device's id>".
 	Confirm     bool   `json:"confirm,omitempty"`
 	ConfirmedBy string `json:"confirmed_by,omitempty"`
+	// Agent is the client making the change (name/version), recorded on
+	// the revision that new Content adds; "" for a person or unknown.
+	Agent string `json:"agent,omitempty"`
 }
 
 // ListRequest selects memories to list, newest first.
@@ -91,6 +94,7 @@ type ListRequest struct {
 	Kind      string         `json:"kind,omitempty"`
 	Statuses  []model.Status `json:"statuses,omitempty"`
 	Tiers     []model.Tier   `json:"tiers,omitempty"`
+	Device    string         `json:"device,omitempty"` // as SearchRequest.Device
 	Since     time.Time      `json:"since,omitzero"`
 	Until     time.Time      `json:"until,omitzero"`
 	Limit     int            `json:"limit,omitempty"` // default 50
@@ -98,6 +102,17 @@ type ListRequest struct {
 	// this session: an agent's session id, or "file:PATH" for what was
 	// imported from an agent instruction file (deleted ones are left out).
 	Session string `json:"session,omitempty"`
+	// Cursor continues a list where the page that returned it (ListPage's
+	// Next) ended; "" starts from the newest.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListPage is a page of a list and where the next one starts.
+type ListPage struct {
+	Memories []Memory `json:"memories"`
+	// Next is ListRequest.Cursor for the page after this one; "" when
+	// this page was the last (it held fewer than the limit).
+	Next string `json:"next,omitempty"`
 }
 
 // Stats describes what a node holds.

@@ -17,10 +17,13 @@ type SearchRequest struct {
 	Kind      string         `json:"kind,omitempty"`
 	Statuses  []model.Status `json:"statuses,omitempty"` // default active and stale
 	Tiers     []model.Tier   `json:"tiers,omitempty"`
-	Since     time.Time      `json:"since,omitzero"`
-	Until     time.Time      `json:"until,omitzero"`
-	Limit     int            `json:"limit,omitempty"` // default 10
-	Explain   bool           `json:"explain,omitempty"`
+	// Device keeps the memories a device wrote (their provenance or any
+	// revision): a device id, a unique prefix of one, or its name.
+	Device  string    `json:"device,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	Until   time.Time `json:"until,omitzero"`
+	Limit   int       `json:"limit,omitempty"` // default 10
+	Explain bool      `json:"explain,omitempty"`
 	// NoGraph turns graph expansion off: only text matches, ranked by
 	// their own scores.
 	NoGraph bool `json:"no_graph,omitempty"`

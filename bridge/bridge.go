@@ -390,7 +390,7 @@ func (b *Bridge) importEdits(ctx context.Context, svc Service, p Project, l *loc
 			}
 			// Made from what the file showed: if the memory changed
 			// elsewhere since, the two edits are a sync conflict.
-			req := api.UpdateRequest{Content: &text, Base: base[l.ids[i]]}
+			req := api.UpdateRequest{Content: &text, Base: base[l.ids[i]], Agent: Agent}
 			if !live(m) { // archived or compacted: brought back by writing it again
 				active := model.StatusActive
 				req.Status = &active

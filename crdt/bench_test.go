@@ -51,7 +51,7 @@ func BenchmarkLoadAppendSave(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := d.AppendRevision(edited, "device-b", now); err != nil {
+		if _, err := d.AppendRevision(edited, "device-b", "", now); err != nil {
 			b.Fatal(err)
 		}
 		if err := d.SetUpdated(now); err != nil {
@@ -71,7 +71,7 @@ func BenchmarkMaterialize(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	if _, err := d.AppendRevision(benchMemory().Content+" Edited.", "device-a", time.Now()); err != nil {
+	if _, err := d.AppendRevision(benchMemory().Content+" Edited.", "device-a", "", time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	if err := d.Commit("edit"); err != nil {
@@ -101,7 +101,7 @@ func BenchmarkCheckSaved(b *testing.B) {
 	now := time.Now()
 	for i := range 20 {
 		for _, doc := range []*MemoryDoc{d, other} {
-			if _, err := doc.AppendRevision(benchMemory().Content+" Edited.", "device", now.Add(time.Duration(i)*time.Second)); err != nil {
+			if _, err := doc.AppendRevision(benchMemory().Content+" Edited.", "device", "", now.Add(time.Duration(i)*time.Second)); err != nil {
 				b.Fatal(err)
 			}
 			if err := doc.AddTags("tag" + string(rune('a'+i))); err != nil {

@@ -20,7 +20,7 @@
 //	provenance  {device, agent, session, created_at, updated_at}
 //	tags        {tag: true, ...}
 //	touches     {path or entity: true, ...}
-//	revisions   {revision id: {parent, merges, text, device, at}, ...}
+//	revisions   {revision id: {parent, merges, text, device, agent, at}, ...}
 //
 // Tags and touches are sets stored as map keys, so concurrent additions
 // and removals merge element by element (an element newly added on one
@@ -28,6 +28,13 @@
 // with the document, never later, so two replicas never create the same
 // map concurrently. Keys whose value is zero ("", 0, false) may be absent
 // and read as zero.
+//
+// Keys are only ever added, never given another meaning, and a reader
+// ignores keys it does not know: a revision's agent (the client that wrote
+// it) came after the first documents, whose revisions read with no agent,
+// and a node that predates it merges and loads documents that carry it,
+// showing revisions without their agent. Such an optional key needs no new
+// schema version; one that older nodes must not ignore would.
 //
 // An edge document adds scalars from, rel, to, notes, strength (float64),
 // origin, validity, deleted (bool), created_at and updated_at.

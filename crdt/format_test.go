@@ -71,7 +71,7 @@ func TestCheckSavedAccepts(t *testing.T) {
 	other := fork(t, conflicted, actorB)
 	for i, d := range []*MemoryDoc{conflicted, other} {
 		for j := range 20 {
-			_, err := d.AppendRevision(fmt.Sprintf("edit %d on %d: %s", j, i, strings.Repeat("ünïcode ", 50)), "dev", time.Now())
+			_, err := d.AppendRevision(fmt.Sprintf("edit %d on %d: %s", j, i, strings.Repeat("ünïcode ", 50)), "dev", "agent/1", time.Now())
 			must(t, err)
 			must(t, d.AddTags(fmt.Sprintf("tag-%d-%d", i, j)))
 			must(t, d.Commit("edit"))

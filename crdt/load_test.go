@@ -171,7 +171,7 @@ func FuzzLoadMemoryDoc(f *testing.F) {
 	}
 	defer other.Close()
 	for _, doc := range []*MemoryDoc{d, other} {
-		if _, err := doc.AppendRevision("edited", "dev", time.Now()); err != nil {
+		if _, err := doc.AppendRevision("edited", "dev", "", time.Now()); err != nil {
 			f.Fatal(err)
 		}
 		if err := doc.AddTags("fuzz"); err != nil {
@@ -210,7 +210,7 @@ func loadAndUse(t *testing.T, data []byte) {
 	if _, err := d.Materialize(); err != nil {
 		return
 	}
-	rev, err := d.AppendRevision("fuzzed", "dev", time.Now())
+	rev, err := d.AppendRevision("fuzzed", "dev", "", time.Now())
 	if err != nil {
 		t.Fatalf("AppendRevision on a readable memory: %v", err)
 	}

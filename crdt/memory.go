@@ -32,7 +32,7 @@ const (
 // Keys of the provenance map.
 const (
 	keyDevice    = "device" // also a revision key
-	keyAgent     = "agent"
+	keyAgent     = "agent"  // also a revision key
 	keySession   = "session"
 	keyCreatedAt = "created_at" // also an edge key
 	keyUpdatedAt = "updated_at" // also an edge key
@@ -58,7 +58,7 @@ type MemoryDoc struct {
 
 // NewMemoryDoc creates the document of m and commits it as one change.
 // When m.Revisions is empty, m.Content becomes the first revision, made by
-// m.Provenance.Device at m.Provenance.CreatedAt; otherwise m.Revisions are
+// m.Provenance.Device and m.Provenance.Agent at m.Provenance.CreatedAt; otherwise m.Revisions are
 // written as they are (a memory recreated from an export) and m.Content is
 // ignored. m.Conflict and m.Heads are always ignored.
 // actor is the Automerge actor id of this device (see ActorID).
@@ -88,7 +88,7 @@ func newMemoryDoc(actor string, m *model.Memory) (*MemoryDoc, []model.Revision, 
 	}
 	revs := m.Revisions
 	if len(revs) == 0 {
-		revs = []model.Revision{{ID: NewID(), Text: m.Content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
+		revs = []model.Revision{{ID: NewID(), Text: m.Content, Device: m.Provenance.Device, Agent: m.Provenance.Agent, At: m.Provenance.CreatedAt}}
 	}
 	if err := checkRevisions(revs); err != nil {
 		return nil, nil, err
@@ -139,7 +139,7 @@ func written(m *model.Memory, revs []model.Revision, heads []string) model.Memor
 	}
 	out.Status, out.CompactedInto = parseStatus(statusValue(m.Status, m.CompactedInto))
 	for i, r := range revs {
-		out.Revisions[i] = model.Revision{ID: r.ID, Parent: r.Parent, Text: r.Text, Device: r.Device, At: at(r.At)}
+		out.Revisions[i] = model.Revision{ID: r.ID, Parent: r.Parent, Text: r.Text, Device: r.Device, Agent: r.Agent, At: at(r.At)}
 		if merges := strings.Join(r.Merges, ","); merges != "" {
 			out.Revisions[i].Merges = strings.Split(merges, ",")
 		}
@@ -339,11 +339,12 @@ func (d *MemoryDoc) AddTouches(t ...string) error { return d.addToSet(keyTouches
 // RemoveTouches removes file paths or entities from the touches set.
 func (d *MemoryDoc) RemoveTouches(t ...string) error { return d.removeFromSet(keyTouches, t) }
 
-// AppendRevision records a new version of the content. Its parent is the
-// current leaf (the newest), and it merges every other leaf, so an edit
-// made while a conflict is shown resolves the conflict.
-func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (model.Revision, error) {
-	return d.EditRevision("", text, device, at)
+// AppendRevision records a new version of the content, written by agent
+// (the client, "" when unknown) on device. Its parent is the current leaf
+// (the newest), and it merges every other leaf, so an edit made while a
+// conflict is shown resolves the conflict.
+func (d *MemoryDoc) AppendRevision(text, device, agent string, at time.Time) (model.Revision, error) {
+	return d.EditRevision("", text, device, agent, at)
 }
 
 // EditRevision records a new version of the content made from the
@@ -352,8 +353,8 @@ func (d *MemoryDoc) AppendRevision(text, device string, at time.Time) (model.Rev
 // since, the new one is another leaf beside it, a sync conflict, as if the
 // two edits had been made on two machines. A base the document does not
 // hold is ErrUnknownRevision.
-func (d *MemoryDoc) EditRevision(base, text, device string, at time.Time) (model.Revision, error) {
-	if err := checkText("text", text, "device", device); err != nil {
+func (d *MemoryDoc) EditRevision(base, text, device, agent string, at time.Time) (model.Revision, error) {
+	if err := checkText("text", text, "device", device, "agent", agent); err != nil {
 		return model.Revision{}, err
 	}
 	revs, err := d.rootMap(keyRevisions)
@@ -365,7 +366,7 @@ func (d *MemoryDoc) EditRevision(base, text, device string, at time.Time) (model
 	if err := r.done(); err != nil {
 		return model.Revision{}, err
 	}
-	rev := model.Revision{ID: NewID(), Text: text, Device: device, At: fromMillis(millis(at))}
+	rev := model.Revision{ID: NewID(), Text: text, Device: device, Agent: agent, At: fromMillis(millis(at))}
 	tips := leaves(all)
 	switch i := slices.IndexFunc(tips, func(l model.Revision) bool { return l.ID == base }); {
 	case base != "" && i < 0 && !slices.ContainsFunc(all, func(r model.Revision) bool { return r.ID == base }):
@@ -395,6 +396,7 @@ func (d *MemoryDoc) putRevision(revs *automerge.Map, r model.Revision) error {
 	return d.init(m,
 		field{keyText, r.Text},
 		field{keyDevice, r.Device},
+		field{keyAgent, r.Agent},
 		field{keyAt, millis(r.At)},
 		field{keyParent, r.Parent},
 		field{keyMerges, strings.Join(r.Merges, ",")},
@@ -472,6 +474,7 @@ func readRevisions(r *reader, vals values) []model.Revision {
 			Merges: r.list(f, keyMerges),
 			Text:   r.str(f, keyText),
 			Device: r.str(f, keyDevice),
+			Agent:  r.str(f, keyAgent),
 			At:     r.time(f, keyAt),
 		})
 	}
@@ -582,7 +585,7 @@ func checkRevisions(revs []model.Revision) error {
 				return fmt.Errorf("%w: revision %s refers to %q", ErrInvalidID, r.ID, ref)
 			}
 		}
-		if err := checkText("text", r.Text, "device", r.Device); err != nil {
+		if err := checkText("text", r.Text, "device", r.Device, "agent", r.Agent); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/automerge/automerge-go"
+
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -97,6 +99,7 @@ func wantCreated(in *model.Memory, got model.Memory) model.Memory {
 		ID:     got.Revisions[0].ID,
 		Text:   in.Content,
 		Device: in.Provenance.Device,
+		Agent:  in.Provenance.Agent,
 		At:     in.Provenance.CreatedAt,
 	}}
 	want.Heads = got.Heads
@@ -242,7 +245,7 @@ func TestMemoryInvalidInput(t *testing.T) {
 		{"empty tag", func() error { return d.AddTags("ok", "") }, ErrInvalidString},
 		{"tag not UTF-8", func() error { return d.AddTags("\xfe") }, ErrInvalidString},
 		{"remove empty touch", func() error { return d.RemoveTouches("") }, ErrInvalidString},
-		{"revision not UTF-8", func() error { _, err := d.AppendRevision("\xff", "dev", time.Now()); return err }, ErrInvalidString},
+		{"revision not UTF-8", func() error { _, err := d.AppendRevision("\xff", "dev", "", time.Now()); return err }, ErrInvalidString},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -436,10 +439,10 @@ func TestMemoryRevisionConflict(t *testing.T) {
 	a := fork(t, base, actorA)
 	b := fork(t, base, actorB)
 
-	ra, err := a.AppendRevision("edit on a", "device-a", at("2025-12-02T10:00:00Z"))
+	ra, err := a.AppendRevision("edit on a", "device-a", "", at("2025-12-02T10:00:00Z"))
 	must(t, err)
 	must(t, a.Commit("edit"))
-	rb, err := b.AppendRevision("edit on b", "device-b", at("2025-12-02T10:00:01Z"))
+	rb, err := b.AppendRevision("edit on b", "device-b", "", at("2025-12-02T10:00:01Z"))
 	must(t, err)
 	must(t, b.Commit("edit"))
 	if ra.Parent != first.ID || rb.Parent != first.ID || ra.Merges != nil || rb.Merges != nil {
@@ -459,7 +462,7 @@ func TestMemoryRevisionConflict(t *testing.T) {
 
 	// An edit made while the conflict is shown resolves it.
 	must(t, a.Merge(b))
-	rc, err := a.AppendRevision("resolved", "device-a", at("2025-12-02T11:00:00Z"))
+	rc, err := a.AppendRevision("resolved", "device-a", "", at("2025-12-02T11:00:00Z"))
 	must(t, err)
 	must(t, a.Commit("resolve"))
 	if rc.Parent != rb.ID || !slices.Equal(rc.Merges, []string{ra.ID}) {
@@ -485,9 +488,9 @@ func TestMemoryRevisionTieBreak(t *testing.T) {
 	a := fork(t, base, actorA)
 	b := fork(t, base, actorB)
 	same := at("2025-12-02T10:00:00Z")
-	ra, err := a.AppendRevision("a", "device-a", same)
+	ra, err := a.AppendRevision("a", "device-a", "", same)
 	must(t, err)
-	rb, err := b.AppendRevision("b", "device-b", same)
+	rb, err := b.AppendRevision("b", "device-b", "", same)
 	must(t, err)
 	must(t, a.Commit(""))
 	must(t, b.Commit(""))
@@ -504,7 +507,7 @@ func TestMemorySequentialRevisions(t *testing.T) {
 	d := newTestDoc(t, actorA, testMemory())
 	var last model.Revision
 	for i, text := range []string{"two", "three", "four"} {
-		r, err := d.AppendRevision(text, "device-a", at("2025-12-03T00:00:00Z").Add(time.Duration(i)*time.Second))
+		r, err := d.AppendRevision(text, "device-a", "", at("2025-12-03T00:00:00Z").Add(time.Duration(i)*time.Second))
 		must(t, err)
 		must(t, d.Commit("edit"))
 		if last.ID != "" && r.Parent != last.ID {
@@ -619,7 +622,7 @@ func TestMemoryClosed(t *testing.T) {
 		"Merge into":  other.Merge(d),
 		"Materialize": func() error { _, err := d.Materialize(); return err }(),
 		"Fork":        func() error { _, err := d.Fork(actorB); return err }(),
-		"Append":      func() error { _, err := d.AppendRevision("x", "d", time.Now()); return err }(),
+		"Append":      func() error { _, err := d.AppendRevision("x", "d", "", time.Now()); return err }(),
 	} {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: err = %v, want %v", name, err, ErrClosed)
@@ -737,26 +740,116 @@ func TestCreateMemoryIsWhatMaterializeReads(t *testing.T) {
 func TestEditRevisionFromAnOldBase(t *testing.T) {
 	d := newTestDoc(t, actorA, testMemory())
 	first := materialize(t, d).Revisions[0]
-	r1, err := d.EditRevision(first.ID, "edit one", "device-a", at("2025-12-02T10:00:00Z"))
+	r1, err := d.EditRevision(first.ID, "edit one", "device-a", "", at("2025-12-02T10:00:00Z"))
 	must(t, err)
 	if r1.Parent != first.ID || r1.Merges != nil {
 		t.Fatalf("an edit of the current revision: %+v", r1)
 	}
-	r2, err := d.EditRevision(first.ID, "edit two, made from the first", "device-a", at("2025-12-02T10:00:01Z"))
+	r2, err := d.EditRevision(first.ID, "edit two, made from the first", "device-a", "", at("2025-12-02T10:00:01Z"))
 	must(t, err)
 	must(t, d.Commit("edits"))
 	got := materialize(t, d)
 	if r2.Parent != first.ID || len(got.Conflict) != 2 || got.Content != "edit two, made from the first" {
 		t.Fatalf("an edit of an old revision: %+v; memory content %q conflict %+v", r2, got.Content, got.Conflict)
 	}
-	if _, err := d.EditRevision("aaaaaaaaaaaaaaaaaaaaaaaaaa", "x", "device-a", time.Now()); !errors.Is(err, ErrUnknownRevision) {
+	if _, err := d.EditRevision("aaaaaaaaaaaaaaaaaaaaaaaaaa", "x", "device-a", "", time.Now()); !errors.Is(err, ErrUnknownRevision) {
 		t.Fatalf("an unknown base: %v", err)
 	}
 	// Editing from one leaf of the conflict settles it.
-	r3, err := d.EditRevision(r1.ID, "settled", "device-a", at("2025-12-02T11:00:00Z"))
+	r3, err := d.EditRevision(r1.ID, "settled", "device-a", "", at("2025-12-02T11:00:00Z"))
 	must(t, err)
 	must(t, d.Commit("settle"))
 	if got := materialize(t, d); r3.Parent != r1.ID || !slices.Equal(r3.Merges, []string{r2.ID}) || got.Conflict != nil {
 		t.Fatalf("settling: %+v, conflict %+v", r3, got.Conflict)
+	}
+}
+
+// TestRevisionAgent: each revision records the agent that wrote it; the
+// agents survive save, load and merges both ways.
+func TestRevisionAgent(t *testing.T) {
+	a := newTestDoc(t, actorA, testMemory())
+	b := fork(t, a, actorB)
+	_, err := a.AppendRevision("edit by codex", "device-a", "codex/0.9", at("2025-12-02T10:00:00Z"))
+	must(t, err)
+	must(t, a.Commit("edit"))
+	_, err = b.AppendRevision("edit by a person", "device-b", "", at("2025-12-02T10:00:01Z"))
+	must(t, err)
+	must(t, b.Commit("edit"))
+	b2 := fork(t, b, actorC)
+	must(t, a.Merge(b))
+	must(t, b2.Merge(a))
+	for name, d := range map[string]*MemoryDoc{"a": a, "b": b2} {
+		loaded, err := LoadMemoryDoc(actorA, d.Save())
+		must(t, err)
+		m := materialize(t, loaded)
+		loaded.Close()
+		var got []string
+		for _, r := range m.Revisions {
+			got = append(got, r.Agent)
+		}
+		if want := []string{"claude-code", "codex/0.9", ""}; !slices.Equal(got, want) {
+			t.Errorf("replica %s: revisions' agents %q, want %q (the first from provenance)", name, got, want)
+		}
+	}
+	if _, err := a.AppendRevision("x", "device-a", "\xff", time.Now()); !errors.Is(err, ErrInvalidString) {
+		t.Errorf("an agent that is not UTF-8: %v", err)
+	}
+}
+
+// TestRevisionAgentOldAndNewDocuments: a document written before
+// revisions had an agent loads, shows its revisions with none and takes
+// new revisions with one; a revision key that this version does not know
+// (one a later version adds) is ignored, as an older node ignores the agent.
+func TestRevisionAgentOldAndNewDocuments(t *testing.T) {
+	id, rev := NewID(), NewID()
+	for _, tt := range []struct {
+		name  string
+		extra map[string]any
+	}{
+		{"before agents", nil},
+		{"a later key", map[string]any{"signed_by": "someone", "weight": int64(3)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			am := automerge.New()
+			root := am.RootMap()
+			for k, v := range map[string]any{keyType: typeMemory, keySchema: int64(schemaVersion), keyID: id,
+				keyNamespace: "old", keyKind: "note", keyTier: "agent", keyStatus: "active", keyConfidence: 0.7} {
+				must(t, root.Set(k, v))
+			}
+			sub := func(parent *automerge.Map, key string) *automerge.Map {
+				m := automerge.NewMap()
+				must(t, parent.Set(key, m))
+				return m
+			}
+			prov := sub(root, keyProvenance)
+			for k, v := range map[string]any{keyDevice: "device-old", keyAgent: "claude-code", keyCreatedAt: int64(1_700_000_000_000), keyUpdatedAt: int64(1_700_000_000_000)} {
+				must(t, prov.Set(k, v))
+			}
+			sub(root, keyTags)
+			sub(root, keyTouches)
+			r := sub(sub(root, keyRevisions), rev)
+			for k, v := range map[string]any{keyText: "written before agents", keyDevice: "device-old", keyAt: int64(1_700_000_000_000)} {
+				must(t, r.Set(k, v))
+			}
+			for k, v := range tt.extra {
+				must(t, r.Set(k, v))
+			}
+			_, err := am.Commit("old")
+			must(t, err)
+			d, err := LoadMemoryDoc(actorA, am.Save())
+			must(t, err)
+			defer d.Close()
+			m := materialize(t, d)
+			want := model.Revision{ID: rev, Text: "written before agents", Device: "device-old", At: time.UnixMilli(1_700_000_000_000).UTC()}
+			if len(m.Revisions) != 1 || !reflect.DeepEqual(m.Revisions[0], want) || m.Provenance.Agent != "claude-code" {
+				t.Fatalf("revisions %+v, provenance %+v; want %+v with no agent", m.Revisions, m.Provenance, want)
+			}
+			_, err = d.AppendRevision("edited now", "device-new", "codex/0.9", time.UnixMilli(1_800_000_000_000))
+			must(t, err)
+			must(t, d.Commit("edit"))
+			if got := materialize(t, d); len(got.Revisions) != 2 || got.Revisions[1].Agent != "codex/0.9" || got.Revisions[0].Agent != "" {
+				t.Errorf("after an edit: %+v", got.Revisions)
+			}
+		})
 	}
 }

@@ -301,7 +301,7 @@ func memoryKind() *docKind[*MemoryDoc] {
 			func(d *MemoryDoc, in *fuzzInput) error { return d.AddTouches(in.str()) },
 			func(d *MemoryDoc, in *fuzzInput) error { return d.RemoveTouches(in.str()) },
 			func(d *MemoryDoc, in *fuzzInput) error {
-				_, err := d.AppendRevision(in.str(), in.str(), in.time())
+				_, err := d.AppendRevision(in.str(), in.str(), in.str(), in.time())
 				return err
 			},
 		},
@@ -475,7 +475,7 @@ func FuzzMergeChanges(f *testing.F) {
 		other, err := LoadMemoryDoc(actor, memory)
 		must(f, err)
 		must(f, other.SetTitle("concurrent title"))
-		_, err = other.AppendRevision("concurrent text", "dev", at("2026-01-02T00:00:00Z"))
+		_, err = other.AppendRevision("concurrent text", "dev", "codex/0.9", at("2026-01-02T00:00:00Z"))
 		must(f, err)
 		concurrent[i] = other.Save()
 		other.Close()
@@ -797,7 +797,7 @@ func seedChanges(tb testing.TB, memory []byte) []*automerge.Change {
 		func() error { return d.RemoveTags("pebble") },
 		func() error { return root.Delete(keyTitle) },
 		commit,
-		func() error { _, err := d.AppendRevision("seeded", "dev", at("2026-01-03T00:00:00Z")); return err },
+		func() error { _, err := d.AppendRevision("seeded", "dev", "", at("2026-01-03T00:00:00Z")); return err },
 		commit,
 	} {
 		must(tb, edit())

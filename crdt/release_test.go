@@ -47,7 +47,7 @@ func TestCloseReleasesMemory(t *testing.T) {
 	for i := range iterations {
 		d, err := NewMemoryDoc(actorA, in)
 		must(t, err)
-		_, err = d.AppendRevision(in.Content+" Edited.", "device-a", time.Now())
+		_, err = d.AppendRevision(in.Content+" Edited.", "device-a", "", time.Now())
 		must(t, err)
 		must(t, d.Commit("edit"))
 		loaded, err := LoadMemoryDoc(actorB, d.Save())

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +24,10 @@ import (
 // text.
 func TestDashboardInBrowser(t *testing.T) {
 	a, b := startUIPair(t)
+	// Memories of one millisecond for the list's pages, written before
+	// the page opens its event stream: else they arrive live, each to the
+	// top of the list.
+	fromB := seedBurst(t, a, b)
 	br := startBrowser(t)
 	p := openTab(t, br, false)
 
@@ -145,12 +153,123 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("revisions name their agents", func(t *testing.T) {
+		p := p.in(t)
+		id := strings.TrimSpace(ok(t, a.home, "capture", "--format", "brief", "--ns", "team", "--agent", "claude-code/2.0", "Deploys need a green canary for ten minutes"))
+		ok(t, a.home, "update", id, "--agent", "codex/0.9", "--content", "Deploys need a green canary for fifteen minutes")
+		ok(t, a.home, "update", id, "--content", "Deploys need a green canary for twenty minutes")
+		var m api.Memory
+		okJSON(t, a.home, &m, "show", id, "--json")
+		var agents []string
+		for _, r := range m.Revisions {
+			agents = append(agents, r.Agent)
+		}
+		if want := []string{"claude-code/2.0", "codex/0.9", ""}; !slices.Equal(agents, want) {
+			t.Fatalf("show --json: revisions' agents %q, want %q", agents, want)
+		}
+		if human := ok(t, a.home, "show", id, "--format", "human"); !strings.Contains(human, "claude-code/2.0") || !strings.Contains(human, "codex/0.9") {
+			t.Errorf("show does not name the revisions' agents:\n%s", human)
+		}
+		p.goTo("/memories/"+m.ID, `document.querySelectorAll(".revisions > li").length === 3`)
+		// Newest first: the person's edit names no agent.
+		got := eval[[]string](p, `[...document.querySelectorAll(".revisions > li")].map((li) => li.querySelector(".agent")?.textContent ?? "")`)
+		if want := []string{"", "codex/0.9", "claude-code/2.0"}; !slices.Equal(got, want) {
+			t.Errorf("the memory's page shows the revisions' agents %q, want %q", got, want)
+		}
+	})
+
 	t.Run("hostile text stays text", func(t *testing.T) {
 		p := p.in(t)
 		hostileSet(t, a, b, p)
 	})
 
+	t.Run("pages through one millisecond, filtered by device on the server", func(t *testing.T) {
+		p := p.in(t)
+		rows := `document.querySelectorAll("#memory-list li").length`
+		distinct := `new Set([...document.querySelectorAll("#memory-list li")].map((li) => li.dataset.id)).size`
+		p.goTo("/memories?kind=burst", rows+` === 100 && !document.querySelector("#page .actions button").hidden`)
+		for _, want := range []int{200, 208} {
+			p.do(chromedp.Click(chromedp.CSS("#page .actions button")))
+			p.waitFor(30*time.Second, fmt.Sprintf(`%s === %d && %s === %d`, rows, want, distinct, want))
+		}
+		if !eval[bool](p, `document.querySelector("#page .actions button").hidden`) {
+			t.Error("Load more is offered after the last page")
+		}
+		// The CLI pages and filters the same way.
+		seen := map[string]bool{}
+		args := []string{"list", "--all-ns", "--kind", "burst", "--limit", "100", "--json"}
+		for cursor := ""; ; {
+			var page api.ListPage
+			okJSON(t, a.home, &page, append(args, "--cursor", cursor)...)
+			for _, m := range page.Memories {
+				if seen[m.ID] {
+					t.Errorf("memmesh list: %s on two pages", m.ID)
+				}
+				seen[m.ID] = true
+			}
+			if cursor = page.Next; cursor == "" || len(seen) > 208 {
+				break
+			}
+		}
+		var byB api.ListPage
+		okJSON(t, a.home, &byB, "list", "--all-ns", "--kind", "burst", "--device", "b", "--json")
+		if len(seen) != 208 || len(byB.Memories) != 3 {
+			t.Errorf("memmesh list: %d memories over its pages, want 208; %d of device b, want 3", len(seen), len(byB.Memories))
+		}
+		for _, device := range []string{strings.ToLower(b.client.DeviceID()[:8]), "b"} {
+			eval[bool](p, `(() => { const i = document.querySelector('input[aria-label="Device"]'); i.value = `+jsString(device)+`; i.dispatchEvent(new Event("input")); return true; })()`)
+			p.waitFor(30*time.Second, rows+` === 3 && [...document.querySelectorAll("#memory-list li")].every((li) => `+jsArray(fromB)+`.includes(li.dataset.id))`)
+		}
+	})
+
 	if problems := p.watch.Problems(); len(problems) != 0 {
 		t.Errorf("the dashboard reported problems:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+// jsArray writes strings as a JavaScript array.
+func jsArray(s []string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// seedBurst writes 205 memories on a and 3 on b of kind burst, all
+// updated in one millisecond, so that the boundaries of the list's pages
+// fall inside it, and waits until a holds b's; it returns b's ids.
+func seedBurst(t *testing.T, a, b *uiNode) []string {
+	t.Helper()
+	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var fromB []string
+	for i := range 3 {
+		fromB = append(fromB, b.remember(t, api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on b", i), At: at}))
+	}
+	// Eight writers at once share the daemon's fsyncs.
+	var wg sync.WaitGroup
+	errs := make(chan error, 205)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < 205; i += 8 {
+				_, err := a.client.Remember(context.Background(), api.RememberRequest{Namespace: "team", Kind: "burst", Content: fmt.Sprintf("Burst note %d written on a", i), At: at})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ms, err := a.client.List(context.Background(), api.ListRequest{Kind: "burst", Device: b.client.DeviceID(), Limit: 10})
+		if err == nil && len(ms) == 3 {
+			return fromB
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's memories did not reach a: %d (%v)", len(ms), err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

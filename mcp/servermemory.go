@@ -460,7 +460,7 @@ func (p *serverMemoryProfile) addObservations() (mcpgo.Tool, server.ToolHandlerF
 		if err := args.err(); err != nil {
 			return nil, err
 		}
-		results, err := p.store.addObservations(ctx, in)
+		results, err := p.store.addObservations(ctx, in, p.client(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -510,7 +510,7 @@ func (p *serverMemoryProfile) deleteObservations() (mcpgo.Tool, server.ToolHandl
 		if err := args.err(); err != nil {
 			return nil, err
 		}
-		if err := p.store.deleteObservations(ctx, in); err != nil {
+		if err := p.store.deleteObservations(ctx, in, p.client(ctx)); err != nil {
 			return nil, err
 		}
 		return serverMemorySuccess("Observations deleted successfully"), nil
@@ -1087,7 +1087,7 @@ func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reade
 	if err != nil {
 		return res, err
 	}
-	if err := s.applyEdits(ctx, edits); err != nil {
+	if err := s.applyEdits(ctx, edits, serverMemoryProvenance{}); err != nil {
 		return res, err
 	}
 	for _, a := range added {

@@ -524,6 +524,11 @@ func TestServerMemoryWorkload(t *testing.T) {
 		!bob.Evergreen || !bob.ExpiresAt.IsZero() || bob.Provenance.Agent != "test-client/1.0" || !strings.HasPrefix(bob.Provenance.Session, "stdio-") || len(bob.Revisions) != 3 {
 		t.Errorf("Bob's memory: %+v", bob.Memory)
 	}
+	for _, r := range bob.Revisions {
+		if r.Agent != "test-client/1.0" {
+			t.Errorf("Bob's revision %s written by agent %q, want the client's", r.ID, r.Agent)
+		}
+	}
 	if m, err := n.Get(context.Background(), worksInc); err != nil || m.Status != model.StatusDeleted {
 		t.Errorf("Works Inc's memory: %v, status %s; want deleted", err, m.Status)
 	}

@@ -630,17 +630,18 @@ func (e *serverMemoryEdits) encode() ([]*serverMemoryEdit, error) {
 	return changed, nil
 }
 
-// applyEdits stores encoded edits, each as a new revision of its memory.
-func (s *serverMemoryStore) applyEdits(ctx context.Context, edits []*serverMemoryEdit) error {
+// applyEdits stores encoded edits, each as a new revision of its memory
+// written by prov's agent.
+func (s *serverMemoryStore) applyEdits(ctx context.Context, edits []*serverMemoryEdit, prov serverMemoryProvenance) error {
 	for _, ed := range edits {
-		if _, err := s.svc.Update(ctx, ed.part.id, api.UpdateRequest{Content: &ed.content}); err != nil {
+		if _, err := s.svc.Update(ctx, ed.part.id, api.UpdateRequest{Content: &ed.content, Agent: prov.agent}); err != nil {
 			return fmt.Errorf("update entity %s: %w", ed.part.entry.name, err)
 		}
 	}
 	return nil
 }
 
-func (s *serverMemoryStore) addObservations(ctx context.Context, in []serverMemoryAddition) ([]serverMemoryAdded, error) {
+func (s *serverMemoryStore) addObservations(ctx context.Context, in []serverMemoryAddition, prov serverMemoryProvenance) ([]serverMemoryAdded, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, err := s.sync(ctx)
@@ -651,7 +652,7 @@ func (s *serverMemoryStore) addObservations(ctx context.Context, in []serverMemo
 	if err != nil {
 		return nil, err
 	}
-	return results, s.applyEdits(ctx, edits)
+	return results, s.applyEdits(ctx, edits, prov)
 }
 
 // planAdd works out, in order, which observations each addition adds: those
@@ -690,7 +691,7 @@ func (s *serverMemoryStore) planAdd(snap *serverMemorySnapshot, in []serverMemor
 
 // deleteObservations removes every occurrence of the observations from the
 // named entities; unknown entities are ignored.
-func (s *serverMemoryStore) deleteObservations(ctx context.Context, in []serverMemoryDeletion) error {
+func (s *serverMemoryStore) deleteObservations(ctx context.Context, in []serverMemoryDeletion, prov serverMemoryProvenance) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, err := s.sync(ctx)
@@ -713,7 +714,7 @@ func (s *serverMemoryStore) deleteObservations(ctx context.Context, in []serverM
 	if err != nil {
 		return err
 	}
-	return s.applyEdits(ctx, changed)
+	return s.applyEdits(ctx, changed, prov)
 }
 
 // deleteEntities deletes the named entities and every relation from or to

@@ -125,6 +125,7 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		mcpgo.WithArray("tiers", mcpgo.WithStringEnumItems([]string{string(model.TierHuman), string(model.TierAgent), string(model.TierAuto)}), mcpgo.Description("Only these trust tiers.")),
 		mcpgo.WithString("since", mcpgo.Description("Updated at or after: 2026-01-31, RFC 3339, or an age (7d).")),
 		mcpgo.WithString("until", mcpgo.Description("Updated before; as since.")),
+		mcpgo.WithString("device", mcpgo.Description("Only what this machine wrote: device id, prefix or name.")),
 		mcpgo.WithInteger("limit", mcpgo.Min(1), mcpgo.Max(maxRecallLimit), mcpgo.Description("Default: 10.")),
 		mcpgo.WithBoolean("explain", mcpgo.Description("Return each score's components.")),
 		mcpgo.WithInteger("budget", mcpgo.Min(api.MinSearchBudget), mcpgo.Max(api.MaxSearchBudget), mcpgo.Description("Most tokens to return; long memories shrink to excerpts.")),
@@ -138,6 +139,7 @@ func (h *handler) recallTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			Kind:      a.str("kind"),
 			Since:     a.time("since"),
 			Until:     a.time("until"),
+			Device:    a.str("device"),
 			Limit:     a.integer("limit"),
 			Explain:   a.boolean("explain"),
 			Budget:    a.integer("budget"),
@@ -189,7 +191,7 @@ func (h *handler) getTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return h.failure(tool.Name, err, "Use recall to find the memory's id."), nil
 		}
-		out := memoryResult{Notice: dataNotice, memoryData: newMemory(m)}
+		out := memoryResult{Notice: dataNotice, memoryData: newMemory(m).withRevisions(m.Revisions)}
 		return mcpgo.NewToolResultStructured(out, out.text("")), nil
 	}
 }
@@ -225,6 +227,7 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			Evergreen:  a.optBool("evergreen"),
 			TTL:        a.optStr("ttl"),
 		}
+		r.Agent, _ = h.caller(ctx)
 		if s := a.optStr("status"); s != nil {
 			status := model.Status(*s)
 			r.Status = &status
@@ -257,7 +260,8 @@ func (h *handler) update(ctx context.Context, id string, r api.UpdateRequest) (a
 		return m, err
 	}
 	r.Status = nil
-	if reflect.ValueOf(r).IsZero() {
+	if reflect.DeepEqual(r, api.UpdateRequest{Agent: r.Agent}) { // nothing but who asks
+
 		return m, nil
 	}
 	return h.svc.Update(ctx, m.ID, r)
@@ -742,8 +746,9 @@ type provenanceData struct {
 
 type revisionData struct {
 	ID     string    `json:"id"`
-	Text   string    `json:"text"`
+	Text   string    `json:"text,omitempty"`
 	Device string    `json:"device"`
+	Agent  string    `json:"agent,omitempty"`
 	At     time.Time `json:"at"`
 }
 
@@ -764,6 +769,9 @@ type memoryData struct {
 	ExpiresAt  time.Time      `json:"expires_at,omitzero"`
 	Provenance provenanceData `json:"provenance"`
 	Conflict   []revisionData `json:"conflict,omitempty" jsonschema:"versions of the content edited concurrently on different machines; update the content to resolve them"`
+	// Revisions lists who wrote each version, oldest first, without
+	// their text: only get fills it.
+	Revisions []revisionData `json:"revisions,omitempty"`
 }
 
 func newMemory(m api.Memory) memoryData {
@@ -777,9 +785,17 @@ func newMemory(m api.Memory) memoryData {
 		out.Tags = []string{}
 	}
 	for _, r := range m.Conflict {
-		out.Conflict = append(out.Conflict, revisionData{ID: r.ID, Text: r.Text, Device: r.Device, At: r.At})
+		out.Conflict = append(out.Conflict, revisionData{ID: r.ID, Text: r.Text, Device: r.Device, Agent: r.Agent, At: r.At})
 	}
 	return out
+}
+
+// withRevisions adds who wrote each revision of m, and when.
+func (m memoryData) withRevisions(revs []model.Revision) memoryData {
+	for _, r := range revs {
+		m.Revisions = append(m.Revisions, revisionData{ID: r.ID, Device: r.Device, Agent: r.Agent, At: r.At})
+	}
+	return m
 }
 
 // attrs returns the block attributes that show a memory's provenance.
@@ -818,7 +834,19 @@ func (r *memoryResult) text(headline string) string {
 	if len(r.Conflict) > 0 {
 		fmt.Fprintf(&b, "This memory has a sync conflict: %d versions of its content were edited concurrently on different machines. Merge them and save the result with update.\n", len(r.Conflict))
 		for _, v := range r.Conflict {
-			writeBlock(&b, []attr{{"id", r.ShortID}, {"version", v.ID}, {"device", shortDevice(v.Device)}, {"at", v.At.Format(time.RFC3339)}}, v.Text)
+			writeBlock(&b, []attr{{"id", r.ShortID}, {"version", v.ID}, {"device", shortDevice(v.Device)}, {"agent", v.Agent}, {"at", v.At.Format(time.RFC3339)}}, v.Text)
+		}
+	}
+	if len(r.Revisions) > 0 {
+		fmt.Fprintf(&b, "Revisions, oldest first (%d):\n", len(r.Revisions))
+		for _, v := range r.Revisions {
+			// A peer's revision names any device and agent: escaped as
+			// the blocks' attributes are.
+			fmt.Fprintf(&b, "- %s at %s on device %s", v.ID, v.At.Format(time.RFC3339), attrEscaper.Replace(shortDevice(v.Device)))
+			if v.Agent != "" {
+				fmt.Fprintf(&b, ` by "%s"`, attrEscaper.Replace(v.Agent))
+			}
+			b.WriteString("\n")
 		}
 	}
 	return b.String()

@@ -95,6 +95,7 @@ func TestTools(t *testing.T) {
 			{map[string]any{"query": "", "tags": []any{"db"}, "kind": "decision", "since": "2000-01-01", "limit": 5}, pgx.ID},
 			{map[string]any{"query": "pgx", "statuses": []any{"archived"}}, ""},
 			{map[string]any{"query": "pgx", "until": "2000-01-01T00:00:00Z"}, ""},
+			{map[string]any{"query": "pgx", "device": strings.ToLower(n.DeviceID()[:6])}, pgx.ID},
 		} {
 			var out recallData
 			call(t, c, "recall", tc.args, &out)
@@ -127,6 +128,15 @@ func TestTools(t *testing.T) {
 		}, &out)
 		if !strings.Contains(out.Content, "pgx v5") || out.Kind != "convention" || out.Status != "stale" || strings.Join(out.Tags, ",") != "adr,db" {
 			t.Errorf("update = %+v", out.memoryData)
+		}
+		// get lists the revisions with the client that wrote each.
+		var got memoryResult
+		text := call(t, c, "get", map[string]any{"id": pgx.ID}, &got)
+		if len(got.Revisions) != 2 || got.Revisions[0].Agent != "test-agent/1.2" || got.Revisions[1].Agent != "test-agent/1.2" || got.Revisions[1].Text != "" {
+			t.Errorf("get revisions = %+v", got.Revisions)
+		}
+		if !strings.Contains(text, "Revisions, oldest first (2):") || strings.Count(text, `by "test-agent/1.2"`) != 2 {
+			t.Errorf("get text lacks the revisions' agents:\n%s", text)
 		}
 		call(t, c, "update", map[string]any{"id": pgx.ID, "status": "active", "evergreen": true, "title": "Postgres driver: pgx"}, &out)
 		if out.Status != "active" || !out.Evergreen || out.Title != "Postgres driver: pgx" {

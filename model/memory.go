@@ -42,12 +42,15 @@ func (t Tier) Valid() bool {
 // or removed; the current content is the newest revision that no other
 // revision builds on.
 type Revision struct {
-	ID     string    `json:"id"`
-	Parent string    `json:"parent,omitempty"` // revision this one edits; empty for the first
-	Merges []string  `json:"merges,omitempty"` // other leaf revisions this one resolves
-	Text   string    `json:"text"`
-	Device string    `json:"device"`
-	At     time.Time `json:"at"`
+	ID     string   `json:"id"`
+	Parent string   `json:"parent,omitempty"` // revision this one edits; empty for the first
+	Merges []string `json:"merges,omitempty"` // other leaf revisions this one resolves
+	Text   string   `json:"text"`
+	Device string   `json:"device"`
+	// Agent is the client that wrote the revision (name/version), when
+	// known; revisions written before it was recorded have none.
+	Agent string    `json:"agent,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // Provenance records where a memory came from.

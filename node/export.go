@@ -675,7 +675,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 		if err != nil {
 			return m, err
 		}
-		m.Revisions = []model.Revision{{ID: crdt.NewID(), Text: content, Device: m.Provenance.Device, At: m.Provenance.CreatedAt}}
+		m.Revisions = []model.Revision{{ID: crdt.NewID(), Text: content, Device: m.Provenance.Device, Agent: m.Provenance.Agent, At: m.Provenance.CreatedAt}}
 	}
 	for i := range m.Revisions {
 		r := &m.Revisions[i]
@@ -693,6 +693,9 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 		}
 		r.Text, _ = secrets.Scrub(text)
 		if r.Device, _, err = checkLabel("device", r.Device); err != nil {
+			return m, fmt.Errorf("revision %s: %w", r.ID, err)
+		}
+		if r.Agent, _, err = checkLabel("agent", r.Agent); err != nil {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}
 	}

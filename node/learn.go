@@ -103,7 +103,7 @@ func (n *Node) learn(ctx context.Context, meta api.Session, c extract.Candidate)
 		if was.Content == c.Content || was.Repeat {
 			return 0, 0, nil
 		}
-		_, err := n.Update(ctx, DisplayID(was.Memory), api.UpdateRequest{Title: &c.Title, Content: &c.Content})
+		_, err := n.Update(ctx, DisplayID(was.Memory), api.UpdateRequest{Title: &c.Title, Content: &c.Content, Agent: meta.Client})
 		if err == nil {
 			return 0, 0, n.keepLearned(key, learned{Memory: was.Memory, Content: c.Content, Turns: c.Evidence.Turns})
 		}

@@ -38,8 +38,9 @@ func (n *Node) moveOutOfLocal(id string, doc *crdt.MemoryDoc, m *model.Memory, r
 		return api.Memory{}, fmt.Errorf("materialise memory: %w", err)
 	}
 	now := n.now().UTC()
+	agent, _, _ := checkLabel("agent", req.Agent) // applyUpdate checked it
 	moved.ID = crdt.NewID()
-	moved.Revisions = []model.Revision{{ID: crdt.NewID(), Text: moved.Content, Device: n.id.DeviceID, At: now}}
+	moved.Revisions = []model.Revision{{ID: crdt.NewID(), Text: moved.Content, Device: n.id.DeviceID, Agent: agent, At: now}}
 	moved.Conflict, moved.Heads = nil, nil
 	moved.Provenance.UpdatedAt = now
 	fresh, err := crdt.NewMemoryDoc(n.actor, &moved)

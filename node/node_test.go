@@ -431,3 +431,32 @@ func TestListBySession(t *testing.T) {
 		t.Fatalf("an over-long session: %v, want invalid", err)
 	}
 }
+
+// TestRevisionsRecordTheirAgent: the first revision carries the agent of
+// the capture, each edit the agent of its update (none for a person); an
+// agent that is no label is refused and changes nothing.
+func TestRevisionsRecordTheirAgent(t *testing.T) {
+	n := testNode(t, "")
+	ctx := context.Background()
+	res := remember(t, n, api.RememberRequest{Content: "Use pgx for Postgres", Agent: "claude-code/2.0"})
+	for _, e := range []struct{ content, agent string }{{"Use pgx v5 for Postgres", " codex/0.9 "}, {"Use pgx v5, pooled", ""}} {
+		if _, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &e.content, Agent: e.agent}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := "refused"
+	if _, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &bad, Agent: strings.Repeat("x", maxLabelLen+1)}); !errors.Is(err, api.ErrInvalid) {
+		t.Errorf("an agent of %d bytes: %v, want invalid", maxLabelLen+1, err)
+	}
+	m, err := n.Get(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents []string
+	for _, r := range m.Revisions {
+		agents = append(agents, r.Agent)
+	}
+	if want := []string{"claude-code/2.0", "codex/0.9", ""}; !slices.Equal(agents, want) || m.Provenance.Agent != "claude-code/2.0" {
+		t.Errorf("revisions' agents %q (provenance %q), want %q", agents, m.Provenance.Agent, want)
+	}
+}

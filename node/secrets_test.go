@@ -170,6 +170,11 @@ func TestSecretCanary(t *testing.T) {
 			u, err = n.Update(ctx, res.ID, api.UpdateRequest{Title: &line})
 			canary(t, c, "update title", u, err)
 		}
+		if len(line) <= maxLabelLen {
+			again := "Again: " + c.Input
+			u, err = n.Update(ctx, res.ID, api.UpdateRequest{Content: &again, Agent: line})
+			canary(t, c, "update content as an agent", u, err)
+		}
 		e, err := n.Link(ctx, api.LinkRequest{From: res.ID, Rel: "touches", To: "url:" + line, Notes: c.Input})
 		if !canary(t, c, "link to a url with notes", e, err) {
 			t.Errorf("%s: the link was refused", c.Name)

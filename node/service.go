@@ -471,6 +471,10 @@ func (n *Node) changeMemory(id string, doc *crdt.MemoryDoc, m *model.Memory, rel
 // a bad field changes nothing.
 func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateRequest) error {
 	var ops []func() error
+	agent, _, err := checkLabel("agent", req.Agent)
+	if err != nil {
+		return err
+	}
 	if req.Title != nil {
 		title, err := checkTitle(*req.Title)
 		if err != nil {
@@ -490,7 +494,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		}
 		if content != m.Content || len(m.Conflict) > 0 {
 			ops = append(ops, func() error {
-				if _, err := doc.EditRevision(req.Base, content, n.id.DeviceID, n.now().UTC()); err != nil {
+				if _, err := doc.EditRevision(req.Base, content, n.id.DeviceID, agent, n.now().UTC()); err != nil {
 					return err
 				}
 				return n.followContent(doc, m, content, req.Title == nil)
@@ -658,7 +662,7 @@ func (n *Node) recordAccess(id string) {
 // Search runs a full-text search. It sees every write acknowledged before it
 // was called.
 func (n *Node) Search(ctx context.Context, req api.SearchRequest) (api.SearchResult, error) {
-	q, err := n.searchQuery(req)
+	q, err := n.searchQuery(ctx, req)
 	if err != nil {
 		return api.SearchResult{}, err
 	}
@@ -715,7 +719,7 @@ func invalidQuery(err error) error {
 	return api.Invalidf("%s", strings.TrimPrefix(err.Error(), search.ErrInvalidQuery.Error()+": "))
 }
 
-func (n *Node) searchQuery(req api.SearchRequest) (search.Query, error) {
+func (n *Node) searchQuery(ctx context.Context, req api.SearchRequest) (search.Query, error) {
 	if err := CheckQuery(req.Query); err != nil {
 		return search.Query{}, err
 	}
@@ -743,6 +747,9 @@ func (n *Node) searchQuery(req api.SearchRequest) (search.Query, error) {
 		return q, err
 	}
 	q.Tags = tags
+	if q.Device, err = n.findDevice(ctx, req.Device); err != nil {
+		return q, err
+	}
 	if req.Kind != "" {
 		if q.Kind, err = normalizeKind(req.Kind); err != nil {
 			return q, err
@@ -835,36 +842,59 @@ func (n *Node) hydrate(res search.Result, fusion map[string]*api.Fusion) (api.Se
 
 // List returns memories matching the filters, most recently updated first.
 func (n *Node) List(ctx context.Context, req api.ListRequest) ([]api.Memory, error) {
+	page, err := n.ListPage(ctx, req)
+	return page.Memories, err
+}
+
+// ListPage is List with the cursor of the page that follows: the update
+// time and id of the page's last memory, the listing's order, so that
+// paging neither skips nor repeats the memories updated in the same
+// millisecond at a page's end.
+func (n *Node) ListPage(ctx context.Context, req api.ListRequest) (api.ListPage, error) {
 	if req.Limit == 0 {
 		req.Limit = 50
 	}
-	q, err := n.searchQuery(api.SearchRequest{
-		Namespace: req.Namespace, Tags: req.Tags, Kind: req.Kind,
+	q, err := n.searchQuery(ctx, api.SearchRequest{
+		Namespace: req.Namespace, Tags: req.Tags, Kind: req.Kind, Device: req.Device,
 		Statuses: req.Statuses, Tiers: req.Tiers, Since: req.Since, Until: req.Until, Limit: req.Limit,
 	})
 	if err != nil {
-		return nil, err
+		return api.ListPage{}, err
+	}
+	if req.Cursor != "" {
+		after, err := api.DecodeCursor(req.Cursor)
+		if err != nil {
+			return api.ListPage{}, err
+		}
+		q.After = &after
 	}
 	if req.Session != "" {
 		if len(req.Session) > maxThreadSession {
-			return nil, api.Invalidf("session: at most %d bytes", maxThreadSession)
+			return api.ListPage{}, api.Invalidf("session: at most %d bytes", maxThreadSession)
 		}
 		if q.IDs, err = n.thread(req.Session); err != nil {
-			return nil, err
+			return api.ListPage{}, err
 		}
 		if len(q.IDs) == 0 {
-			return []api.Memory{}, nil
+			return api.ListPage{Memories: []api.Memory{}}, nil
 		}
 	}
-	res, err := n.runSearch(ctx, q)
+	res, err := n.indexSearch(ctx, q)
 	if err != nil {
-		return nil, err
+		return api.ListPage{}, err
 	}
-	out := make([]api.Memory, len(res.Results))
-	for i, h := range res.Results {
-		out[i] = h.Memory
+	found, err := n.hydrate(res, nil)
+	if err != nil {
+		return api.ListPage{}, err
 	}
-	return out, nil
+	page := api.ListPage{Memories: make([]api.Memory, len(found.Results))}
+	for i, h := range found.Results {
+		page.Memories[i] = h.Memory
+	}
+	if res.Next != nil {
+		page.Next = api.EncodeCursor(*res.Next)
+	}
+	return page, nil
 }
 
 // Stats counts memories by status, namespace, kind and tier from the

@@ -226,7 +226,7 @@ func (n *Node) writeSessionSummary(ctx context.Context, meta *sessionRecord) err
 	meta.Title = "Session: " + cmp.Or(clip(firstLine(meta.Prompt), 80), meta.Client+" in "+cmp.Or(meta.Project, meta.Namespace))
 	meta.Summary = sessionSummary(meta.Session, meta.Prompt, meta.Outcome)
 	if meta.SummaryID != "" {
-		_, err := n.Update(ctx, meta.SummaryID, api.UpdateRequest{Title: &meta.Title, Content: &meta.Summary})
+		_, err := n.Update(ctx, meta.SummaryID, api.UpdateRequest{Title: &meta.Title, Content: &meta.Summary, Agent: meta.Client})
 		if !errors.Is(err, api.ErrNotFound) {
 			return err
 		}

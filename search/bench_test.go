@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,7 +59,11 @@ var (
 	benchNamespaces = []string{"shop", "platform", "mobile", "data", "infra", "website", "billing", "tools"}
 	benchKinds      = []string{"note", "decision", "convention", "bug", "fact", "task"}
 	benchTiers      = []model.Tier{model.TierAgent, model.TierAuto, model.TierHuman}
-	benchQueries    = map[string][]string{
+	// The machines of a mesh: each memory is written on one, and every
+	// fourth was also revised on the next (derived from the memory's
+	// number, so that the other draws stay as they were).
+	benchDevices = []string{"GQ2LAPTOP", "GQ2DESKTOP", "HOMESERVER", "CIRUNNER", "TABLET"}
+	benchQueries = map[string][]string{
 		"terms":  {"checkout worker timeout", "retry backoff jitter", "goroutine leak shutdown", "token expired", "kafka rebalance", "memory load", "parseConfig", "schema migration deploy"},
 		"phrase": {`"rate limited"`, `"cache key" corrupts`, `"dry-run mode"`, `"health check"`},
 		"fuzzy":  {"idempotncy", "goroutnes", "dedlocks", "timezon"},
@@ -100,7 +105,8 @@ func (g *noteGen) memory(i int) model.Memory {
 		tags = append(tags, t)
 	}
 	slices.Sort(tags)
-	return model.Memory{
+	device := benchDevices[i*7%len(benchDevices)]
+	m := model.Memory{
 		ID:         fmt.Sprintf("m%025d", i),
 		Namespace:  pick(g, benchNamespaces),
 		Title:      fmt.Sprintf("%s %s", subject, problem),
@@ -111,11 +117,16 @@ func (g *noteGen) memory(i int) model.Memory {
 		Confidence: 0.5 + g.rng.Float64()/2,
 		Status:     model.StatusActive,
 		Provenance: model.Provenance{
-			Device:    "bench",
+			Device:    device,
 			CreatedAt: now.Add(-time.Duration(g.rng.IntN(365*24)) * time.Hour),
 			UpdatedAt: now.Add(-time.Duration(g.rng.IntN(365*24)) * time.Hour),
 		},
 	}
+	m.Revisions = []model.Revision{{ID: "r0", Text: m.Content, Device: device, At: m.Provenance.CreatedAt}}
+	if i%4 == 0 {
+		m.Revisions = append(m.Revisions, model.Revision{ID: "r1", Parent: "r0", Text: m.Content, Device: benchDevices[(i*7+1)%len(benchDevices)], At: m.Provenance.UpdatedAt})
+	}
+	return m
 }
 
 // benchIndex builds an index of n generated memories, then closes and
@@ -149,6 +160,13 @@ func benchIndex(b *testing.B, n int) *Index {
 	return ix
 }
 
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // reportLatency adds p50 and p99 of the per-operation durations.
 func reportLatency(b *testing.B, d []time.Duration) {
 	if len(d) == 0 {
@@ -167,6 +185,7 @@ func BenchmarkSearch(b *testing.B) {
 			var lat []time.Duration
 			var matches uint64
 			i := 0
+			cpu := cpuTime()
 			for b.Loop() {
 				start := time.Now()
 				res, err := ix.Search(ctx, queries[i%len(queries)])
@@ -181,6 +200,7 @@ func BenchmarkSearch(b *testing.B) {
 				i++
 			}
 			reportLatency(b, lat)
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(i), "cpu-µs/op")
 			b.ReportMetric(float64(matches)/float64(i), "matches/op")
 		})
 	}
@@ -199,6 +219,31 @@ func BenchmarkSearch(b *testing.B) {
 	run("explain", texts(benchQueries["terms"], Query{Now: now, Explain: true}))
 	run("fuzzy", texts(benchQueries["fuzzy"], Query{Now: now}))
 	run("list", []Query{{Now: now, Namespace: "billing"}, {Now: now, Namespace: "shop", Tags: []string{"redis"}}})
+	// The dashboard's list: every memory, newest first, a page of 100;
+	// and that list of one device's memories, whole or in a namespace,
+	// and a search of them.
+	run("list-all", []Query{{Now: now, Limit: 100}})
+	var device []Query
+	for _, d := range benchDevices {
+		device = append(device, Query{Now: now, Limit: 100, Device: d}, Query{Now: now, Limit: 100, Device: d, Namespace: "shop"})
+	}
+	run("list-device", device)
+	run("terms-device", texts(benchQueries["terms"], Query{Now: now, Device: benchDevices[1]}))
+	b.Run("list-pages", func(b *testing.B) {
+		// Paging the whole list, 100 at a time, from a cursor.
+		var lat []time.Duration
+		var after *Cursor
+		for b.Loop() {
+			start := time.Now()
+			res, err := ix.Search(ctx, Query{Now: now, Limit: 100, After: after})
+			lat = append(lat, time.Since(start))
+			if err != nil {
+				b.Fatal(err)
+			}
+			after = res.Next
+		}
+		reportLatency(b, lat)
+	})
 }
 
 func benchApply(b *testing.B, perBatch int) {

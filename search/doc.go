@@ -18,17 +18,22 @@
 //	             (a question mark that ends a sentence), so that graph
 //	             search can lend more to what follows it
 //	tags         keyword, for filters
+//	devices      keyword: the devices that wrote the memory (provenance
+//	             and every revision), for the device filter
 //	namespace    keyword
 //	kind         keyword
 //	status       keyword, stored (ranking)
 //	tier         keyword, stored (ranking)
 //	confidence   number, stored only (ranking)
 //	updated      datetime, stored only (ranking)
-//	updated_key  updated as a sortable keyword (Unix nanoseconds) with doc
-//	             values (listing, the ends of a since/until window)
-//	updated_day  the start of updated's UTC day, as updated_key (the
+//	updated_key  updated as a sortable keyword (Unix nanoseconds in 19
+//	             digits) followed by the memory's id, with doc values: the
+//	             listing's order (time, then id) in one value, and the ends
+//	             of a since/until window (a time's digits sort before every
+//	             key of that time)
+//	updated_day  the start of updated's UTC day, as a time key (the
 //	             whole days within a since/until window)
-//	updated_hour the start of updated's hour, as updated_key (the whole
+//	updated_hour the start of updated's hour, as a time key (the whole
 //	             hours at the ends of a since/until window)
 //	expires      datetime; absent for a memory without TTL
 //
@@ -100,7 +105,11 @@
 //     field of unstemmed words is indexed for it.
 //
 // A query without text lists the memories that pass the filters, newest
-// first, without scores.
+// first (then by id, last first), without scores. A listing that filled
+// its limit returns Result.Next, the place of its last memory (update
+// time and id); Query.After starts the next page after it, so memories
+// updated in the same instant at a page's end are neither skipped nor
+// repeated.
 //
 // # Durability and the watermark
 //

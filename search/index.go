@@ -38,6 +38,7 @@ const (
 	fieldSession     = "session" // keyword, stored
 	fieldAsks        = "asks"    // keyword, stored: "yes" when the memory asks a question
 	fieldTags        = "tags"    // keyword
+	fieldDevices     = "devices" // keyword: the devices that wrote the memory
 	fieldNamespace   = "namespace"
 	fieldKind        = "kind"
 	fieldStatus      = "status"
@@ -59,7 +60,7 @@ var (
 // schemaVersion changes whenever the mapping or the analysis changes. An
 // index with another version is removed and recreated empty, so that its
 // watermark (0) makes the caller rebuild it from storage.
-const schemaVersion = "7"
+const schemaVersion = "8"
 
 // Time bounds of indexed datetimes. Bleve stores datetimes as Unix
 // nanoseconds, which end in 2262.
@@ -271,6 +272,7 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	})
 	dm.AddFieldMappingsAt("session", keywordField(fieldSession, true))
 	dm.AddFieldMappingsAt("asks", keywordField(fieldAsks, true))
+	dm.AddFieldMappingsAt("devices", keywordField(fieldDevices, false))
 	dm.AddFieldMappingsAt("namespace", keywordField(fieldNamespace, false))
 	dm.AddFieldMappingsAt("kind", keywordField(fieldKind, false))
 	dm.AddFieldMappingsAt("status", keywordField(fieldStatus, true))
@@ -324,6 +326,7 @@ type document struct {
 	Session     string     `json:"session"`
 	Asks        string     `json:"asks,omitempty"` // asksYes or empty
 	Tags        []string   `json:"tags"`
+	Devices     []string   `json:"devices"` // devicesOf the memory
 	Namespace   string     `json:"namespace"`
 	Kind        string     `json:"kind"`
 	Status      string     `json:"status"`
@@ -331,7 +334,7 @@ type document struct {
 	Confidence  float64    `json:"confidence"`
 	Updated     time.Time  `json:"updated"`
 	Expires     *time.Time `json:"expires,omitempty"` // nil: never expires
-	UpdatedKey  string     `json:"updated_key"`       // timeKey(Updated)
+	UpdatedKey  string     `json:"updated_key"`       // timeKey(Updated) + id: the listing's order
 	UpdatedDay  string     `json:"updated_day"`       // timeKey of the start of its day
 	UpdatedHour string     `json:"updated_hour"`      // timeKey of the start of its hour
 }
@@ -356,6 +359,7 @@ func newDocument(m *model.Memory) document {
 		Session:     m.Provenance.Session,
 		Asks:        asksOf(m.Content),
 		Tags:        m.Tags,
+		Devices:     devicesOf(m),
 		Namespace:   m.Namespace,
 		Kind:        m.Kind,
 		Status:      string(m.Status),
@@ -363,18 +367,37 @@ func newDocument(m *model.Memory) document {
 		Confidence:  m.Confidence,
 		Updated:     updated,
 		Expires:     expires,
-		UpdatedKey:  timeKey(updated),
+		UpdatedKey:  timeKey(updated) + m.ID,
 		UpdatedDay:  timeKey(floor(updated, day)),
 		UpdatedHour: timeKey(floor(updated, time.Hour)),
 	}
+}
+
+// devicesOf returns the devices that wrote m, its provenance's and its
+// revisions', each once: what a device filter matches.
+func devicesOf(m *model.Memory) []string {
+	out := make([]string, 0, 1)
+	add := func(d string) {
+		if d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	add(m.Provenance.Device)
+	for _, r := range m.Revisions {
+		add(r.Device)
+	}
+	return out
 }
 
 // day is the unit of updated_day: days start at midnight UTC.
 const day = 24 * time.Hour
 
 // timeKey is the keyword term of t (within minTime..farFuture): its Unix
-// nanoseconds in 19 decimal digits, which sort as the times do.
+// nanoseconds in timeKeyLen decimal digits, which sort as the times do.
 func timeKey(t time.Time) string { return fmt.Sprintf("%019d", t.UnixNano()) }
+
+// timeKeyLen is the length of a timeKey.
+const timeKeyLen = 19
 
 // floor returns the start of the unit of time that holds t (within
 // minTime..farFuture); units start at the epoch.
@@ -508,6 +531,33 @@ func (ix *Index) Count() (uint64, error) {
 		return 0, bleveError("count", err)
 	}
 	return n, nil
+}
+
+// Devices returns the devices that wrote indexed memories (Query.Device)
+// whose ids start with prefix, in order, at most limit of them. A device
+// whose memories were all removed may stay listed until its segments
+// merge.
+func (ix *Index) Devices(prefix string, limit int) ([]string, error) {
+	if ix.closed.Load() {
+		return nil, ErrClosed
+	}
+	dict, err := ix.idx.FieldDictPrefix(fieldDevices, []byte(prefix))
+	if err != nil {
+		return nil, bleveError("devices", err)
+	}
+	defer dict.Close()
+	var out []string
+	for len(out) < limit {
+		e, err := dict.Next()
+		if err != nil {
+			return nil, bleveError("devices", err)
+		}
+		if e == nil {
+			break
+		}
+		out = append(out, e.Term)
+	}
+	return out, nil
 }
 
 // reader returns a reader of the index's current snapshot, for op; the

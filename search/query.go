@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -56,11 +57,15 @@ type Query struct {
 	IDs       []string       // only these memories; nil = all
 	Statuses  []model.Status // nil = active and stale
 	Tiers     []model.Tier   // nil = all
+	Device    string         // "" = all; else a device id that wrote the memory (Devices lists them)
 	Since     time.Time      // updated at or after; zero = open
 	Until     time.Time      // updated before; zero = open
 	Limit     int            // 0 = 10; capped at 1000
-	Explain   bool
-	Now       time.Time // for recency and expiry; zero = time.Now()
+	// After, in a listing (a query without text), starts the list after
+	// this place in it; nil starts from the newest.
+	After   *Cursor
+	Explain bool
+	Now     time.Time // for recency and expiry; zero = time.Now()
 	// Derived, when set, gives what the caller derives about a memory
 	// and the index does not store (see Derived); it must be cheap and
 	// safe for concurrent use.
@@ -86,6 +91,18 @@ type Result struct {
 	Fuzzy bool   // true when no exact hits existed and the typo-tolerant fallback produced these
 	Loose bool   // true when no memory held every quoted phrase and these match their words, loose
 	Total uint64 // matching documents before Limit
+	// Next, for a listing that filled its limit, is the place of its last
+	// hit: Query.After for the next page.
+	Next *Cursor
+}
+
+// Cursor is a place in a listing, which is ordered by update time,
+// newest first, and among memories updated in the same instant by id,
+// last first: a page that starts after it neither repeats nor skips
+// memories that share the update time of the page's boundary.
+type Cursor struct {
+	Updated time.Time
+	ID      string
 }
 
 // Hit is one matching memory.
@@ -131,6 +148,7 @@ type plan struct {
 	exclude []query.Query
 
 	hasText bool
+	after   *Cursor
 	terms   []string        // loose terms through analyzerText
 	when    map[string]bool // those of terms that can match the when field
 	words   []string        // loose terms through analyzerWords
@@ -243,7 +261,7 @@ func (ix *Index) plan(q Query) (*plan, error) {
 	if !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until) {
 		return nil, fmt.Errorf("%w: since %v is after until %v", ErrInvalidQuery, q.Since, q.Until)
 	}
-	p := &plan{limit: q.Limit, now: q.Now, explain: q.Explain, derived: q.Derived, texts: q.Feedback}
+	p := &plan{limit: q.Limit, now: q.Now, explain: q.Explain, derived: q.Derived, texts: q.Feedback, after: q.After}
 	if p.limit == 0 {
 		p.limit = DefaultLimit
 	}
@@ -349,6 +367,9 @@ func (p *plan) addFilters(q Query) error {
 	}
 	if q.Kind != "" {
 		p.include = append(p.include, termQuery(fieldKind, q.Kind))
+	}
+	if q.Device != "" {
+		p.include = append(p.include, termQuery(fieldDevices, q.Device))
 	}
 	if q.IDs != nil {
 		p.include = append(p.include, query.NewDocIDQuery(q.IDs))
@@ -698,7 +719,13 @@ func (ix *Index) rank(ctx context.Context, p *plan, q query.Query, match string)
 // list returns the memories matching the filters, newest first.
 func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 	req := bleve.NewSearchRequestOptions(p.listQuery(), p.limit, 0, false)
+	// One sort value, the time and then the id: sorting on the id as a
+	// second key made bleve read every matching document's id, a third
+	// of the time of listing 100,000 memories.
 	req.SortBy([]string{"-" + fieldUpdatedKey})
+	if p.after != nil {
+		req.SetSearchAfter([]string{timeKey(clampTime(p.after.Updated)) + p.after.ID})
+	}
 	req.Score = "none"
 	if p.explain {
 		req.Fields = rankFields
@@ -716,7 +743,17 @@ func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 		}
 		hits = append(hits, hit)
 	}
-	return Result{Hits: hits, Total: sr.Total}, nil
+	res := Result{Hits: hits, Total: sr.Total}
+	if n := len(sr.Hits); n > 0 && n == p.limit {
+		last := sr.Hits[n-1]
+		key := last.Sort[0]
+		ns, err := strconv.ParseInt(key[:min(len(key), timeKeyLen)], 10, 64)
+		if err != nil || key[min(len(key), timeKeyLen):] != last.ID {
+			return Result{}, fmt.Errorf("search: list: the sort key %q of %s is no time and id", key, last.ID)
+		}
+		res.Next = &Cursor{Updated: time.Unix(0, ns).UTC(), ID: last.ID}
+	}
+	return res, nil
 }
 
 // rankInputs joins a hit's stored ranking fields and what the caller

@@ -78,6 +78,15 @@ func withUpdated(t time.Time) func(*model.Memory) {
 }
 func withExpires(t time.Time) func(*model.Memory) { return func(m *model.Memory) { m.ExpiresAt = t } }
 
+// withRevisionsBy gives the memory a revision by each device.
+func withRevisionsBy(devices ...string) func(*model.Memory) {
+	return func(m *model.Memory) {
+		for i, d := range devices {
+			m.Revisions = append(m.Revisions, model.Revision{ID: fmt.Sprintf("r%d", i), Text: m.Content, Device: d, At: m.Provenance.UpdatedAt})
+		}
+	}
+}
+
 func apply(tb testing.TB, ix *Index, ms ...model.Memory) {
 	tb.Helper()
 	if err := ix.Apply(ms, nil, 1); err != nil {
@@ -252,7 +261,7 @@ func TestFilters(t *testing.T) {
 	day := func(n int) time.Time { return now.Add(time.Duration(-n) * 24 * time.Hour) }
 	apply(t, ix,
 		mem("a", "Token rotation", "Rotate the token weekly.", withTags("auth", "ops"), withUpdated(day(1)), withTier(model.TierHuman)),
-		mem("b", "Token scopes", "Scopes limit the token.", withTags("auth"), withKind("decision"), withUpdated(day(5))),
+		mem("b", "Token scopes", "Scopes limit the token.", withTags("auth"), withKind("decision"), withUpdated(day(5)), withRevisionsBy("dev1", "dev2")),
 		mem("c", "Token storage", "Store the token in the keychain.", withNamespace("other"), withUpdated(day(10)), withTier(model.TierAuto)),
 		mem("stale", "Token format", "Tokens are opaque strings.", withStatus(model.StatusStale), withUpdated(day(20))),
 		mem("archived", "Token history", "We used JWT token before.", withStatus(model.StatusArchived), withUpdated(day(30))),
@@ -278,6 +287,10 @@ func TestFilters(t *testing.T) {
 		{"since", Query{Since: day(5)}, []string{"a", "b"}},
 		{"until", Query{Until: day(5)}, []string{"c", "stale"}},
 		{"since and until", Query{Since: day(10), Until: day(1)}, []string{"b", "c"}},
+		{"device of provenance or a revision", Query{Device: "dev1"}, []string{"a", "b", "c", "stale"}},
+		{"device of a revision only", Query{Device: "dev2"}, []string{"b"}},
+		{"device of no memory", Query{Device: "dev3"}, nil},
+		{"device and tag", Query{Device: "dev2", Tags: []string{"ops"}}, nil},
 		{"equal bounds", Query{Since: day(5), Until: day(5)}, nil},
 		{"empty window", Query{Since: now.Add(time.Hour)}, nil},
 		{"empty window and namespace", Query{Namespace: "proj", Until: day(100)}, nil},
@@ -926,5 +939,87 @@ func TestAsks(t *testing.T) {
 		if h.Asks != want[h.ID] {
 			t.Errorf("%s: asks = %v, want %v", h.ID, h.Asks, want[h.ID])
 		}
+	}
+}
+
+// TestDevices: the devices that wrote indexed memories, by prefix, in
+// order, at most the limit; a device of no memory is not listed.
+func TestDevices(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	apply(t, ix,
+		mem("a", "A", "x", func(m *model.Memory) { m.Provenance.Device = "KQ7ABC" }),
+		mem("b", "B", "x", func(m *model.Memory) { m.Provenance.Device = "KQ7XYZ" }, withRevisionsBy("KQ7XYZ", "ZZ9")),
+	)
+	for _, tt := range []struct {
+		prefix string
+		limit  int
+		want   []string
+	}{
+		{"", 10, []string{"KQ7ABC", "KQ7XYZ", "ZZ9"}},
+		{"KQ7", 10, []string{"KQ7ABC", "KQ7XYZ"}},
+		{"KQ7", 1, []string{"KQ7ABC"}},
+		{"ZZ9", 10, []string{"ZZ9"}},
+		{"zz9", 10, nil},
+		{"NONE", 10, nil},
+	} {
+		got, err := ix.Devices(tt.prefix, tt.limit)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("Devices(%q, %d) = %q, %v; want %q", tt.prefix, tt.limit, got, err, tt.want)
+		}
+	}
+}
+
+// TestListingPagesByCursor: paging a listing with each page's Next shows
+// every memory once, in order, when many share an update time across
+// the pages' boundaries; a cursor whose memory is gone still places the
+// page.
+func TestListingPagesByCursor(t *testing.T) {
+	t.Parallel()
+	ix := openTest(t)
+	same := now.Add(-time.Hour).Truncate(time.Millisecond)
+	var ms []model.Memory
+	var want []string
+	for i := range 45 {
+		id := fmt.Sprintf("m%03d", i)
+		at := same
+		switch {
+		case i < 5:
+			at = same.Add(time.Duration(5-i) * time.Minute) // newer, each its own time
+		case i >= 40:
+			at = same.Add(-time.Duration(i) * time.Minute) // older
+		}
+		ms = append(ms, mem(id, "Note", "x", withUpdated(at)))
+		want = append(want, id)
+	}
+	// Newest first; in the shared millisecond, ids last first.
+	slices.Reverse(want[5:40])
+	apply(t, ix, ms...)
+	for _, limit := range []int{1, 7, 10, 35, 45, 50} {
+		var got []string
+		var after *Cursor
+		for pages := 0; ; pages++ {
+			if pages > 50 {
+				t.Fatalf("limit %d: more than 50 pages", limit)
+			}
+			res := search(t, ix, Query{Limit: limit, After: after})
+			got = append(got, ids(res)...)
+			if res.Next == nil {
+				if len(res.Hits) == limit {
+					t.Fatalf("limit %d: a full page without a next cursor", limit)
+				}
+				break
+			}
+			after = res.Next
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("limit %d: pages list\n%v\nwant\n%v", limit, got, want)
+		}
+	}
+	// The memory a cursor names is gone (deleted, updated): the next page
+	// still starts at its place.
+	res := search(t, ix, Query{After: &Cursor{Updated: same, ID: "m020x"}, Limit: 3})
+	if got := ids(res); !slices.Equal(got, []string{"m020", "m019", "m018"}) {
+		t.Errorf("after a cursor of no memory: %v", got)
 	}
 }

@@ -25,7 +25,7 @@ type Service interface {
 	Restore(ctx context.Context, ref string) (api.Memory, error)
 	Delete(ctx context.Context, ref string) (api.Memory, error)
 	Purge(ctx context.Context, ref string) (api.Purged, error)
-	List(ctx context.Context, req api.ListRequest) ([]api.Memory, error)
+	ListPage(ctx context.Context, req api.ListRequest) (api.ListPage, error)
 	Search(ctx context.Context, req api.SearchRequest) (api.SearchResult, error)
 	Stats(ctx context.Context) (api.Stats, error)
 	Export(ctx context.Context, w io.Writer) (api.ExportHeader, error)
@@ -196,9 +196,16 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, Health{Version: api.Version(), DeviceID: a.svc.DeviceID(), PID: os.Getpid()})
 }
 
+// NextCursorHeader carries, in the answer to a list (GET /v1/memories)
+// whose page is full, the cursor of the next page: the list's query again
+// with cursor set to it continues where this page ended. The body stays
+// an array of memories.
+const NextCursorHeader = "Next-Cursor"
+
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req := api.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind"), Session: q.Get("session")}
+	req := api.ListRequest{Namespace: q.Get("ns"), Tags: q["tag"], Kind: q.Get("kind"), Session: q.Get("session"),
+		Device: q.Get("device"), Cursor: q.Get("cursor")}
 	for _, s := range q["status"] {
 		req.Statuses = append(req.Statuses, model.Status(s))
 	}
@@ -223,8 +230,11 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			*into = t
 		}
 	}
-	res, err := a.svc.List(r.Context(), req)
-	a.reply(w, http.StatusOK, res, err)
+	page, err := a.svc.ListPage(r.Context(), req)
+	if page.Next != "" {
+		w.Header().Set(NextCursorHeader, page.Next)
+	}
+	a.reply(w, http.StatusOK, page.Memories, err)
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {

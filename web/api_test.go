@@ -294,3 +294,51 @@ func TestMeshCalls(t *testing.T) {
 		t.Errorf("revoking this device: %v, want ErrInvalid", err)
 	}
 }
+
+// TestListPagesAndDevice: a full page of the list answers the next
+// page's cursor in a header, and the pages through memories of one
+// millisecond hold each once; a cursor that is no cursor is a 400; the
+// device filter of list and search reaches the node.
+func TestListPagesAndDevice(t *testing.T) {
+	c, n, sock := testAPI(t)
+	ctx := context.Background()
+	at := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	for i := range 7 {
+		if _, err := c.Remember(ctx, api.RememberRequest{Content: fmt.Sprintf("Burst %d", i), At: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	req := api.ListRequest{Limit: 3, Device: n.DeviceID()[:6]}
+	for pages := 0; pages < 5; pages++ {
+		page, err := c.ListPage(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Memories {
+			seen[m.ID]++
+		}
+		if page.Next == "" {
+			break
+		}
+		req.Cursor = page.Next
+	}
+	if len(seen) != 7 {
+		t.Errorf("pages listed %d memories, want 7: %v", len(seen), seen)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("%s listed %d times", id, k)
+		}
+	}
+	if code, body := raw(t, sock, "GET", "/v1/memories?cursor=garbage", ""); code != http.StatusBadRequest || !strings.Contains(body, "cursor") {
+		t.Errorf("a bad cursor: %d %s", code, body)
+	}
+	if code, body := raw(t, sock, "GET", "/v1/memories?device=ZZZZZZ", ""); code != http.StatusNotFound {
+		t.Errorf("an unknown device: %d %s", code, body)
+	}
+	res, err := c.Search(ctx, api.SearchRequest{Query: "burst", Device: strings.ToLower(n.DeviceID()[:8]), Limit: 20})
+	if err != nil || len(res.Results) != 7 {
+		t.Errorf("search of this device: %d results, %v", len(res.Results), err)
+	}
+}

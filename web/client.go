@@ -77,7 +77,7 @@ func (e *Error) Is(target error) bool {
 // do sends a request and decodes a JSON answer into out (when out != nil).
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, out any) error {
 	w := c.watch(ctx, isLong(path))
-	return w.stop(c.roundTrip(w, method, path, body, func(r io.Reader) error {
+	return w.stop(c.roundTrip(w, method, path, body, func(r io.Reader, _ http.Header) error {
 		if out == nil {
 			return nil
 		}
@@ -89,8 +89,8 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ou
 }
 
 // roundTrip sends a request under w and hands a successful answer's body
-// to read; every byte sent or received is a sign of life.
-func (c *Client) roundTrip(w *watchdog, method, path string, body io.Reader, read func(io.Reader) error) error {
+// and headers to read; every byte sent or received is a sign of life.
+func (c *Client) roundTrip(w *watchdog, method, path string, body io.Reader, read func(io.Reader, http.Header) error) error {
 	if body != nil {
 		body = watched{body, w}
 	}
@@ -113,7 +113,7 @@ func (c *Client) roundTrip(w *watchdog, method, path string, body io.Reader, rea
 	if resp.StatusCode >= 300 {
 		return decodeError(resp)
 	}
-	return read(watched{resp.Body, w})
+	return read(watched{resp.Body, w}, resp.Header)
 }
 
 func decodeError(resp *http.Response) error {
@@ -220,6 +220,13 @@ func memoryPath(ref, suffix string) (string, error) {
 }
 
 func (c *Client) List(ctx context.Context, req api.ListRequest) ([]api.Memory, error) {
+	page, err := c.ListPage(ctx, req)
+	return page.Memories, err
+}
+
+// ListPage lists a page of memories and the cursor of the next (the
+// answer's NextCursorHeader).
+func (c *Client) ListPage(ctx context.Context, req api.ListRequest) (api.ListPage, error) {
 	q := url.Values{}
 	if req.Namespace != "" {
 		q.Set("ns", req.Namespace)
@@ -229,6 +236,12 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) ([]api.Memory, e
 	}
 	if req.Session != "" {
 		q.Set("session", req.Session)
+	}
+	if req.Device != "" {
+		q.Set("device", req.Device)
+	}
+	if req.Cursor != "" {
+		q.Set("cursor", req.Cursor)
 	}
 	if req.Limit != 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
@@ -246,8 +259,16 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) ([]api.Memory, e
 	for _, t := range req.Tiers {
 		q.Add("tier", string(t))
 	}
-	var out []api.Memory
-	return out, c.do(ctx, http.MethodGet, "/v1/memories?"+q.Encode(), nil, &out)
+	var page api.ListPage
+	w := c.watch(ctx, false)
+	err := w.stop(c.roundTrip(w, http.MethodGet, "/v1/memories?"+q.Encode(), nil, func(r io.Reader, h http.Header) error {
+		page.Next = h.Get(NextCursorHeader)
+		if err := json.NewDecoder(r).Decode(&page.Memories); err != nil {
+			return fmt.Errorf("read daemon answer: %w", err)
+		}
+		return nil
+	}))
+	return page, err
 }
 
 func (c *Client) Search(ctx context.Context, req api.SearchRequest) (api.SearchResult, error) {
@@ -264,7 +285,7 @@ func (c *Client) Stats(ctx context.Context) (api.Stats, error) {
 func (c *Client) Export(ctx context.Context, w io.Writer) (api.ExportHeader, error) {
 	var h api.ExportHeader
 	wd := c.watch(ctx, false)
-	err := wd.stop(c.roundTrip(wd, http.MethodGet, "/v1/export", nil, func(r io.Reader) error {
+	err := wd.stop(c.roundTrip(wd, http.MethodGet, "/v1/export", nil, func(r io.Reader, _ http.Header) error {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 		for first := true; sc.Scan(); first = false {

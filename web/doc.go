@@ -8,13 +8,15 @@
 //
 //	GET    /v1/health                 version, device id and pid of the daemon
 //	POST   /v1/memories               remember (api.RememberRequest)
-//	GET    /v1/memories               list (?ns= &tag= &kind= &status= &tier= &since= &until= &limit=)
+//	GET    /v1/memories               list, newest first (?ns= &tag= &kind= &status= &tier= &device= &since= &until=
+//	                                  &limit= &cursor=); a full page's Next-Cursor header is the cursor of the next
+//	                                  (opaque: the last memory's update time and id; a malformed one is a 400)
 //	GET    /v1/memories/{ref}         get one memory by full or short id
 //	PATCH  /v1/memories/{ref}         update (api.UpdateRequest)
 //	POST   /v1/memories/{ref}/forget  archive
 //	POST   /v1/memories/{ref}/restore back to active (from archived, stale or compacted)
 //	DELETE /v1/memories/{ref}         delete (tombstone)
-//	POST   /v1/search                 search (api.SearchRequest)
+//	POST   /v1/search                 search (api.SearchRequest; device: an id, a unique prefix or a name)
 //	GET    /v1/stats                  counts
 //	GET    /v1/export                 every memory as JSON Lines (application/x-ndjson)
 //	POST   /v1/import                 JSON Lines body; all or nothing
@@ -60,6 +62,11 @@
 // an import's body within 30 s of the last (408 when it can still answer),
 // and closes connections idle for 2 minutes; a call is never cut while it
 // runs (see Timeouts).
+//
+// The device filter of a list or a search (device) keeps the memories a
+// device wrote, in their provenance or in any revision: a device id, a
+// unique prefix of one in any case, or a name of the registry; a device
+// that wrote nothing here is not_found, a prefix of several ambiguous.
 //
 // Errors are {"error": message, "code": code} with code one of invalid,
 // not_found, ambiguous, unavailable, no_mesh (a mesh call on a node that runs

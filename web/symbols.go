@@ -84,7 +84,7 @@ func (c *Client) IndexSymbols(ctx context.Context, req api.SymbolsIndexRequest, 
 	}
 	var rep api.SymbolsReport
 	w := c.watch(ctx, true)
-	err = w.stop(c.roundTrip(w, http.MethodPost, "/v1/symbols/index", bytes.NewReader(body), func(r io.Reader) error {
+	err = w.stop(c.roundTrip(w, http.MethodPost, "/v1/symbols/index", bytes.NewReader(body), func(r io.Reader, _ http.Header) error {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 8<<20)
 		for sc.Scan() {

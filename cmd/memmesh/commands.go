@@ -144,6 +144,7 @@ returns the existing memory; close matches are reported as similar.`,
 	ttlVar(f, &req.TTL, "ttl", "time to live, e.g. 30d, 2w, 36h or none (default by tier: human none, agent 90d, auto 30d)")
 	f.BoolVar(&req.Evergreen, "evergreen", false, "never expires and never goes stale")
 	f.StringVar(&file, "file", "", "read the text from this file ('-' for standard input)")
+	f.StringVar(&req.Agent, "agent", "", "the agent (client) that writes it, recorded in its provenance and first revision")
 	return cmd
 }
 
@@ -187,6 +188,7 @@ type filterFlags struct {
 	kind         string
 	statuses     []string
 	tiers        []string
+	device       string
 	since, until string
 	limit        int
 }
@@ -199,6 +201,7 @@ func (f *filterFlags) register(cmd *cobra.Command, verb string, limit int) {
 	fs.StringVar(&f.kind, "kind", "", "only memories of this kind")
 	fs.StringArrayVar(&f.statuses, "status", nil, "only memories with this status (repeatable; default active and stale)")
 	fs.StringArrayVar(&f.tiers, "tier", nil, "only memories of this trust tier: human, agent or auto (repeatable)")
+	fs.StringVar(&f.device, "device", "", "only memories this device wrote or revised: a device id, a unique prefix of one, or its name")
 	fs.StringVar(&f.since, "since", "", "only memories updated since this date (2026-01-31, RFC 3339) or this long ago (7d, 36h)")
 	fs.StringVar(&f.until, "until", "", "only memories updated before this date or this long ago")
 	intRangeVar(fs, &f.limit, "limit", limit, 1, 1000, "most results (1-1000)")
@@ -282,7 +285,7 @@ and the weakest results are left out.`,
 			}
 			req := api.SearchRequest{
 				Query:     strings.Join(argv, " "),
-				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
+				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind, Device: filters.device,
 				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
 				Limit: filters.limit, Explain: explain, NoGraph: noGraph, Budget: budget,
 			}
@@ -396,38 +399,51 @@ func (a *app) showCommand() *cobra.Command {
 
 func (a *app) listCommand() *cobra.Command {
 	var filters filterFlags
+	var cursor string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List memories, most recently updated first",
-		Args:  args(cobra.NoArgs),
+		Long: `List memories, most recently updated first (and among those updated in the
+same millisecond, by id). A full page ends with the cursor of the next one:
+the same command with --cursor continues where it ended, skipping and
+repeating nothing ("next" in --json).`,
+		Example: `  memmesh list --ns backend --device laptop --limit 100
+  memmesh list --ns backend --limit 100 --cursor MTc2NDE0...`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := filters.resolve(cmd, a.cfg)
 			if err != nil {
 				return err
 			}
 			req := api.ListRequest{
-				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind,
+				Namespace: f.namespace, Tags: filters.tags, Kind: filters.kind, Device: filters.device,
 				Statuses: f.statuses, Tiers: f.tiers, Since: f.since, Until: f.until,
-				Limit: filters.limit,
+				Limit: filters.limit, Cursor: cursor,
 			}
 			c, err := a.client(cmd.Context())
 			if err != nil {
 				return err
 			}
-			ms, err := c.List(cmd.Context(), req)
+			page, err := c.ListPage(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
-			if ms == nil {
-				ms = []api.Memory{}
+			if page.Memories == nil {
+				page.Memories = []api.Memory{}
 			}
 			if req.Namespace != "" {
-				defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(ms) == 0)
+				defer a.hintIfEmpty(cmd.Context(), req.Namespace, len(page.Memories) == 0)
 			}
-			return a.emit(map[string]any{"memories": ms}, func(w io.Writer) { printList(w, ms) }, func(w io.Writer) { printBriefList(w, ms) })
+			return a.emit(page, func(w io.Writer) {
+				printList(w, page.Memories)
+				if page.Next != "" {
+					fmt.Fprintf(w, "More: the same command with --cursor %s\n", page.Next)
+				}
+			}, func(w io.Writer) { printBriefList(w, page.Memories) })
 		},
 	}
 	filters.register(cmd, "list", 50)
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a list where the page that printed this cursor ended")
 	return cmd
 }
 
@@ -523,6 +539,7 @@ for it clears until the files it names change again.`,
 	ttlVar(f, &ttl, "ttl", "expire this long from now (e.g. 30d), or none")
 	f.BoolVar(&req.Confirm, "confirm", false, "record that you checked the memory and it still holds")
 	f.StringVar(&req.ConfirmedBy, "by", "", "who confirms (with --confirm; default $USER)")
+	f.StringVar(&req.Agent, "agent", "", "the agent (client) that makes the change, recorded on the revision new content adds")
 	return cmd
 }
 

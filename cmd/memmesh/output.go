@@ -88,6 +88,16 @@ func printMemory(w io.Writer, m api.Memory) {
 	row("revisions", fmt.Sprint(len(m.Revisions)))
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", indent(m.Content))
+	if len(m.Revisions) > 1 {
+		fmt.Fprintln(w, "\nRevisions, oldest first:")
+		for i, r := range m.Revisions {
+			fmt.Fprintf(w, "  %d. %s  %s  device %s", i+1, r.ID[:min(8, len(r.ID))], when(r.At), shortDevice(r.Device))
+			if r.Agent != "" {
+				fmt.Fprintf(w, ", %s", r.Agent)
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	if len(m.Conflict) > 0 {
 		fmt.Fprintf(w, "\nSYNC CONFLICT: %d versions were written concurrently; 'memmesh update %s --content ...' resolves it.\n", len(m.Conflict), m.ShortID)
 		for _, r := range m.Conflict {

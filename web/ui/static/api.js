@@ -36,6 +36,9 @@ export function createApi(csrf) {
       err.code = data && data.code;
       throw err;
     }
+    // A list's page answers the cursor of the next page in a header: the
+    // array carries it as .next (null on the last page).
+    if (Array.isArray(data)) data.next = resp.headers.get('Next-Cursor');
     return data;
   };
 }

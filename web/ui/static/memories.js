@@ -44,14 +44,15 @@ async function renderList(root, query, ctx) {
   const shown = new Map(); // id -> li
   let items = [];
   let seq = 0;
-  let cursor = null; // until of the next page; null: no more
+  let cursor = null; // the server's cursor of the next page; null: no more
+  let names = null; // device name -> id, for live arrivals under a device filter
 
   const read = () => {
     f.q = search.value.trim();
     f.kind = kind.value.trim();
     f.tier = tier.value;
     f.status = status.value;
-    f.device = device.value.trim().toLowerCase();
+    f.device = device.value.trim();
     f.since = since.value;
   };
   const sinceTime = () => (f.since ? new Date(Date.now() - Number(f.since) * 86400e3).toISOString() : '');
@@ -62,7 +63,17 @@ async function renderList(root, query, ctx) {
     const s = u.toString();
     history.replaceState(null, '', '/memories' + (s ? '?' + s : ''));
   };
-  const byDevice = (m) => !f.device || devicesOf(m).some((d) => d.toLowerCase().startsWith(f.device));
+  // The server filters by device (an id, a prefix of one, or a name);
+  // a memory that arrives live is checked here against the same.
+  const byDevice = async (m) => {
+    if (!f.device) return true;
+    if (names === null) {
+      const devices = await ctx.api('GET', '/v1/mesh/devices').catch(() => []);
+      names = new Map((devices || []).filter((d) => d.name).map((d) => [d.name, d.key]));
+    }
+    const want = f.device.toUpperCase();
+    return devicesOf(m).some((d) => d.toUpperCase().startsWith(want) || d === names.get(f.device));
+  };
 
   async function load(append) {
     const my = ++seq;
@@ -72,7 +83,7 @@ async function renderList(root, query, ctx) {
         const res = await ctx.api('POST', '/v1/search', {
           query: f.q, namespace: ctx.ns || undefined, kind: f.kind || undefined,
           statuses: statuses(), tiers: f.tier ? [f.tier] : undefined,
-          since: sinceTime() || undefined, limit: 50,
+          device: f.device || undefined, since: sinceTime() || undefined, limit: 50,
         });
         got = res.results || [];
       } else {
@@ -80,9 +91,10 @@ async function renderList(root, query, ctx) {
         if (ctx.ns) u.set('ns', ctx.ns);
         if (f.kind) u.set('kind', f.kind);
         if (f.tier) u.set('tier', f.tier);
+        if (f.device) u.set('device', f.device);
         for (const s of statuses()) u.append('status', s);
         if (sinceTime()) u.set('since', sinceTime());
-        if (append && cursor) u.set('until', cursor);
+        if (append && cursor) u.set('cursor', cursor);
         got = await ctx.api('GET', '/v1/memories?' + u.toString());
       }
     } catch (e) {
@@ -95,9 +107,8 @@ async function renderList(root, query, ctx) {
       shown.clear();
       clear(list);
     }
-    const fresh = got.filter((m) => !shown.has(m.id));
-    cursor = !f.q && got.length === PAGE ? nextCursor(got, fresh.length > 0) : null;
-    for (const m of fresh.filter(byDevice)) {
+    cursor = (!f.q && got.next) || null;
+    for (const m of got.filter((m) => !shown.has(m.id))) {
       items.push(m);
       const li = row(m);
       shown.set(m.id, li);
@@ -145,7 +156,7 @@ async function renderList(root, query, ctx) {
     } catch {
       return;
     }
-    if ((f.tier && m.tier !== f.tier) || !byDevice(m)) return;
+    if ((f.tier && m.tier !== f.tier) || !(await byDevice(m))) return;
     const fresh = row(m);
     fresh.classList.add('fresh');
     if (li) li.remove();
@@ -156,17 +167,6 @@ async function renderList(root, query, ctx) {
 
   search.focus();
   await load(false);
-}
-
-// nextCursor returns the until of the page after got: the millisecond
-// after its oldest memory's update, so that none updated in the same
-// millisecond is skipped (the list leaves out those already shown). A page
-// that brought nothing new (more than a page in one millisecond) moves on
-// past that millisecond instead of asking again.
-function nextCursor(got, progressed) {
-  const last = got[got.length - 1];
-  const t = new Date(last.provenance.updated_at).getTime();
-  return new Date(progressed ? t + 1 : t).toISOString();
 }
 
 function devicesOf(m) {
@@ -207,6 +207,7 @@ async function renderMemory(root, id, ctx) {
   root.append(el('p', {}, el('a', { href: '/memories' }, '← Memories')), view);
   let current = null;
   let editing = false;
+  let purging = false; // the memory's own changes then announce its end: not reloaded
 
   async function load() {
     let m;
@@ -346,11 +347,13 @@ async function renderMemory(root, id, ctx) {
   async function purge(m) {
     const ok = await ctx.confirm('Purge erases this memory and every revision of it on every machine. It cannot be undone.', { danger: true, typeToConfirm: m.short_id, okLabel: 'Purge' });
     if (!ok) return;
+    purging = true;
     try {
       await ctx.api('POST', '/v1/memories/' + encodeURIComponent(m.id) + '/purge');
       ctx.toast('Purged ' + m.short_id);
       ctx.navigate('/memories');
     } catch (e) {
+      purging = false;
       ctx.toast('Purge failed: ' + e.message);
     }
   }
@@ -404,13 +407,17 @@ async function renderMemory(root, id, ctx) {
   }
 
   ctx.events.on('memory', (ev) => {
-    if (current && (ev.id === current.id || ev.id === id)) {
-      if (ev.change !== 'deleted' && ev.status === current.status && ev.updated_at === current.provenance.updated_at) return; // nothing new (its own late event)
+    if (current && !purging && (ev.id === current.id || ev.id === id)) {
       if (ev.change === 'deleted' && ev.status === 'deleted' && !ev.namespace) {
         clear(view).append(el('h1', {}, 'Memory ' + id), el('p', { class: 'error' }, 'This memory was purged.'));
         return;
       }
-      load();
+      // This machine's change that the page already shows (its own edit,
+      // the capture it was opened after) is not drawn again: a redraw
+      // under the reader's pointer loses what they were about to click.
+      const shownAlready = (ev.change === 'created' || ev.change === 'updated') &&
+        ev.updated_at === current.provenance.updated_at && ev.status === current.status;
+      if (!shownAlready) load();
     }
   });
   ctx.events.on('edge', (e) => {
@@ -430,7 +437,7 @@ function conflict(m) {
     el('h2', {}, 'Sync conflict: ' + m.conflict.length + ' versions'),
     el('p', { class: 'muted' }, 'Edits made at the same time on different machines. Edit the memory to merge them.'),
     m.conflict.map((r) => el('div', {},
-      el('div', { class: 'meta' }, el('span', { class: 'mono' }, short(r.id, 10)), el('span', {}, 'device ' + short(r.device, 12)), el('span', {}, r.at)),
+      el('div', { class: 'meta' }, el('span', { class: 'mono' }, short(r.id, 10)), el('span', {}, 'device ' + short(r.device, 12)), r.agent ? el('span', { class: 'agent' }, 'agent ' + r.agent) : null, el('span', {}, r.at)),
       el('pre', { class: 'revision' }, r.text))));
 }
 
@@ -445,7 +452,7 @@ function revisions(m) {
           el('span', { class: 'mono' }, short(r.id, 10)), ' · ',
           el('span', { title: r.at }, ago(r.at)), ' · device ',
           el('span', { class: 'mono', title: r.device }, short(r.device, 12)),
-          i === revs.length - 1 && m.provenance.agent ? ' · agent ' + m.provenance.agent : ''),
+          r.agent ? [' · agent ', el('span', { class: 'agent' }, r.agent)] : null),
         el('pre', { class: 'revision' }, r.text)))));
 }
 
