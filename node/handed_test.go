@@ -44,7 +44,7 @@ func TestHandedOverMemoryEqualsItsRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		if r.Intn(2) == 0 {
-			if _, err := doc.AppendRevision("edited", "dev-a", at.Add(time.Minute)); err != nil {
+			if _, err := doc.AppendRevision("edited", "dev-a", "agent-a", at.Add(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 			if err := doc.SetConfirmed(at.Add(time.Hour), "person"); err != nil {
@@ -56,10 +56,10 @@ func TestHandedOverMemoryEqualsItsRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := other.AppendRevision("theirs", "dev-b", at.Add(2*time.Minute)); err != nil {
+			if _, err := other.AppendRevision("theirs", "dev-b", "", at.Add(2*time.Minute)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := doc.AppendRevision("ours", "dev-a", at.Add(2*time.Minute)); err != nil {
+			if _, err := doc.AppendRevision("ours", "dev-a", "agent-a", at.Add(2*time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 			if err := doc.Merge(other); err != nil {
