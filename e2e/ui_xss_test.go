@@ -55,9 +55,11 @@ const hostilePeerTitle = `<img src=x onerror=window.__pwned="peer">`
 const inertCheck = `(() => {
 	const bad = [];
 	const risky = /^(href|src|srcdoc|style|action|formaction|xlink:href|background|poster|data)$/i;
+	// The payloads' own marks, not bare words: a memory's id in a link
+	// to it is random base32, and may spell "evil" or "alert".
 	for (const e of document.querySelectorAll("*")) {
 		for (const a of e.attributes) {
-			if (/^on/i.test(a.name) || (risky.test(a.name) && /pwned|alert|javascript:|evil/i.test(a.value))) {
+			if (/^on/i.test(a.name) || (risky.test(a.name) && /__pwned|alert\(|javascript:|evil\.test/i.test(a.value))) {
 				bad.push("<" + e.localName + " " + a.name + "=" + a.value + ">");
 			}
 		}
