@@ -168,6 +168,22 @@ func TestMaintenanceInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("the brief with all namespaces shown", func(t *testing.T) {
+		p := p.in(t)
+		pickNS := func(ns string) {
+			eval[bool](p, `(() => {
+				const pick = document.querySelector("#ns-picker");
+				pick.value = `+jsString(ns)+`;
+				pick.dispatchEvent(new Event("change"));
+				return true;
+			})()`)
+		}
+		pickNS("")
+		defer pickNS("shop")
+		p.waitFor(30*time.Second, `document.querySelector('[data-testid="brief-ns"]')?.value === "shop"`+
+			` && document.querySelector('[data-testid="brief-text"]').textContent.includes("Stripe")`)
+	})
+
 	t.Run("sessions", func(t *testing.T) {
 		p := p.in(t)
 		row := `[data-testid="session-item"][data-id=` + jsString(claudeSession) + `]`

@@ -22,7 +22,7 @@
 //   graph-god-nodes, graph-bridges, graph-gaps   its lists
 //   graph-cycles       the cycles block
 import { el, clear, short } from './api.js';
-import { useStyles, section, memoryLink, clip, cut, failure, debounce } from './pagekit.js';
+import { useStyles, section, memoryLink, clip, cut, failure, debounce, namespaceCounts } from './pagekit.js';
 
 const RELS = ['related_to', 'supersedes', 'contradicts', 'depends_on', 'specializes', 'part_of',
   'alternative_to', 'builds_on', 'caused_by', 'led_to', 'learned_in', 'touches',
@@ -507,22 +507,21 @@ async function loadAnalysis(box, ctx) {
     analyse(box, ctx, ctx.ns);
     return;
   }
-  let counts;
+  let names;
   try {
-    counts = (await ctx.api('GET', '/v1/stats')).by_namespace || {};
+    names = await namespaceCounts(ctx);
   } catch (e) {
     failure(box, e);
     return;
   }
-  const names = Object.keys(counts).sort();
   if (names.length <= 1) {
-    analyse(box, ctx, names[0] || '');
+    analyse(box, ctx, names.length ? names[0].name : '');
     return;
   }
   const body = el('div', {});
   const pick = el('select', { 'aria-label': 'Namespace to analyse', 'data-testid': 'graph-analysis-ns' },
     el('option', { value: '' }, 'pick one…'),
-    names.map((ns) => el('option', { value: ns }, ns + ' (' + counts[ns] + ')')));
+    names.map((ns) => el('option', { value: ns.name }, ns.name + ' (' + ns.count + ')')));
   pick.addEventListener('change', () => (pick.value ? analyse(body, ctx, pick.value) : clear(body)));
   clear(box).append(
     el('p', { class: 'muted' }, 'An analysis is of one namespace; ' + names.length + ' are shown.'),

@@ -11,13 +11,14 @@
 //   compact-list      the compaction proposals (items: compact-cluster)
 //   compact-title, compact-summary, compact-apply   in each proposal
 //   compact-prompt    the instructions for writing a summary
-//   brief-budget, brief-query, brief-format, brief-load   the brief's form
+//   brief-ns, brief-budget, brief-query, brief-format, brief-load   the brief's form
+//                     (brief-ns only with all namespaces shown)
 //   brief-text        the brief, preformatted, as an agent receives it
 //   brief-tokens      its token count (data-tokens holds the number)
 //   sessions-list     the sessions (items: session-item, data-id)
 //   session-detail    the opened session
 import { el, clear, ago, short } from './api.js';
-import { useStyles, section, memoryLink, clip, cut, failure, debounce } from './pagekit.js';
+import { useStyles, section, memoryLink, clip, cut, failure, debounce, namespaceCounts } from './pagekit.js';
 
 export async function render(root, params, ctx) {
   useStyles();
@@ -165,8 +166,24 @@ async function briefForm(box, ctx) {
     el('option', { value: 'markdown' }, 'Markdown'), el('option', { value: 'json' }, 'JSON'));
   const tokens = el('span', { class: 'muted', 'data-testid': 'brief-tokens', 'aria-live': 'polite' });
   const text = el('pre', { class: 'brief', 'data-testid': 'brief-text' });
+  // A brief is of one namespace: with all shown, the one with the most
+  // memories unless another is picked.
+  let ns = null;
+  if (!ctx.ns) {
+    let names = [];
+    try {
+      names = await namespaceCounts(ctx);
+    } catch (e) {
+      failure(text, e);
+    }
+    if (names.length) {
+      const most = names.reduce((a, b) => (b.count > a.count ? b : a));
+      ns = el('select', { 'aria-label': 'Namespace of the brief', 'data-testid': 'brief-ns' },
+        names.map((n) => el('option', { value: n.name, selected: n === most }, n.name)));
+    }
+  }
   const load = async () => {
-    const req = { namespace: ctx.ns, format: format.value };
+    const req = { namespace: ctx.ns || (ns ? ns.value : ''), format: format.value };
     const q = query.value.trim();
     if (q) req.query = q;
     // With a prompt the default budget is the hook's (600): keep it
@@ -186,10 +203,11 @@ async function briefForm(box, ctx) {
   budget.addEventListener('change', () => {
     budget.dataset.changed = '1';
   });
+  if (ns) ns.addEventListener('change', load);
   box.append(el('form', { class: 'toolbar', onsubmit: (e) => {
     e.preventDefault();
     load();
-  } }, el('label', {}, 'Budget ', budget), query, format,
+  } }, ns ? el('label', {}, 'Namespace ', ns) : null, el('label', {}, 'Budget ', budget), query, format,
   el('button', { type: 'submit', class: 'primary', 'data-testid': 'brief-load' }, 'Show'), tokens), text);
   await load();
 }

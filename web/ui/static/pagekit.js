@@ -49,6 +49,14 @@ export function debounce(fn, ms) {
   return call;
 }
 
+// namespaceCounts returns the namespaces that hold memories, by name, each
+// with its count (GET /v1/stats): for the parts of a page that are of one
+// namespace when all are shown.
+export async function namespaceCounts(ctx) {
+  const counts = (await ctx.api('GET', '/v1/stats')).by_namespace || {};
+  return Object.keys(counts).sort().map((name) => ({ name, count: counts[name] }));
+}
+
 // cut shortens text to n characters, keeping its line breaks.
 export function cut(text, n) {
   const s = String(text || '');
