@@ -1,8 +1,11 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -10,6 +13,8 @@ import (
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/storage"
 )
 
 // The indexer indexes a memory a peer's commit handed over instead of
@@ -83,5 +88,81 @@ func TestHandedOverMemoryEqualsItsRecord(t *testing.T) {
 		if !reflect.DeepEqual(handed, back) {
 			t.Fatalf("memory %d: handed over\n%+v\nread back\n%+v", i, handed, back)
 		}
+	}
+}
+
+// While a pull holds the indexer, it indexes the memories handed over in
+// whole batches as they come, without waiting for the pull to end; less
+// than a batch waits for the end.
+func TestIndexerIndexesAlongsideAPull(t *testing.T) {
+	store, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	index, err := search.Open(t.TempDir(), search.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer index.Close()
+	ix := newIndexer(store, index, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ix.run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	pull := func(n int) { // as a pull's commit does
+		var recs []storage.Record
+		var mems []*model.Memory
+		for i := range n {
+			m := &model.Memory{ID: crdt.NewID(), Namespace: "ns", Content: fmt.Sprintf("fact %d", i), Kind: "fact",
+				Tier: model.TierAgent, Status: model.StatusActive, Provenance: model.Provenance{Device: "d", CreatedAt: at, UpdatedAt: at}}
+			rec, err := memoryRecord(m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, mems = append(recs, rec), append(mems, m)
+		}
+		seq, err := store.Commit(recs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.handed.handOver(seq, mems)
+		ix.notify()
+	}
+	count := func() uint64 {
+		n, err := index.Count()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor := func(what string, cond func() bool) {
+		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d memories indexed", what, count())
+			}
+		}
+	}
+
+	release := ix.hold()
+	pull(100)
+	time.Sleep(4 * gatherDelay)
+	if n := count(); n != 0 {
+		t.Fatalf("%d memories indexed while the pull holds less than a batch", n)
+	}
+	pull(indexBatch)
+	waitFor("a whole batch handed over during the pull", func() bool { return count() >= indexBatch })
+	release()
+	waitFor("the pull's end", func() bool { return count() == 100+indexBatch })
+	if n := ix.handed.len(); n != 0 {
+		t.Errorf("%d memories still held once indexed", n)
 	}
 }
