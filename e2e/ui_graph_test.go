@@ -355,6 +355,23 @@ func TestDashboardGraphInBrowser(t *testing.T) {
 			p.do(chromedp.MouseClickXY(at[0], at[1]))
 			p.waitFor(30*time.Second, `document.querySelector('[data-testid="graph-details"] h2')?.textContent === "Rollback"`)
 
+			// a click right after the canvas was resized (the window, or
+			// the panel beside it) finds the node under it
+			if got := eval[string](p, `(() => {
+				const box = document.querySelector('[data-testid="graph-canvas"]');
+				const cy = box._cyreg.cy;
+				cy.resize();
+				const r = box.getBoundingClientRect();
+				const q = cy.getElementById(`+jsString(deploy)+`).renderedPosition();
+				const at = { clientX: r.left + q.x, clientY: r.top + q.y, bubbles: true, cancelable: true, button: 0, view: window };
+				const top = document.elementFromPoint(at.clientX, at.clientY);
+				top.dispatchEvent(new MouseEvent('mousedown', at));
+				top.dispatchEvent(new MouseEvent('mouseup', at));
+				return document.querySelector('[data-testid="graph-details"] h2')?.textContent || '';
+			})()`); got != "Deploy" {
+				t.Errorf("a click after a resize opened %q, want Deploy", got)
+			}
+
 			// depth 1: the images are two hops away
 			p.do(chromedp.SetValue(chromedp.CSS(`[data-testid="graph-depth"]`), "1"), chromedp.Click(chromedp.CSS(`[data-testid="graph-show"]`)))
 			p.waitFor(30*time.Second, drawn(2)+` && location.search.includes("depth=1")`)

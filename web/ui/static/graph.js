@@ -152,6 +152,7 @@ export async function render(root, params, ctx) {
   let layoutMs;
   ({ cy, layoutMs } = draw(cytoscape, canvas, data, f.focus, webgl));
   await nextFrame();
+  if (!cy) return; // left while drawing
   count.dataset.renderMs = String(Math.round(performance.now() - t0));
   count.dataset.layoutMs = String(Math.round(layoutMs));
   count.dataset.render = webgl ? 'webgl' : 'canvas';
