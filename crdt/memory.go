@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -144,7 +145,7 @@ func written(m *model.Memory, revs []model.Revision, heads []string) model.Memor
 			out.Revisions[i].Merges = strings.Split(merges, ",")
 		}
 	}
-	slices.SortFunc(out.Revisions, compareRevisions)
+	orderRevisions(out.Revisions)
 	tips := leaves(out.Revisions)
 	out.Content = tips[0].Text
 	if len(tips) > 1 {
@@ -478,11 +479,79 @@ func readRevisions(r *reader, vals values) []model.Revision {
 			At:     r.time(f, keyAt),
 		})
 	}
-	slices.SortFunc(revs, compareRevisions)
+	orderRevisions(revs)
 	return revs
 }
 
-// compareRevisions orders revisions oldest first: by At, then by ID.
+// orderRevisions sorts revs oldest first: each after the revisions it was
+// built on (its parent and those it merges), and otherwise by At, then by
+// ID. An edit can bear an At before its parent's: two edits within one
+// millisecond, or another machine's clock.
+func orderRevisions(revs []model.Revision) {
+	slices.SortFunc(revs, compareRevisions)
+	if len(revs) < 2 {
+		return
+	}
+	pos := make(map[string]int, len(revs))
+	for i, r := range revs {
+		pos[r.ID] = i
+	}
+	// ancestors calls f with the position of each revision r was built on.
+	ancestors := func(r model.Revision, f func(j int)) {
+		if j, ok := pos[r.Parent]; ok {
+			f(j)
+		}
+		for _, id := range r.Merges {
+			if j, ok := pos[id]; ok {
+				f(j)
+			}
+		}
+	}
+	sorted := true
+	for i, r := range revs {
+		ancestors(r, func(j int) { sorted = sorted && j < i })
+	}
+	if sorted {
+		return
+	}
+	waits := make([]int, len(revs))   // the ancestors of each not yet placed
+	after := make([][]int, len(revs)) // the revisions built on each
+	for i, r := range revs {
+		ancestors(r, func(j int) {
+			if j != i {
+				after[j] = append(after[j], i)
+				waits[i]++
+			}
+		})
+	}
+	// Kahn's algorithm, the earliest ready revision first. Only a hostile
+	// peer's document has a cycle: its revisions go last, as they were.
+	ready := &positions{}
+	for i := range revs {
+		if waits[i] == 0 {
+			heap.Push(ready, i)
+		}
+	}
+	order := make([]model.Revision, 0, len(revs))
+	placed := make([]bool, len(revs))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		order, placed[i] = append(order, revs[i]), true
+		for _, k := range after[i] {
+			if waits[k]--; waits[k] == 0 {
+				heap.Push(ready, k)
+			}
+		}
+	}
+	for i, r := range revs {
+		if !placed[i] {
+			order = append(order, r)
+		}
+	}
+	copy(revs, order)
+}
+
+// compareRevisions orders revisions by At, then by ID.
 func compareRevisions(a, b model.Revision) int {
 	if c := a.At.Compare(b.At); c != 0 {
 		return c
@@ -490,8 +559,22 @@ func compareRevisions(a, b model.Revision) int {
 	return cmp.Compare(a.ID, b.ID)
 }
 
+// positions is a min-heap of positions in a slice.
+type positions []int
+
+func (h positions) Len() int           { return len(h) }
+func (h positions) Less(i, j int) bool { return h[i] < h[j] }
+func (h positions) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *positions) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *positions) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 // leaves returns the revisions that no other revision names as its parent
-// or merges, in reverse order: newest first when revs is oldest first.
+// or merges, newest first (by At, then by ID).
 func leaves(revs []model.Revision) []model.Revision {
 	built := make(map[string]bool, len(revs))
 	for _, r := range revs {
@@ -501,11 +584,12 @@ func leaves(revs []model.Revision) []model.Revision {
 		}
 	}
 	var out []model.Revision
-	for _, r := range slices.Backward(revs) {
+	for _, r := range revs {
 		if !built[r.ID] {
 			out = append(out, r)
 		}
 	}
+	slices.SortFunc(out, func(a, b model.Revision) int { return compareRevisions(b, a) })
 	return out
 }
 

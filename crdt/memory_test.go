@@ -521,6 +521,42 @@ func TestMemorySequentialRevisions(t *testing.T) {
 	}
 }
 
+// TestMemoryRevisionsAfterTheirAncestors: the revisions are listed
+// oldest first, each after the one it was built on, when edits share a
+// millisecond (their ids then decide nothing) or when an edit's clock is
+// behind its parent's.
+func TestMemoryRevisionsAfterTheirAncestors(t *testing.T) {
+	d := newTestDoc(t, actorA, testMemory())
+	same := at("2025-12-03T00:00:00Z")
+	texts := []string{"two", "three", "four", "five", "six", "seven", "eight", "nine"}
+	for _, text := range texts {
+		_, err := d.AppendRevision(text, "device-a", "", same)
+		must(t, err)
+	}
+	_, err := d.AppendRevision("behind", "device-b", "", same.Add(-time.Hour))
+	must(t, err)
+	must(t, d.Commit("edits"))
+	want := append(append([]string{testMemory().Content}, texts...), "behind")
+	check := func(how string, m model.Memory) {
+		t.Helper()
+		var got []string
+		for i, r := range m.Revisions {
+			got = append(got, r.Text)
+			if i > 0 && r.Parent != m.Revisions[i-1].ID {
+				t.Errorf("%s: revision %d (%q) is built on %s, not on the one before it", how, i, r.Text, r.Parent)
+			}
+		}
+		if !slices.Equal(got, want) || m.Content != "behind" || m.Conflict != nil {
+			t.Errorf("%s: revisions %q, content %q, conflict %v; want %q, behind, none", how, got, m.Content, m.Conflict, want)
+		}
+	}
+	check("Materialize", materialize(t, d))
+	loaded, err := LoadMemoryDoc(actorB, d.Save())
+	must(t, err)
+	defer loaded.Close()
+	check("loaded", materialize(t, loaded))
+}
+
 func TestMemoryMergeDifferentID(t *testing.T) {
 	a := newTestDoc(t, actorA, testMemory())
 	b := newTestDoc(t, actorB, testMemory())
