@@ -290,7 +290,10 @@ async function renderMemory(root, id, ctx) {
     editing = true;
     const t = el('input', { type: 'text', value: m.title || '', 'aria-label': 'Title', placeholder: 'title' });
     const c = el('textarea', { 'aria-label': 'Content', value: m.content || '' });
-    const base = m.revisions && m.revisions.length ? m.revisions[m.revisions.length - 1].id : '';
+    // the edit is made from the revision shown: the content's, which is
+    // the first of the conflict when there is one, else the last
+    const revs = m.revisions || [];
+    const base = m.conflict && m.conflict.length ? m.conflict[0].id : revs.length ? revs[revs.length - 1].id : '';
     const form = el('form', { class: 'editor', id: 'editor' },
       el('h1', {}, 'Edit ' + m.short_id), t, c,
       el('div', { class: 'actions' },
