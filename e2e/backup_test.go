@@ -7,7 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,7 +108,7 @@ func TestImportProgressAndInterruption(t *testing.T) {
 	// On a terminal (script gives the command one), with Ctrl-C a moment in.
 	cmd := exec.Command("script", "-qefc", binary+" import --home "+src+" "+path, "/dev/null")
 	cmd.Env = testEnv(src)
-	var out bytes.Buffer
+	var out lockedBuffer // written by the command while the test reads it
 	cmd.Stdout, cmd.Stderr = &out, &out
 	keys, err := cmd.StdinPipe()
 	if err != nil {
@@ -114,8 +117,18 @@ func TestImportProgressAndInterruption(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "Importing") && time.Now().Before(deadline) {
+	// Ctrl-C once the progress shows a memory sent (the header is line 1):
+	// what was sent before it is imported
+	progress := regexp.MustCompile(`line (\d+) of`)
+	sentSome := func() bool {
+		for _, m := range progress.FindAllStringSubmatch(out.String(), -1) {
+			if n, _ := strconv.Atoi(m[1]); n >= 2 {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(60 * time.Second); !sentSome() && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	keys.Write([]byte{3}) // Ctrl-C, typed on the terminal
@@ -234,4 +247,22 @@ func TestPurgeOnThreeDaemons(t *testing.T) {
 			t.Errorf("after the purge these files still hold the canary: %v", holding)
 		}
 	}
+}
+
+// lockedBuffer is a buffer one goroutine writes while another reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
