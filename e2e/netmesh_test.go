@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -340,7 +342,9 @@ func TestLabPartialConnectivity(t *testing.T) {
 // TestLabPeerStates: `memmesh peers --json` on b shows a suspect while
 // a's probes go unanswered (every packet a receives dropped, for less
 // than the suspicion timeout), alive again once they are answered, c dead
-// after it is killed, and a left after it stops cleanly.
+// after it is killed, and a left after it stops cleanly (once a sees b
+// alive: a clean stop tells the peers a is in touch with). On a failure
+// the test logs a's debug log.
 func TestLabPeerStates(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
@@ -350,7 +354,7 @@ func TestLabPeerStates(t *testing.T) {
 	// it missed its probes for about 1.6 s.
 	// With the defaults (500 ms, 3) memberlist declares a dead after
 	// about 2.4 s, before the mesh can call it suspect.
-	const tuning = "[mesh]\nprobe_interval = \"250ms\"\nsuspicion_mult = 20\n"
+	const tuning = "log_level = \"debug\"\n[mesh]\nprobe_interval = \"250ms\"\nsuspicion_mult = 20\n"
 	var hosts []*labHost
 	var ms []*machine
 	for _, name := range []string{"a", "b", "c"} {
@@ -389,7 +393,27 @@ func TestLabPeerStates(t *testing.T) {
 	eventually(t, 120*time.Second, "b does not see c dead after SIGKILL", func() bool { return b.states(t)[c.id] == "dead" })
 	t.Logf("b sees c dead %s after its kill", time.Since(killed).Round(time.Millisecond))
 
+	// A clean stop tells the peers a is in touch with: a, deaf during the
+	// drop, may have missed b's answer to its suspicion and since taken b
+	// for dead, until they meet again.
+	waitFor := time.Now()
+	eventually(t, 60*time.Second, "a does not see b alive before its stop", func() bool { return a.states(t)[b.id] == "alive" })
+	t.Logf("a sees b alive after %s", time.Since(waitFor).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(a.home, "serve.log"))
+			t.Logf("a's log:\n%s", log)
+		}
+	})
 	a.serve.Process.Signal(syscall.SIGTERM)
 	a.serve.Wait()
-	eventually(t, 60*time.Second, "b does not see a left after a clean stop", func() bool { return b.states(t)[a.id] == "left" })
+	stopped := time.Now()
+	seen := ""
+	eventually(t, 60*time.Second, "b does not see a left after a clean stop", func() bool {
+		if st := b.states(t)[a.id]; st != seen {
+			t.Logf("b sees a %s %s after its stop", st, time.Since(stopped).Round(time.Millisecond))
+			seen = st
+		}
+		return seen == "left"
+	})
 }
