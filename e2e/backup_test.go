@@ -10,11 +10,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/memmesh/memmesh/internal/homescan"
+	"github.com/memmesh/memmesh/internal/syncbuf"
 )
 
 // exportBody is an export without its header line, which names the
@@ -108,7 +108,7 @@ func TestImportProgressAndInterruption(t *testing.T) {
 	// On a terminal (script gives the command one), with Ctrl-C a moment in.
 	cmd := exec.Command("script", "-qefc", binary+" import --home "+src+" "+path, "/dev/null")
 	cmd.Env = testEnv(src)
-	var out lockedBuffer // written by the command while the test reads it
+	var out syncbuf.Buffer // written by the command while the test reads it
 	cmd.Stdout, cmd.Stderr = &out, &out
 	keys, err := cmd.StdinPipe()
 	if err != nil {
@@ -247,22 +247,4 @@ func TestPurgeOnThreeDaemons(t *testing.T) {
 			t.Errorf("after the purge these files still hold the canary: %v", holding)
 		}
 	}
-}
-
-// lockedBuffer is a buffer one goroutine writes while another reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,36 +1,17 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/syncbuf"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/transport"
 )
-
-// logBuffer collects the logs of a node, whose goroutines write at once.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 const logToken = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
 
@@ -38,7 +19,7 @@ const logToken = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
 // holds a token: they are refused, and the log line that says so does not
 // carry the token.
 func TestRefusedPeerDocumentLogsNoSecret(t *testing.T) {
-	var out logBuffer
+	var out syncbuf.Buffer // the node's goroutines write at once
 	n, err := New(Config{Home: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&out, nil)),
 		Mesh: &mesh.Config{Listen: "127.0.0.1:0", Name: "canary"}})
 	if err != nil {
