@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,16 +210,4 @@ func (s *store) has(content string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byContentLocked(content) != ""
-}
-
-// syncWriter serialises writes to w (a logger's, read by the test).
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

@@ -1,12 +1,13 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/syncbuf"
 )
 
 // TestWatch: the loop mirrors at once, then within a poll of an edit of
@@ -14,8 +15,8 @@ import (
 // warned of once.
 func TestWatch(t *testing.T) {
 	ns, a, _ := twoMachines(t)
-	var logs bytes.Buffer
-	a.bridge.log = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	var logs syncbuf.Buffer // the bridge logs while the test reads
+	a.bridge.log = slog.New(slog.NewTextHandler(&logs, nil))
 	a.write(t, IndexFile, "- first\n")
 	a.write(t, "bad.md", "\xff\n")
 	ctx, cancel := context.WithCancel(context.Background())
