@@ -212,8 +212,9 @@ const (
 // on this machine, is refused with 403: a web page the user visits cannot
 // reach the server through DNS rebinding. Every other request must then
 // carry the bearer token (401 otherwise): another user of the machine
-// cannot read the token file. A body is read whole before MCP sees it,
-// within httpBodyTimeout and maxHTTPBody (408, 413).
+// cannot read the token file. A refused request is answered at once and
+// its connection closed (localhttp.Refuse). A body is read whole before
+// MCP sees it, within httpBodyTimeout and maxHTTPBody (408, 413).
 type HTTPServer struct {
 	srv         *http.Server
 	transport   *server.StreamableHTTPServer
@@ -289,17 +290,20 @@ func ListenLoopback(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// authorized refuses, with 401, a request without the bearer token. The
-// token is compared in constant time and never logged.
+// authorized refuses, with 401, a request without the bearer token (see
+// localhttp.Refuse). The token is compared in constant time and never
+// logged.
 func (h *HTTPServer) authorized(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), h.token) != 1 {
 			h.log.Warn("refused http request without the token", "remote", r.RemoteAddr)
+			localhttp.Refuse(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="memmesh"`)
 			http.Error(w, "Unauthorized: send the header Authorization: Bearer TOKEN, with the token that 'memmesh http-token' prints", http.StatusUnauthorized)
 			return
 		}
+		localhttp.Authenticated(w, r)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -148,9 +149,22 @@ func (a *auth) bearer(r *http.Request) bool {
 		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), a.token) == 1
 }
 
+// identify tells the listener that a request with the bearer token or a
+// live session is authenticated (localhttp.Authenticated), whatever it
+// asks for: its connection may then serve the browser's next requests.
+func (a *auth) identify(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := a.session(r); ok || a.bearer(r) {
+			localhttp.Authenticated(w, r)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // apiOnly lets through an API call with the bearer token, or with a
 // session and, unless it only reads, the session's CSRF token and no
-// foreign Origin. It answers 401 and 403 itself.
+// foreign Origin. It refuses others itself (401, 403; see
+// localhttp.Refuse).
 func (a *auth) apiOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.bearer(r) {
@@ -159,11 +173,13 @@ func (a *auth) apiOnly(next http.Handler) http.Handler {
 		}
 		s, ok := a.session(r)
 		if !ok {
+			localhttp.Refuse(w, r)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "no session: open the dashboard with 'memmesh ui'")
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := checkWrite(r, s); err != nil {
+				localhttp.Refuse(w, r)
 				writeError(w, http.StatusForbidden, "forbidden", err.Error())
 				return
 			}
@@ -197,6 +213,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		w.Write(f.data)
 		return
 	}
+	localhttp.Authenticated(w, r)
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
 		Value:    id,

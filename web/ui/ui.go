@@ -110,7 +110,7 @@ func New(svc Service, opts Options) (*Handler, error) {
 	mux.Handle("/ui/api/", h.auth.apiOnly(http.StripPrefix("/ui/api", refuseShutdown(api))))
 	mux.HandleFunc("/ui/", http.NotFound)
 	mux.HandleFunc("/", h.page)
-	h.handler = securityHeaders(localhttp.Only(opts.Logger, mux))
+	h.handler = securityHeaders(localhttp.Only(opts.Logger, h.auth.identify(mux)))
 	return h, nil
 }
 
