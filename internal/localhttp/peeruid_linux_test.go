@@ -106,3 +106,28 @@ func TestPeerUIDOfARequest(t *testing.T) {
 		t.Errorf("PeerUID: %s, want %s", s, want)
 	}
 }
+
+// BenchmarkPeerUID measures the sock_diag lookup the listener makes for
+// every connection it accepts.
+func BenchmarkPeerUID(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer server.Close()
+	for b.Loop() {
+		if _, ok := peerUID(server); !ok {
+			b.Fatal("no owner found")
+		}
+	}
+}
