@@ -298,7 +298,7 @@ func (h *HTTPServer) authorized(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), h.token) != 1 {
-			h.log.Warn("refused http request without the token", "remote", r.RemoteAddr)
+			localhttp.LogRefused(h.log, r, "refused http request without the token", "remote", r.RemoteAddr)
 			localhttp.Refuse(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="memmesh"`)
 			http.Error(w, "Unauthorized: send the header Authorization: Bearer TOKEN, with the token that 'memmesh http-token' prints", http.StatusUnauthorized)

@@ -39,9 +39,12 @@ var DefaultLimits = Limits{Conns: 512, Anonymous: 128, AnonymousPerUser: 32}
 // lookup failed, or is not done outside Linux).
 const unknownUser = -1
 
-// shedLogEvery spaces the warnings about shed connections: a flood must
-// not fill the log.
-const shedLogEvery = time.Minute
+// Warnings about shed connections and refused requests are spaced: a
+// flood must not fill the daemon's log.
+const (
+	shedLogEvery    = time.Minute
+	refusedLogEvery = time.Second
+)
 
 // conns tracks a server's open connections and applies its Limits. Its
 // open and state methods are the server's ConnContext and ConnState.
@@ -49,14 +52,35 @@ type conns struct {
 	limits Limits
 	uidOf  func(net.Conn) (uint32, bool)
 	log    *slog.Logger
+	now    func() time.Time
 
-	mu       sync.Mutex
-	all      map[net.Conn]*conn
-	anon     map[int64]*list.List // anonymous connections by user, oldest first
-	nAnon    int
-	seq      uint64
-	shed     int // since the last warning
-	lastWarn time.Time
+	mu         sync.Mutex
+	all        map[net.Conn]*conn
+	anon       map[int64]*list.List // anonymous connections by user, oldest first
+	nAnon      int
+	seq        uint64
+	shedLog    logEvery
+	refusedLog logEvery
+}
+
+// logEvery says when to log one of many events: the first, then at most
+// one every interval, with the number of events since the last line.
+type logEvery struct {
+	interval time.Duration
+	n        int
+	last     time.Time
+}
+
+// note counts an event at now and returns how many the line to log now
+// stands for, or 0 when no line is due.
+func (l *logEvery) note(now time.Time) int {
+	l.n++
+	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
+		return 0
+	}
+	n := l.n
+	l.n, l.last = 0, now
+	return n
 }
 
 // conn is one tracked connection.
@@ -71,8 +95,12 @@ type conn struct {
 
 type connKey struct{}
 
-func newConns(limits Limits, uidOf func(net.Conn) (uint32, bool), log *slog.Logger) *conns {
-	return &conns{limits: limits, uidOf: uidOf, log: log, all: map[net.Conn]*conn{}, anon: map[int64]*list.List{}}
+func newConns(limits Limits, uidOf func(net.Conn) (uint32, bool), log *slog.Logger, now func() time.Time) *conns {
+	return &conns{
+		limits: limits, uidOf: uidOf, log: log, now: now,
+		all: map[net.Conn]*conn{}, anon: map[int64]*list.List{},
+		shedLog: logEvery{interval: shedLogEvery}, refusedLog: logEvery{interval: refusedLogEvery},
+	}
 }
 
 // open admits a new connection (ConnContext): it finds its user, sheds
@@ -166,13 +194,17 @@ func (cs *conns) leaveAnonymousLocked(c *conn) {
 // noteShedLocked counts a shed connection and warns, at most once every
 // shedLogEvery.
 func (cs *conns) noteShedLocked(c *conn) {
-	cs.shed++
-	now := time.Now()
-	if now.Sub(cs.lastWarn) < shedLogEvery {
-		return
+	if n := cs.shedLog.note(cs.now()); n > 0 {
+		cs.log.Warn("closed connections that sent no authenticated request: too many were open", "closed", n, "last_uid", c.uid, "limits", cs.limits)
 	}
-	cs.log.Warn("closed connections that sent no authenticated request: too many were open", "closed", cs.shed, "last_uid", c.uid, "limits", cs.limits)
-	cs.shed, cs.lastWarn = 0, now
+}
+
+// noteRefused counts a refused request and returns how many the line to
+// log now stands for (0: none is due).
+func (cs *conns) noteRefused() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.refusedLog.note(cs.now())
 }
 
 // state forgets a connection once the server is done with it (ConnState).

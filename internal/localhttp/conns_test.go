@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // connSet drives a conns with connections of chosen users.
@@ -14,7 +15,7 @@ type connSet struct {
 }
 
 func newConnSet(t *testing.T, l Limits) *connSet {
-	return &connSet{t: t, cs: newConns(l, nil, slog.New(slog.DiscardHandler))}
+	return &connSet{t: t, cs: newConns(l, nil, slog.New(slog.DiscardHandler), time.Now)}
 }
 
 // open admits a new connection of uid and returns it, the connection it

@@ -74,12 +74,12 @@ func Check(r *http.Request) error {
 	return nil
 }
 
-// Only refuses with 403 (see Refuse), and logs, the requests that Check
-// refuses.
+// Only refuses with 403 (see Refuse), and logs (LogRefused), the
+// requests that Check refuses.
 func Only(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := Check(r); err != nil {
-			log.Warn("refused http request", "err", err, "remote", r.RemoteAddr)
+			LogRefused(log, r, "refused http request", "err", err, "remote", r.RemoteAddr)
 			Refuse(w, r)
 			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 			return

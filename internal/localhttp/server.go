@@ -36,6 +36,7 @@ type serverConfig struct {
 	uidOf         func(net.Conn) (uint32, bool)
 	headerTimeout time.Duration
 	bodyTimeout   time.Duration
+	now           func() time.Time // of the log's spacing
 }
 
 // NewServer returns an http.Server for h with the listener's timeouts and
@@ -43,11 +44,11 @@ type serverConfig struct {
 // tracked (see the package comment); h's handlers call Authenticated and
 // Refuse.
 func NewServer(h http.Handler, log *slog.Logger) *http.Server {
-	return newServer(h, log, serverConfig{limits: DefaultLimits, uidOf: peerUID, headerTimeout: HeaderTimeout, bodyTimeout: BodyTimeout})
+	return newServer(h, log, serverConfig{limits: DefaultLimits, uidOf: peerUID, headerTimeout: HeaderTimeout, bodyTimeout: BodyTimeout, now: time.Now})
 }
 
 func newServer(h http.Handler, log *slog.Logger, cfg serverConfig) *http.Server {
-	cs := newConns(cfg.limits, cfg.uidOf, log)
+	cs := newConns(cfg.limits, cfg.uidOf, log, cfg.now)
 	return &http.Server{
 		Handler:           guard(h, cfg.bodyTimeout),
 		ReadHeaderTimeout: cfg.headerTimeout,
@@ -109,6 +110,21 @@ func Refuse(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, RefusedBody))
 	}
 	rc.SetReadDeadline(time.Now())
+}
+
+// LogRefused logs, as a warning, that r was refused. On NewServer's
+// server it logs the first refusal and then at most one a second, with the
+// number of requests refused since the last line ("refused"): a flood
+// must not fill the daemon's log.
+func LogRefused(log *slog.Logger, r *http.Request, msg string, args ...any) {
+	c := connOf(r)
+	if c == nil {
+		log.Warn(msg, args...)
+		return
+	}
+	if n := c.owner.noteRefused(); n > 0 {
+		log.Warn(msg, append(args, "refused", n)...)
+	}
 }
 
 // PeerUID returns the local user that owns the other end of r's

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/syncbuf"
 )
 
 // testToken is what tokenHandler accepts.
@@ -57,6 +59,12 @@ const testBodyTimeout = 200 * time.Millisecond
 // returns its address.
 func testServe(t *testing.T, cfg serverConfig) string {
 	t.Helper()
+	return testServeLog(t, cfg, testWriter{t})
+}
+
+// testServeLog is testServe logging to logTo.
+func testServeLog(t *testing.T, cfg serverConfig, logTo io.Writer) string {
+	t.Helper()
 	if cfg.limits == (Limits{}) {
 		cfg.limits = DefaultLimits
 	}
@@ -69,7 +77,10 @@ func testServe(t *testing.T, cfg serverConfig) string {
 	if cfg.bodyTimeout == 0 {
 		cfg.bodyTimeout = BodyTimeout
 	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	log := slog.New(slog.NewTextHandler(logTo, nil))
 	srv := newServer(Only(log, http.HandlerFunc(tokenHandler)), log, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -333,4 +344,48 @@ func ownerGet(t *testing.T, addr string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestRefusalsLogSpaced: a flood of refused requests logs its first and
+// then a line a second at most, counting the refusals since the last.
+func TestRefusalsLogSpaced(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	var out syncbuf.Buffer
+	addr := testServeLog(t, serverConfig{now: clock}, &out)
+	refuse := func(n int) {
+		for range n {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+			req.Host = "attacker.example"
+			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("a foreign Host: %d, want 403", resp.StatusCode)
+			}
+		}
+	}
+	lines := func() []string {
+		var found []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, "refused http request") {
+				found = append(found, l)
+			}
+		}
+		return found
+	}
+	refuse(50)
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "refused=1") {
+		t.Fatalf("50 refusals within a second logged %q, want the first alone", got)
+	}
+	mu.Lock()
+	now = now.Add(refusedLogEvery)
+	mu.Unlock()
+	refuse(1)
+	if got := lines(); len(got) != 2 || !strings.Contains(got[1], "refused=50") {
+		t.Fatalf("the next refusal a second later logged %q, want a second line counting 50", got)
+	}
 }

@@ -257,7 +257,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	id, _, ok := h.auth.redeem(r.URL.Query().Get("code"), h.auth.peerOf(r))
 	if !ok {
 		if r.URL.Query().Has("code") {
-			h.log.Warn("refused a dashboard login code: unknown, used or expired", "remote", r.RemoteAddr)
+			localhttp.LogRefused(h.log, r, "refused a dashboard login code: unknown, used or expired", "remote", r.RemoteAddr)
 		}
 		f := h.static["login.html"]
 		w.Header().Set("Content-Type", f.ctyp)
