@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/memmesh/memmesh/node"
 )
@@ -28,7 +29,13 @@ const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abc
 // tune before it serves, and returns the server's base URL.
 func testHTTP(t *testing.T, n *node.Node, tune func(*HTTPServer)) string {
 	t.Helper()
-	h, err := NewHTTPServer(testServer(t, n), testToken, testLogger(t))
+	return serveHTTP(t, testServer(t, n), tune)
+}
+
+// serveHTTP serves s over HTTP as testHTTP does.
+func serveHTTP(t *testing.T, s *server.MCPServer, tune func(*HTTPServer)) string {
+	t.Helper()
+	h, err := NewHTTPServer(s, testToken, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

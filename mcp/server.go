@@ -194,10 +194,6 @@ func (h *handler) failure(tool string, err error, notFound string) *mcpgo.CallTo
 // HTTPPath is where NewHTTPServer serves MCP.
 const HTTPPath = "/mcp"
 
-// sessionIdleTTL is how long an HTTP session may stay idle before it is
-// forgotten; its client then gets 404 and starts a new one.
-const sessionIdleTTL = 24 * time.Hour
-
 // Limits of MCP over HTTP. A message carries at most a memory's content
 // (1 MiB), escaped: a few MiB is plenty. The server's timeouts are
 // localhttp's.
@@ -212,12 +208,15 @@ const (
 // on this machine, is refused with 403: a web page the user visits cannot
 // reach the server through DNS rebinding. Every other request must then
 // carry the bearer token (401 otherwise): another user of the machine
-// cannot read the token file. A body is read whole before MCP sees it,
-// within httpBodyTimeout and maxHTTPBody (408, 413).
+// cannot read the token file. A refused request is answered at once and
+// its connection closed (localhttp.Refuse). A body is read whole before
+// MCP sees it, within httpBodyTimeout and maxHTTPBody (408, 413). At most
+// maxHTTPSessions sessions are kept, none idle for sessionIdleTTL.
 type HTTPServer struct {
 	srv         *http.Server
 	transport   *server.StreamableHTTPServer
 	handler     http.Handler
+	sessions    *sessions
 	log         *slog.Logger
 	token       []byte
 	bodyTimeout time.Duration
@@ -234,16 +233,19 @@ func NewHTTPServer(s *server.MCPServer, token string, log *slog.Logger) (*HTTPSe
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &HTTPServer{log: log, token: []byte(token), bodyTimeout: httpBodyTimeout}
+	h := &HTTPServer{log: log, token: []byte(token), bodyTimeout: httpBodyTimeout, sessions: newSessions(maxHTTPSessions, sessionIdleTTL)}
 	mux := http.NewServeMux()
-	h.handler = localhttp.Only(log, h.authorized(h.boundedBody(mux)))
+	h.handler = localhttp.Only(log, h.authorized(h.boundedBody(h.sessions.knownSession(mux))))
 	h.srv = localhttp.NewServer(h.handler, log)
+	// mcp-go's sweeper also frees, on a timer, the sessions idle past the
+	// TTL; the cap and exact expiry are sessions'.
 	h.transport = server.NewStreamableHTTPServer(s,
 		server.WithStreamableHTTPServer(h.srv),
-		server.WithStateful(true),
+		server.WithSessionIdManager(h.sessions),
 		server.WithSessionIdleTTL(sessionIdleTTL),
 		server.WithStreamableHTTPLogger(log),
 	)
+	h.sessions.drop = func(id string) { forgetSession(h.transport, id) }
 	mux.Handle(HTTPPath, h.transport)
 	return h, nil
 }
@@ -289,17 +291,20 @@ func ListenLoopback(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// authorized refuses, with 401, a request without the bearer token. The
-// token is compared in constant time and never logged.
+// authorized refuses, with 401, a request without the bearer token (see
+// localhttp.Refuse). The token is compared in constant time and never
+// logged.
 func (h *HTTPServer) authorized(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), h.token) != 1 {
-			h.log.Warn("refused http request without the token", "remote", r.RemoteAddr)
+			localhttp.LogRefused(h.log, r, "refused http request without the token", "remote", r.RemoteAddr)
+			localhttp.Refuse(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="memmesh"`)
 			http.Error(w, "Unauthorized: send the header Authorization: Bearer TOKEN, with the token that 'memmesh http-token' prints", http.StatusUnauthorized)
 			return
 		}
+		localhttp.Authenticated(w, r)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -1,8 +1,20 @@
 // Package localhttp holds what memmesh's loopback HTTP listener (MCP at
-// /mcp and the dashboard beside it) needs to serve this machine only: the
-// loopback address checks, the Host and Origin checks that keep a web page
-// from reaching the listener through DNS rebinding, and the server's
-// timeouts.
+// /mcp and the dashboard beside it) needs to serve this machine only, and
+// to keep serving it while another user of the machine tries to flood it:
+// the loopback address checks, the Host and Origin checks that keep a web
+// page from reaching the listener through DNS rebinding, and the server
+// (NewServer), with its timeouts and its limits on connections.
+//
+// A connection is anonymous until one of its requests proves who sent it
+// (the handler calls Authenticated: the bearer token, a dashboard
+// session). An anonymous connection serves one request and is closed;
+// its headers must arrive within HeaderTimeout, and a request that is
+// refused (Refuse: 401, 403) is answered at once, after reading at most
+// RefusedBody bytes of its body. Anonymous connections are capped per
+// local user (the owner of the peer's socket, found with sock_diag on
+// Linux) and in all (Limits): past a cap, the oldest anonymous
+// connection of the user who holds the most is closed, so a flood from
+// another user sheds its own connections, never the owner's.
 package localhttp
 
 import (
@@ -13,26 +25,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"time"
 )
-
-// Timeouts of the listener. No server-wide read or write timeout: an event
-// stream (MCP's or the dashboard's) stays open as long as its client.
-const (
-	HeaderTimeout = 10 * time.Second
-	IdleTimeout   = 2 * time.Minute
-)
-
-// NewServer returns an http.Server for h with the listener's timeouts,
-// logging its errors to log.
-func NewServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: HeaderTimeout,
-		IdleTimeout:       IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-}
 
 // IsLoopback reports whether host (without port or brackets) names this
 // machine: localhost or a loopback IP address.
@@ -81,11 +74,13 @@ func Check(r *http.Request) error {
 	return nil
 }
 
-// Only refuses with 403, and logs, the requests that Check refuses.
+// Only refuses with 403 (see Refuse), and logs (LogRefused), the
+// requests that Check refuses.
 func Only(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := Check(r); err != nil {
-			log.Warn("refused http request", "err", err, "remote", r.RemoteAddr)
+			LogRefused(log, r, "refused http request", "err", err, "remote", r.RemoteAddr)
+			Refuse(w, r)
 			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 			return
 		}

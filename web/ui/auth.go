@@ -6,11 +6,14 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -19,32 +22,71 @@ const (
 	codeTTL    = 60 * time.Second
 	sessionTTL = 12 * time.Hour
 	maxCodes   = 16 // codes not yet used; a new one drops the oldest
-	cookieName = "memmesh_session"
 	csrfHeader = "X-CSRF-Token"
 )
+
+// cookiePrefix starts the session cookie's name, which ends with the
+// listener's port: a browser sends its cookies for 127.0.0.1 to every
+// port, so two daemons' dashboards would otherwise overwrite each other's.
+const cookiePrefix = "memmesh_session_"
 
 // auth holds the one-time login codes and the sessions, in memory only.
 // Codes and session ids are kept as their SHA-256, so that a lookup's
 // timing says nothing of them.
 type auth struct {
-	token []byte
-	max   int
-	now   func() time.Time
+	token   []byte
+	max     int
+	now     func() time.Time
+	peerUID func(*http.Request) (uint32, bool)
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	codes    map[[32]byte]time.Time // expiry
 	sessions map[[32]byte]*session
 }
 
-// session is a logged-in browser.
+// session is a logged-in browser. It is bound to what the browser's
+// login came through: the listener's port, and the local user that owns
+// the browser's end of the connection. A browser sends the cookie to any
+// web server on 127.0.0.1, another user's too; that user cannot replay
+// it.
 type session struct {
 	csrf    string
 	expires time.Time
+	peer
 }
 
-func newAuth(token string, max int, now func() time.Time) *auth {
-	return &auth{token: []byte(token), max: max, now: now, codes: map[[32]byte]time.Time{}, sessions: map[[32]byte]*session{}}
+// peer is who a request came from, as far as the listener can tell.
+type peer struct {
+	port     string // the listener's
+	uid      uint32 // the owner of the client's socket, when uidKnown
+	uidKnown bool
 }
+
+func newAuth(token string, max int, now func() time.Time, peerUID func(*http.Request) (uint32, bool), log *slog.Logger) *auth {
+	return &auth{token: []byte(token), max: max, now: now, peerUID: peerUID, log: log, codes: map[[32]byte]time.Time{}, sessions: map[[32]byte]*session{}}
+}
+
+// peerOf returns who r came from.
+func (a *auth) peerOf(r *http.Request) peer {
+	p := peer{port: listenerPort(r)}
+	p.uid, p.uidKnown = a.peerUID(r)
+	return p
+}
+
+// listenerPort returns the port of the listener r arrived on ("" when
+// unknown).
+func listenerPort(r *http.Request) string {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return ""
+	}
+	_, port, _ := net.SplitHostPort(local.String())
+	return port
+}
+
+// cookieName is the name of the session cookie on r's listener.
+func cookieName(r *http.Request) string { return cookiePrefix + listenerPort(r) }
 
 // randomToken returns 32 random bytes, base64url-encoded.
 func randomToken() string {
@@ -86,9 +128,9 @@ func oldest[V any](m map[[32]byte]V, expiry func(V) time.Time) {
 	delete(m, first)
 }
 
-// redeem uses code once and returns a new session id, or false when the
-// code is unknown, used or expired.
-func (a *auth) redeem(code string) (string, *session, bool) {
+// redeem uses code once and returns a new session id for a browser at
+// p, or false when the code is unknown, used or expired.
+func (a *auth) redeem(code string, p peer) (string, *session, bool) {
 	if code == "" {
 		return "", nil, false
 	}
@@ -110,31 +152,42 @@ func (a *auth) redeem(code string) (string, *session, bool) {
 		oldest(a.sessions, func(s *session) time.Time { return s.expires })
 	}
 	id := randomToken()
-	s := &session{csrf: randomToken(), expires: now.Add(sessionTTL)}
+	s := &session{csrf: randomToken(), expires: now.Add(sessionTTL), peer: p}
 	a.sessions[key(id)] = s
 	return id, s, true
 }
 
-// session returns the live session of r's cookie.
+// session returns the live session of r's cookie, when r comes from the
+// browser that logged in. A session's cookie presented by another local
+// user was taken from the browser (by a web server of that user's on
+// another port): the session ends.
 func (a *auth) session(r *http.Request) (*session, bool) {
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(cookieName(r))
 	if err != nil || c.Value == "" {
 		return nil, false
 	}
 	k := key(c.Value)
+	p := a.peerOf(r)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s, ok := a.sessions[k]
-	if ok && !a.now().Before(s.expires) {
+	switch {
+	case !ok || s.port != p.port:
+		return nil, false
+	case s.uidKnown != p.uidKnown || s.uid != p.uid:
+		delete(a.sessions, k)
+		a.log.Warn("ended a dashboard session: its cookie came from another local user", "uid", p.uid, "uid_known", p.uidKnown, "remote", r.RemoteAddr)
+		return nil, false
+	case !a.now().Before(s.expires):
 		delete(a.sessions, k)
 		return nil, false
 	}
-	return s, ok
+	return s, true
 }
 
 // end ends r's session.
 func (a *auth) end(r *http.Request) {
-	if c, err := r.Cookie(cookieName); err == nil {
+	if c, err := r.Cookie(cookieName(r)); err == nil {
 		a.mu.Lock()
 		delete(a.sessions, key(c.Value))
 		a.mu.Unlock()
@@ -148,9 +201,22 @@ func (a *auth) bearer(r *http.Request) bool {
 		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), a.token) == 1
 }
 
+// identify tells the listener that a request with the bearer token or a
+// live session is authenticated (localhttp.Authenticated), whatever it
+// asks for: its connection may then serve the browser's next requests.
+func (a *auth) identify(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := a.session(r); ok || a.bearer(r) {
+			localhttp.Authenticated(w, r)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // apiOnly lets through an API call with the bearer token, or with a
 // session and, unless it only reads, the session's CSRF token and no
-// foreign Origin. It answers 401 and 403 itself.
+// foreign Origin. It refuses others itself (401, 403; see
+// localhttp.Refuse).
 func (a *auth) apiOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.bearer(r) {
@@ -159,11 +225,13 @@ func (a *auth) apiOnly(next http.Handler) http.Handler {
 		}
 		s, ok := a.session(r)
 		if !ok {
+			localhttp.Refuse(w, r)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "no session: open the dashboard with 'memmesh ui'")
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := checkWrite(r, s); err != nil {
+				localhttp.Refuse(w, r)
 				writeError(w, http.StatusForbidden, "forbidden", err.Error())
 				return
 			}
@@ -186,10 +254,10 @@ func checkWrite(r *http.Request, s *session) error {
 // login exchanges a one-time code for a session cookie, or says how to get
 // one.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	id, _, ok := h.auth.redeem(r.URL.Query().Get("code"))
+	id, _, ok := h.auth.redeem(r.URL.Query().Get("code"), h.auth.peerOf(r))
 	if !ok {
 		if r.URL.Query().Has("code") {
-			h.log.Warn("refused a dashboard login code: unknown, used or expired", "remote", r.RemoteAddr)
+			localhttp.LogRefused(h.log, r, "refused a dashboard login code: unknown, used or expired", "remote", r.RemoteAddr)
 		}
 		f := h.static["login.html"]
 		w.Header().Set("Content-Type", f.ctyp)
@@ -197,8 +265,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		w.Write(f.data)
 		return
 	}
+	localhttp.Authenticated(w, r)
 	http.SetCookie(w, &http.Cookie{
-		Name:     cookieName,
+		Name:     cookieName(r),
 		Value:    id,
 		Path:     "/",
 		MaxAge:   int(sessionTTL / time.Second),
@@ -211,7 +280,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 // logout ends the session and clears its cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	h.auth.end(r)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 }
 

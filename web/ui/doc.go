@@ -18,9 +18,12 @@
 // with the listener's port; Origin, when set, a page on this machine: 403
 // otherwise), as for /mcp. `memmesh ui` asks the daemon, over its unix
 // socket, for a one-time code (32 random bytes, single use, valid 60 s);
-// /ui/login exchanges it for the cookie memmesh_session (HttpOnly,
-// SameSite=Strict, 12 h). Sessions live in the daemon's memory only: a
-// restart of the daemon logs every browser out. Without a session, pages
+// /ui/login exchanges it for the cookie memmesh_session_PORT (HttpOnly,
+// SameSite=Strict, 12 h). A browser sends its cookies for 127.0.0.1 to
+// every port, another user's web server's too: a session is bound to the
+// listener's port and to the local user that owns the browser's socket,
+// and its cookie presented by another user ends it. Sessions live in the
+// daemon's memory only: a restart of the daemon logs every browser out. Without a session, pages
 // redirect to /ui/login, which says to run `memmesh ui`, and API calls get
 // 401; a script may instead send the HTTP token (Authorization: Bearer).
 // Every call other than GET or HEAD with a session must carry the header

@@ -40,6 +40,9 @@ type Options struct {
 	MaxSessions int
 	// Now is the clock of codes and sessions; nil means time.Now.
 	Now func() time.Time
+	// PeerUID finds the local user that a request comes from, to which a
+	// session is bound; nil means localhttp.PeerUID.
+	PeerUID func(*http.Request) (uint32, bool)
 	// PollInterval is how often the event stream reads the change log
 	// (DefaultPollInterval when 0); peers are read every PeerInterval.
 	PollInterval time.Duration
@@ -85,6 +88,9 @@ func New(svc Service, opts Options) (*Handler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.PeerUID == nil {
+		opts.PeerUID = localhttp.PeerUID
+	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
@@ -96,7 +102,7 @@ func New(svc Service, opts Options) (*Handler, error) {
 		svc:     svc,
 		log:     opts.Logger,
 		version: opts.Version,
-		auth:    newAuth(opts.Token, opts.MaxSessions, opts.Now),
+		auth:    newAuth(opts.Token, opts.MaxSessions, opts.Now, opts.PeerUID, opts.Logger),
 		events:  newHub(svc, opts.Logger, opts.PollInterval, opts.PeerInterval),
 		static:  static,
 	}
@@ -110,7 +116,7 @@ func New(svc Service, opts Options) (*Handler, error) {
 	mux.Handle("/ui/api/", h.auth.apiOnly(http.StripPrefix("/ui/api", refuseShutdown(api))))
 	mux.HandleFunc("/ui/", http.NotFound)
 	mux.HandleFunc("/", h.page)
-	h.handler = securityHeaders(localhttp.Only(opts.Logger, mux))
+	h.handler = securityHeaders(localhttp.Only(opts.Logger, h.auth.identify(mux)))
 	return h, nil
 }
 

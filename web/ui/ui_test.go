@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +94,12 @@ func newDash(t *testing.T, n *node.Node, opts Options) *dash {
 	srv.Config.RegisterOnShutdown(h.Close)
 	t.Cleanup(func() { h.Close(); srv.Close() })
 	return &dash{t: t, srv: srv, h: h, clock: c, n: n}
+}
+
+// port is the port the dashboard listens on.
+func (d *dash) port() string {
+	_, port, _ := net.SplitHostPort(d.srv.Listener.Addr().String())
+	return port
 }
 
 // client returns an HTTP client that keeps cookies and does not follow
@@ -175,9 +183,59 @@ func TestSessionCookieFlags(t *testing.T) {
 		t.Fatalf("cookies %v", cookies)
 	}
 	c := cookies[0]
-	if c.Name != "memmesh_session" || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" ||
+	if c.Name != "memmesh_session_"+d.port() || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" ||
 		c.MaxAge <= 0 || c.MaxAge > 12*3600 || len(c.Value) < 43 {
-		t.Errorf("cookie %+v: want memmesh_session, HttpOnly, SameSite=Strict, Path=/, Max-Age within 12 h", c)
+		t.Errorf("cookie %+v: want memmesh_session_PORT, HttpOnly, SameSite=Strict, Path=/, Max-Age within 12 h", c)
+	}
+}
+
+// TestSessionBoundToItsListener: a browser sends its cookies for
+// 127.0.0.1 to every port; the cookie of the dashboard on one port is no
+// session on another, under its own name or renamed for it.
+func TestSessionBoundToItsListener(t *testing.T) {
+	d := newDash(t, startNode(t, node.Config{}), Options{})
+	c, _ := d.login()
+	other := httptest.NewServer(d.h)
+	t.Cleanup(other.Close)
+	b := &dash{t: t, srv: other, h: d.h, clock: d.clock, n: d.n}
+	if resp := b.do(c, "GET", "/ui/api/v1/stats", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("port A's cookie on port B: %d, want 401", resp.StatusCode)
+	}
+	u, _ := url.Parse(d.srv.URL)
+	var value string
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == cookiePrefix+d.port() {
+			value = ck.Value
+		}
+	}
+	renamed := b.client()
+	renamed.Jar.SetCookies(u, []*http.Cookie{{Name: cookiePrefix + b.port(), Value: value}})
+	if resp := b.do(renamed, "GET", "/ui/api/v1/stats", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("port A's session named for port B: %d, want 401", resp.StatusCode)
+	}
+	if resp := d.do(c, "GET", "/ui/api/v1/stats", "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the session on its own port: %d", resp.StatusCode)
+	}
+}
+
+// TestSessionBoundToItsUser: a session's cookie presented by another
+// local user (a web server of theirs received it from the browser) is
+// refused, and ends the session it was taken from.
+func TestSessionBoundToItsUser(t *testing.T) {
+	var uid atomic.Uint32
+	uid.Store(1000)
+	d := newDash(t, startNode(t, node.Config{}), Options{PeerUID: func(*http.Request) (uint32, bool) { return uid.Load(), true }})
+	c, _ := d.login()
+	if resp := d.do(c, "GET", "/ui/api/v1/stats", "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the browser that logged in: %d", resp.StatusCode)
+	}
+	uid.Store(1001)
+	if resp := d.do(c, "GET", "/ui/api/v1/stats", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the cookie from another user: %d, want 401", resp.StatusCode)
+	}
+	uid.Store(1000)
+	if resp := d.do(c, "GET", "/ui/api/v1/stats", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the browser after its cookie leaked: %d, want 401 (the session ended)", resp.StatusCode)
 	}
 }
 
@@ -241,7 +299,7 @@ func TestWithoutSessionRefused(t *testing.T) {
 	}
 	// A stolen-looking cookie is no session either.
 	u, _ := url.Parse(d.srv.URL)
-	c.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: strings.Repeat("x", 43)}})
+	c.Jar.SetCookies(u, []*http.Cookie{{Name: cookiePrefix + d.port(), Value: strings.Repeat("x", 43)}})
 	if resp := d.do(c, "GET", "/ui/api/v1/stats", "", nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("unknown cookie: %d, want 401", resp.StatusCode)
 	}
