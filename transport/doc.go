@@ -56,8 +56,11 @@
 //	+----------------------+------+---------------------+
 //
 // length counts the type byte and the payload. It is checked against the
-// cap (MaxFrame between members, MaxJoinFrame on join streams) before the
-// payload is allocated. Frame types and payload encodings are in wire.go:
+// cap (MaxFrame between members, MaxJoinFrame on join streams), and the
+// payload's buffer is not allocated at that length: it starts at 64 KiB
+// at most and doubles as bytes arrive, so that a frame costs at most twice
+// what its sender actually sent, whatever it announced. Frame types and
+// payload encodings are in wire.go:
 // unsigned varints, length-prefixed strings, counts checked against the
 // bytes left before anything is allocated, and trailing bytes ignored.
 //

@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -274,5 +277,35 @@ func TestImpostorHelloRefused(t *testing.T) {
 	case s := <-accepted:
 		t.Fatalf("b accepted a stream claiming %s from %s", c.Device(), s.Peer)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestReadFrameHoldsWhatArrived: a frame that announces the largest size
+// and sends a little of it costs about what it sent, not what it
+// announced; frames of every size in between still read whole.
+func TestReadFrameHoldsWhatArrived(t *testing.T) {
+	const sent = 100 << 10
+	in := binary.BigEndian.AppendUint32(nil, MaxFrame)
+	in = append(append(in, FrameDocs), make([]byte, sent)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := ReadFrame(bytes.NewReader(in), MaxFrame)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a frame cut short: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4*sent {
+		t.Fatalf("reading %d bytes of a frame announcing %d allocated %d bytes", sent, MaxFrame, got)
+	}
+	for _, n := range []int{0, 1, frameChunk - 1, frameChunk, frameChunk + 1, 5*frameChunk + 3, MaxFrame - 1} {
+		payload := bytes.Repeat([]byte{byte(n)}, n)
+		var buf bytes.Buffer
+		if err := WriteFrame(&buf, FrameDocs, payload); err != nil {
+			t.Fatal(err)
+		}
+		typ, p, err := ReadFrame(iotest.HalfReader(&buf), MaxFrame)
+		if err != nil || typ != FrameDocs || !bytes.Equal(p, payload) {
+			t.Fatalf("frame of %d bytes: type %d, %d bytes, %v", n, typ, len(p), err)
+		}
 	}
 }
