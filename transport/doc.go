@@ -48,6 +48,41 @@
 // proves, an unknown type, or a member stream from a device that is no
 // longer authorised is refused and logged.
 //
+// # What a peer can make an endpoint hold
+//
+// A member's keys may be stolen, so a member is bounded like a stranger
+// (limits.go). Each figure comes from what the mesh uses:
+//
+//   - Streams of one type per device, over all its connections: 2 sync (a
+//     node pulls from one peer at a time; the next pull may open before
+//     the last one's server closed), 2 push (one sender per peer; a push it
+//     gave up on may still be applied when the retry comes) and 4
+//     membership (memberlist's push-pull every few seconds, a join and a
+//     fallback probe may overlap). A stream over its cap is refused after
+//     its hello, before any frame is read: a refusal reply naming
+//     ErrBusy, and STOP_SENDING with code 2. Join streams are not counted
+//     per device, whose keys cost nothing to make: at most 8 join
+//     connections are open at once, each closed unless its one stream
+//     comes within the hello's 5 s.
+//   - Connections per device: 4 (one per pair, two while both dial at
+//     once, and a restarted peer's stale one until the stateless reset
+//     closes it). A fifth closes the device's oldest, with code 3.
+//   - Per connection, QUIC's own bounds: 16 bidirectional streams open,
+//     hellos included, no unidirectional ones; flow control windows of
+//     4 MiB per stream and 8 MiB per connection bound the bytes that
+//     arrived and wait to be read.
+//   - Time: a hello must arrive within 5 s. Then every read waits at most
+//     30 s for a byte and every 64 KiB written at most 30 s for the peer
+//     to take it; the deadline moves with each, so a pull that keeps
+//     moving is never cut, while a peer that stops sending mid-frame or
+//     between frames, or stops reading, is dropped. A deadline the user
+//     sets applies as well, the earlier first.
+//   - Bytes: a frame's buffer grows with the bytes that arrive (below),
+//     so one device makes an endpoint hold at most its 4 sync and push
+//     streams' frames, each at most twice what was actually sent (a
+//     MaxFrame frame sent whole: 34 MiB), plus the flow control windows
+//     of its connections.
+//
 // # Frames
 //
 //	+----------------------+------+---------------------+

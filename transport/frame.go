@@ -65,6 +65,9 @@ var (
 	ErrVersion = errors.New("transport: no common protocol version")
 	// ErrRefused is a stream or connection the peer refused.
 	ErrRefused = errors.New("transport: refused by peer")
+	// ErrBusy is a stream or connection refused because its device
+	// already has as many open as it may.
+	ErrBusy = errors.New("transport: too many streams or connections")
 	// ErrFrameTooLarge is a frame over the size cap.
 	ErrFrameTooLarge = errors.New("transport: frame too large")
 	// ErrBadCertificate is a peer certificate that proves no device id.
