@@ -104,4 +104,19 @@
 // memberlist's packets travel as QUIC datagrams on mesh connections, one
 // leading byte (1, membership) then the packet; memberlist's streams are
 // streams of type membership. See Memberlist.
+//
+// # memberlist's stream messages
+//
+// memberlist allocates what a stream message announces (a push-pull's
+// node count, its user state's length, a compressed message's output)
+// before the bytes arrive. Each side of a membership stream carries one
+// message, so the transport reads it first (membership.go): at most
+// 256 KiB, compressed or not; a push-pull of at most 256 node states
+// (a mesh of a few dozen devices sends a few dozen KiB); every
+// MessagePack length and count checked against the bytes that follow,
+// the push-pull header's and the compressed envelope's fields read
+// strictly (known keys, each once, integers); a compressed message
+// decompressed here, to at most 256 KiB. memberlist then reads only that
+// message, uncompressed. Types the mesh does not use (reliable user
+// messages, labels, encryption) are refused.
 package transport

@@ -526,7 +526,7 @@ func (e *Endpoint) serveStream(pc *peerConn, st *quic.Stream, join bool) {
 	}
 	if h.Type == StreamMembership {
 		select {
-		case e.mstreams <- &netConn{s: s, local: e.Addr()}:
+		case e.mstreams <- e.membershipConn(s):
 		case <-e.ctx.Done():
 			s.Close()
 		}
