@@ -197,7 +197,7 @@ func TestStalledStreamDropped(t *testing.T) {
 	}
 	in := <-got
 	defer in.Close()
-	if _, _, err := in.ReadFrame(MaxFrame); !isTimeout(err) {
+	if err := ended(ctx, func() error { _, _, err := in.ReadFrame(MaxFrame); return err }); !isTimeout(err) {
 		t.Fatalf("reading a frame its peer stopped sending: %v, want a timeout", err)
 	}
 
@@ -208,7 +208,7 @@ func TestStalledStreamDropped(t *testing.T) {
 	defer s.Close()
 	in = <-got
 	defer in.Close()
-	if err := in.WriteFrame(FrameDocs, make([]byte, 16<<20)); !isTimeout(err) {
+	if err := ended(ctx, func() error { return in.WriteFrame(FrameDocs, make([]byte, 16<<20)) }); !isTimeout(err) {
 		t.Fatalf("writing to a peer that does not read: %v, want a timeout", err)
 	}
 }
@@ -253,6 +253,21 @@ func TestSlowStreamKept(t *testing.T) {
 		t.Fatalf("a frame sent slowly: %v", err)
 	}
 }
+
+// ended runs fn and returns its error, or errStillRunning once ctx ends
+// first.
+func ended(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return errStillRunning
+	}
+}
+
+var errStillRunning = errors.New("still running when the test's time ran out")
 
 func isTimeout(err error) bool {
 	var ne net.Error
