@@ -296,12 +296,28 @@ func (e *Endpoint) verifyClient(cs tls.ConnectionState, remote string) error {
 // seconds) go to the debug level.
 const refusalLogEvery = time.Minute
 
+// maxRefusedKept bounds the devices whose last loud refusal is kept: a
+// stranger makes a new key for every attempt.
+const maxRefusedKept = 1024
+
 func (e *Endpoint) logRefusal(device, msg string, args ...any) {
 	e.mu.Lock()
 	last, seen := e.refused[device]
 	now := time.Now()
 	loud := !seen || now.Sub(last) >= refusalLogEvery
 	if loud {
+		if len(e.refused) >= maxRefusedKept {
+			// Forget the old ones; if all are recent, forget all, so
+			// that some repeats are logged loudly again.
+			for d, t := range e.refused {
+				if now.Sub(t) >= refusalLogEvery {
+					delete(e.refused, d)
+				}
+			}
+			if len(e.refused) >= maxRefusedKept {
+				clear(e.refused)
+			}
+		}
 		e.refused[device] = now
 	}
 	e.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -272,4 +273,18 @@ var errStillRunning = errors.New("still running when the test's time ran out")
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestRefusalsKeptBounded: refusals of ever new devices (a stranger makes
+// a key per attempt) keep at most maxRefusedKept of them in memory.
+func TestRefusalsKeptBounded(t *testing.T) {
+	e := newEndpoint(t, &members{set: map[string]bool{}})
+	for i := range 3 * maxRefusedKept {
+		e.logRefusal(fmt.Sprintf("device-%d", i), "refused connection")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.refused) > maxRefusedKept {
+		t.Fatalf("%d refused devices kept, want at most %d", len(e.refused), maxRefusedKept)
+	}
 }
