@@ -43,6 +43,15 @@ func (m *members) authorize(id string) error {
 
 func newEndpoint(t *testing.T, m *members) *Endpoint {
 	t.Helper()
+	cfg := identity(t)
+	cfg.Authorize = m.authorize
+	return listen(t, cfg)
+}
+
+// identity is the configuration of an endpoint on a loopback port with a
+// new device key.
+func identity(t *testing.T) Config {
+	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +60,13 @@ func newEndpoint(t *testing.T, m *members) *Endpoint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := Listen(Config{Listen: "127.0.0.1:0", Key: key, Cert: cert, Authorize: m.authorize})
+	return Config{Listen: "127.0.0.1:0", Key: key, Cert: cert}
+}
+
+// listen starts an endpoint with cfg, closed when the test ends.
+func listen(t *testing.T, cfg Config) *Endpoint {
+	t.Helper()
+	e, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,31 +12,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 )
-
-// identity makes a device key and its certificate.
-func identity(t *testing.T) (ed25519.PrivateKey, Config) {
-	t.Helper()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := Certificate(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, Config{Listen: "127.0.0.1:0", Key: key, Cert: cert}
-}
-
-// listen starts an endpoint with cfg, closed when the test ends.
-func listen(t *testing.T, cfg Config) *Endpoint {
-	t.Helper()
-	e, err := Listen(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
 
 // acceptAll hands every stream e accepts to got.
 func acceptAll(ctx context.Context, e *Endpoint) <-chan *Stream {
@@ -103,7 +77,7 @@ func TestStreamsCappedPerDeviceAndType(t *testing.T) {
 func TestConnectionsCappedPerDevice(t *testing.T) {
 	m := &members{set: map[string]bool{}}
 	b := newEndpoint(t, m)
-	_, cfg := identity(t)
+	cfg := identity(t)
 	cfg.Authorize = m.authorize
 	m.add(b.Device(), DeviceID(cfg.Key.Public().(ed25519.PublicKey)))
 	ctx := ctxT(t)
@@ -178,15 +152,8 @@ func TestJoinConnectionsCapped(t *testing.T) {
 // frame, or stops reading what it is sent, fails the read or the write
 // once the idle time passes without progress.
 func TestStalledStreamDropped(t *testing.T) {
-	m := &members{set: map[string]bool{}}
-	a := newEndpoint(t, m)
-	_, cfg := identity(t)
-	cfg.Authorize, cfg.idle = m.authorize, 300*time.Millisecond
-	b := listen(t, cfg)
-	m.add(a.Device(), b.Device())
 	ctx := ctxT(t)
-	got := acceptAll(ctx, b)
-
+	a, b, got := idlePair(t, ctx, 300*time.Millisecond)
 	s, err := a.Open(ctx, b.Addr().String(), StreamPush)
 	if err != nil {
 		t.Fatal(err)
@@ -217,15 +184,8 @@ func TestStalledStreamDropped(t *testing.T) {
 // TestSlowStreamKept: a frame whose bytes keep coming, however slowly,
 // is read whole, long after the idle time.
 func TestSlowStreamKept(t *testing.T) {
-	m := &members{set: map[string]bool{}}
-	a := newEndpoint(t, m)
-	_, cfg := identity(t)
-	cfg.Authorize, cfg.idle = m.authorize, 2*time.Second
-	b := listen(t, cfg)
-	m.add(a.Device(), b.Device())
 	ctx := ctxT(t)
-	got := acceptAll(ctx, b)
-
+	a, b, got := idlePair(t, ctx, 2*time.Second)
 	s, err := a.Open(ctx, b.Addr().String(), StreamPush)
 	if err != nil {
 		t.Fatal(err)
@@ -253,6 +213,19 @@ func TestSlowStreamKept(t *testing.T) {
 	if err := <-read; err != nil {
 		t.Fatalf("a frame sent slowly: %v", err)
 	}
+}
+
+// idlePair makes two members, a and b, where b's streams fail after idle
+// without progress; got has the streams b accepts.
+func idlePair(t *testing.T, ctx context.Context, idle time.Duration) (a, b *Endpoint, got <-chan *Stream) {
+	t.Helper()
+	m := &members{set: map[string]bool{}}
+	a = newEndpoint(t, m)
+	cfg := identity(t)
+	cfg.Authorize, cfg.idle = m.authorize, idle
+	b = listen(t, cfg)
+	m.add(a.Device(), b.Device())
+	return a, b, acceptAll(ctx, b)
 }
 
 // ended runs fn and returns its error, or errStillRunning once ctx ends
