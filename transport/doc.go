@@ -72,16 +72,16 @@
 //     4 MiB per stream and 8 MiB per connection bound the bytes that
 //     arrived and wait to be read.
 //   - Time: a hello must arrive within 5 s. Then every read waits at most
-//     30 s for a byte and every 64 KiB written at most 30 s for the peer
+//     30 s for a byte and every 256 KiB written at most 30 s for the peer
 //     to take it; the deadline moves with each, so a pull that keeps
 //     moving is never cut, while a peer that stops sending mid-frame or
 //     between frames, or stops reading, is dropped. A deadline the user
 //     sets applies as well, the earlier first.
 //   - Bytes: a frame's buffer grows with the bytes that arrive (below),
 //     so one device makes an endpoint hold at most its 4 sync and push
-//     streams' frames, each at most twice what was actually sent (a
-//     MaxFrame frame sent whole: 34 MiB), plus the flow control windows
-//     of its connections.
+//     streams' frames, each at most four times what was actually sent
+//     plus 64 KiB (a MaxFrame frame sent whole: 33 MiB while its buffer
+//     grows last), plus the flow control windows of its connections.
 //
 // # Frames
 //
@@ -93,8 +93,8 @@
 // length counts the type byte and the payload. It is checked against the
 // cap (MaxFrame between members, MaxJoinFrame on join streams), and the
 // payload's buffer is not allocated at that length: it starts at 64 KiB
-// at most and doubles as bytes arrive, so that a frame costs at most twice
-// what its sender actually sent, whatever it announced. Frame types and
+// at most and grows fourfold as bytes arrive, so that a frame costs at
+// most four times what its sender actually sent, whatever it announced. Frame types and
 // payload encodings are in wire.go:
 // unsigned varints, length-prefixed strings, counts checked against the
 // bytes left before anything is allocated, and trailing bytes ignored.

@@ -218,13 +218,14 @@ func ReadFrame(r io.Reader, limit int) (typ byte, payload []byte, err error) {
 }
 
 // readPayload reads n bytes into a buffer that starts at frameChunk at
-// most and doubles each time it fills: it never holds more than twice the
-// bytes that arrived, plus frameChunk.
+// most and grows fourfold each time it fills: it never holds more than
+// four times the bytes that arrived, plus frameChunk. (Doubling copied
+// and cleared enough for 14 % more CPU in BenchmarkStreamFrames.)
 func readPayload(r io.Reader, n int) ([]byte, error) {
 	buf := make([]byte, 0, min(n, frameChunk))
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, min(n, 2*len(buf))-len(buf))
+			buf = slices.Grow(buf, min(n, 4*len(buf))-len(buf))
 		}
 		k, err := io.ReadFull(r, buf[len(buf):min(n, cap(buf))])
 		buf = buf[:len(buf)+k]

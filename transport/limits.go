@@ -13,12 +13,12 @@ const (
 	// streamIdle is how long a read or a write on a stream may go without
 	// progress: a peer that stops sending mid-frame or between frames, or
 	// stops reading what it is sent, is dropped after it. It moves with
-	// every read and every 64 KiB written, so a long pull that keeps
+	// every read and every writeChunk written, so a long pull that keeps
 	// moving is never cut.
 	streamIdle = 30 * time.Second
 	// writeChunk is how much of a write must go out before its deadline
 	// moves on.
-	writeChunk = 64 << 10
+	writeChunk = 256 << 10
 
 	// maxConnsPerDevice bounds a device's mesh connections: a new one
 	// beyond it closes the device's oldest.

@@ -126,6 +126,11 @@ func TestJoinConnectionsCapped(t *testing.T) {
 	for range maxJoinConns {
 		open = append(open, dial())
 	}
+	waitFor(t, func() bool { // b counts a connection once its handshake ends there
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.joins == maxJoinConns
+	})
 	extra := dial()
 	select {
 	case <-extra.Context().Done():
