@@ -71,12 +71,13 @@
 //     hellos included, no unidirectional ones; flow control windows of
 //     4 MiB per stream and 8 MiB per connection bound the bytes that
 //     arrived and wait to be read.
-//   - Time: a hello must arrive within 5 s. Then every read waits at most
-//     30 s for a byte and every 256 KiB written at most 30 s for the peer
-//     to take it; the deadline moves with each, so a pull that keeps
-//     moving is never cut, while a peer that stops sending mid-frame or
-//     between frames, or stops reading, is dropped. A deadline the user
-//     sets applies as well, the earlier first.
+//   - Time: a hello must arrive within 5 s. Then a read or a write fails
+//     once 30 s pass with no byte read and no 256 KiB written on the
+//     stream, in either direction: a pull that keeps moving is never cut
+//     (a puller's wants may wait while it reads and applies documents),
+//     while a peer that stops sending mid-frame or between frames, or
+//     stops reading, is dropped. A deadline the user sets applies as
+//     well, the earlier first.
 //   - Bytes: a frame's buffer grows with the bytes that arrive (below),
 //     so one device makes an endpoint hold at most its 4 sync and push
 //     streams' frames, each at most four times what was actually sent

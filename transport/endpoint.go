@@ -701,8 +701,10 @@ func (e *Endpoint) dial(addr *net.UDPAddr, call *dialCall) {
 }
 
 // Stream is a typed stream with a peer, after the hello. A read or a
-// write that makes no progress for streamIdle fails, whatever deadline
-// its user set (which applies too, the earlier first).
+// write fails once streamIdle passes with no progress on the stream in
+// either direction, whatever deadline its user set (which applies too,
+// the earlier first): a write blocked while its peer sends (a puller's
+// wants while the documents come) is not cut.
 type Stream struct {
 	*quic.Stream
 	Type    StreamType
@@ -715,17 +717,27 @@ type Stream struct {
 	idle    time.Duration // streamIdle
 	// The deadlines the user set, in Unix nanoseconds (0: none).
 	readBy, writeBy atomic.Int64
+	// Reads and writes in progress.
+	reading, writing atomic.Int32
 }
 
 // Read reads what has arrived, waiting at most streamIdle for a byte.
 func (s *Stream) Read(b []byte) (int, error) {
+	s.reading.Add(1)
+	defer s.reading.Add(-1)
 	s.Stream.SetReadDeadline(s.deadline(&s.readBy))
-	return s.Stream.Read(b)
+	n, err := s.Stream.Read(b)
+	if n > 0 && s.writing.Load() > 0 {
+		s.Stream.SetWriteDeadline(s.deadline(&s.writeBy))
+	}
+	return n, err
 }
 
 // Write writes b, failing when streamIdle passes without writeChunk
-// bytes going out (the peer stopped reading).
+// bytes going out or any arriving (the peer stopped reading).
 func (s *Stream) Write(b []byte) (int, error) {
+	s.writing.Add(1)
+	defer s.writing.Add(-1)
 	n := 0
 	for n < len(b) {
 		s.Stream.SetWriteDeadline(s.deadline(&s.writeBy))
@@ -733,6 +745,9 @@ func (s *Stream) Write(b []byte) (int, error) {
 		n += k
 		if err != nil {
 			return n, err
+		}
+		if s.reading.Load() > 0 {
+			s.Stream.SetReadDeadline(s.deadline(&s.readBy))
 		}
 	}
 	return n, nil

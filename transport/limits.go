@@ -10,11 +10,11 @@ import (
 // so every figure bounds what a member can cost, not only a stranger; the
 // package doc explains each from what the mesh uses.
 const (
-	// streamIdle is how long a read or a write on a stream may go without
-	// progress: a peer that stops sending mid-frame or between frames, or
-	// stops reading what it is sent, is dropped after it. It moves with
-	// every read and every writeChunk written, so a long pull that keeps
-	// moving is never cut.
+	// streamIdle is how long a read or a write on a stream may wait
+	// without progress: a peer that stops sending mid-frame or between
+	// frames, or stops reading what it is sent, is dropped after it. It
+	// moves with every read and every writeChunk written, in either
+	// direction, so a long pull that keeps moving is never cut.
 	streamIdle = 30 * time.Second
 	// writeChunk is how much of a write must go out before its deadline
 	// moves on.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -264,5 +265,38 @@ func TestRefusalsKeptBounded(t *testing.T) {
 	defer e.mu.Unlock()
 	if len(e.refused) > maxRefusedKept {
 		t.Fatalf("%d refused devices kept, want at most %d", len(e.refused), maxRefusedKept)
+	}
+}
+
+// TestBlockedWriteKeptWhilePeerSends: a write its peer does not read for
+// longer than the idle time is not cut while bytes keep coming the other
+// way (a puller's wants wait while it applies the documents it reads).
+func TestBlockedWriteKeptWhilePeerSends(t *testing.T) {
+	ctx := ctxT(t)
+	a, b, got := idlePair(t, ctx, time.Second)
+	s, err := a.Open(ctx, b.Addr().String(), StreamSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Write([]byte{0}); err != nil {
+		t.Fatal(err)
+	}
+	in := <-got
+	defer in.Close()
+	wrote := make(chan error, 1)
+	go func() { wrote <- in.WriteFrame(FrameDocs, make([]byte, 16<<20)) }()
+	go io.Copy(io.Discard, in)
+	for range 30 { // 3 s, a byte each 100 ms, while b's write waits
+		if _, err := s.Write([]byte{0}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, _, err := s.ReadFrame(MaxFrame); err != nil {
+		t.Fatalf("reading the frame at last: %v", err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("a write blocked while its peer kept sending: %v", err)
 	}
 }
