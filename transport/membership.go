@@ -101,7 +101,10 @@ func (p *mpReader) need(n int) error {
 		k, err := p.r.Read(p.buf[len(p.buf):min(cap(p.buf), p.max)])
 		p.buf = p.buf[:len(p.buf)+k]
 		if err != nil && len(p.buf) < p.pos+n {
-			return fmt.Errorf("%w: %w", errMembership, unexpected(err))
+			if len(p.buf) > 0 {
+				err = unexpected(err) // io.EOF only before a message
+			}
+			return err
 		}
 	}
 	return nil
