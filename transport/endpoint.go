@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -40,8 +39,10 @@ const (
 	codeClosing      quic.ApplicationErrorCode = 0
 	codeUnauthorized quic.ApplicationErrorCode = 1
 	codeRevoked      quic.ApplicationErrorCode = 2 // ErrRevoked; only append codes
+	codeTooMany      quic.ApplicationErrorCode = 3 // ErrBusy: too many connections
 	codeStreamDone   quic.StreamErrorCode      = 0
 	codeRefused      quic.StreamErrorCode      = 1
+	codeBusy         quic.StreamErrorCode      = 2 // ErrBusy: too many streams of the type
 )
 
 // Config configures an Endpoint.
@@ -63,6 +64,9 @@ type Config struct {
 	Logger *slog.Logger
 	// WrapConn, when set, wraps the UDP socket (fault injection in tests).
 	WrapConn func(net.PacketConn) net.PacketConn
+
+	// idle replaces streamIdle (tests).
+	idle time.Duration
 }
 
 func (c *Config) validate() error {
@@ -91,11 +95,14 @@ type Endpoint struct {
 	ln     *quic.Listener
 	quic   *quic.Config
 
-	mu      sync.Mutex
-	closed  bool
-	conns   map[string]*peerConn // live mesh connections by remote address
-	dialing map[string]*dialCall
-	refused map[string]time.Time // device -> when its last refusal was logged loudly
+	mu       sync.Mutex
+	closed   bool
+	conns    map[string]*peerConn   // live mesh connections by remote address
+	byDevice map[string][]*peerConn // live mesh connections by device, oldest first
+	joins    int                    // join connections open
+	open     map[slot]int           // accepted streams open, by device and type
+	dialing  map[string]*dialCall
+	refused  map[string]time.Time // device -> when its last refusal was logged loudly
 
 	streams  chan *Stream
 	packets  chan *memberlist.Packet
@@ -127,6 +134,9 @@ func Listen(cfg Config) (*Endpoint, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.idle == 0 {
+		cfg.idle = streamIdle
+	}
 	udpAddr, err := net.ResolveUDPAddr("udp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen address %q: %w", cfg.Listen, err)
@@ -154,9 +164,15 @@ func Listen(cfg Config) (*Endpoint, error) {
 			MaxIdleTimeout:       idleTimeout,
 			KeepAlivePeriod:      keepAlive,
 			EnableDatagrams:      true,
-			MaxIncomingStreams:   1000,
+			// Bounds on what one connection holds; see limits.go.
+			MaxIncomingStreams:         maxStreamsPerConn,
+			MaxIncomingUniStreams:      -1,
+			MaxStreamReceiveWindow:     maxStreamWindow,
+			MaxConnectionReceiveWindow: maxConnWindow,
 		},
 		conns:    make(map[string]*peerConn),
+		byDevice: make(map[string][]*peerConn),
+		open:     make(map[slot]int),
 		dialing:  make(map[string]*dialCall),
 		refused:  make(map[string]time.Time),
 		streams:  make(chan *Stream),
@@ -278,12 +294,28 @@ func (e *Endpoint) verifyClient(cs tls.ConnectionState, remote string) error {
 // seconds) go to the debug level.
 const refusalLogEvery = time.Minute
 
+// maxRefusedKept bounds the devices whose last loud refusal is kept: a
+// stranger makes a new key for every attempt.
+const maxRefusedKept = 1024
+
 func (e *Endpoint) logRefusal(device, msg string, args ...any) {
 	e.mu.Lock()
 	last, seen := e.refused[device]
 	now := time.Now()
 	loud := !seen || now.Sub(last) >= refusalLogEvery
 	if loud {
+		if len(e.refused) >= maxRefusedKept {
+			// Forget the old ones; if all are recent, forget all, so
+			// that some repeats are logged loudly again.
+			for d, t := range e.refused {
+				if now.Sub(t) >= refusalLogEvery {
+					delete(e.refused, d)
+				}
+			}
+			if len(e.refused) >= maxRefusedKept {
+				clear(e.refused)
+			}
+		}
 		e.refused[device] = now
 	}
 	e.mu.Unlock()
@@ -353,32 +385,76 @@ func (e *Endpoint) serveConn(conn *quic.Conn) *peerConn {
 		conn.CloseWithError(codeRevoked, "revoked")
 		return nil
 	}
+	if join && !e.watchJoin(pc) {
+		return nil
+	}
 	if !join {
-		addr := conn.RemoteAddr().String()
-		e.mu.Lock()
-		e.conns[addr] = pc
-		e.mu.Unlock()
-		e.spawn(func() {
-			select {
-			case <-conn.Context().Done():
-				var closed *quic.ApplicationError
-				if errors.As(context.Cause(conn.Context()), &closed) && closed.Remote && closed.ErrorCode == codeRevoked && e.cfg.Revoked != nil {
-					e.cfg.Revoked(device)
-				}
-			case <-e.ctx.Done():
-			}
-			e.mu.Lock()
-			if e.conns[addr] == pc {
-				delete(e.conns, addr)
-			}
-			e.mu.Unlock()
-		})
+		e.watchMesh(pc)
 		e.spawn(func() { e.readDatagrams(pc) })
 	}
 	if !e.spawn(func() { e.acceptStreams(pc, join) }) {
 		conn.CloseWithError(codeClosing, "closing")
 	}
 	return pc
+}
+
+// watchMesh registers a mesh connection until it ends, closing its
+// device's oldest when it has too many.
+func (e *Endpoint) watchMesh(pc *peerConn) {
+	conn, addr := pc.conn, pc.conn.RemoteAddr().String()
+	e.mu.Lock()
+	e.conns[addr] = pc
+	oldest := e.addConn(pc)
+	e.mu.Unlock()
+	if oldest != nil {
+		e.logRefusal(pc.device, "closed a device's oldest connection: too many", "device", pc.device, "addr", oldest.conn.RemoteAddr())
+		oldest.conn.CloseWithError(codeTooMany, "too many connections")
+	}
+	e.spawn(func() {
+		select {
+		case <-conn.Context().Done():
+			var closed *quic.ApplicationError
+			if errors.As(context.Cause(conn.Context()), &closed) && closed.Remote && closed.ErrorCode == codeRevoked && e.cfg.Revoked != nil {
+				e.cfg.Revoked(pc.device)
+			}
+		case <-e.ctx.Done():
+		}
+		e.mu.Lock()
+		if e.conns[addr] == pc {
+			delete(e.conns, addr)
+		}
+		e.dropConn(pc)
+		e.mu.Unlock()
+	})
+}
+
+// watchJoin counts a join connection until it ends, or refuses it when
+// maxJoinConns are open.
+func (e *Endpoint) watchJoin(pc *peerConn) bool {
+	e.mu.Lock()
+	busy := e.joins >= maxJoinConns
+	if !busy {
+		e.joins++
+	}
+	e.mu.Unlock()
+	if busy {
+		e.logRefusal(pc.device, "refused a join connection: too many open", "device", pc.device, "addr", pc.conn.RemoteAddr())
+		pc.conn.CloseWithError(codeTooMany, "too many join connections")
+		return false
+	}
+	if !e.spawn(func() {
+		select {
+		case <-pc.conn.Context().Done():
+		case <-e.ctx.Done():
+		}
+		e.mu.Lock()
+		e.joins--
+		e.mu.Unlock()
+	}) {
+		pc.conn.CloseWithError(codeClosing, "closing")
+		return false
+	}
+	return true
 }
 
 func (e *Endpoint) readDatagrams(pc *peerConn) {
@@ -400,9 +476,18 @@ func (e *Endpoint) readDatagrams(pc *peerConn) {
 }
 
 func (e *Endpoint) acceptStreams(pc *peerConn, join bool) {
+	ctx := e.ctx
+	if join { // whose one stream must come at once
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, helloTimeout)
+		defer cancel()
+	}
 	for {
-		st, err := pc.conn.AcceptStream(e.ctx)
+		st, err := pc.conn.AcceptStream(ctx)
 		if err != nil {
+			if join {
+				pc.conn.CloseWithError(codeUnauthorized, "no join stream")
+			}
 			return
 		}
 		if !e.spawn(func() { e.serveStream(pc, st, join) }) {
@@ -424,11 +509,19 @@ func (e *Endpoint) serveStream(pc *peerConn, st *quic.Stream, join bool) {
 	if err == nil {
 		err = e.checkHello(pc, h, join)
 	}
+	release := func() {}
+	if err == nil && !join {
+		release, err = e.acquire(pc.device, h.Type)
+	}
 	if err != nil {
 		e.logRefusal(pc.device, "refused stream", "addr", addr, "device", pc.device, "err", err)
 		st.Write(appendReply(nil, helloRefused, 0, err.Error()))
 		st.Close()
-		st.CancelRead(codeRefused)
+		if errors.Is(err, ErrBusy) {
+			st.CancelRead(codeBusy)
+		} else {
+			st.CancelRead(codeRefused)
+		}
 		if join {
 			pc.conn.CloseWithError(codeUnauthorized, "refused")
 		}
@@ -438,15 +531,16 @@ func (e *Endpoint) serveStream(pc *peerConn, st *quic.Stream, join bool) {
 	st.SetReadDeadline(time.Time{})
 	if _, err := st.Write(appendReply(nil, helloOK, version, "")); err != nil {
 		st.CancelRead(codeRefused)
+		release()
 		return
 	}
-	s := &Stream{Stream: st, Type: h.Type, Peer: pc.device, Addr: addr, Version: version}
+	s := &Stream{Stream: st, Type: h.Type, Peer: pc.device, Addr: addr, Version: version, idle: e.cfg.idle, release: release}
 	if join {
 		s.conn = pc.conn
 	}
 	if h.Type == StreamMembership {
 		select {
-		case e.mstreams <- &netConn{s: s, local: e.Addr()}:
+		case e.mstreams <- e.membershipConn(s):
 		case <-e.ctx.Done():
 			s.Close()
 		}
@@ -542,7 +636,7 @@ func (e *Endpoint) openStream(ctx context.Context, pc *peerConn, typ StreamType)
 		return nil, fmt.Errorf("transport: %v stream to %s: %w", typ, pc.conn.RemoteAddr(), err)
 	}
 	st.SetDeadline(time.Time{})
-	return &Stream{Stream: st, Type: typ, Peer: pc.device, Addr: pc.conn.RemoteAddr(), Version: version}, nil
+	return &Stream{Stream: st, Type: typ, Peer: pc.device, Addr: pc.conn.RemoteAddr(), Version: version, idle: e.cfg.idle}, nil
 }
 
 // live returns the live mesh connection to addr, or nil.
@@ -603,49 +697,3 @@ func (e *Endpoint) dial(addr *net.UDPAddr, call *dialCall) {
 	e.mu.Unlock()
 	close(call.done)
 }
-
-// Stream is a typed stream with a peer, after the hello.
-type Stream struct {
-	*quic.Stream
-	Type    StreamType
-	Peer    string   // the peer's device id, proven by its certificate
-	Addr    net.Addr // the peer's address
-	Version byte     // the negotiated protocol version
-
-	conn *quic.Conn // join streams own their connection
-}
-
-// Close ends the stream in both directions; a join stream also closes its
-// connection.
-func (s *Stream) Close() error {
-	s.CancelRead(codeStreamDone)
-	err := s.Stream.Close()
-	if s.conn != nil {
-		s.conn.CloseWithError(codeClosing, "")
-	}
-	return err
-}
-
-// CloseWrite ends the sending side; the peer reads io.EOF after the last
-// frame.
-func (s *Stream) CloseWrite() error { return s.Stream.Close() }
-
-// Abort resets the stream in both directions, failing a read or write in
-// progress.
-func (s *Stream) Abort() {
-	s.CancelRead(codeStreamDone)
-	s.CancelWrite(codeStreamDone)
-}
-
-// PeerDevice is the device at the other end (Peer).
-func (s *Stream) PeerDevice() string { return s.Peer }
-
-// WriteFrame writes one frame to the stream.
-func (s *Stream) WriteFrame(typ byte, payload []byte) error {
-	return WriteFrame(s.Stream, typ, payload)
-}
-
-// ReadFrame reads one frame of at most limit bytes.
-func (s *Stream) ReadFrame(limit int) (byte, []byte, error) { return ReadFrame(s.Stream, limit) }
-
-var _ io.ReadWriteCloser = (*Stream)(nil)

@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -40,6 +43,15 @@ func (m *members) authorize(id string) error {
 
 func newEndpoint(t *testing.T, m *members) *Endpoint {
 	t.Helper()
+	cfg := identity(t)
+	cfg.Authorize = m.authorize
+	return listen(t, cfg)
+}
+
+// identity is the configuration of an endpoint on a loopback port with a
+// new device key.
+func identity(t *testing.T) Config {
+	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +60,13 @@ func newEndpoint(t *testing.T, m *members) *Endpoint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := Listen(Config{Listen: "127.0.0.1:0", Key: key, Cert: cert, Authorize: m.authorize})
+	return Config{Listen: "127.0.0.1:0", Key: key, Cert: cert}
+}
+
+// listen starts an endpoint with cfg, closed when the test ends.
+func listen(t *testing.T, cfg Config) *Endpoint {
+	t.Helper()
+	e, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +292,35 @@ func TestImpostorHelloRefused(t *testing.T) {
 	case s := <-accepted:
 		t.Fatalf("b accepted a stream claiming %s from %s", c.Device(), s.Peer)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestReadFrameHoldsWhatArrived: a frame that announces the largest size
+// and sends a little of it costs about what it sent, not what it
+// announced; frames of every size in between still read whole.
+func TestReadFrameHoldsWhatArrived(t *testing.T) {
+	const sent = 100 << 10
+	in := binary.BigEndian.AppendUint32(nil, MaxFrame)
+	in = append(append(in, FrameDocs), make([]byte, sent)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := ReadFrame(bytes.NewReader(in), MaxFrame)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a frame cut short: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("reading %d bytes of a frame announcing %d allocated %d bytes", sent, MaxFrame, got)
+	}
+	for _, n := range []int{0, 1, frameChunk - 1, frameChunk, frameChunk + 1, 5*frameChunk + 3, MaxFrame - 1} {
+		payload := bytes.Repeat([]byte{byte(n)}, n)
+		var buf bytes.Buffer
+		if err := WriteFrame(&buf, FrameDocs, payload); err != nil {
+			t.Fatal(err)
+		}
+		typ, p, err := ReadFrame(iotest.HalfReader(&buf), MaxFrame)
+		if err != nil || typ != FrameDocs || !bytes.Equal(p, payload) {
+			t.Fatalf("frame of %d bytes: type %d, %d bytes, %v", n, typ, len(p), err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // StreamType is the first byte of every stream. Only append to this list.
@@ -64,6 +65,9 @@ var (
 	ErrVersion = errors.New("transport: no common protocol version")
 	// ErrRefused is a stream or connection the peer refused.
 	ErrRefused = errors.New("transport: refused by peer")
+	// ErrBusy is a stream or connection refused because its device
+	// already has as many open as it may.
+	ErrBusy = errors.New("transport: too many streams or connections")
 	// ErrFrameTooLarge is a frame over the size cap.
 	ErrFrameTooLarge = errors.New("transport: frame too large")
 	// ErrBadCertificate is a peer certificate that proves no device id.
@@ -183,8 +187,14 @@ func WriteFrame(w io.Writer, typ byte, payload []byte) error {
 	return err
 }
 
+// frameChunk is the most ReadFrame allocates for a payload before its
+// bytes arrive.
+const frameChunk = 64 << 10
+
 // ReadFrame reads one frame of at most limit bytes (type and payload). The
-// length is checked against limit before the payload is allocated. A clean
+// length is checked against limit first; the payload's buffer then grows
+// with the bytes that arrive (see readPayload), so that a peer that
+// announces a large frame and sends little of it costs little. A clean
 // end of stream before a frame is io.EOF.
 func ReadFrame(r io.Reader, limit int) (typ byte, payload []byte, err error) {
 	var head [5]byte
@@ -201,11 +211,29 @@ func ReadFrame(r io.Reader, limit int) (typ byte, payload []byte, err error) {
 	if _, err := io.ReadFull(r, head[4:]); err != nil {
 		return 0, nil, unexpected(err)
 	}
-	payload = make([]byte, n-1)
-	if _, err := io.ReadFull(r, payload); err != nil {
+	if payload, err = readPayload(r, int(n-1)); err != nil {
 		return 0, nil, unexpected(err)
 	}
 	return head[4], payload, nil
+}
+
+// readPayload reads n bytes into a buffer that starts at frameChunk at
+// most and grows fourfold each time it fills: it never holds more than
+// four times the bytes that arrived, plus frameChunk. (Doubling copied
+// and cleared enough for 14 % more CPU in BenchmarkStreamFrames.)
+func readPayload(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, frameChunk))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(n, 4*len(buf))-len(buf))
+		}
+		k, err := io.ReadFull(r, buf[len(buf):min(n, cap(buf))])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // unexpected turns a clean EOF inside a frame into io.ErrUnexpectedEOF.

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"reflect"
@@ -10,8 +11,10 @@ import (
 	"github.com/memmesh/memmesh/internal/mutate"
 )
 
-// FuzzReadFrame: any bytes either decode to frames within the cap or fail
-// with an error; a decoded frame re-encodes to the bytes it came from.
+// FuzzReadFrame: any bytes, arriving in pieces of any sizes, either
+// decode to frames within the cap or fail with an error; a decoded frame
+// re-encodes to the bytes it came from, and its buffer is no larger than
+// twice its payload plus a chunk (it grew with the bytes that arrived).
 func FuzzReadFrame(f *testing.F) {
 	var buf bytes.Buffer
 	WriteFrame(&buf, FrameDocs, AppendEntries(nil, []Entry{{Kind: 'm', ID: "abc", Heads: []string{"h1"}, Doc: []byte{1, 2, 3}}}))
@@ -21,16 +24,22 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
 	f.Add([]byte{0, 0, 0, 3, 5, 1})
 	mutate.Seeds(f, 300, buf.Bytes())
+	big := binary.BigEndian.AppendUint32(nil, 3*frameChunk+1)
+	f.Add(append(append(big, FrameDocs), make([]byte, 3*frameChunk)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
+		pieces := &piecesReader{r: r, sizes: data}
 		for {
 			start := len(data) - r.Len()
-			typ, p, err := ReadFrame(r, 1<<16)
+			typ, p, err := ReadFrame(pieces, 4*frameChunk)
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrFrameTooLarge) && !errors.Is(err, ErrMalformed) {
 					t.Fatalf("unexpected error %v", err)
 				}
 				return
+			}
+			if cap(p) > 2*len(p)+frameChunk {
+				t.Fatalf("a payload of %d bytes holds a buffer of %d", len(p), cap(p))
 			}
 			var out bytes.Buffer
 			if err := WriteFrame(&out, typ, p); err != nil {
@@ -41,6 +50,23 @@ func FuzzReadFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// piecesReader returns r's bytes in pieces of 1 to 24,736 bytes, their
+// sizes cycling through sizes.
+type piecesReader struct {
+	r     io.Reader
+	sizes []byte
+	i     int
+}
+
+func (p *piecesReader) Read(b []byte) (int, error) {
+	n := len(b)
+	if len(p.sizes) > 0 {
+		n = min(n, 1+int(p.sizes[p.i%len(p.sizes)])*97)
+		p.i++
+	}
+	return p.r.Read(b[:n])
 }
 
 // FuzzHello: any bytes either decode to a hello that re-encodes to them,

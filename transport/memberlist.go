@@ -66,7 +66,7 @@ func (t *mlTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn,
 	if err != nil {
 		return nil, err
 	}
-	return &netConn{s: s, local: t.e.Addr()}, nil
+	return t.e.membershipConn(s), nil
 }
 
 func (t *mlTransport) StreamCh() <-chan net.Conn { return t.e.mstreams }
@@ -74,6 +74,14 @@ func (t *mlTransport) StreamCh() <-chan net.Conn { return t.e.mstreams }
 // Shutdown does nothing: the endpoint belongs to the node, which closes it
 // after memberlist.
 func (t *mlTransport) Shutdown() error { return nil }
+
+// membershipConn is a membership stream as memberlist reads it: the
+// peer's message checked before memberlist sees it (readMembership).
+func (e *Endpoint) membershipConn(s *Stream) net.Conn {
+	return &checkedConn{Conn: &netConn{s: s, local: e.Addr()}, refused: func(err error) {
+		e.logRefusal(s.Peer, "refused a membership message", "addr", s.Addr, "device", s.Peer, "err", err)
+	}}
+}
 
 // netConn is a stream as the net.Conn memberlist wants.
 type netConn struct {
