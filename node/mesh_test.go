@@ -527,7 +527,7 @@ func FuzzApplyDocs(f *testing.F) {
 	f.Add(transport.AppendEntries(nil, []transport.Entry{{Kind: 'x', ID: res.ID[2:], Doc: doc}}))
 	f.Add([]byte{1, 'm', 26})
 	mutate.Seeds(f, 200, transport.AppendEntries(nil, []transport.Entry{{Kind: 'm', ID: res.ID[2:], Doc: doc}}))
-	tomb, err := crdt.Tombstone{ID: res.ID[2:], At: time.Now(), By: src.DeviceID()}.Encode()
+	tomb, err := crdt.NewTombstone(res.ID[2:], time.Now(), src.DeviceID()).Encode()
 	if err != nil {
 		f.Fatal(err)
 	}
