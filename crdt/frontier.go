@@ -70,6 +70,10 @@ func (f *Frontier) doc(doc DocRef) map[string]uint64 {
 	return actors
 }
 
+// Remove takes a document out of the frontier: none of the device's
+// changes to it is held.
+func (f *Frontier) Remove(doc DocRef) { delete(f.docs, doc) }
+
 // tombstoneKind is the storage kind of tombstones.
 const tombstoneKind = 'p'
 

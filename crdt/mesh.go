@@ -140,6 +140,38 @@ func (d *MeshDoc) Frontier() (*Frontier, error) {
 	return DecodeFrontier(v.Bytes())
 }
 
+// Created returns the record as its first change made it, and that
+// change's actor: a device record's adder and time of admission as the
+// admitting member wrote them, whatever later changes say. Of two first
+// changes (the record made on two machines at once) it takes the one
+// with the smaller hash.
+func (d *MeshDoc) Created() (model.MeshRecord, string, error) {
+	if d.am == nil {
+		return model.MeshRecord{}, "", ErrClosed
+	}
+	changes, err := d.am.Changes()
+	if err != nil {
+		return model.MeshRecord{}, "", fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	var first *automerge.Change
+	for _, ch := range changes {
+		if len(ch.Dependencies()) == 0 && (first == nil || ch.Hash().String() < first.Hash().String()) {
+			first = ch
+		}
+	}
+	if first == nil {
+		return model.MeshRecord{}, "", fmt.Errorf("%w: no first change", ErrCorrupt)
+	}
+	am, err := d.am.Fork(first.Hash())
+	if err != nil {
+		return model.MeshRecord{}, "", fmt.Errorf("crdt: fork: %w", err)
+	}
+	c := &MeshDoc{document{am: am, cost: d.cost}}
+	defer c.Close()
+	r, err := c.Materialize()
+	return r, first.ActorID(), err
+}
+
 // LoadMeshDoc loads a saved mesh document, with the same checks as
 // LoadMemoryDoc; in addition the id must match what and key.
 func LoadMeshDoc(actor string, data []byte) (*MeshDoc, error) {
@@ -153,26 +185,6 @@ func LoadMeshDoc(actor string, data []byte) (*MeshDoc, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// Revoke marks a device record revoked, for good; revoking a revoked
-// device changes nothing. at must not be the zero time, which reads as
-// not revoked.
-func (d *MeshDoc) Revoke(by string, at time.Time) error {
-	if err := checkText(keyRevokedBy, by); err != nil {
-		return err
-	}
-	if millis(at) == 0 {
-		return fmt.Errorf("%w: a revocation at the zero time revokes nothing", ErrMalformed)
-	}
-	r, err := d.record(model.MeshDevice, "revoke")
-	if err != nil {
-		return err
-	}
-	if r.Revoked() {
-		return nil
-	}
-	return d.put(d.am.RootMap(), field{keyRevokedBy, by}, field{keyRevokedAt, millis(at)}, field{keyUpdatedAt, millis(at)})
 }
 
 // SetName sets a device's name.
