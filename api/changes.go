@@ -25,8 +25,8 @@ const MaxChangesLimit = 10_000
 // ChangesResult is what changed, each document in its newest version.
 type ChangesResult struct {
 	Memories []Memory `json:"memories"` // any status: a memory deleted or moved away changed too
-	Edges    []Edge   `json:"edges"`    // deleted ones too
-	Purged   []string `json:"purged"`   // ids (m-...) of memories erased
+	Edges    []Edge   `json:"edges"`    // deleted ones too; an erased one has only its id and Deleted
+	Purged   []string `json:"purged"`   // ids (m-...) of memories erased (purged, or a revoked device's)
 	// Elsewhere holds the ids of the memories changed in other namespaces
 	// than the one asked for: one of them may have moved out of it.
 	Elsewhere []string `json:"elsewhere,omitempty"`

@@ -111,6 +111,12 @@ type DoctorReport struct {
 	Cycles         []Cycle     `json:"cycles"`
 	Conflicts      []string    `json:"conflicts"`      // memories with unresolved sync conflicts
 	Contradictions [][2]string `json:"contradictions"` // live memories a contradicts edge connects
+	// Revocations are the revocations this node holds, standing or not
+	// (a revoked device's own, a dispute lost), and Refused what it
+	// refused or removed of each revoked device's work made after its
+	// revocation.
+	Revocations []Revocation  `json:"revocations"`
+	Refused     []RefusedWork `json:"refused"`
 }
 
 // OriginAutoLink is the origin of the edges memmesh makes by itself between

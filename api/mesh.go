@@ -27,10 +27,46 @@ type JoinResult struct {
 	Members []string `json:"members"` // member addresses contacted
 }
 
-// Device is one entry of the device registry.
+// Device is one entry of the device registry. A revoked device has
+// RevokedBy and RevokedAt set from the first of the revocations that
+// stand against it.
 type Device struct {
 	model.MeshRecord
 	Self bool `json:"self"`
+	// Revocations are the revocations of this device that this node
+	// holds, whether they stand or not.
+	Revocations []Revocation `json:"revocations,omitempty"`
+	// Refused is what this node refused or removed of the device's work
+	// beyond the frontier of its revocation.
+	Refused *RefusedWork `json:"refused,omitempty"`
+}
+
+// Revocation is one member's revocation of a device, as this node judges
+// it from what each revoker held of the other's work (never from a clock).
+type Revocation struct {
+	Revokes string    `json:"revokes"`
+	By      string    `json:"by"`
+	At      time.Time `json:"at"` // as the revoker's clock said; shown, never trusted
+	// Frontier counts the documents the revoker held of the revoked
+	// device's work: nothing else of that work stands.
+	Frontier int  `json:"frontier"`
+	Stands   bool `json:"stands"`
+	// Why says why it does not stand (the revoker had been revoked before
+	// it), or, for one that stands, that two devices revoked each other
+	// at once.
+	Why string `json:"why,omitempty"`
+}
+
+// RefusedWork is what a node refused or removed of a revoked device's
+// work made beyond its revocation's frontier.
+type RefusedWork struct {
+	Device    string    `json:"device"`
+	Changes   int       `json:"changes"`   // changes removed from documents this node held
+	Documents int       `json:"documents"` // documents those changes were in
+	Erased    int       `json:"erased"`    // documents nothing was left of (the device made them)
+	Purges    int       `json:"purges"`    // purges undone
+	Refused   int       `json:"refused"`   // documents refused on receipt with nothing to keep
+	Last      time.Time `json:"last,omitzero"`
 }
 
 // NamespaceChange changes a namespace's settings; nil fields are left as

@@ -60,15 +60,7 @@ func loadDocument(actor, typ string, data []byte) (document, error) {
 	if err := checkActor(actor); err != nil {
 		return document{}, err
 	}
-	switch {
-	case len(data) == 0:
-		return document{}, ErrEmpty
-	case len(data) > MaxDocSize:
-		return document{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocSize)
-	case !bytes.HasPrefix(data, magic):
-		return document{}, ErrNotAutomerge
-	}
-	if err := checkSaved(data); err != nil {
+	if err := checkBytes(data); err != nil {
 		return document{}, err
 	}
 	am, err := automerge.Load(data)
@@ -85,6 +77,20 @@ func loadDocument(actor, typ string, data []byte) (document, error) {
 		return document{}, fmt.Errorf("%w: %w", ErrInvalidActor, err)
 	}
 	return d, nil
+}
+
+// checkBytes checks a saved document before Automerge sees it: its size,
+// its magic, and the format checks of checkSaved.
+func checkBytes(data []byte) error {
+	switch {
+	case len(data) == 0:
+		return ErrEmpty
+	case len(data) > MaxDocSize:
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxDocSize)
+	case !bytes.HasPrefix(data, magic):
+		return ErrNotAutomerge
+	}
+	return checkSaved(data)
 }
 
 func (d *document) checkRoot(typ string) error {

@@ -93,39 +93,21 @@ var inflaters = sync.Pool{New: func() any { return flate.NewReader(nil) }}
 // whose operations have known actions, with integer values for increments.
 // It does not verify the checksum, which Automerge does.
 func checkSaved(data []byte) error {
-	const header = 8 // magic, checksum
-	if len(data) < header {
-		return fmt.Errorf("%w: %w", ErrCorrupt, errTruncated)
+	h, err := readHeader(data)
+	if err != nil {
+		return err
 	}
-	c := cursor{b: data[header:]}
-	typ := c.byte()
-	n := c.uleb()
-	if c.err == nil && n != uint64(len(c.b)) {
-		return fmt.Errorf("%w: chunk length %d, %d bytes follow", ErrCorrupt, n, len(c.b))
-	}
-	if c.err == nil && typ != chunkDocument {
-		return fmt.Errorf("%w: chunk type %d, want a document", ErrCorrupt, typ)
-	}
-	for range c.count(1) { // actors
-		c.take(c.uleb())
-	}
-	c.take(c.count(32) * 32) // heads
-	changeCols, opCols := c.columns(), c.columns()
-	if c.err != nil {
-		return fmt.Errorf("%w: document header: %w", ErrCorrupt, c.err)
-	}
-
-	budget := int64(maxInflated)
-	for _, col := range changeCols {
-		if _, err := col.data(&c, &budget, false); err != nil {
+	c, budget := &h.rest, int64(maxInflated)
+	for _, col := range h.changeCols {
+		if _, err := col.data(c, &budget, false); err != nil {
 			return err
 		}
 	}
 	kept := make(map[uint64][]byte)
-	for _, col := range opCols {
+	for _, col := range h.opCols {
 		delta, isID := opIDColumns[col.id]
 		keep := isID || col.id == colAction || col.id == colValueMeta || col.id == colKeyStr || col.id == colInsert
-		b, err := col.data(&c, &budget, keep)
+		b, err := col.data(c, &budget, keep)
 		if err != nil {
 			return err
 		}
@@ -139,6 +121,42 @@ func checkSaved(data []byte) error {
 		}
 	}
 	return checkOps(kept)
+}
+
+// docHeader is the start of a document chunk, and the cursor at the
+// column data that follows it.
+type docHeader struct {
+	actors             [][]byte
+	changeCols, opCols []column
+	rest               cursor
+}
+
+// readHeader reads a document chunk up to its column data.
+func readHeader(data []byte) (docHeader, error) {
+	const header = 8 // magic, checksum
+	if len(data) < header {
+		return docHeader{}, fmt.Errorf("%w: %w", ErrCorrupt, errTruncated)
+	}
+	c := cursor{b: data[header:]}
+	typ := c.byte()
+	n := c.uleb()
+	if c.err == nil && n != uint64(len(c.b)) {
+		return docHeader{}, fmt.Errorf("%w: chunk length %d, %d bytes follow", ErrCorrupt, n, len(c.b))
+	}
+	if c.err == nil && typ != chunkDocument {
+		return docHeader{}, fmt.Errorf("%w: chunk type %d, want a document", ErrCorrupt, typ)
+	}
+	var h docHeader
+	for range c.count(1) {
+		h.actors = append(h.actors, c.take(c.uleb()))
+	}
+	c.take(c.count(32) * 32) // heads
+	h.changeCols, h.opCols = c.columns(), c.columns()
+	if c.err != nil {
+		return docHeader{}, fmt.Errorf("%w: document header: %w", ErrCorrupt, c.err)
+	}
+	h.rest = c
+	return h, nil
 }
 
 // checkOps checks every operation's action, that increments carry an

@@ -2,8 +2,12 @@ package crdt
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/automerge/automerge-go"
 
 	"github.com/memmesh/memmesh/model"
 )
@@ -19,7 +23,14 @@ const (
 	keyRevokedAt = "revoked_at" // device: Unix ms; set once, never cleared
 	keySync      = "sync"       // namespace: model.SyncAll or model.SyncLocal
 	keyStale     = "stale_days" // namespace: age in days after which a memory is stale; 0 means the default
+	keyRevokes   = "revokes"    // revocation: the device it revokes
+	keyFrontier  = "frontier"   // revocation: the encoded Frontier, bytes
 )
+
+// RevocationKey is the key of a revocation record: the device revoked,
+// the member that revoked it, and a random nonce, so that every
+// revocation is a record of its own, written once by its revoker.
+func RevocationKey(revokes, by, nonce string) string { return revokes + "/" + by + "/" + nonce }
 
 // MeshID is the id of the mesh record of (what, key): like EdgeID, a hash,
 // so that the record made on two machines merges into one document.
@@ -70,6 +81,97 @@ func NewMeshDoc(actor string, r *model.MeshRecord) (*MeshDoc, error) {
 	return d, nil
 }
 
+// NewRevocationDoc creates the document of the revocation r (What
+// model.MeshRevocation, Key RevocationKey(r.Revokes, r.RevokedBy, nonce))
+// holding what the revoker held of the revoked device, and commits it as
+// its one change.
+func NewRevocationDoc(actor string, r *model.MeshRecord, f *Frontier) (*MeshDoc, error) {
+	if r.What != model.MeshRevocation {
+		return nil, fmt.Errorf("%w: a %s record is no revocation", ErrMalformed, r.What)
+	}
+	frontier, err := f.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMesh(r); err != nil {
+		return nil, err
+	}
+	base, err := newDocument(actor)
+	if err != nil {
+		return nil, err
+	}
+	d := &MeshDoc{base}
+	err = d.init(d.am.RootMap(),
+		field{keyType, typeMesh},
+		field{keySchema, int64(schemaVersion)},
+		field{keyID, r.ID},
+		field{keyWhat, r.What},
+		field{keyKey, r.Key},
+		field{keyRevokes, r.Revokes},
+		field{keyRevokedBy, r.RevokedBy},
+		field{keyRevokedAt, millis(r.RevokedAt)},
+	)
+	if err == nil {
+		err = d.set(d.am.RootMap(), field{keyFrontier, frontier})
+	}
+	if err == nil {
+		err = d.commit("revoke")
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Frontier returns the frontier a revocation's document holds.
+func (d *MeshDoc) Frontier() (*Frontier, error) {
+	if d.am == nil {
+		return nil, ErrClosed
+	}
+	v, err := d.am.RootMap().Get(keyFrontier)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if v.Kind() != automerge.KindBytes {
+		return nil, fmt.Errorf("%w: frontier is %v, want bytes", ErrMalformed, v.Kind())
+	}
+	noteGarbage(int64(len(v.Bytes())))
+	return DecodeFrontier(v.Bytes())
+}
+
+// Created returns the record as its first change made it, and that
+// change's actor: a device record's adder and time of admission as the
+// admitting member wrote them, whatever later changes say. Of two first
+// changes (the record made on two machines at once) it takes the one
+// with the smaller hash.
+func (d *MeshDoc) Created() (model.MeshRecord, string, error) {
+	if d.am == nil {
+		return model.MeshRecord{}, "", ErrClosed
+	}
+	changes, err := d.am.Changes()
+	if err != nil {
+		return model.MeshRecord{}, "", fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	var first *automerge.Change
+	for _, ch := range changes {
+		if len(ch.Dependencies()) == 0 && (first == nil || ch.Hash().String() < first.Hash().String()) {
+			first = ch
+		}
+	}
+	if first == nil {
+		return model.MeshRecord{}, "", fmt.Errorf("%w: no first change", ErrCorrupt)
+	}
+	am, err := d.am.Fork(first.Hash())
+	if err != nil {
+		return model.MeshRecord{}, "", fmt.Errorf("crdt: fork: %w", err)
+	}
+	c := &MeshDoc{document{am: am, cost: d.cost}}
+	defer c.Close()
+	r, err := c.Materialize()
+	return r, first.ActorID(), err
+}
+
 // LoadMeshDoc loads a saved mesh document, with the same checks as
 // LoadMemoryDoc; in addition the id must match what and key.
 func LoadMeshDoc(actor string, data []byte) (*MeshDoc, error) {
@@ -83,26 +185,6 @@ func LoadMeshDoc(actor string, data []byte) (*MeshDoc, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// Revoke marks a device record revoked, for good; revoking a revoked
-// device changes nothing. at must not be the zero time, which reads as
-// not revoked.
-func (d *MeshDoc) Revoke(by string, at time.Time) error {
-	if err := checkText(keyRevokedBy, by); err != nil {
-		return err
-	}
-	if millis(at) == 0 {
-		return fmt.Errorf("%w: a revocation at the zero time revokes nothing", ErrMalformed)
-	}
-	r, err := d.record(model.MeshDevice, "revoke")
-	if err != nil {
-		return err
-	}
-	if r.Revoked() {
-		return nil
-	}
-	return d.put(d.am.RootMap(), field{keyRevokedBy, by}, field{keyRevokedAt, millis(at)}, field{keyUpdatedAt, millis(at)})
 }
 
 // SetName sets a device's name.
@@ -170,6 +252,7 @@ func (d *MeshDoc) Materialize() (model.MeshRecord, error) {
 		AddedAt:   rd.time(root, keyAddedAt),
 		RevokedBy: rd.str(root, keyRevokedBy),
 		RevokedAt: rd.time(root, keyRevokedAt),
+		Revokes:   rd.str(root, keyRevokes),
 		Sync:      rd.str(root, keySync),
 		StaleDays: rd.int(root, keyStale),
 		UpdatedAt: rd.time(root, keyUpdatedAt),
@@ -211,17 +294,43 @@ func checkMesh(r *model.MeshRecord) error {
 		if r.StaleDays < 0 || r.StaleDays > model.MaxStaleDays {
 			return fmt.Errorf("%w: stale after %d days", ErrInvalidNumber, r.StaleDays)
 		}
+	case model.MeshRevocation:
+		if err := checkRevocation(r); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("%w: mesh record kind %q", ErrInvalidString, r.What)
+	}
+	if r.Revokes != "" && r.What != model.MeshRevocation {
+		return fmt.Errorf("%w: a %s record revokes nothing", ErrInvalidString, r.What)
 	}
 	if err := checkElems(keyKey, []string{r.Key}); err != nil {
 		return err
 	}
-	if err := checkText(keyName, r.Name, keyAddedBy, r.AddedBy, keyRevokedBy, r.RevokedBy); err != nil {
+	if err := checkText(keyName, r.Name, keyAddedBy, r.AddedBy, keyRevokedBy, r.RevokedBy, keyRevokes, r.Revokes); err != nil {
 		return err
 	}
 	if r.ID != MeshID(r.What, r.Key) {
 		return fmt.Errorf("%w: mesh record %q is not the id of %s %q", ErrInvalidID, r.ID, r.What, r.Key)
+	}
+	return nil
+}
+
+// checkRevocation checks what a revocation record must hold: the device
+// it revokes and the member that did, neither of them empty nor the
+// other, the time, and its key.
+func checkRevocation(r *model.MeshRecord) error {
+	switch {
+	case r.Revokes == "" || r.RevokedBy == "" || r.Revokes == r.RevokedBy:
+		return fmt.Errorf("%w: revocation of %q by %q", ErrInvalidString, r.Revokes, r.RevokedBy)
+	case millis(r.RevokedAt) == 0:
+		return fmt.Errorf("%w: a revocation at the zero time", ErrMalformed)
+	case r.Sync != "" || r.StaleDays != 0 || r.Name != "" || r.AddedBy != "":
+		return fmt.Errorf("%w: a revocation has no name, adder or namespace settings", ErrInvalidString)
+	}
+	nonce, ok := strings.CutPrefix(r.Key, r.Revokes+"/"+r.RevokedBy+"/")
+	if _, err := hex.DecodeString(nonce); !ok || len(nonce) != 16 || err != nil {
+		return fmt.Errorf("%w: revocation key %q", ErrInvalidString, r.Key)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -140,4 +141,26 @@ func TestMeshRevokeZeroTime(t *testing.T) {
 	if r, err := d.Materialize(); err != nil || r.RevokedBy != "" {
 		t.Fatalf("after refused revocations: %+v, %v", r, err)
 	}
+}
+
+// Revoke marks a device record revoked, as nodes did before revocations
+// were records of their own (a peer of that version may still send such
+// records, which still read as revoked); revoking a revoked device
+// changes nothing. at must not be the zero time, which reads as not
+// revoked.
+func (d *MeshDoc) Revoke(by string, at time.Time) error {
+	if err := checkText(keyRevokedBy, by); err != nil {
+		return err
+	}
+	if millis(at) == 0 {
+		return fmt.Errorf("%w: a revocation at the zero time revokes nothing", ErrMalformed)
+	}
+	r, err := d.record(model.MeshDevice, "revoke")
+	if err != nil {
+		return err
+	}
+	if r.Revoked() {
+		return nil
+	}
+	return d.put(d.am.RootMap(), field{keyRevokedBy, by}, field{keyRevokedAt, millis(at)}, field{keyUpdatedAt, millis(at)})
 }

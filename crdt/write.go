@@ -10,7 +10,7 @@ import (
 // field is one key and scalar value to write.
 type field struct {
 	key string
-	val any // string, int64, float64 or bool
+	val any // string, int64, float64, bool, or []byte (written by set only)
 }
 
 // put writes fields into m, skipping any that already hold the value so
@@ -93,8 +93,11 @@ func holds(cur *automerge.Value, v any) bool {
 func (d *document) wrote(key string, val any) {
 	d.dirty = true
 	n := len(key)
-	if s, ok := val.(string); ok {
-		n += len(s)
+	switch v := val.(type) {
+	case string:
+		n += len(v)
+	case []byte:
+		n += len(v)
 	}
 	d.cost += opCost + writtenByteCost*int64(n)
 }

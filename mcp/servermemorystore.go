@@ -193,9 +193,11 @@ func (snap *serverMemorySnapshot) putEdge(e api.Edge) {
 	}
 }
 
-// dropEdge forgets an edge.
+// dropEdge forgets an edge (known by its id: an erased one comes with
+// nothing else).
 func (snap *serverMemorySnapshot) dropEdge(e api.Edge) {
-	if _, ok := snap.edges[e.ID]; !ok {
+	e, ok := snap.edges[e.ID]
+	if !ok {
 		return
 	}
 	delete(snap.edges, e.ID)

@@ -19,11 +19,14 @@ type Store interface {
 	Changes(after uint64, limit int, fn func(storage.Record) error) (last uint64, err error)
 	Get(kind storage.Kind, id string) (storage.Record, error)
 	GetDoc(kind storage.Kind, id string) ([]byte, error)
+	Docs(kind storage.Kind, fn func(id string, doc []byte) error) error
 	All(kind storage.Kind, fn func(storage.Record) error) error
 	Scan(kind storage.Kind, t storage.Term, fn func(id string) error) error
 	Commit(recs ...storage.Record) (uint64, error)
 	CommitNoSyncWait(recs ...storage.Record) (*storage.Pending, error)
 	GetLocal(key string) ([]byte, error)
+	ScanLocal(prefix string, fn func(key string, value []byte) error) error
+	PutLocal(key string, value []byte) error
 	PutLocalDurable(key string, value []byte) error
 }
 

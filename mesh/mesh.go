@@ -125,7 +125,6 @@ type Identity struct {
 const (
 	localKnown     = "mesh/known"     // JSON: device id -> last address
 	localPosPrefix = "mesh/pos/"      // + device: where the last pull from it ended
-	localRevoked   = "mesh/revoked/"  // + device: revocations seen, kept even if a peer drops them
 	localInvite    = "mesh/invite/"   // + token id: an invite
 	pushQueue      = 64               // pushes waiting per peer before the oldest are dropped
 	meshVersionTag = "memmesh-proto-" // node meta: protocol version prefix
@@ -145,10 +144,10 @@ type Mesh struct {
 	registry *Registry
 	clock    Clock
 	log      *slog.Logger
-	ep       *transport.Endpoint    // nil when stepped
-	ml       *memberlist.Memberlist // nil when stepped
-	net      Network                // the endpoint, or Config.Network
-	members  Members                // memberlist, or Config.Members
+	ep       *transport.Endpoint                   // nil when stepped
+	ml       atomic.Pointer[memberlist.Memberlist] // nil when stepped; new when a revoked device is reinstated
+	net      Network                               // the endpoint, or Config.Network
+	members  Members                               // memberlist, or Config.Members
 	// stepped is set when Config.Network drives the mesh: no loop runs,
 	// and pushes wait in their queues until PushTo sends them.
 	stepped bool
@@ -192,6 +191,9 @@ type Mesh struct {
 	known   map[string]string           // device id -> last address, persisted
 	heard   map[string]heard            // reach reports, by the device that sent them
 	relayed map[string]relayedSum       // digest sums relayed by others, by device
+	// appealed holds when this device last appealed to each member, and
+	// appeals when it last served each device's appeal.
+	appealed, appeals map[string]time.Time
 
 	// send pushes a batch to a peer and waits until it applied it (push;
 	// tests replace it).
@@ -200,8 +202,11 @@ type Mesh struct {
 	private privateShare // of the digest: documents that never leave this machine
 	empty   atomic.Pointer[emptyBuckets]
 
-	kick     chan string   // devices to pull from now
-	pushWake chan struct{} // new local changes
+	kick      chan string   // devices to pull from now
+	pushWake  chan struct{} // new local changes
+	sweepWake chan struct{} // what revocations refuse changed
+	sweepMu   sync.Mutex    // one sweep at a time
+	refusedMu sync.Mutex    // one update of the refused counts at a time
 	// pullSlot lets one pull run at a time, from whichever peer: a new or
 	// returning node catches up from one peer, and its pulls from the
 	// others, which start once that one is done, find little left to
@@ -259,28 +264,31 @@ func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *sl
 	}
 	cfg.Name = name
 	m := &Mesh{
-		cfg:      cfg,
-		id:       id,
-		self:     id.Device,
-		actor:    id.Actor,
-		host:     host,
-		store:    store,
-		registry: reg,
-		clock:    cfg.Clock,
-		log:      log.With("component", "mesh"),
-		devices:  make(map[string]model.MeshRecord),
-		localNS:  make(map[string]bool),
-		peers:    make(map[string]*peerState),
-		remote:   make(map[uint64]bool),
-		known:    make(map[string]string),
-		heard:    make(map[string]heard),
-		relayed:  make(map[string]relayedSum),
-		kick:     make(chan string, 64),
-		pullSlot: make(chan struct{}, 1),
-		pushWake: make(chan struct{}, 1),
-		net:      cfg.Network,
-		members:  cfg.Members,
-		stepped:  cfg.Network != nil,
+		cfg:       cfg,
+		id:        id,
+		self:      id.Device,
+		actor:     id.Actor,
+		host:      host,
+		store:     store,
+		registry:  reg,
+		clock:     cfg.Clock,
+		log:       log.With("component", "mesh"),
+		devices:   make(map[string]model.MeshRecord),
+		localNS:   make(map[string]bool),
+		peers:     make(map[string]*peerState),
+		remote:    make(map[uint64]bool),
+		known:     make(map[string]string),
+		heard:     make(map[string]heard),
+		relayed:   make(map[string]relayedSum),
+		appealed:  make(map[string]time.Time),
+		appeals:   make(map[string]time.Time),
+		kick:      make(chan string, 64),
+		pullSlot:  make(chan struct{}, 1),
+		pushWake:  make(chan struct{}, 1),
+		sweepWake: make(chan struct{}, 1),
+		net:       cfg.Network,
+		members:   cfg.Members,
+		stepped:   cfg.Network != nil,
 
 		knownChanged: make(chan struct{}, 1),
 	}
@@ -326,11 +334,13 @@ func (m *Mesh) Start(ctx context.Context) error {
 		ep.Close()
 		return fmt.Errorf("mesh: advertise address: %w", err)
 	}
-	if m.ml, err = memberlist.Create(m.memberlistConfig()); err != nil {
+	ml, err := memberlist.Create(m.memberlistConfig())
+	if err != nil {
 		ep.Close()
 		return fmt.Errorf("mesh: memberlist: %w", err)
 	}
-	m.members = memberlistMembers{m.ml, m.self}
+	m.ml.Store(ml)
+	m.members = memberlistMembers{m}
 	m.ctx, m.cancel = context.WithCancel(ctx)
 	m.registry.follow(m)
 	m.goLoop(m.acceptLoop)
@@ -338,6 +348,7 @@ func (m *Mesh) Start(ctx context.Context) error {
 	m.goLoop(m.pushLoop)
 	m.goLoop(m.retryLoop)
 	m.goLoop(m.saveLoop)
+	m.goLoop(m.sweepLoop)
 	m.log.Info("mesh listening", "addr", ep.Addr().String(), "advertise", m.advertise.String(), "device", m.self)
 	return nil
 }
@@ -369,16 +380,17 @@ func (m *Mesh) Stop() error {
 	m.leaving.Store(true)
 	var err error
 	m.leaveMu.Lock()
+	ml := m.ml.Load()
 	if m.revokedBy.Load() == nil {
-		if err := m.ml.UpdateNode(time.Second); err != nil {
+		if err := ml.UpdateNode(time.Second); err != nil {
 			// Peers that miss it show a death instead of a leave: no
 			// reason to fail the stop.
 			m.log.Debug("telling peers of the leave", "err", err)
 		}
-		err = m.ml.Leave(time.Second)
+		err = ml.Leave(time.Second)
 	}
+	err = errors.Join(err, ml.Shutdown())
 	m.leaveMu.Unlock()
-	err = errors.Join(err, m.ml.Shutdown())
 	m.evMu.Lock()
 	m.closed = true
 	m.evMu.Unlock()
@@ -435,11 +447,15 @@ func (m *Mesh) loadState() error {
 	})
 }
 
-// Noted tells the mesh of a mesh record the node committed: its view of
-// the registry follows, and a revoked device is disconnected at once.
-func (m *Mesh) Noted(r model.MeshRecord) {
+// Noted tells the mesh of a mesh record the registry committed: its view
+// of the registry follows and, when what revocations refuse changed
+// (revoked), revoked devices are disconnected and what they made beyond
+// their frontiers is removed.
+func (m *Mesh) Noted(r model.MeshRecord, revoked bool) {
 	m.noteRecord(r)
-	m.applied([]model.MeshRecord{r})
+	if revoked {
+		m.revocationsChanged()
+	}
 }
 
 // noteRecord updates the in-memory view of one mesh record. Callers that
@@ -448,6 +464,21 @@ func (m *Mesh) noteRecord(r model.MeshRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.noteRecordLocked(r)
+}
+
+// forgetRecord drops a mesh record the sweep erased from the view.
+func (m *Mesh) forgetRecord(r model.MeshRecord) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch r.What {
+	case model.MeshDevice:
+		delete(m.devices, r.Key)
+	case model.MeshNamespace:
+		if m.localNS[r.Key] {
+			delete(m.localNS, r.Key)
+			m.privateChanged()
+		}
+	}
 }
 
 func (m *Mesh) noteRecordLocked(r model.MeshRecord) {
@@ -469,12 +500,12 @@ func (m *Mesh) noteRecordLocked(r model.MeshRecord) {
 // Authorize admits a device that is in the registry and not revoked.
 func (m *Mesh) Authorize(device string) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.devices[device]
+	_, ok := m.devices[device]
+	m.mu.Unlock()
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: %s is not in the device registry", transport.ErrUnauthorized, device)
-	case d.Revoked():
+	case m.registry.Revoked(device):
 		return fmt.Errorf("%w: %s was revoked", transport.ErrRevoked, device)
 	}
 	return nil
@@ -491,24 +522,6 @@ func (m *Mesh) peer(device string) *peerState {
 		}
 	}
 	return p
-}
-
-// revokedSelf is told by the endpoint that the member by closed the
-// connection because this device was revoked. The device stops: no more
-// membership, joins, pushes or pulls (each would be refused, and logged by
-// every member), until it is started again.
-func (m *Mesh) revokedSelf(by string) {
-	if !m.revokedBy.CompareAndSwap(nil, &by) {
-		return
-	}
-	m.log.Error("this device was revoked from the mesh: it no longer syncs", "told_by", by)
-	m.goLoop(func() {
-		m.leaveMu.Lock()
-		defer m.leaveMu.Unlock()
-		if err := m.ml.Shutdown(); err != nil {
-			m.log.Debug("stopping membership", "err", err)
-		}
-	})
 }
 
 // remember records a peer's address for reconnection. It only tells
@@ -603,20 +616,21 @@ func (m *Mesh) acceptLoop() {
 
 func (m *Mesh) serve(s *transport.Stream) {
 	log := m.log.With("peer", s.Peer, "addr", s.Addr.String())
-	if s.Type != transport.StreamJoin {
+	switch s.Type {
+	case transport.StreamJoin:
+		if err := m.serveJoin(s); err != nil {
+			log.Warn("join refused", "err", err)
+		}
+	case transport.StreamAppeal:
+		m.serveStream(s.Type, s, log)
+	default:
 		// A member that restarted elsewhere is reachable where it dials
 		// from, before memberlist learns its new address.
 		m.mu.Lock()
 		m.peer(s.Peer).addr = s.Addr.String()
 		m.mu.Unlock()
+		m.serveStream(s.Type, s, log)
 	}
-	if s.Type == transport.StreamJoin {
-		if err := m.serveJoin(s); err != nil {
-			log.Warn("join refused", "err", err)
-		}
-		return
-	}
-	m.serveStream(s.Type, s, log)
 }
 
 // serveStream serves a member's sync or push stream s of type typ.
@@ -654,6 +668,10 @@ func (m *Mesh) serveStream(typ transport.StreamType, s transport.FrameStream, lo
 			m.kickPull(peer)
 		}
 		m.relay(peer, r.docs)
+	case transport.StreamAppeal:
+		if err := m.serveAppeal(s); err != nil {
+			log.Warn("appeal of a device held for revoked", "err", err)
+		}
 	default:
 		s.Close()
 	}
@@ -862,7 +880,7 @@ func (m *Mesh) nextPush(after uint64) (batch []transport.Entry, last uint64, err
 		// A commit received from a peer is not pushed on. It is not always
 		// where skipRemote leaves off: a document changed again keeps only
 		// its newest entry, which leaves gaps in the log.
-		if m.isRemote(rec.Seq) || !m.sendable(rec) {
+		if m.isRemote(rec.Seq) || rec.Erase || !m.sendable(rec) {
 			return nil
 		}
 		doc, err := m.store.GetDoc(rec.Kind, rec.ID)
@@ -1009,7 +1027,8 @@ func (m *Mesh) Notify() {
 
 // retryLoop contacts known peers that are not alive: memberlist does not
 // reconnect by itself, and a returning laptop or a healed partition must
-// re-merge with no manual step.
+// re-merge with no manual step. While this device is revoked it appeals
+// to them instead (see appeal.go).
 func (m *Mesh) retryLoop() {
 	m.joinAddrs(m.cfg.Join)
 	tick := m.clock.NewTicker(m.cfg.RetryInterval)
@@ -1021,17 +1040,18 @@ func (m *Mesh) retryLoop() {
 		case <-tick.C():
 		}
 		if m.revokedBy.Load() != nil {
-			return
+			m.appealAll()
+			continue
 		}
 		m.tellReach()
 		alive := make(map[string]bool)
-		for _, node := range m.ml.Members() {
+		for _, node := range m.ml.Load().Members() {
 			alive[node.Name] = node.State == memberlist.StateAlive
 		}
 		var addrs []string
 		m.mu.Lock()
 		for device, addr := range m.known {
-			if rec := m.devices[device]; !alive[device] && !rec.Revoked() {
+			if !alive[device] && !m.registry.Revoked(device) {
 				addrs = append(addrs, addr)
 			}
 		}
@@ -1049,7 +1069,7 @@ func (m *Mesh) joinAddrs(addrs []string) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if k, err := m.ml.Join([]string{addr}); err != nil {
+			if k, err := m.ml.Load().Join([]string{addr}); err != nil {
 				m.log.Debug("peer not reachable", "addr", addr, "err", err)
 			} else {
 				mu.Lock()
@@ -1169,7 +1189,7 @@ type memberAddr struct{ device, addr string }
 // message arrives, holding its node lock, which it holds too while it
 // calls the callbacks, and nowhere else can a caller take it.
 func (m *Mesh) memberAddrs() []memberAddr {
-	nodes := m.ml.Members()
+	nodes := m.ml.Load().Members()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]memberAddr, 0, len(nodes))
@@ -1233,7 +1253,7 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		if p.Addr == "" {
 			p.Addr = m.known[device]
 		}
-		if rec.Revoked() {
+		if m.registry.Revoked(device) {
 			p.State = "revoked"
 		}
 		out = append(out, p)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets/secretstest"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -41,8 +42,14 @@ func testMesh(t *testing.T, store Store, clock Clock) *Mesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Name: "test", SyncInterval: time.Hour, Clock: clock}, Identity{Key: key, Device: strings.Repeat("A", 52)},
-		nil, store, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	self := strings.Repeat("A", 52)
+	host := &recordHost{}
+	reg, err := NewRegistry(self, crdt.ActorID(self), host, store, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Name: "test", SyncInterval: time.Hour, Clock: clock}, Identity{Key: key, Device: self},
+		host, store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

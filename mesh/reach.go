@@ -170,7 +170,7 @@ func (m *Mesh) reachReport() []byte {
 func (m *Mesh) tellReach() {
 	msg := m.reachReport()
 	for _, member := range m.memberAddrs() {
-		if err := m.ml.SendToAddress(memberlist.Address{Addr: member.addr, Name: member.device}, msg); err != nil {
+		if err := m.ml.Load().SendToAddress(memberlist.Address{Addr: member.addr, Name: member.device}, msg); err != nil {
 			m.log.Debug("sending a reach report", "peer", member.device, "err", err)
 		}
 	}

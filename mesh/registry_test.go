@@ -45,7 +45,10 @@ func TestRegistryWithoutTheMesh(t *testing.T) {
 	host := &recordHost{}
 	clock := newFakeClock()
 	self, other := strings.Repeat("A", 52), strings.Repeat("B", 52)
-	g := NewRegistry(self, crdt.ActorID(self), host, st, clock)
+	g, err := NewRegistry(self, crdt.ActorID(self), host, st, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if _, err := g.AddDevice(self, "laptop", self); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func (r replica) Changed(peer string, after, end uint64, fn func(transport.Entry
 		if rec.Seq > end {
 			return errEnd
 		}
-		if !r.m.sendable(rec) {
+		if rec.Erase || !r.m.sendable(rec) {
 			return nil
 		}
 		return fn(entryOf(rec))
@@ -233,9 +233,11 @@ func (r replica) commitMerged(peer string, docs []transport.Entry, merged []merg
 	var recs []storage.Record
 	var memories []*model.Memory
 	var meshRecs []model.MeshRecord
+	var meshDocs [][]byte
 	seen := make(map[string]bool)
 	for i, d := range docs {
 		r := merged[i]
+		m.noteRefused(r.refused)
 		if r.err != nil {
 			rejected++
 			m.log.Warn("rejected a document from a peer", "peer", peer, "kind", fmt.Sprintf("%q", d.Kind), "id", d.ID, "err", r.err)
@@ -264,6 +266,7 @@ func (r replica) commitMerged(peer string, docs []transport.Entry, merged []merg
 		}
 		if r.mesh != nil {
 			meshRecs = append(meshRecs, *r.mesh)
+			meshDocs = append(meshDocs, r.rec.Doc)
 		}
 	}
 	if len(recs) == 0 {
@@ -289,18 +292,21 @@ func (r replica) commitMerged(peer string, docs []transport.Entry, merged []merg
 		m.noteRecordLocked(mr)
 	}
 	m.mu.Unlock()
-	m.applied(meshRecs)
+	if m.registry.took(meshRecs, meshDocs) {
+		m.revocationsChanged()
+	}
 	m.host.Committed(p.Seq(), memories)
 	return rejected, nil
 }
 
 type mergeResult struct {
-	base   string // heads (headsKey) of the stored version merged with, "" none
-	rec    storage.Record
-	memory *model.Memory // the memory rec stores, if it stores one
-	mesh   *model.MeshRecord
-	erase  []storage.Record // what a tombstone erases
-	err    error
+	base    string      // heads (headsKey) of the stored version merged with, "" none
+	refused refusedWork // what was left out of the peer's version
+	rec     storage.Record
+	memory  *model.Memory // the memory rec stores, if it stores one
+	mesh    *model.MeshRecord
+	erase   []storage.Record // what a tombstone erases
+	err     error
 }
 
 // parallel calls fn(0..n-1) on as many goroutines as there are CPUs.
@@ -370,6 +376,16 @@ func (m *Mesh) merge(e transport.Entry) (r mergeResult) {
 	if kind == storage.KindMemory && m.host.Purged(e.ID) {
 		return mergeResult{} // erased here for good
 	}
+	remote, refused, err := m.withoutRefused(kind, e.ID, e.Doc)
+	r.refused = refused
+	switch {
+	case err != nil:
+		return mergeResult{err: err}
+	case remote == nil:
+		r.refused.Refused++
+		r.err = fmt.Errorf("%w after its revocation (%d changes): nothing else in it", errRevokedAuthor, refused.Changes)
+		return r
+	}
 	old, err := m.store.Get(kind, e.ID)
 	found := err == nil
 	if err != nil && !notFound(err) {
@@ -386,16 +402,55 @@ func (m *Mesh) merge(e transport.Entry) (r mergeResult) {
 	case storage.KindPurge:
 		r.err = errors.New("a tombstone merges through mergeTombstone")
 	case storage.KindMemory:
-		r.rec, r.memory, r.err = m.mergeMemory(e.ID, local, e.Doc)
+		r.rec, r.memory, r.err = m.mergeMemory(e.ID, local, remote)
 	case storage.KindEdge:
-		r.rec, r.err = m.mergeEdge(e.ID, local, e.Doc)
+		r.rec, r.err = m.mergeEdge(e.ID, local, remote)
 	case storage.KindMesh:
-		r.rec, r.mesh, r.err = m.mergeMesh(e.ID, &old, local, e.Doc)
+		r.rec, r.mesh, r.err = m.mergeMesh(e.ID, &old, local, remote)
 	}
 	if r.err != nil || found && slices.Equal(old.Heads, r.rec.Heads) {
-		return mergeResult{base: r.base, err: r.err}
+		return mergeResult{base: r.base, refused: r.refused, err: r.err}
 	}
 	return r
+}
+
+// withoutRefused returns a peer's document without the changes revoked
+// devices made beyond the frontiers of their revocations, and what
+// depends on them (see revocation.go): as it came when it holds none,
+// nil when nothing else is left. A revocation record is judged whole
+// (see Registry.judge), never cut.
+func (m *Mesh) withoutRefused(kind storage.Kind, id string, doc []byte) ([]byte, refusedWork, error) {
+	v := m.registry.verdict()
+	if len(v.prefixes) == 0 || kind == storage.KindPurge {
+		return doc, refusedWork{}, nil
+	}
+	authors, err := crdt.Authors(doc)
+	if err != nil {
+		return nil, refusedWork{}, err
+	}
+	refuse := v.refuses(crdt.DocRef{Kind: byte(kind), ID: id}, authors)
+	if refuse == nil {
+		return doc, refusedWork{}, nil
+	}
+	if kind == storage.KindMesh && isRevocation(doc) {
+		return doc, refusedWork{}, nil
+	}
+	out, dropped, err := crdt.Without(doc, refuse)
+	if err != nil {
+		return nil, refusedWork{}, err
+	}
+	return out, refusedWork{Device: v.author(authors, refuse), Changes: dropped, Documents: 1}, nil
+}
+
+// isRevocation reports whether a mesh document is a revocation record.
+func isRevocation(doc []byte) bool {
+	d, err := crdt.LoadMeshDoc(crdt.ActorID("reader"), doc)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	r, err := d.Materialize()
+	return err == nil && r.What == model.MeshRevocation
 }
 
 func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, *model.Memory, error) {
@@ -414,54 +469,11 @@ func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, *mo
 	if m.LocalOnly(mem.Namespace) {
 		return storage.Record{}, nil, fmt.Errorf("namespace %q is local-only on this machine", mem.Namespace)
 	}
-	if err := m.checkAuthors(&mem, local); err != nil {
-		return storage.Record{}, nil, err
-	}
 	rec, err := m.host.MemoryRecord(&mem, savedOr(local, remote, doc.Save))
 	return rec, &mem, err
 }
 
-// checkAuthors refuses a memory that brings a revision written by a
-// revoked device after its revocation, whoever sent it: a member that
-// was offline during the revocation may pass on what the device wrote
-// since. Revisions this node already holds (local, the stored document)
-// stay.
-func (m *Mesh) checkAuthors(mem *model.Memory, local []byte) error {
-	var late []model.Revision
-	m.mu.Lock()
-	for _, r := range mem.Revisions {
-		if d, ok := m.devices[r.Device]; ok && d.Revoked() && r.At.After(d.RevokedAt) {
-			late = append(late, r)
-		}
-	}
-	m.mu.Unlock()
-	if len(late) == 0 {
-		return nil
-	}
-	held := make(map[string]bool)
-	if local != nil {
-		doc, err := crdt.LoadMemoryDoc(m.actor, local)
-		if err != nil {
-			return fmt.Errorf("stored document: %w", err)
-		}
-		was, err := doc.Materialize()
-		doc.Close()
-		if err != nil {
-			return fmt.Errorf("stored document: %w", err)
-		}
-		for _, r := range was.Revisions {
-			held[r.ID] = true
-		}
-	}
-	for _, r := range late {
-		if !held[r.ID] {
-			return fmt.Errorf("%w: revision %s written by device %s after its revocation", errRevokedAuthor, r.ID, r.Device)
-		}
-	}
-	return nil
-}
-
-// errRevokedAuthor refuses a change written by a revoked device.
+// errRevokedAuthor refuses a document written by a revoked device.
 var errRevokedAuthor = errors.New("written by a revoked device")
 
 // savedOr returns the bytes to store: a document new to this node is
@@ -509,6 +521,11 @@ func (m *Mesh) mergeTombstone(e transport.Entry) (storage.Record, []storage.Reco
 	if ts.ID != e.ID {
 		return storage.Record{}, nil, fmt.Errorf("tombstone of %s sent as %s", ts.ID, e.ID)
 	}
+	v := m.registry.verdict()
+	ts, ok := ts.Without(func(p crdt.Purge) bool { return v.refusesPurge(ts.ID, p) })
+	if !ok {
+		return storage.Record{}, nil, fmt.Errorf("%w after its revocation: a purge", errRevokedAuthor)
+	}
 	recs, err := m.host.TombstoneRecords(ts)
 	if err != nil || len(recs) == 0 {
 		return storage.Record{}, nil, err
@@ -532,6 +549,11 @@ func (m *Mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (
 	if r.ID != id {
 		return storage.Record{}, nil, fmt.Errorf("document of mesh record %s sent as %s", r.ID, id)
 	}
+	if r.What == model.MeshRevocation {
+		if err := m.checkRevocation(r, savedOr(local, remote, doc.Save)); err != nil {
+			return storage.Record{}, nil, err
+		}
+	}
 	if local != nil && r.What == model.MeshDevice && !r.Revoked() {
 		var was model.MeshRecord
 		if json.Unmarshal(old.Value, &was) == nil && was.Revoked() {
@@ -540,6 +562,17 @@ func (m *Mesh) mergeMesh(id string, old *storage.Record, local, remote []byte) (
 	}
 	rec, err := record(&r, savedOr(local, remote, doc.Save))
 	return rec, &r, err
+}
+
+// checkRevocation refuses a revocation record that is not the one change
+// of its revoker. (One by a device that is no member is kept, and stands
+// only once the device's registry record is held: see judge.)
+func (m *Mesh) checkRevocation(r model.MeshRecord, doc []byte) error {
+	if !transport.ValidDeviceID(r.Revokes) || !transport.ValidDeviceID(r.RevokedBy) {
+		return fmt.Errorf("revocation %s: of %q by %q: not device ids", r.ID, r.Revokes, r.RevokedBy)
+	}
+	_, err := revocationAuthor(r, doc)
+	return err
 }
 
 // sendable applies the replication policy: documents of a local-only
@@ -592,14 +625,4 @@ func (m *Mesh) endpointNS(end string) string {
 		}
 	}
 	return ""
-}
-
-// applied reacts to mesh records that changed: a revoked device is
-// disconnected at once.
-func (m *Mesh) applied(recs []model.MeshRecord) {
-	for _, r := range recs {
-		if r.What == model.MeshDevice && r.Revoked() && m.ep != nil {
-			m.ep.Disconnect(r.Key)
-		}
-	}
 }

@@ -25,7 +25,13 @@ type Members interface {
 type endpointNetwork struct{ ep *transport.Endpoint }
 
 func (n endpointNetwork) Open(ctx context.Context, device, addr string, typ transport.StreamType) (transport.FrameStream, error) {
-	s, err := n.ep.Open(ctx, addr, typ)
+	var s *transport.Stream
+	var err error
+	if typ == transport.StreamAppeal {
+		s, err = n.ep.DialAppeal(ctx, addr, device) // a member that refuses this device serves it
+	} else {
+		s, err = n.ep.Open(ctx, addr, typ)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -33,15 +39,12 @@ func (n endpointNetwork) Open(ctx context.Context, device, addr string, typ tran
 }
 
 // memberlistMembers is memberlist's view of the mesh as Members.
-type memberlistMembers struct {
-	ml   *memberlist.Memberlist
-	self string
-}
+type memberlistMembers struct{ m *Mesh }
 
 func (l memberlistMembers) Alive() []string {
 	var out []string
-	for _, node := range l.ml.Members() {
-		if node.Name != l.self && node.State == memberlist.StateAlive {
+	for _, node := range l.m.ml.Load().Members() {
+		if node.Name != l.m.self && node.State == memberlist.StateAlive {
 			out = append(out, node.Name)
 		}
 	}
@@ -52,8 +55,9 @@ func (l memberlistMembers) Alive() []string {
 // Config.Network drives it (a simulation): the caller runs them one at a
 // time, in an order of its choosing, instead of the loops.
 
-// Serve serves one stream a member opened: a pull (StreamSync) or a push
-// (StreamPush). It is what the accept loop runs for each stream.
+// Serve serves one stream a member opened: a pull (StreamSync), a push
+// (StreamPush) or an appeal (StreamAppeal). It is what the accept loop
+// runs for each stream.
 func (m *Mesh) Serve(typ transport.StreamType, s transport.FrameStream) {
 	m.serveStream(typ, s, m.log.With("peer", s.PeerDevice()))
 }

@@ -214,6 +214,16 @@ func (ri *rankIndex) sync(ctx context.Context, store *storage.Store) error {
 
 // apply takes one changed record into the index.
 func (ri *rankIndex) apply(rec storage.Record) error {
+	if rec.Erase {
+		switch rec.Kind {
+		case storage.KindMemory:
+			ri.touched(rec.ID)
+			ri.removeMemory(rec.ID)
+		case storage.KindEdge:
+			ri.removeEdge(rec.ID)
+		}
+		return nil
+	}
 	switch rec.Kind {
 	case storage.KindPurge:
 		ri.touched(rec.ID)

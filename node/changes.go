@@ -35,6 +35,16 @@ func (n *Node) Changes(ctx context.Context, req api.ChangesRequest) (api.Changes
 			return err
 		}
 		read++
+		if rec.Erase {
+			// Erased without a purge: the work of a revoked device.
+			switch rec.Kind {
+			case storage.KindMemory:
+				out.Purged = append(out.Purged, DisplayID(rec.ID))
+			case storage.KindEdge:
+				out.Edges = append(out.Edges, api.Edge{Edge: model.Edge{ID: rec.ID, Deleted: true}})
+			}
+			return nil
+		}
 		switch rec.Kind {
 		case storage.KindPurge:
 			out.Purged = append(out.Purged, DisplayID(rec.ID))

@@ -11,9 +11,15 @@ import (
 )
 
 // Doctor checks the replicated graph and memories for what merging cannot
-// decide: cycles in acyclic relations, sync conflicts and contradictions.
+// decide: cycles in acyclic relations, sync conflicts and contradictions;
+// and reports the revocations this node holds and what it refused of
+// revoked devices' work.
 func (n *Node) Doctor(ctx context.Context) (api.DoctorReport, error) {
 	rep := api.DoctorReport{Cycles: []api.Cycle{}, Conflicts: []string{}, Contradictions: [][2]string{}}
+	var err error
+	if rep.Revocations, rep.Refused, err = n.registry.Revocations(); err != nil {
+		return rep, err
+	}
 	facts, err := n.graphFacts(ctx)
 	if err != nil {
 		return rep, err

@@ -51,12 +51,20 @@ type exportNamespace struct {
 	StaleAfterDays int64  `json:"stale_after_days,omitempty"`
 }
 
-// exportPurged is the line of a purged memory's tombstone.
+// exportPurged is the line of a purged memory's tombstone: its first
+// purge, and the other devices' purges when there are any.
 type exportPurged struct {
-	Type string    `json:"type"` // "purged"
-	ID   string    `json:"id"`
-	At   time.Time `json:"at"`
-	By   string    `json:"by"`
+	Type string        `json:"type"` // "purged"
+	ID   string        `json:"id"`
+	At   time.Time     `json:"at"`
+	By   string        `json:"by"`
+	Also []exportPurge `json:"also,omitempty"`
+}
+
+// exportPurge is one more device's purge of a memory.
+type exportPurge struct {
+	At time.Time `json:"at"`
+	By string    `json:"by"`
 }
 
 // maxImportLine caps one line of an import file: a memory of the largest
@@ -109,7 +117,14 @@ func (n *Node) Export(ctx context.Context, w io.Writer) (api.ExportHeader, error
 			if err != nil {
 				return fmt.Errorf("tombstone %s: %w", rec.ID, err)
 			}
-			return line(exportPurged{Type: linePurged, ID: DisplayID(ts.ID), At: ts.At, By: ts.By})
+			first := ts.First()
+			l := exportPurged{Type: linePurged, ID: DisplayID(ts.ID), At: first.At, By: first.By}
+			for _, p := range ts.Purges {
+				if p != first {
+					l.Also = append(l.Also, exportPurge{At: p.At, By: p.By})
+				}
+			}
+			return line(l)
 		})
 	}
 	if err == nil {
@@ -579,7 +594,13 @@ func parsePurgedLine(text []byte) (importItem, error) {
 	if err := json.Unmarshal(text, &l); err != nil {
 		return importItem{}, err
 	}
-	ts := crdt.Tombstone{ID: strings.TrimPrefix(l.ID, IDPrefix), At: l.At, By: l.By}
+	ts := crdt.NewTombstone(strings.TrimPrefix(l.ID, IDPrefix), l.At, l.By)
+	for _, p := range l.Also {
+		var err error
+		if ts, err = crdt.MergeTombstones(ts, crdt.NewTombstone(ts.ID, p.At, p.By)); err != nil {
+			return importItem{}, err
+		}
+	}
 	if err := ts.Check(); err != nil {
 		return importItem{}, err
 	}

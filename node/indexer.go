@@ -182,11 +182,11 @@ func (ix *indexer) catchUp(ctx context.Context, whole bool) error {
 		var put []model.Memory
 		var del []string
 		last, err := ix.store.ChangeLog(from, indexBatch, func(c storage.Change) error {
-			if c.Kind == storage.KindPurge {
+			switch {
+			case c.Kind == storage.KindPurge && !c.Erased, c.Kind == storage.KindMemory && c.Erased:
 				del = append(del, c.ID) // the memory is erased
 				return nil
-			}
-			if c.Kind != storage.KindMemory {
+			case c.Kind != storage.KindMemory:
 				return nil
 			}
 			m, err := ix.memoryAt(c)

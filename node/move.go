@@ -63,7 +63,7 @@ func (n *Node) moveOutOfLocal(id string, doc *crdt.MemoryDoc, m *model.Memory, r
 		}
 		extra = append(extra, rec)
 	}
-	purge, _, err := n.tombstoneRecords(crdt.Tombstone{ID: id, At: now, By: n.id.DeviceID})
+	purge, _, err := n.tombstoneRecords(crdt.NewTombstone(id, now, n.id.DeviceID))
 	if err != nil {
 		return api.Memory{}, err
 	}

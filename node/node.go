@@ -213,7 +213,15 @@ func New(cfg Config) (*Node, error) {
 		n.life.changed(m)
 		n.dups.note(m)
 	}
-	n.registry = mesh.NewRegistry(id.DeviceID, n.actor, meshHost{n}, store, mesh.SystemClock(now))
+	var nonces io.Reader
+	if cfg.Rand != nil {
+		nonces = lockedReader{&n.randMu, cfg.Rand}
+	}
+	if n.registry, err = mesh.NewRegistry(id.DeviceID, n.actor, meshHost{n}, store, mesh.SystemClock(now), nonces); err != nil {
+		index.Close()
+		store.Close()
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	return n, nil
 }
 

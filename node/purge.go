@@ -57,7 +57,7 @@ func (n *Node) Purge(ctx context.Context, ref string) (api.Purged, error) {
 	if err != nil {
 		return api.Purged{}, err
 	}
-	ts := crdt.Tombstone{ID: id, At: n.now().UTC(), By: n.id.DeviceID}
+	ts := crdt.NewTombstone(id, n.now().UTC(), n.id.DeviceID)
 	start := time.Now()
 	edges, err := n.commitTombstone(ts)
 	if err != nil {
@@ -208,7 +208,8 @@ func (n *Node) purgedEndpoint(end string) bool {
 }
 
 func (n *Node) purgedView(ts crdt.Tombstone) api.Purged {
-	return api.Purged{ID: DisplayID(ts.ID), At: ts.At, By: ts.By, ByName: n.deviceName(ts.By)}
+	first := ts.First()
+	return api.Purged{ID: DisplayID(ts.ID), At: first.At, By: first.By, ByName: n.deviceName(first.By)}
 }
 
 // deviceName is the registry's name of a device, or "".

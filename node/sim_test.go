@@ -27,6 +27,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -61,13 +62,20 @@ func TestSim(t *testing.T) {
 		first, count = *simSeed, 1
 	}
 	start := time.Now()
-	var failed atomic.Int32
+	var failed, revoking, standing, refused atomic.Int32
 	// Seeds are independent: they run side by side (go test's -parallel).
 	t.Run("seeds", func(t *testing.T) {
 		for seed := first; seed < first+uint64(count); seed++ {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
 				t.Parallel()
 				r := runSim(t, seed)
+				if r.revocations > 0 {
+					revoking.Add(1)
+				}
+				if r.standing > 0 {
+					standing.Add(1)
+				}
+				refused.Add(int32(r.refused))
 				if *simTrace {
 					t.Logf("trace %s\n%s", r.hash, strings.Join(r.trace, "\n"))
 				}
@@ -80,7 +88,8 @@ func TestSim(t *testing.T) {
 		}
 	})
 	took := time.Since(start)
-	t.Logf("simulated seeds %d..%d: %d failed, %.1f seeds/s", first, first+uint64(count)-1, failed.Load(), float64(count)/took.Seconds())
+	t.Logf("simulated seeds %d..%d: %d failed, %.1f seeds/s; %d seeds revoked a node, %d kept a revocation standing, %d writes of revoked nodes beyond their frontiers held absent",
+		first, first+uint64(count)-1, failed.Load(), float64(count)/took.Seconds(), revoking.Load(), standing.Load(), refused.Load())
 }
 
 // TestSimEdgeAtALostMemory replays a seed where a link reached one peer
@@ -89,7 +98,7 @@ func TestSim(t *testing.T) {
 // local-only (only a node that holds the memory can tell whether it is
 // private), so the edge need not be everywhere.
 func TestSimEdgeAtALostMemory(t *testing.T) {
-	r := runSim(t, 86358)
+	r := runSimWith(t, 86358, false)
 	for _, f := range r.failures {
 		t.Error(f)
 	}
@@ -118,6 +127,9 @@ type simResult struct {
 	trace    []string
 	hash     string
 	failures []string
+	// revocations made, standing at the end, and writes of revoked nodes
+	// beyond their frontiers, which the checks held absent everywhere
+	revocations, standing, refused int
 }
 
 // sim is one simulated run.
@@ -139,6 +151,20 @@ type sim struct {
 	event     int
 	failures  []string
 	memSerial int
+
+	// With revocations, node 0 admits every node to the registry at the
+	// start, streams open only between nodes that admit each other (as
+	// the TLS handshake decides), and nodes revoke each other.
+	revocations bool
+	revoked     []*simRevocation
+}
+
+// simRevocation is a revocation a node made: of whom, when, and which of
+// the revoked node's writes the revoker held then (its frontier).
+type simRevocation struct {
+	by, of int
+	event  int
+	held   map[*simOp]bool
 }
 
 type simNode struct {
@@ -170,13 +196,27 @@ type simOp struct {
 var simNamespaces = []string{"shared", "team", "private"}
 
 func runSim(tb testing.TB, seed uint64) simResult {
+	return runSimWith(tb, seed, true)
+}
+
+// runSimWith runs one seed, with or without revocations (the seeds that
+// replay what earlier versions of the simulation found run without).
+func runSimWith(tb testing.TB, seed uint64, revocations bool) simResult {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	s := newSim(tb, seed, rng, 3+rng.IntN(5))
 	defer s.close()
+	if revocations {
+		s.admitAll()
+	}
 	events := 30 + s.rng.IntN(50)
 	for s.event = 0; s.event < events; s.event++ {
 		s.now = s.now.Add(time.Second)
-		s.step()
+		if s.revocations && s.rng.IntN(100) < 5 {
+			s.revocationEvent()
+		} else {
+			s.step()
+		}
+		s.sweep()
 	}
 	s.heal()
 	s.check()
@@ -184,7 +224,17 @@ func runSim(tb testing.TB, seed uint64) simResult {
 	for _, line := range s.trace {
 		h.Write([]byte(line + "\n"))
 	}
-	return simResult{trace: s.trace, hash: hex.EncodeToString(h.Sum(nil))[:16], failures: s.failures}
+	r := simResult{trace: s.trace, hash: hex.EncodeToString(h.Sum(nil))[:16], failures: s.failures, revocations: len(s.revoked)}
+	if s.revocations {
+		standing := s.judge()
+		r.standing = len(standing)
+		for _, op := range s.ops {
+			if !op.lost && s.beyond(op, standing) {
+				r.refused++
+			}
+		}
+	}
+	return r
 }
 
 // newSim starts count nodes whose ids and keys come from seed, and events
@@ -365,6 +415,15 @@ func (n simNetwork) Open(ctx context.Context, device, addr string, typ transport
 	to := s.index(device)
 	if to < 0 || s.cut[n.self][to] {
 		return nil, errSimUnreachable
+	}
+	if s.revocations && typ != transport.StreamAppeal {
+		// Both ends authorize each other, as at a TLS handshake.
+		if err := s.nodes[n.self].n.mesh.Authorize(device); err != nil {
+			return nil, err
+		}
+		if err := s.nodes[to].n.mesh.Authorize(s.device(n.self)); err != nil {
+			return nil, err
+		}
 	}
 	client, server := transport.Pipe(s.device(n.self), device)
 	var c transport.FrameStream = client
@@ -552,7 +611,7 @@ func (s *sim) setSync(a int, ns, sync string) {
 	if sync == model.SyncAll {
 		s.setAll[ns] = s.event
 	}
-	s.logf("node %d: ns set %s --sync %s", a, ns, sync)
+	s.acked(&simOp{kind: "ns", node: a, ns: ns, text: sync})
 }
 
 func (s *sim) remember(a int, ns string) {
@@ -634,12 +693,15 @@ func (s *sim) push(a int) {
 			slices.Reverse(batches)
 		}
 		errs := 0
+		var last error
 		for _, batch := range batches {
 			if err := m.PushTo(s.device(b), batch); err != nil {
 				errs++
+				last = err
 			}
 			s.serve.Wait()
 		}
+		s.appealIfRefused(a, b, last)
 		s.logf("push %d->%d: %d batches %s, %d failed", a, b, len(batches), how, errs)
 	}
 }
@@ -649,6 +711,104 @@ func (s *sim) pull(a, b int) {
 	st, err := s.nodes[a].n.mesh.PullFrom(s.device(b))
 	s.serve.Wait()
 	s.logf("pull %d<-%d: offered %d received %d rejected %d err %v", a, b, st.Offered, st.Received, st.Rejected, err != nil)
+	s.appealIfRefused(a, b, err)
+}
+
+// appealIfRefused runs node a's appeal to node b when b refused a stream
+// of a's because it holds a for revoked, as a device told so does.
+func (s *sim) appealIfRefused(a, b int, err error) {
+	if !errors.Is(err, transport.ErrRevoked) || s.nodes[b].n.mesh.Authorize(s.device(a)) == nil {
+		return
+	}
+	err = s.nodes[a].n.mesh.Appeal(s.device(b))
+	s.serve.Wait()
+	s.logf("appeal %d->%d: err %v", a, b, err != nil)
+}
+
+// sweep runs every node's sweep of revoked devices' work, as each
+// node's sweep loop does once revocations change.
+func (s *sim) sweep() {
+	for _, sn := range s.nodes {
+		if err := sn.n.mesh.Sweep(); err != nil {
+			s.tb.Fatalf("seed %d: node %d: sweep: %v", s.seed, sn.i, err)
+		}
+	}
+}
+
+// admitAll makes node 0 the mesh's first device, admitting every other,
+// and gives each node the registry, as invites and joins would.
+func (s *sim) admitAll() {
+	s.revocations = true
+	first := s.nodes[0].n
+	for _, sn := range s.nodes {
+		if _, err := first.registry.AddDevice(sn.n.DeviceID(), fmt.Sprintf("sim%d", sn.i), first.DeviceID()); err != nil {
+			s.tb.Fatalf("seed %d: admit node %d: %v", s.seed, sn.i, err)
+		}
+	}
+	var docs []transport.Entry
+	first.store.All(storage.KindMesh, func(rec storage.Record) error {
+		doc, err := first.store.GetDoc(storage.KindMesh, rec.ID)
+		if err != nil {
+			s.tb.Fatal(err)
+		}
+		docs = append(docs, transport.Entry{Kind: byte(storage.KindMesh), ID: rec.ID, Heads: rec.Heads, Doc: doc})
+		return nil
+	})
+	for _, sn := range s.nodes[1:] {
+		if err := sn.n.mesh.Apply(first.DeviceID(), docs); err != nil {
+			s.tb.Fatalf("seed %d: node %d takes the registry: %v", s.seed, sn.i, err)
+		}
+	}
+	s.logf("node 0 admitted every node")
+}
+
+// revocationEvent has a node revoke another, which may be away, or has a
+// revoked node that has not heard of it revoke its revoker at once (a
+// mutual revocation, settled by seniority). A revoked node goes on
+// writing, and passes its work to the nodes that have not heard.
+func (s *sim) revocationEvent() {
+	a := s.rng.IntN(len(s.nodes))
+	b := (a + 1 + s.rng.IntN(len(s.nodes)-1)) % len(s.nodes)
+	if s.rng.IntN(3) == 0 && len(s.revoked) > 0 {
+		rev := s.revoked[s.rng.IntN(len(s.revoked))]
+		a, b = rev.of, rev.by
+		if s.nodes[a].n.registry.Revoked(s.device(a)) {
+			return // it heard
+		}
+	}
+	targets := map[int]bool{b: true}
+	for _, r := range s.revoked {
+		targets[r.of] = true
+	}
+	if len(targets) > len(s.nodes)-2 {
+		return // keep two nodes no one revoked
+	}
+	held := map[*simOp]bool{}
+	for _, op := range s.ops {
+		if op.node == b && s.holdsWork(s.nodes[a].n, op) {
+			held[op] = true
+		}
+	}
+	if _, err := s.nodes[a].n.Revoke(context.Background(), s.device(b)); err != nil {
+		s.logf("node %d: revoke %d: %v", a, b, err)
+		return
+	}
+	s.revoked = append(s.revoked, &simRevocation{by: a, of: b, event: s.event, held: held})
+	s.logf("node %d: revoke %d", a, b)
+}
+
+// holdsWork reports whether node n holds the change op made, as a
+// frontier does: for a purge, the purge by op's node itself.
+func (s *sim) holdsWork(n *Node, op *simOp) bool {
+	if op.kind != "purge" {
+		return s.holds(n, op)
+	}
+	rec, err := n.store.Get(storage.KindPurge, op.id)
+	if err != nil {
+		return false
+	}
+	ts, err := crdt.DecodeTombstone(rec.Value)
+	return err == nil && slices.ContainsFunc(ts.Purges, func(p crdt.Purge) bool { return p.By == s.device(op.node) })
 }
 
 // kicks runs the pulls node a was asked to run soon, as its pull loop does.
@@ -699,7 +859,7 @@ func (s *sim) restore(a int) {
 	s.open(sn)
 	lost := 0
 	for _, op := range s.ops {
-		if op.lost {
+		if op.lost || op.kind == "ns" {
 			continue
 		}
 		held := false
@@ -766,6 +926,7 @@ func (s *sim) heal() {
 	}
 	s.healed = true
 	s.logf("heal: every fault ends")
+	s.sweep()
 	if s.syncUntilQuiet() || s.invariantsHold() {
 		return
 	}
@@ -794,13 +955,15 @@ func (s *sim) syncUntilQuiet() bool {
 		for a := range s.nodes {
 			for b := range s.nodes {
 				if a != b {
-					st, _ := s.nodes[a].n.mesh.PullFrom(s.device(b))
+					st, err := s.nodes[a].n.mesh.PullFrom(s.device(b))
 					s.serve.Wait()
+					s.appealIfRefused(a, b, err)
 					moved += st.Received
 				}
 			}
 			s.nodes[a].n.mesh.Kicked()
 		}
+		s.sweep()
 		s.logf("sync round %d: %d documents moved", round, moved)
 		if s.digestsEqual() {
 			return true
@@ -815,11 +978,12 @@ func (s *sim) syncUntilQuiet() bool {
 // digestsEqual reports whether the nodes' anti-entropy digests (of what
 // may leave each machine) are equal.
 func (s *sim) digestsEqual() bool {
-	first, err := s.nodes[0].n.mesh.Digest()
+	live := s.live()
+	first, err := live[0].n.mesh.Digest()
 	if err != nil {
 		s.tb.Fatal(err)
 	}
-	for _, sn := range s.nodes[1:] {
+	for _, sn := range live[1:] {
 		d, err := sn.n.mesh.Digest()
 		if err != nil {
 			s.tb.Fatal(err)
@@ -829,6 +993,29 @@ func (s *sim) digestsEqual() bool {
 		}
 	}
 	return true
+}
+
+// live returns the nodes no revocation revokes, as the first node that
+// does not hold itself revoked sees them (every such node must agree:
+// see check).
+func (s *sim) live() []*simNode {
+	for _, sn := range s.nodes {
+		if !sn.n.registry.Revoked(sn.n.DeviceID()) {
+			var out []*simNode
+			for _, other := range s.nodes {
+				if !sn.n.registry.Revoked(other.n.DeviceID()) {
+					out = append(out, other)
+				}
+			}
+			return out
+		}
+	}
+	return s.nodes[:1]
+}
+
+// isLive reports whether node i is among the live nodes.
+func (s *sim) isLive(i int) bool {
+	return slices.ContainsFunc(s.live(), func(sn *simNode) bool { return sn.i == i })
 }
 
 // edgeToPrivate reports whether every digest bucket in which the nodes
@@ -854,8 +1041,9 @@ func (s *sim) edgeToPrivate() bool {
 			return nil
 		})
 	}
-	first, _ := s.nodes[0].n.mesh.Digest()
-	for _, sn := range s.nodes[1:] {
+	live := s.live()
+	first, _ := live[0].n.mesh.Digest()
+	for _, sn := range live[1:] {
 		d, _ := sn.n.mesh.Digest()
 		for b := range d {
 			if d[b] != first[b] && !suspect[byte(b)] {
@@ -889,7 +1077,7 @@ func (s *sim) unshared() map[string]int {
 			out[op.id] = op.node
 		}
 	}
-	m := s.nodes[0].n.mesh
+	m := s.live()[0].n.mesh
 	anyLocal := false
 	for _, n := range simNamespaces {
 		anyLocal = anyLocal || m.LocalOnly(n)
@@ -923,8 +1111,18 @@ func (s *sim) invariantsHold() bool {
 }
 
 // check checks the invariants, then that pushes still flow: a write on
-// each node after healing reaches every peer by push alone.
+// each live node after healing reaches every live peer by push alone.
 func (s *sim) check() {
+	for _, sn := range s.nodes {
+		var revoked []int
+		for _, other := range s.nodes {
+			if sn.n.registry.Revoked(other.n.DeviceID()) {
+				revoked = append(revoked, other.i)
+			}
+		}
+		s.logf("node %d holds revoked: %v", sn.i, revoked)
+	}
+	live := s.live()
 	if !s.digestsEqual() {
 		if s.edgeToPrivate() {
 			s.failf("digests differ over edges to memories of a local-only namespace")
@@ -932,56 +1130,133 @@ func (s *sim) check() {
 			s.failf("digests differ after healing")
 		}
 	}
-	for _, ns := range simNamespaces {
-		for b, sn := range s.nodes[1:] {
-			if sn.n.mesh.LocalOnly(ns) != s.nodes[0].n.mesh.LocalOnly(ns) {
-				s.failf("nodes 0 and %d disagree on namespace %s", b+1, ns)
+	for _, sn := range live[1:] {
+		for _, other := range s.nodes {
+			if sn.n.registry.Revoked(other.n.DeviceID()) != live[0].n.registry.Revoked(other.n.DeviceID()) {
+				s.failf("nodes %d and %d disagree on whether node %d is revoked", live[0].i, sn.i, other.i)
+			}
+		}
+		for _, ns := range simNamespaces {
+			if sn.n.mesh.LocalOnly(ns) != live[0].n.mesh.LocalOnly(ns) {
+				s.failf("nodes %d and %d disagree on namespace %s", live[0].i, sn.i, ns)
 			}
 		}
 	}
 	s.checkInvariants()
 	s.event++
-	for a := range s.nodes {
-		s.remember(a, s.anyNamespace())
-		s.nodes[a].n.mesh.QueuePushes()
+	for _, sn := range live {
+		s.remember(sn.i, s.anyNamespace())
+		sn.n.mesh.QueuePushes()
 	}
-	for a := range s.nodes {
-		m := s.nodes[a].n.mesh
-		for b := range s.nodes {
-			for b != a {
-				batch, ok := m.NextPush(s.device(b))
+	for _, sa := range live {
+		m := sa.n.mesh
+		for _, sb := range live {
+			for sb != sa {
+				batch, ok := m.NextPush(sb.n.DeviceID())
 				if !ok {
 					break
 				}
-				m.PushTo(s.device(b), batch)
+				m.PushTo(sb.n.DeviceID(), batch)
 				s.serve.Wait()
 			}
 		}
 	}
-	for _, op := range s.ops[len(s.ops)-len(s.nodes):] {
-		for b, sn := range s.nodes {
-			if !s.nodes[0].n.mesh.LocalOnly(op.ns) && !s.holds(sn.n, op) {
-				s.failf("pushes stopped: write %s of node %d after healing did not reach node %d by push", op.id, op.node, b)
+	for _, op := range s.ops[len(s.ops)-len(live):] {
+		for _, sn := range live {
+			if !live[0].n.mesh.LocalOnly(op.ns) && !s.holds(sn.n, op) {
+				s.failf("pushes stopped: write %s of node %d after healing did not reach node %d by push", op.id, op.node, sn.i)
 			}
 		}
 	}
 }
 
+// judged is what the live nodes decided of the simulation's revocations:
+// those that stand.
+type judged map[*simRevocation]bool
+
+// judge returns the revocations that stand, as the first live node sees
+// them (check holds that the others agree on who is revoked).
+func (s *sim) judge() judged {
+	n := s.live()[0].n
+	devices, err := n.Devices(context.Background())
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	out := judged{}
+	for _, rev := range s.revoked {
+		for _, d := range devices {
+			if d.Key == s.device(rev.of) && slices.ContainsFunc(d.Revocations, func(r api.Revocation) bool { return r.By == s.device(rev.by) && r.Stands }) {
+				out[rev] = true
+			}
+		}
+	}
+	return out
+}
+
+// beyond reports whether op is work of a revoked node beyond the
+// frontier of a revocation of it that stands: made after it, or not held
+// by the revoker when it revoked.
+func (s *sim) beyond(op *simOp, standing judged) bool {
+	for rev := range standing {
+		if rev.of == op.node && (op.event > rev.event || !rev.held[op]) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedWork returns the memories, edges and namespaces whose documents
+// may hold work of a revoked node beyond a frontier: every change made on
+// them may be refused with it (what depends on a refused change goes
+// too). A revoked node's forgets and links count whatever the model says
+// of them, since holds cannot tell its change from another's of the same
+// effect. So does a memory such a node purged: a purge erases at once,
+// and what only the nodes that took it before the revocation held of the
+// memory is gone (it comes back from the others as they hold it).
+func (s *sim) refusedWork(standing judged) (docs map[string]bool, namespaces map[string]bool) {
+	docs, namespaces = map[string]bool{}, map[string]bool{}
+	revoked := map[int]bool{}
+	for rev := range standing {
+		revoked[rev.of] = true
+	}
+	for _, op := range s.ops {
+		if op.lost || !revoked[op.node] {
+			continue
+		}
+		switch {
+		case op.kind == "ns":
+			namespaces[op.ns] = true
+		case op.kind == "forget" || op.kind == "link" || s.beyond(op, standing):
+			docs[op.id] = true
+		}
+	}
+	return docs, namespaces
+}
+
 func (s *sim) checkInvariants() {
+	live := s.live()
 	local := s.unshared()
+	standing := s.judge()
+	refused, refusedNS := s.refusedWork(standing)
 	purged := map[string]bool{}
 	for _, op := range s.ops {
-		if op.kind == "purge" && !op.lost {
+		if op.kind == "purge" && !op.lost && !s.beyond(op, standing) {
 			purged[op.id] = true
 		}
 	}
 	for _, op := range s.ops {
-		if op.lost {
+		if op.lost || op.kind == "ns" {
 			continue
 		}
-		for b, sn := range s.nodes {
+		beyond := s.beyond(op, standing)
+		for _, sn := range live {
+			b := sn.i
 			author, isLocal := local[op.id]
 			switch {
+			case beyond:
+				if s.holdsWork(sn.n, op) && op.kind != "forget" && op.kind != "link" {
+					s.failf("%s %s of node %d (event %d), revoked, is on node %d", op.kind, op.id, op.node, op.event, b)
+				}
 			case purged[op.id] || purged[op.from] || purged[op.to]:
 				if op.kind == "purge" && !sn.n.purged(op.id) {
 					s.failf("purge of %s (node %d, event %d) missing on node %d", op.id, op.node, op.event, b)
@@ -993,6 +1268,8 @@ func (s *sim) checkInvariants() {
 				} else if _, ok := simMemory(sn.n, op.id); ok {
 					s.failf("purged memory %s resurrected on node %d", op.id, b)
 				}
+			case refused[op.id] || refused[op.from] || refused[op.to] || refusedNS[op.ns]:
+				// It may have been built on a revoked node's refused work.
 			case isLocal && author >= 0 && author != b:
 				if _, ok := simMemory(sn.n, op.id); ok {
 					s.failf("memory %s of a local-only namespace of node %d is on node %d", op.id, author, b)
@@ -1009,10 +1286,10 @@ func (s *sim) checkInvariants() {
 			}
 		}
 	}
-	first := s.export(0, local)
-	for b := 1; b < len(s.nodes); b++ {
-		if e := s.export(b, local); e != first {
-			s.failf("exports of nodes 0 and %d differ:\n%s", b, firstDiff(first, e))
+	first := s.export(live[0].i, local)
+	for _, sn := range live[1:] {
+		if e := s.export(sn.i, local); e != first {
+			s.failf("exports of nodes %d and %d differ:\n%s", live[0].i, sn.i, firstDiff(first, e))
 			break
 		}
 	}

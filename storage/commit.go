@@ -95,6 +95,10 @@ func (p *Pending) apply() error {
 		}
 		if r.Erase {
 			p.erased = append(p.erased, keys...)
+			if r.Logged && keys != nil {
+				changes[i] = changeKey(0, r.Kind, r.ID)
+				extra += 2 * len(changes[i])
+			}
 			continue
 		}
 		envs[i] = appendEnvelope(nil, 0, r)
@@ -123,16 +127,25 @@ func (p *Pending) apply() error {
 		p.seq = s.nextSeq
 		s.nextSeq++
 		for i := range recs {
+			if changes[i] != nil {
+				binary.BigEndian.PutUint64(changes[i][1:], p.seq)
+			}
 			if recs[i].Erase {
+				if changes[i] != nil {
+					b.Set(changes[i], erasedEntry, nil)
+				}
 				continue
 			}
 			binary.BigEndian.PutUint64(envs[i], p.seq)
-			binary.BigEndian.PutUint64(changes[i][1:], p.seq)
 			b.Set(recordKey(recs[i].Kind, recs[i].ID), envs[i], nil)
 			b.Set(changes[i], nil, nil)
 		}
 	})
 }
+
+// erasedEntry is the value of the change-log entry of a logged erasure;
+// a stored version's entry has none.
+var erasedEntry = []byte{1}
 
 // Seq is the sequence number the commit's records share.
 func (p *Pending) Seq() uint64 { return p.seq }

@@ -196,3 +196,34 @@ func TestExpungeScanSkipsDigestMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoggedErasure: an erasure with Logged set leaves an entry that
+// those who follow the change log read as the document's erasure, until
+// the document is stored again; then only the newer entry is read.
+func TestLoggedErasure(t *testing.T) {
+	s := openAt(t, vfs.NewMem(), "db")
+	commit(t, s, memory("a", "x"), memory("b", "y"))
+	start := s.DurableSeq()
+	commit(t, s, Record{Kind: KindMemory, ID: "a", Erase: true, Logged: true})
+	commit(t, s, Record{Kind: KindMemory, ID: "nope", Erase: true, Logged: true}, memory("c", "z"))
+	changes := func(after uint64) []string {
+		var out []string
+		if _, err := s.Changes(after, 0, func(r Record) error {
+			out = append(out, fmt.Sprintf("%s erase=%v", r.ID, r.Erase))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, want := strings.Join(changes(0), ","), "b erase=false,a erase=true,c erase=false"; got != want {
+		t.Fatalf("changes %s, want %s (an erasure of what is not stored logs nothing)", got, want)
+	}
+	if _, err := s.Get(KindMemory, "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get an erased document: %v", err)
+	}
+	commit(t, s, memory("a", "back"))
+	if got, want := strings.Join(changes(start), ","), "c erase=false,a erase=false"; got != want {
+		t.Fatalf("changes after a's return %s, want %s", got, want)
+	}
+}

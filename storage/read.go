@@ -203,17 +203,23 @@ func (s *Store) Changes(after uint64, limit int, fn func(Record) error) (last ui
 	})
 }
 
-// Change is an entry of the change log: the document changed at Seq.
+// Change is an entry of the change log: the document changed at Seq, or
+// was erased then (Erased: a Record with Logged set).
 type Change struct {
-	Seq  uint64
-	Kind Kind
-	ID   string
-	snap pebble.Reader
+	Seq    uint64
+	Kind   Kind
+	ID     string
+	Erased bool
+	snap   pebble.Reader
 }
 
-// Record reads the document's record as of the change. It is valid only
-// inside the ChangeLog call that gave c.
+// Record reads the document's record as of the change: for an erasure,
+// a Record with Kind, ID, Seq and Erase set. It is valid only inside the
+// ChangeLog call that gave c.
 func (c Change) Record() (Record, error) {
+	if c.Erased {
+		return Record{Kind: c.Kind, ID: c.ID, Seq: c.Seq, Erase: true}, nil
+	}
 	rec, err := getRecord(c.snap, c.Kind, c.ID)
 	if err != nil {
 		return Record{}, fmt.Errorf("storage: changes: %w", err)
@@ -240,9 +246,19 @@ func (s *Store) ChangeLog(after uint64, limit int, fn func(Change) error) (last 
 	opts := &pebble.IterOptions{LowerBound: seqKey(after + 1), UpperBound: seqKey(durable + 1)}
 	var cur uint64 // the seq being delivered; last is the one before it
 	n := 0
-	err = forEach(snap, "changes", opts, func(k, _ []byte) error {
+	err = forEach(snap, "changes", opts, func(k, v []byte) error {
 		if len(k) <= changeKindAt+1 {
 			return fmt.Errorf("storage: changes: corrupt entry %x", k)
+		}
+		kind, id := Kind(k[changeKindAt]), string(k[changeKindAt+1:])
+		erased := bytes.Equal(v, erasedEntry)
+		if erased {
+			// Stored again since: its newer entry follows.
+			if _, err := getRecord(snap, kind, id); err == nil {
+				return nil
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
 		}
 		// A Commit's records share a seq: deliver all of them or none.
 		if seq := binary.BigEndian.Uint64(k[1:changeKindAt]); seq != cur {
@@ -255,7 +271,7 @@ func (s *Store) ChangeLog(after uint64, limit int, fn func(Change) error) (last 
 			cur = seq
 		}
 		n++
-		return fn(Change{Seq: cur, Kind: Kind(k[changeKindAt]), ID: string(k[changeKindAt+1:]), snap: snap})
+		return fn(Change{Seq: cur, Kind: kind, ID: id, Erased: erased, snap: snap})
 	})
 	switch {
 	case err == nil && cur != 0:
@@ -385,6 +401,22 @@ func (s *Store) All(kind Kind, fn func(Record) error) error {
 			return fmt.Errorf("storage: all: %s: %w", k, err)
 		}
 		return fn(e.toRecord(kind, string(k[2:])))
+	})
+}
+
+// Docs calls fn with the id and Automerge bytes of every document of
+// kind, in id order; the bytes are valid only during the call. An error
+// from fn stops Docs and is returned as is.
+func (s *Store) Docs(kind Kind, fn func(id string, doc []byte) error) error {
+	if err := checkKind(kind); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	return forEach(s.db, "docs", prefixOptions(docKey(kind, "")), func(k, v []byte) error {
+		return fn(string(k[2:]), v)
 	})
 }
 

@@ -61,6 +61,13 @@ type Record struct {
 	// share. Only Kind and ID are read. Expunge then removes what the
 	// files still hold of it.
 	Erase bool
+	// Logged, with Erase, leaves an entry in the change log, so that
+	// those who follow the log (the search index, the brief, the API's
+	// Changes) learn that the document is gone: its Change reads as a
+	// Record with Erase set and nothing else, unless the document was
+	// stored again after it. (A purge needs none: its tombstone's entry
+	// says what it erased.)
+	Logged bool
 	// NoneAt, when not zero, says that no version of the document was
 	// stored when Applied returned NoneAt, and that the caller has held
 	// the document's lock since it found none: while Applied still

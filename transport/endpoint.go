@@ -17,7 +17,8 @@ import (
 )
 
 // ALPN protocol names: members speak alpnMesh; a device joining with an
-// invite token speaks alpnJoin, whose connections carry one join stream.
+// invite token, or appealing a member's view that it was revoked, speaks
+// alpnJoin, whose connections carry one join or appeal stream.
 const (
 	alpnMesh = "memmesh/1"
 	alpnJoin = "memmesh-join/1"
@@ -58,8 +59,9 @@ type Config struct {
 	// that is ErrRevoked also tells the device (see Revoked).
 	Authorize func(device string) error
 	// Revoked, when set, is called when a member closes the connection
-	// to it because this device was revoked (by: that member's device).
-	Revoked func(by string)
+	// to it because this device was revoked (by: that member's device,
+	// at addr).
+	Revoked func(by, addr string)
 	// Logger receives the endpoint's logs; nil discards them.
 	Logger *slog.Logger
 	// WrapConn, when set, wraps the UDP socket (fault injection in tests).
@@ -415,7 +417,7 @@ func (e *Endpoint) watchMesh(pc *peerConn) {
 		case <-conn.Context().Done():
 			var closed *quic.ApplicationError
 			if errors.As(context.Cause(conn.Context()), &closed) && closed.Remote && closed.ErrorCode == codeRevoked && e.cfg.Revoked != nil {
-				e.cfg.Revoked(pc.device)
+				e.cfg.Revoked(pc.device, addr)
 			}
 		case <-e.ctx.Done():
 		}
@@ -561,8 +563,8 @@ func (e *Endpoint) checkHello(pc *peerConn, h hello, join bool) error {
 		return fmt.Errorf("%w: hello names device %q, certificate proves %s", ErrUnauthorized, h.Device, pc.device)
 	}
 	switch {
-	case join && h.Type != StreamJoin:
-		return fmt.Errorf("%w: a join connection can only open a join stream, not %v", ErrUnauthorized, h.Type)
+	case join && h.Type != StreamJoin && h.Type != StreamAppeal:
+		return fmt.Errorf("%w: a join connection can only open a join or appeal stream, not %v", ErrUnauthorized, h.Type)
 	case join:
 		return nil
 	case h.Type == StreamMembership, h.Type == StreamSync, h.Type == StreamPush:
@@ -571,7 +573,7 @@ func (e *Endpoint) checkHello(pc *peerConn, h hello, join bool) error {
 	return fmt.Errorf("%w: unknown stream type %d", ErrMalformed, byte(h.Type))
 }
 
-// Accept returns the next sync, push or join stream a peer opened.
+// Accept returns the next sync, push, join or appeal stream a peer opened.
 func (e *Endpoint) Accept(ctx context.Context) (*Stream, error) {
 	select {
 	case s := <-e.streams:
@@ -596,6 +598,19 @@ func (e *Endpoint) Open(ctx context.Context, addr string, typ StreamType) (*Stre
 // DialJoin connects to the device want at addr with a join connection and
 // opens its join stream. Closing the stream closes the connection.
 func (e *Endpoint) DialJoin(ctx context.Context, addr, want string) (*Stream, error) {
+	return e.dialOnce(ctx, addr, want, StreamJoin)
+}
+
+// DialAppeal connects to the member want at addr, which took this device
+// for revoked, with a join connection and opens its appeal stream.
+// Closing the stream closes the connection.
+func (e *Endpoint) DialAppeal(ctx context.Context, addr, want string) (*Stream, error) {
+	return e.dialOnce(ctx, addr, want, StreamAppeal)
+}
+
+// dialOnce connects to the device want at addr with a join connection and
+// opens its one stream, of type typ.
+func (e *Endpoint) dialOnce(ctx context.Context, addr, want string, typ StreamType) (*Stream, error) {
 	udpAddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: address %q: %w", addr, err)
@@ -606,7 +621,7 @@ func (e *Endpoint) DialJoin(ctx context.Context, addr, want string) (*Stream, er
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
 	}
-	s, err := e.openStream(ctx, &peerConn{conn: conn, device: want}, StreamJoin)
+	s, err := e.openStream(ctx, &peerConn{conn: conn, device: want}, typ)
 	if err != nil {
 		conn.CloseWithError(codeClosing, "")
 		return nil, err

@@ -17,6 +17,7 @@ const (
 	StreamSync       StreamType = 2 // anti-entropy: one pull of documents
 	StreamPush       StreamType = 3 // changes pushed as they are committed
 	StreamJoin       StreamType = 4 // a new device joining with an invite token
+	StreamAppeal     StreamType = 5 // a device a member took for revoked: revocations both ways
 )
 
 func (t StreamType) String() string {
@@ -29,6 +30,8 @@ func (t StreamType) String() string {
 		return "push"
 	case StreamJoin:
 		return "join"
+	case StreamAppeal:
+		return "appeal"
 	}
 	return fmt.Sprintf("stream(%d)", byte(t))
 }

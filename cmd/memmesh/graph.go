@@ -218,12 +218,16 @@ a change to a symbol is a change to its file.`,
 func (a *app) doctorCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Report what merging cannot decide: cycles in acyclic relations and sync conflicts",
+		Short: "Report what merging cannot decide: cycles, sync conflicts, disputed revocations",
 		Long: `Two machines can each add an edge that is fine alone and together close a
 cycle of supersedes, caused_by, led_to or part_of; two machines can edit a
 memory at the same time. memmesh keeps both and reports them here (and in
 the context brief) until someone resolves them: unlink or invalidate an edge
-of each cycle; update a conflicted memory with the text that holds.`,
+of each cycle; update a conflicted memory with the text that holds.
+
+It also reports revocations that do not stand (made by a device after its
+own revocation, or lost in a dispute) and what this machine removed or
+refused of revoked devices' work.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			rep, err := call(cmd.Context(), a, func(c *web.Client, ctx context.Context) (api.DoctorReport, error) { return c.Doctor(ctx) })
@@ -238,6 +242,14 @@ of each cycle; update a conflicted memory with the text that holds.`,
 }
 
 func printDoctor(w io.Writer, rep api.DoctorReport) {
+	for _, r := range rep.Revocations {
+		if !r.Stands {
+			fmt.Fprintf(w, "%s's revocation of %s does not stand: %s.\n", shortID(r.By), shortID(r.Revokes), r.Why)
+		}
+	}
+	for _, f := range rep.Refused {
+		fmt.Fprintf(w, "Refused of revoked %s's work: %s.\n", shortID(f.Device), refusedSummary(f))
+	}
 	if len(rep.Cycles) == 0 && len(rep.Conflicts) == 0 && len(rep.Contradictions) == 0 {
 		fmt.Fprintln(w, "Nothing to resolve: no cycles in acyclic relations, no sync conflicts, no contradictions.")
 		return

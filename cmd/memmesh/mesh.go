@@ -198,14 +198,40 @@ func (a *app) devicesCommand() *cobra.Command {
 			return emitList(a, "devices", devices, func(w io.Writer) {
 				printTable(w, devices, "No devices yet: 'memmesh invite' starts a mesh.", "DEVICE\tNAME\tADDED\tREVOKED", func(d api.Device) []any {
 					revoked := stamp(d.RevokedAt)
+					if d.Revoked() {
+						revoked += " by " + shortID(d.RevokedBy)
+					}
 					if d.Self {
 						revoked += "  (this device)"
 					}
 					return []any{shortID(d.Key), d.Name, stamp(d.AddedAt), revoked}
 				})
+				printRevocations(w, devices)
 			}, func(d api.Device) string { return d.Key + "\t" + d.Name })
 		},
 	}
+}
+
+// printRevocations says, under the device table, which revocations do
+// not stand and why, which disputes were settled, and what this machine
+// refused of each revoked device's work.
+func printRevocations(w io.Writer, devices []api.Device) {
+	for _, d := range devices {
+		for _, r := range d.Revocations {
+			if !r.Stands {
+				fmt.Fprintf(w, "%s's revocation of %s does not stand: %s.\n", shortID(r.By), shortID(r.Revokes), r.Why)
+			}
+		}
+		if f := d.Refused; f != nil {
+			fmt.Fprintf(w, "Refused of %s's work after its revocation: %s.\n", shortID(d.Key), refusedSummary(*f))
+		}
+	}
+}
+
+// refusedSummary says what a machine refused of a revoked device's work.
+func refusedSummary(f api.RefusedWork) string {
+	return fmt.Sprintf("%d changes in %d documents removed (%d documents it made erased), %d purges undone, %d documents refused on arrival",
+		f.Changes, f.Documents, f.Erased, f.Purges, f.Refused)
 }
 
 func (a *app) revokeCommand() *cobra.Command {
@@ -214,8 +240,19 @@ func (a *app) revokeCommand() *cobra.Command {
 		Short: "Remove a device from the mesh for good",
 		Long: `Revoke a device: every member refuses it once the revocation reaches it, and it
 cannot join again. DEVICE is a device id, a unique prefix of one (at least 4
-characters) or a unique device name, as 'memmesh devices' shows them. The
-memories it wrote stay.`,
+characters) or a unique device name, as 'memmesh devices' shows them.
+
+What the device wrote that this machine holds now stays. Everything else it
+does or did is refused by every member, whoever passes it on, and removed
+where it was taken before the revocation arrived (edits, new memories,
+links, purges, namespace settings, revocations of other devices), with what
+others built on it; its clock decides nothing. So revoke from the machine
+that holds the most of the device's recent work: let it sync first.
+
+A revoked device cannot revoke. When two devices revoke each other before
+either hears of the other's revocation, the one that joined the mesh first
+wins; any other member settles it the other way by revoking the winner
+('memmesh devices' shows such a dispute).`,
 		Example: `  memmesh revoke old-laptop
   memmesh revoke K3J5X2ABQ7ZD`,
 		Args: args(cobra.ExactArgs(1)),
@@ -227,7 +264,12 @@ memories it wrote stay.`,
 				return err
 			}
 			return a.emit(d, func(w io.Writer) {
-				fmt.Fprintf(w, "Revoked %s (%s); the other members refuse it once they learn of it.\n", shortID(d.Key), d.Name)
+				if len(d.Revocations) > 0 {
+					r := d.Revocations[len(d.Revocations)-1]
+					fmt.Fprintf(w, "Revoked %s (%s) as of the %d documents of its work this machine holds; the other members refuse it, and anything it does, once they learn of it.\n", shortID(d.Key), d.Name, r.Frontier)
+				} else {
+					fmt.Fprintf(w, "Revoked %s (%s); the other members refuse it once they learn of it.\n", shortID(d.Key), d.Name)
+				}
 			}, func(w io.Writer) { fmt.Fprintln(w, d.Key) })
 		},
 	}

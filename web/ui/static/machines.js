@@ -165,14 +165,31 @@ function showDevices(box, devices, ctx, reload) {
       el('td', { title: d.key }, d.name || short(d.key, 12), d.self ? [' ', el('span', { class: 'badge active' }, 'this one')] : null,
         el('div', { class: 'muted mono' }, short(d.key, 16))),
       el('td', {}, d.added_at ? ago(d.added_at) : '', d.added_by ? el('div', { class: 'muted' }, 'by ' + short(d.added_by, 8)) : null),
-      el('td', {}, d.revoked_at ? el('span', { class: 'badge deleted' }, 'revoked ' + ago(d.revoked_at)) : 'member'),
+      el('td', {}, d.revoked_at ? el('span', { class: 'badge deleted' }, 'revoked ' + ago(d.revoked_at) + (d.revoked_by ? ' by ' + short(d.revoked_by, 8) : '')) : 'member',
+        revocationNotes(d)),
       el('td', {}, d.self || d.revoked_at ? null : el('button', { type: 'button', class: 'danger', 'data-testid': 'revoke-button',
         onclick: () => revoke(d, ctx, reload) }, 'Revoke')))))));
 }
 
+// revocationNotes says, under a device's state, the revocations of it
+// that do not stand (and why), and what this machine refused of its
+// work made after its revocation.
+function revocationNotes(d) {
+  const notes = (d.revocations || []).filter((r) => !r.stands).map((r) =>
+    el('div', { class: 'muted', 'data-testid': 'revocation-void' }, 'revoked by ' + short(r.by, 8) + ', which does not stand: ' + r.why));
+  const f = d.refused;
+  if (f) {
+    notes.push(el('div', { class: 'muted', 'data-testid': 'refused-work' },
+      'refused of its work after its revocation: ' + f.changes + ' changes in ' + f.documents + ' documents (' + f.erased +
+      ' erased), ' + f.purges + ' purges undone, ' + f.refused + ' documents refused on arrival'));
+  }
+  return notes;
+}
+
 async function revoke(d, ctx, reload) {
   const name = d.name || short(d.key, 12);
-  const ok = await ctx.confirm('Revoke ' + name + '? It will no longer sync with this mesh; to come back it needs a new invite.',
+  const ok = await ctx.confirm('Revoke ' + name + '? It will no longer sync with this mesh and cannot join again. ' +
+    'What it wrote that this machine holds now stays; everything else it does or did is refused by every member.',
     { danger: true, typeToConfirm: name, okLabel: 'Revoke' });
   if (!ok) return;
   try {
