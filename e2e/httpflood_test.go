@@ -42,11 +42,11 @@ func openFiles(pid int) int {
 	return len(fds)
 }
 
-// trickle opens a connection to addr and sends head, then a body of
+// trickleBody opens a connection to addr and sends head, then a body of
 // bodyLen bytes, 256 at a time every 50 ms (5 KB/s), until the server
 // closes the connection. It reports whether the server closed it, and
 // how much of the body had been sent by then.
-func trickle(addr, head string, bodyLen int) (closed bool, sent int64, err error) {
+func trickleBody(addr, head string, bodyLen int) (closed bool, sent int64, err error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return false, 0, err
@@ -109,7 +109,7 @@ func TestHTTPRefusedFloodSparesTheOwner(t *testing.T) {
 	start := time.Now()
 	for i := range outcomes {
 		wg.Go(func() {
-			closed, sent, err := trickle(addr, head, bodyLen)
+			closed, sent, err := trickleBody(addr, head, bodyLen)
 			outcomes[i] = outcome{closed, sent, err}
 		})
 	}
