@@ -36,7 +36,7 @@ func testStore(t *testing.T) *storage.Store {
 
 // testMesh is a mesh over store that is not started: no endpoint, no
 // membership, only the state its scheduling and pushing read.
-func testMesh(t *testing.T, store Store, clock Clock) *Mesh {
+func testMesh(t testing.TB, store Store, clock Clock) *Mesh {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
