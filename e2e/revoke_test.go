@@ -202,4 +202,16 @@ func TestRevokeWhileAway(t *testing.T) {
 	if d := c.devices(t)[b.id]; d.Refused == nil || d.Refused.Erased == 0 || d.Refused.Purges != 1 {
 		t.Errorf("the server shows what it refused of the laptop's work as %+v", d.Refused)
 	}
+
+	// The server's dashboard shows it too.
+	c.stop(t)
+	ui := serveUI(t, c.home, "--listen", c.listen, "--name", c.name)
+	p := openTab(t, startBrowser(t), false)
+	p.login(ui.loginLink(t))
+	row := func(device string) string {
+		return `document.querySelector('[data-testid="device-row"][data-device=` + jsString(device) + `]')`
+	}
+	p.goTo("/machines", row(b.id)+` !== null`)
+	p.waitFor(30*time.Second, row(b.id)+`.querySelector('[data-testid="refused-work"]')?.innerText.includes("purges undone")`+
+		` && `+row(a.id)+`.querySelector('[data-testid="revocation-void"]')?.innerText.includes("does not stand")`)
 }
