@@ -123,3 +123,36 @@ func BenchmarkCheckSaved(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(saved)), "doc-bytes")
 }
+
+// BenchmarkAuthors reads a typical memory's authors, as a node does for
+// each document it receives while some device is revoked, beside the
+// load it does anyway (BenchmarkLoad).
+func BenchmarkAuthors(b *testing.B) {
+	d, err := NewMemoryDoc(actorA, benchMemory())
+	if err != nil {
+		b.Fatal(err)
+	}
+	saved := d.Save()
+	d.Close()
+	for b.Loop() {
+		if _, err := Authors(saved); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoad(b *testing.B) {
+	d, err := NewMemoryDoc(actorA, benchMemory())
+	if err != nil {
+		b.Fatal(err)
+	}
+	saved := d.Save()
+	d.Close()
+	for b.Loop() {
+		l, err := LoadMemoryDoc(actorB, saved)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.Close()
+	}
+}

@@ -79,6 +79,22 @@
 // without a message, as Automerge does. Merging never creates a change, so
 // replicas that have exchanged all changes have identical heads.
 //
+// # A device's work
+//
+// Authors reads, from a saved document's change columns and without
+// Automerge, each actor's highest sequence number: since a device's
+// actors all start with its ActorID, it tells which of a device's
+// changes a document holds. A Frontier records that for every document a
+// member holds, and the device's purges: what the member held of the
+// device's work when it revoked it. Without rebuilds a document without
+// chosen changes and everything that depends on them. Revocation records
+// are mesh records of their own (NewRevocationDoc), one change by their
+// revoker, holding a frontier; MeshDoc.Created reads a record as its
+// first change made it.
+//
+// A Tombstone is the union of the devices' purges of a memory, so that
+// one purge refused later leaves the others standing.
+//
 // # Untrusted bytes
 //
 // automerge-go aborts the whole process on a panic in the Rust library, so

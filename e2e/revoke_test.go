@@ -202,4 +202,67 @@ func TestRevokeWhileAway(t *testing.T) {
 	if d := c.devices(t)[b.id]; d.Refused == nil || d.Refused.Erased == 0 || d.Refused.Purges != 1 {
 		t.Errorf("the server shows what it refused of the laptop's work as %+v", d.Refused)
 	}
+
+	// The server's dashboard shows it too.
+	c.stop(t)
+	ui := serveUI(t, c.home, "--listen", c.listen, "--name", c.name)
+	p := openTab(t, startBrowser(t), false)
+	p.login(ui.loginLink(t))
+	row := func(device string) string {
+		return `document.querySelector('[data-testid="device-row"][data-device=` + jsString(device) + `]')`
+	}
+	p.goTo("/machines", row(b.id)+` !== null`)
+	p.waitFor(30*time.Second, row(b.id)+`.querySelector('[data-testid="refused-work"]')?.innerText.includes("purges undone")`+
+		` && `+row(a.id)+`.querySelector('[data-testid="revocation-void"]')?.innerText.includes("does not stand")`)
+}
+
+// TestRevokeDispute: the mesh's first machine, a, is stolen; the owner's
+// b revokes it while it is away, and the thief, before a hears of it,
+// revokes b. When a comes back, the server c takes both revocations (a
+// appeals c's refusal): a is the older member and wins, b is refused and
+// stops. The owner settles it on c by revoking a, and b is a member again
+// by itself.
+func TestRevokeDispute(t *testing.T) {
+	a, b, c := startRevokeMachine(t, 1, "first"), startRevokeMachine(t, 2, "owner"), startRevokeMachine(t, 3, "server")
+	for _, m := range []*revokeMachine{b, c} {
+		var inv invitation
+		okJSON(t, a.home, &inv, "invite")
+		ok(t, m.home, "join", inv.Token)
+	}
+	waitAlive(t, time.Minute, []*machine{&a.machine, &b.machine, &c.machine}, []*machine{&a.machine, &b.machine, &c.machine})
+
+	a.stop(t)
+	ok(t, b.home, "revoke", a.id)
+	eventually(t, time.Minute, "the server holds the owner's revocation of a", func() bool { return c.devices(t)[a.id].RevokedBy == b.id })
+	// The thief, with the mesh off so that a hears nothing first.
+	offline, _ := startServe(t, a.home, "--no-mesh", "--http", "")
+	ok(t, a.home, "revoke", b.id)
+	ok(t, a.home, "stop")
+	offline.Wait()
+	a.start(t)
+
+	eventually(t, time.Minute, "the server settles the dispute for the older a", func() bool {
+		d := c.devices(t)
+		return d[b.id].RevokedBy == a.id && d[a.id].RevokedBy == "" && len(d[a.id].Revocations) == 1 &&
+			strings.Contains(d[a.id].Revocations[0].Why, "older member")
+	})
+	eventually(t, time.Minute, "the owner's machine says it was revoked", func() bool {
+		var st struct {
+			Errors []string `json:"errors"`
+		}
+		okJSON(t, b.home, &st, "status")
+		return strings.Contains(strings.Join(st.Errors, " "), "revoked")
+	})
+
+	ok(t, c.home, "revoke", a.id)
+	eventually(t, 2*time.Minute, "the owner's machine is a member again, and a is out", func() bool {
+		d := b.devices(t)
+		return d[a.id].RevokedBy != "" && d[b.id].RevokedBy == "" && c.states(t)[b.id] == "alive" && b.states(t)[c.id] == "alive"
+	})
+	var captured captureOut
+	okJSON(t, b.home, &captured, "capture", "The owner's machine syncs again after the dispute.")
+	eventually(t, time.Minute, "the owner's capture reaches the server", func() bool {
+		_, ok := c.show(t, captured.ID)
+		return ok
+	})
 }

@@ -30,10 +30,10 @@ import (
 // appealTimeout bounds one appeal.
 const appealTimeout = 30 * time.Second
 
-// appealEvery is how often this device appeals to one member (a minute by
+// appealEvery is how often this device appeals to one member (20 s by
 // default), and appealServeEvery how often a member serves one device's
 // appeals (10 s).
-func (m *Mesh) appealEvery() time.Duration      { return 30 * m.cfg.RetryInterval }
+func (m *Mesh) appealEvery() time.Duration      { return 10 * m.cfg.RetryInterval }
 func (m *Mesh) appealServeEvery() time.Duration { return 5 * m.cfg.RetryInterval }
 
 // revokedSelf is told by the endpoint that the member by, at addr,

@@ -3,9 +3,12 @@
 // transport), pushes of local changes to every live peer, anti-entropy
 // pulls, the adaptation of the node's store to the sync protocol
 // (transport.Replica: what to offer, send and apply, and the replication
-// policy), the device registry (Registry writes its records and the
-// namespace settings; the running mesh follows them and decides who may
-// connect), and invites.
+// policy), the device registry (Registry writes its records, the
+// namespace settings and revocations; the running mesh follows them and
+// decides who may connect), revocation (judged from what each revoker
+// held of the revoked device's work, see revocation.go; what a revoked
+// device made beyond it is refused and swept away, see sweep.go; a device
+// held for revoked appeals, see appeal.go), and invites.
 //
 // The node creates a Mesh with New, over the consumer-side interfaces
 // Store (the change log, digest, documents and local data) and Host (the

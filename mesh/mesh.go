@@ -718,15 +718,24 @@ func (m *Mesh) startPull(device string) {
 	})
 }
 
+// pullSlotWait is how long a pull waits for the one running to end
+// before it runs beside it: a peer that answers a pull slowly (a trickle
+// that keeps its stream alive, from a hostile member or a bad link) holds
+// the slot up to the pull's time limit, and must not hold back the pulls
+// from the others that long.
+const pullSlotWait = 30 * time.Second
+
 // pull runs one anti-entropy pull from the device at addr, once no other
-// pull runs, and records and logs how it went.
+// pull runs or the one running has run for pullSlotWait, and records and
+// logs how it went.
 func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
-	select {
-	case m.pullSlot <- struct{}{}:
-	case <-m.ctx.Done():
-		return transport.SyncStats{}, m.ctx.Err()
+	held, err := m.takePullSlot(device)
+	if err != nil {
+		return transport.SyncStats{}, err
 	}
-	defer func() { <-m.pullSlot }()
+	if held {
+		defer func() { <-m.pullSlot }()
+	}
 	m.mu.Lock()
 	p := m.peer(device)
 	p.pulls++
@@ -750,6 +759,25 @@ func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
 		m.log.Info("pulled", "peer", device, "offered", stats.Offered, "received", stats.Received, "rejected", stats.Rejected, "bytes", stats.Bytes, "took", stats.Duration)
 	}
 	return stats, err
+}
+
+// takePullSlot waits for the pull slot, and reports whether it took it:
+// after pullSlotWait the pull from device goes ahead without it.
+func (m *Mesh) takePullSlot(device string) (bool, error) {
+	select {
+	case m.pullSlot <- struct{}{}:
+		return true, nil
+	default:
+	}
+	select {
+	case m.pullSlot <- struct{}{}:
+		return true, nil
+	case <-m.clock.After(pullSlotWait):
+		m.log.Info("a pull is slow; pulling beside it", "peer", device)
+		return false, nil
+	case <-m.ctx.Done():
+		return false, m.ctx.Err()
+	}
 }
 
 // pullFrom runs one anti-entropy pull from the device at addr and saves

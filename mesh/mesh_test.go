@@ -36,7 +36,7 @@ func testStore(t *testing.T) *storage.Store {
 
 // testMesh is a mesh over store that is not started: no endpoint, no
 // membership, only the state its scheduling and pushing read.
-func testMesh(t *testing.T, store Store, clock Clock) *Mesh {
+func testMesh(t testing.TB, store Store, clock Clock) *Mesh {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
@@ -392,5 +392,37 @@ func TestRevokedDeviceStopsSyncing(t *testing.T) {
 	m.mu.Unlock()
 	if pulling {
 		t.Fatal("a revoked device started a pull")
+	}
+}
+
+// refusingNetwork opens nothing.
+type refusingNetwork struct{}
+
+func (refusingNetwork) Open(context.Context, string, string, transport.StreamType) (transport.FrameStream, error) {
+	return nil, errors.New("unreachable")
+}
+
+// TestSlowPullHoldsBackOthersNoLongerThanAWait: a pull that a peer keeps
+// alive without end (a trickle) holds the one pull slot; the pull from
+// another peer waits pullSlotWait for it, then runs beside it.
+func TestSlowPullHoldsBackOthersNoLongerThanAWait(t *testing.T) {
+	clock := newFakeClock()
+	m := testMesh(t, testStore(t), clock)
+	m.net = refusingNetwork{}
+	m.pullSlot <- struct{}{} // the slow pull
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.pull("B", "127.0.0.2:7420")
+		done <- err
+	}()
+	waitPending(t, clock, 1)
+	clock.Advance(pullSlotWait)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a pull over a network that opens nothing succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pull still waits for the slow one")
 	}
 }

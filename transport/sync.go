@@ -309,14 +309,30 @@ func ServePull(ctx context.Context, s FrameStream, r Replica) (PullRequest, erro
 		if err != nil {
 			return fail(err)
 		}
-		docs, err := r.Docs(s.PeerDevice(), want)
-		if err != nil {
+		if err := sendWanted(s, r, want); err != nil {
 			return fail(err)
 		}
-		if err := SendDocs(s, docs); err != nil {
-			return req, err
+	}
+}
+
+// sendWanted sends the documents of want as FrameDocs frames of about
+// 1 MiB, reading each as its frame fills: a puller that names large
+// documents makes the server hold at most a frame and one document, not
+// every document it named.
+func sendWanted(s FrameStream, r Replica, want []Entry) error {
+	f := docFramer{s: s}
+	for i := range want {
+		docs, err := r.Docs(s.PeerDevice(), want[i:i+1])
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			if err := f.add(d); err != nil {
+				return err
+			}
 		}
 	}
+	return f.flush()
 }
 
 // offer sends offers: the changes since the puller's last pull when it
@@ -350,23 +366,42 @@ func offer(s FrameStream, r Replica, req *PullRequest, digest *[256][32]byte, po
 
 // SendDocs writes documents as FrameDocs frames of about 1 MiB each.
 func SendDocs(s FrameStream, docs []Entry) error {
-	var batch []Entry
-	size := 0
+	f := docFramer{s: s}
 	for _, d := range docs {
-		n := EntrySize(d)
-		if len(batch) > 0 && size+n > docBytesPerFrame {
-			if err := s.WriteFrame(FrameDocs, AppendEntries(nil, batch)); err != nil {
-				return err
-			}
-			batch, size = batch[:0], 0
+		if err := f.add(d); err != nil {
+			return err
 		}
-		batch = append(batch, d)
-		size += n
 	}
-	if len(batch) > 0 {
-		return s.WriteFrame(FrameDocs, AppendEntries(nil, batch))
+	return f.flush()
+}
+
+// docFramer gathers documents into FrameDocs frames of about 1 MiB (a
+// larger document goes alone in its frame).
+type docFramer struct {
+	s     FrameStream
+	batch []Entry
+	size  int
+}
+
+func (f *docFramer) add(d Entry) error {
+	n := EntrySize(d)
+	if len(f.batch) > 0 && f.size+n > docBytesPerFrame {
+		if err := f.flush(); err != nil {
+			return err
+		}
 	}
+	f.batch = append(f.batch, d)
+	f.size += n
 	return nil
+}
+
+func (f *docFramer) flush() error {
+	if len(f.batch) == 0 {
+		return nil
+	}
+	err := f.s.WriteFrame(FrameDocs, AppendEntries(nil, f.batch))
+	f.batch, f.size = f.batch[:0], 0
+	return err
 }
 
 // Push sends documents to the peer on s, waits until the peer has

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -502,5 +504,64 @@ func TestPushTellsAFailedApply(t *testing.T) {
 	cancel()
 	if err := <-pushed; err == nil {
 		t.Fatal("Push whose receiver never answered succeeded")
+	}
+}
+
+// heldReplica is a memReplica that counts the document bytes its Docs
+// handed out, and the largest count not yet written by the stream the
+// pull is served on (written).
+type heldReplica struct {
+	*memReplica
+	fetched, most atomic.Int64
+	written       *atomic.Int64
+}
+
+func (r *heldReplica) Docs(peer string, want []Entry) ([]Entry, error) {
+	docs, err := r.memReplica.Docs(peer, want)
+	for _, d := range docs {
+		held := r.fetched.Add(int64(len(d.Doc))) - r.written.Load()
+		if held > r.most.Load() {
+			r.most.Store(held)
+		}
+	}
+	return docs, err
+}
+
+// writeCounter counts the bytes of the frames written on a stream.
+type writeCounter struct {
+	FrameStream
+	n *atomic.Int64
+}
+
+func (w writeCounter) WriteFrame(typ byte, p []byte) error {
+	w.n.Add(int64(len(p)))
+	return w.FrameStream.WriteFrame(typ, p)
+}
+
+// TestServePullHoldsAFrameOfWants: a puller that wants many large
+// documents at once makes the server hold about a frame of them, not
+// all it named.
+func TestServePullHoldsAFrameOfWants(t *testing.T) {
+	var written atomic.Int64
+	server := &heldReplica{memReplica: newMemReplica(1), written: &written}
+	for i := range 40 {
+		server.put(fmt.Sprintf("big%02d", i), strings.Repeat(fmt.Sprint(i%10), 512<<10))
+	}
+	ctx := ctxT(t)
+	a, b := Pipe("puller", "server")
+	done := make(chan error, 1)
+	go func() {
+		_, err := ServePull(ctx, writeCounter{b, &written}, server)
+		done <- err
+	}()
+	stats, err := Pull(ctx, a, newMemReplica(2), Position{})
+	if err != nil || stats.Received != 40 {
+		t.Fatalf("pull: %d received, %v", stats.Received, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if most := server.most.Load(); most > docBytesPerFrame+(512<<10) {
+		t.Fatalf("the server held %d bytes of wanted documents at once, want at most a frame and a document", most)
 	}
 }
