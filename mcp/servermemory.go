@@ -967,6 +967,9 @@ func serverMemoryReadFile(r io.Reader) (*serverMemoryFile, error) {
 		if len(line) == 0 {
 			continue
 		}
+		if err := api.CheckJSONText(line); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
 		var v any
 		if err := json.Unmarshal(line, &v); err != nil {
 			return nil, fmt.Errorf("line %d: not a JSON object: %w", n, err)

@@ -517,6 +517,9 @@ func (n *Node) importEdge(e *model.Edge) (rec storage.Record, ok bool, err error
 // parseImportLine decodes and checks one line of an import file, applying
 // the same rules as Remember and Link (secrets are scrubbed here too).
 func parseImportLine(text []byte, line int) (importItem, error) {
+	if err := api.CheckJSONText(text); err != nil {
+		return importItem{}, err
+	}
 	var head struct {
 		Type string `json:"type"`
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -320,11 +321,22 @@ func (a *API) stop(w http.ResponseWriter, r *http.Request) {
 	a.shutdown()
 }
 
-// decode reads a JSON request body into v, answering the error itself.
+// decode reads a JSON request body into v, answering the error itself. A
+// body that is no Unicode text is refused before it is decoded, since the
+// decoder would store U+FFFD in its place (api.CheckJSONText).
 func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err == nil {
+		if err = api.CheckJSONText(body); err != nil {
+			err = fmt.Errorf("the request body is %w", err)
+		}
+	}
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+	}
+	if err != nil {
 		a.bodyError(w, err)
 		return false
 	}
