@@ -89,6 +89,20 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+	// An error quotes a 100 KB argument as a short excerpt, without the
+	// secret it starts with.
+	const secret = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
+	for _, args := range [][]string{
+		{"show", "m-" + secret + strings.Repeat("!x", 50_000)},
+		{"capture", "--ttl", secret + strings.Repeat("!x", 50_000), "text"},
+		{"link", c.ID, "related_to", secret + strings.Repeat("!x", 50_000)},
+		{"list", "--" + secret + strings.Repeat("!x", 50_000)},
+	} {
+		r := mm(t, home, "", args...)
+		if r.code == 0 || len(r.stderr) > 1024 || strings.Contains(r.stderr, secret) || !strings.Contains(r.stderr, " bytes)") {
+			t.Errorf("%s of 100 KB: exit %d, %d bytes on stderr: %.300q", args[0], r.code, len(r.stderr), r.stderr)
+		}
+	}
 	if after := ok(t, home, "export"); exportBody(after) != exportBody(before) {
 		t.Fatalf("bad input changed the store:\nbefore: %s\nafter:  %s", before, after)
 	}

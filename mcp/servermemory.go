@@ -770,7 +770,7 @@ func serverMemoryContent(e ServerMemoryEntity) (string, error) {
 	if b.Len() > api.MaxContentBytes {
 		return "", serverMemoryUserError(fmt.Sprintf(
 			"entity %s: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed",
-			e.Name, b.Len(), api.MaxContentBytes))
+			api.Echo(e.Name), b.Len(), api.MaxContentBytes))
 	}
 	return b.String(), nil
 }
@@ -1021,7 +1021,7 @@ func serverMemoryShow(v any) string {
 		return "missing"
 	}
 	data, _ := json.Marshal(v)
-	return string(data)
+	return fmt.Sprint(api.Echo(string(data)))
 }
 
 // ImportServerMemory imports the official memory server's memory.jsonl

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -346,5 +347,36 @@ func TestListPagesAndDevice(t *testing.T) {
 	res, err := c.Search(ctx, api.SearchRequest{Query: "burst", Device: strings.ToLower(n.DeviceID()[:8]), Limit: 20})
 	if err != nil || len(res.Results) != 7 {
 		t.Errorf("search of this device: %d results, %v", len(res.Results), err)
+	}
+}
+
+// TestErrorsQuoteExcerpts: an error about a 60 KB value (a field's name,
+// a parameter, an id, a filter) quotes an excerpt of it, without its
+// secrets, never the whole value.
+func TestErrorsQuoteExcerpts(t *testing.T) {
+	_, _, sock := testAPI(t)
+	const secret = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
+	huge := secret + "-" + strings.Repeat("!x", 30<<10)
+	query := url.QueryEscape(huge)
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/memories", `{"content": "x", "` + huge + `": 1}`},
+		{"POST", "/v1/memories", `{"content": "x", "ttl": "` + huge + `"}`},
+		{"GET", "/v1/memories?limit=" + query, ""},
+		{"GET", "/v1/memories?since=" + query, ""},
+		{"GET", "/v1/memories?status=" + query, ""},
+		{"GET", "/v1/memories/m-" + query, ""},
+		{"POST", "/v1/search", `{"query": "x", "tiers": ["` + huge + `"]}`},
+		{"POST", "/v1/edges", `{"from": "` + huge + `", "rel": "related_to", "to": "file:a.go"}`},
+		{"POST", "/v1/impact", `{"path": "` + huge + `"}`},
+		{"POST", "/v1/symbols", `{"query": "` + huge + `"}`},
+		{"POST", "/v1/symbols/index", `{"dir": "/` + huge + `"}`},
+		{"GET", "/v1/sessions/" + query, ""},
+		{"POST", "/v1/sessions/ingest", `{"client": "` + huge + `", "path": "/tmp/x.jsonl"}`},
+		{"POST", "/v1/context", `{"format": "` + huge + `"}`},
+	} {
+		status, body := raw(t, sock, tc.method, tc.path, tc.body)
+		if status/100 != 4 || len(body) > 1024 || strings.Contains(body, strings.Repeat("!x", 200)) || strings.Contains(body, secret) {
+			t.Errorf("%s %.60s: %d, an answer of %d bytes: %.300s", tc.method, tc.path, status, len(body), body)
+		}
 	}
 }
