@@ -302,7 +302,7 @@ func TestExportBadFiles(t *testing.T) {
 		says          string
 	}{
 		{"read-only", "# Mine\n", 0o444, "read-only"},
-		{"latin-1", "# Caf\xe9\n", 0o644, "line 1 is not UTF-8"},
+		{"latin-1", "# Caf\xe9\n", 0o644, "not UTF-8 text: invalid byte 0xe9 at offset 5 (line 1)"},
 		{"binary", "\x7fELF\x02\x01\x01\x00\x00", 0o644, "NUL"},
 		{"broken block", "<!-- memmesh:begin sha256=0123456789abcdef -->\n- x\n", 0o644, "no \"<!-- memmesh:end -->\" line ends"},
 	} {

@@ -33,6 +33,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/extract"
 )
 
@@ -117,7 +118,7 @@ func DefaultLimits() Limits {
 // Errors of Parse, wrapped with where and how much.
 var (
 	ErrTooLarge     = errors.New("agentfiles: file too large")
-	ErrNotText      = errors.New("agentfiles: not UTF-8 text")
+	ErrNotText      = errors.New("agentfiles: not text")
 	ErrTooManyItems = errors.New("agentfiles: too many items")
 	ErrItemTooLong  = errors.New("agentfiles: item too long")
 	ErrBlock        = errors.New("agentfiles: broken managed block")
@@ -169,23 +170,14 @@ func soleTitle(doc ast.Node) bool {
 	return first == 1 && ones == 1
 }
 
-// checkText refuses a file over max bytes, one with NUL bytes (binary)
-// and one that is not UTF-8, naming the line.
+// checkText refuses a file over max bytes, and one that is binary or not
+// UTF-8 (api.CheckText), saying where.
 func checkText(data []byte, max int) error {
 	if len(data) > max {
 		return fmt.Errorf("%w: %d bytes, more than the %d read from one file", ErrTooLarge, len(data), max)
 	}
-	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return fmt.Errorf("%w: line %d holds a NUL byte (a binary file?)", ErrNotText, bytes.Count(data[:i], []byte("\n"))+1)
-	}
-	if !utf8.Valid(data) {
-		for i := 0; i < len(data); {
-			r, size := utf8.DecodeRune(data[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return fmt.Errorf("%w: line %d is not UTF-8 (save the file as UTF-8)", ErrNotText, bytes.Count(data[:i], []byte("\n"))+1)
-			}
-			i += size
-		}
+	if err := api.CheckText(string(data)); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotText, err)
 	}
 	return nil
 }

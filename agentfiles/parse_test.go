@@ -163,8 +163,8 @@ func TestParseRefuses(t *testing.T) {
 		says       string
 	}{
 		{"too large", strings.Repeat("x", 1001), ErrTooLarge, "1001 bytes"},
-		{"binary", "- ok\n- \x00\x01\x02", ErrNotText, "line 2"},
-		{"latin-1", "# Caf\xe9\n\n- ok\n", ErrNotText, "line 1 is not UTF-8"},
+		{"binary", "- ok\n- \x00\x01\x02", ErrNotText, "binary, not text: a NUL byte at offset 7 (line 2)"},
+		{"latin-1", "# Caf\xe9\n\n- ok\n", ErrNotText, "not UTF-8 text: invalid byte 0xe9 at offset 5 (line 1)"},
 		{"too many items", "- a\n- b\n- c\n- d\n", ErrTooManyItems, "line 4"},
 		{"item too long", "- a\n\n" + strings.Repeat("y", 101) + "\n", ErrItemTooLong, "line 3"},
 		{"unterminated block", "- a\n\n<!-- memmesh:begin sha256=0123456789abcdef -->\n- b\n", ErrBlock, "line 3"},

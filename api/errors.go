@@ -3,8 +3,11 @@ package api
 import (
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/memmesh/memmesh/internal/secrets"
 )
@@ -40,15 +43,44 @@ func Invalidf(format string, args ...any) error {
 }
 
 // InputError wraps sentinel with a message about what a person, agent or
-// peer gave. The secrets of its string arguments, which quote that input,
-// are redacted: error messages reach terminals, agents and logs.
+// peer gave. Its string arguments, which quote that input, are shown as
+// Echo shows them (bounded, without secrets): error messages reach
+// terminals, agents and logs.
 func InputError(sentinel error, format string, args ...any) error {
 	args = slices.Clone(args)
 	for i, a := range args {
 		if v := reflect.ValueOf(a); v.Kind() == reflect.String {
-			s, _ := secrets.Scrub(v.String())
-			args[i] = s
+			args[i] = Echo(v.String())
 		}
 	}
 	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
+}
+
+// maxEcho bounds the bytes of one input that an error message quotes.
+const maxEcho = 160
+
+// Echo returns s as an error message quotes what it was given, for %s,
+// %v and %q: its secrets redacted (before the cut, since a secret cut
+// short is no longer found), and, past maxEcho bytes, its start with an
+// ellipsis and its length: "abc…" (61440 bytes). Every message that
+// quotes input quotes it through Echo (InputError does it for its string
+// arguments), so that an echo is bounded and holds no secret.
+func Echo(s string) fmt.Formatter { return echo(s) }
+
+type echo string
+
+func (e echo) Format(f fmt.State, verb rune) {
+	s, _ := secrets.Scrub(string(e))
+	more := ""
+	if len(s) > maxEcho {
+		cut := maxEcho
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s, more = s[:cut]+"…", fmt.Sprintf(" (%d bytes)", len(e))
+	}
+	if verb == 'q' {
+		s = strconv.Quote(s)
+	}
+	io.WriteString(f, s+more)
 }

@@ -201,6 +201,7 @@ func TestBadInput(t *testing.T) {
 	ns, a, b := twoMachines(t)
 	a.write(t, IndexFile, "no structure at all, one long line with a token ghp_"+strings.Repeat("A", 36)+" in it")
 	a.write(t, "latin1.md", "caf\xe9\n")
+	a.write(t, "tool.md", "- \x7fELF\x02\x01\x01\x00\x00\n")
 	a.write(t, "huge.md", strings.Repeat("- x\n", MaxFileBytes/4+1))
 	outside := filepath.Join(t.TempDir(), "outside.md")
 	if err := os.WriteFile(outside, []byte("- outside\n"), 0o644); err != nil {
@@ -210,8 +211,16 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := a.run(t, ns)
-	if rep.Imported != 1 || len(rep.Problems) != 3 {
+	if rep.Imported != 1 || len(rep.Problems) != 4 {
 		t.Fatalf("pass on A: %+v", rep)
+	}
+	for _, want := range []string{
+		"latin1.md: not UTF-8 text: invalid byte 0xe9 at offset 3 (line 1): left alone",
+		"tool.md: binary, not text: a NUL byte at offset 9 (line 1): left alone",
+	} {
+		if !slices.Contains(rep.Problems, want) {
+			t.Errorf("problems %q, want %q", rep.Problems, want)
+		}
 	}
 	ns.byContent(t, "no structure at all, one long line with a token [REDACTED:github-token] in it")
 	if got := a.read(t, IndexFile); !strings.Contains(got, "ghp_") {

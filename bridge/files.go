@@ -14,7 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/memmesh/memmesh/api"
 )
 
 // Bounds of what the bridge reads and keeps.
@@ -203,10 +204,12 @@ func readMemFile(dir, name string) memFile {
 		f.Skip = err.Error()
 	case len(data) > MaxFileBytes:
 		f.Skip = fmt.Sprintf("over the %d bytes read: left alone", MaxFileBytes)
-	case !utf8.Valid(data):
-		f.Skip = "not UTF-8 text: left alone"
 	default:
-		f.Text, f.Mode = string(data), st.Mode().Perm()
+		if err := api.CheckText(string(data)); err != nil {
+			f.Skip = err.Error() + ": left alone"
+		} else {
+			f.Text, f.Mode = string(data), st.Mode().Perm()
+		}
 	}
 	return f
 }

@@ -18,6 +18,12 @@ func TestBadInput(t *testing.T) {
 
 	huge := filepath.Join(home, "huge.txt")
 	os.WriteFile(huge, []byte(strings.Repeat("x", 1<<20+1)), 0o600)
+	elevenMB := filepath.Join(home, "eleven.txt")
+	os.WriteFile(elevenMB, []byte(strings.Repeat("x", 11<<20)), 0o600)
+	elf := filepath.Join(home, "tool")
+	os.WriteFile(elf, []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00"), 0o700)
+	latin1 := filepath.Join(home, "latin1.txt")
+	os.WriteFile(latin1, []byte("Notes\n\nCaf\xe9 au lait\n"), 0o600)
 	badImport := filepath.Join(home, "bad.jsonl")
 	os.WriteFile(badImport, []byte(before+"{\"type\":\"memory\",\"id\":\"m-nope\"\n"), 0o600)
 	goodThenBad := filepath.Join(home, "goodbad.jsonl")
@@ -32,7 +38,14 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"empty content", "", []string{"capture", "   "}, 1, "content is empty"},
 		{"empty stdin", "", []string{"capture"}, 1, "content is empty"},
-		{"oversized content", "", []string{"capture", "--file", huge}, 1, "1 MiB"},
+		{"oversized content", "", []string{"capture", "--file", huge}, 1, "is 1.0 MiB (1048577 bytes): a memory holds at most 1 MiB (1048576 bytes)"},
+		{"11 MB file", "", []string{"capture", "--file", elevenMB}, 1, elevenMB + " is 11.0 MiB (11534336 bytes): a memory holds at most 1 MiB"},
+		{"11 MB on stdin", strings.Repeat("y", 11<<20), []string{"capture"}, 1, "standard input is 11.0 MiB (11534336 bytes)"},
+		{"binary file", "", []string{"capture", "--file", elf}, 1, elf + " is binary, not text (an ELF executable): a NUL byte at offset 7 (line 1)"},
+		{"binary file as an edit", "", []string{"update", c.ID, "--file", elf}, 1, "binary, not text (an ELF executable)"},
+		{"latin-1 file", "", []string{"capture", "--file", latin1}, 1, "is not UTF-8 text: invalid byte 0xe9 at offset 10 (line 3)"},
+		{"latin-1 on stdin", "Caf\xe9", []string{"capture"}, 1, "standard input is not UTF-8 text: invalid byte 0xe9 at offset 3"},
+		{"latin-1 argument", "", []string{"capture", "Caf\xe9"}, 1, "the text given is not UTF-8 text: invalid byte 0xe9 at offset 3"},
 		{"unknown id", "", []string{"show", "m-zzzzzzzz"}, 1, "no memory has id"},
 		{"not an id", "", []string{"show", "hello!"}, 1, "not a memory id"},
 		{"id with digits ids never hold", "", []string{"show", "m-7fq2aa01"}, 1, "digits 2-7"},
@@ -75,6 +88,20 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("want one line 'memmesh: ...%s...', got %q", tc.want, r.stderr)
 			}
 		})
+	}
+	// An error quotes a 100 KB argument as a short excerpt, without the
+	// secret it starts with.
+	const secret = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
+	for _, args := range [][]string{
+		{"show", "m-" + secret + strings.Repeat("!x", 50_000)},
+		{"capture", "--ttl", secret + strings.Repeat("!x", 50_000), "text"},
+		{"link", c.ID, "related_to", secret + strings.Repeat("!x", 50_000)},
+		{"list", "--" + secret + strings.Repeat("!x", 50_000)},
+	} {
+		r := mm(t, home, "", args...)
+		if r.code == 0 || len(r.stderr) > 1024 || strings.Contains(r.stderr, secret) || !strings.Contains(r.stderr, " bytes)") {
+			t.Errorf("%s of 100 KB: exit %d, %d bytes on stderr: %.300q", args[0], r.code, len(r.stderr), r.stderr)
+		}
 	}
 	if after := ok(t, home, "export"); exportBody(after) != exportBody(before) {
 		t.Fatalf("bad input changed the store:\nbefore: %s\nafter:  %s", before, after)

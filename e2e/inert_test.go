@@ -18,9 +18,10 @@ const (
 	isolate     = "\u2066"   // left-to-right isolate
 )
 
-// hostile holds every trick once: clear screen, retitle, 8-bit CSI, a NUL,
-// a carriage return that would overwrite the line, DEL and bidi overrides.
-const hostile = clearScreen + setTitle + csi8 + "\x00" + " safe\roverwritten " + override + "gpj.exe" + isolate + "\x7f"
+// hostile holds every trick once: clear screen, retitle, 8-bit CSI, a
+// carriage return that would overwrite the line, DEL and bidi overrides.
+// (A NUL makes content binary: it is refused, never stored.)
+const hostile = clearScreen + setTitle + csi8 + " safe\roverwritten " + override + "gpj.exe" + isolate + "\x7f"
 
 // activeIn describes the first character of out that could act on a
 // terminal or reorder text (see package inert), or returns "".
@@ -32,7 +33,7 @@ func activeIn(out string) string {
 }
 
 // TestHostileTerminal stores memories whose title, content and edge notes
-// hold terminal escapes, NUL, carriage returns and bidi overrides, then
+// hold terminal escapes, carriage returns and bidi overrides, then
 // runs every command that prints them, in every format: no such character
 // reaches standard output or standard error. JSON stays valid and gives
 // the stored values exactly; the hook's Markdown is inert once decoded.
@@ -47,7 +48,7 @@ func TestHostileTerminal(t *testing.T) {
 		}
 		return c.ID
 	}
-	title := "Pool sizing " + strings.NewReplacer("\x00", "", "\r", "").Replace(hostile) // a title is one line
+	title := "Pool sizing " + strings.ReplaceAll(hostile, "\r", "") // a title is one line
 	content := "The pool in internal/db/pool.go holds 20 connections. " + hostile + "\nSecond line " + clearScreen
 	first := capture(title, content, "--tag", "db")
 	second := capture("Pool limits "+setTitle, "The pool in internal/db/pool.go holds 20 connections at most. "+override)
@@ -58,7 +59,7 @@ func TestHostileTerminal(t *testing.T) {
 	for _, id := range stale {
 		ok(t, home, "update", id, "--status", "stale")
 	}
-	ok(t, home, "link", first, "contradicts", second, "--note", "notes "+strings.ReplaceAll(hostile, "\x00", "")) // no NUL in arguments
+	ok(t, home, "link", first, "contradicts", second, "--note", "notes "+hostile)
 	ok(t, home, "link", first, "touches", "file:internal/db/pool.go", "--note", "see "+setTitle)
 
 	commands := [][]string{

@@ -14,9 +14,13 @@ import (
 )
 
 // hostileText holds what takes over a terminal or reorders text: a screen
-// clear, an OSC retitle, the 8-bit CSI, NUL, a carriage return, DEL and a
-// right-to-left override.
-const hostileText = "\x1b[2J\x1b]0;pwned\x07\u009b2J\x00 safe\roverwritten \u202egpj.exe\x7f"
+// clear, an OSC retitle, the 8-bit CSI, a carriage return, DEL and a
+// right-to-left override. hostileArg adds a NUL, which no stored text
+// holds (content with one is binary, refused) but an error may quote.
+const (
+	hostileText = "\x1b[2J\x1b]0;pwned\x07\u009b2J safe\roverwritten \u202egpj.exe\x7f"
+	hostileArg  = hostileText + "\x00"
+)
 
 // TestTextIsInert stores memories and an edge holding hostileText, then
 // reads them through every tool, resource and prompt: no text an agent
@@ -64,7 +68,8 @@ func TestTextIsInert(t *testing.T) {
 		{"remember", map[string]any{"content": "The pool in internal/db/pool.go holds 20 connections, really. " + hostileText}},
 		{"update", map[string]any{"id": first.ID, "title": "Renamed " + title}},
 		{"link", map[string]any{"from": first.ID, "rel": "depends_on", "to": "file:" + hostileText[:4], "notes": hostileText}},
-		{"get", map[string]any{"id": "m-" + hostileText}},
+		{"get", map[string]any{"id": "m-" + hostileArg}},
+		{"remember", map[string]any{"content": "refused: " + hostileArg}},
 		{"forget", map[string]any{"id": second.ID}},
 	} {
 		res := callTool(t, c, tc.tool, tc.args)
@@ -99,7 +104,7 @@ func TestTextIsInert(t *testing.T) {
 	if m.Content != content {
 		t.Errorf("the memory resource changed the stored content: %q, want %q", m.Content, content)
 	}
-	for _, topic := range []string{"pool connections", "pool " + hostileText} {
+	for _, topic := range []string{"pool connections", "pool " + hostileArg} {
 		text, err := getPrompt(t, c, "recall_context", map[string]string{"topic": topic})
 		if err != nil {
 			check("recall_context error", err.Error())

@@ -89,7 +89,7 @@ func (h *handler) recallContextPrompt(ctx context.Context, req mcpgo.GetPromptRe
 		res, err = h.svc.Search(ctx, api.SearchRequest{Query: topic, Limit: recallContextLimit})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("recall %q: %w", topic, err)
+		return nil, fmt.Errorf("recall %q: %w", api.Echo(topic), err)
 	}
 	found := recallData{Notice: dataNotice, Query: topic, Namespace: ns, Total: int(res.Total), Fuzzy: res.Fuzzy, Results: []hitData{}}
 	for _, hit := range res.Results {

@@ -127,11 +127,11 @@ func (h *handler) readMemory(ctx context.Context, req mcpgo.ReadResourceRequest)
 		id = v
 	}
 	if id == "" {
-		return nil, fmt.Errorf("%s: give a memory id, e.g. %sm-k3j5x2ab", req.Params.URI, memoryURIPrefix)
+		return nil, fmt.Errorf("%s: give a memory id, e.g. %sm-k3j5x2ab", api.Echo(req.Params.URI), memoryURIPrefix)
 	}
 	m, err := h.svc.Get(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", req.Params.URI, err)
+		return nil, fmt.Errorf("read %s: %w", api.Echo(req.Params.URI), err)
 	}
 	return jsonContents(req.Params.URI, memoryResult{Notice: dataNotice, memoryData: newMemory(m)})
 }

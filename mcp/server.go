@@ -311,8 +311,8 @@ func (h *HTTPServer) authorized(next http.Handler) http.Handler {
 
 // boundedBody reads a request's body whole before MCP sees it: past
 // maxHTTPBody it answers 413 (before reading, when the size is
-// announced), and 408 when the body does not arrive within the body
-// timeout. The deadline is lifted once the body is read, so that a
+// announced), 408 when the body does not arrive within the body timeout,
+// and 400 with a JSON-RPC parse error when it is no Unicode text. The deadline is lifted once the body is read, so that a
 // request's event stream may last; after a failure it stays, so that the
 // server drops the connection at once.
 func (h *HTTPServer) boundedBody(next http.Handler) http.Handler {
@@ -337,6 +337,13 @@ func (h *HTTPServer) boundedBody(next http.Handler) http.Handler {
 			return
 		case len(data) > maxHTTPBody:
 			tooLarge(w, -1)
+			return
+		}
+		if err := api.CheckJSONText(data); err != nil {
+			reply, _ := notTextReply(data, err)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(reply)
 			return
 		}
 		rc.SetReadDeadline(time.Time{})

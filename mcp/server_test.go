@@ -91,19 +91,17 @@ func testServer(tb testing.TB, n *node.Node) *server.MCPServer {
 	return NewServer(n, Options{Namespace: testNamespace, Logger: testLogger(tb), Version: "test"})
 }
 
-// serveStdio serves s over pipes with mcp-go's stdio server until the test
-// ends, and returns the two ends a client uses. mcp-go has one stdio
-// session per process, so tests that use it do not run in parallel.
+// serveStdio serves s over pipes with ServeStdio until the test ends, and
+// returns the two ends a client uses. mcp-go has one stdio session per
+// process, so tests that use it do not run in parallel.
 func serveStdio(tb testing.TB, s *server.MCPServer) (io.Reader, io.WriteCloser) {
 	tb.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	stdio := server.NewStdioServer(s)
-	stdio.SetErrorLogger(slog.NewLogLogger(testLogger(tb).Handler(), slog.LevelError))
 	go func() {
-		done <- stdio.Listen(ctx, inR, outW)
+		done <- ServeStdio(ctx, s, inR, outW, testLogger(tb))
 		outW.Close()
 	}()
 	tb.Cleanup(func() {

@@ -770,7 +770,7 @@ func serverMemoryContent(e ServerMemoryEntity) (string, error) {
 	if b.Len() > api.MaxContentBytes {
 		return "", serverMemoryUserError(fmt.Sprintf(
 			"entity %s: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed",
-			e.Name, b.Len(), api.MaxContentBytes))
+			api.Echo(e.Name), b.Len(), api.MaxContentBytes))
 	}
 	return b.String(), nil
 }
@@ -967,6 +967,9 @@ func serverMemoryReadFile(r io.Reader) (*serverMemoryFile, error) {
 		if len(line) == 0 {
 			continue
 		}
+		if err := api.CheckJSONText(line); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
 		var v any
 		if err := json.Unmarshal(line, &v); err != nil {
 			return nil, fmt.Errorf("line %d: not a JSON object: %w", n, err)
@@ -1018,7 +1021,7 @@ func serverMemoryShow(v any) string {
 		return "missing"
 	}
 	data, _ := json.Marshal(v)
-	return string(data)
+	return fmt.Sprint(api.Echo(string(data)))
 }
 
 // ImportServerMemory imports the official memory server's memory.jsonl

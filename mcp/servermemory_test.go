@@ -963,6 +963,8 @@ func TestServerMemoryImportBadFiles(t *testing.T) {
 			"line 1: Invalid input: expected string, received number at name; Invalid input: expected string, received undefined at entityType; Invalid input: expected string, received null at observations[1]"},
 		{"bad relation", good + `{"type":"relation","from":"A","to":["B"]}`,
 			"line 2: Invalid input: expected string, received array at to; Invalid input: expected string, received undefined at relationType"},
+		{"not UTF-8", good + "{\"type\":\"entity\",\"name\":\"Caf\xe9\",\"entityType\":\"t\",\"observations\":[]}", "line 2: not UTF-8 text: invalid byte 0xe9 at offset 28"},
+		{"half a surrogate pair", good + `{"type":"entity","name":"B","entityType":"t","observations":["\udc00"]}`, `line 2: not Unicode text: the escape \udc00 at offset 62 is half of a UTF-16 surrogate pair`},
 		{"too big", fmt.Sprintf(`{"type":"entity","name":"B","entityType":"t","observations":[%q]}`, strings.Repeat("x", api.MaxContentBytes)),
 			fmt.Sprintf("entity B: its name, type and observations take %d bytes, more than the %d memmesh stores for one entity; nothing was changed", api.MaxContentBytes+len("entity: \"B\"\ntype: t\n- "), api.MaxContentBytes)},
 	}

@@ -666,7 +666,7 @@ func (s *serverMemoryStore) planAdd(snap *serverMemorySnapshot, in []serverMemor
 	for _, a := range in {
 		name := serverMemoryScrub(a.EntityName)
 		if !snap.isEntity(name) {
-			return nil, nil, serverMemoryUserError(fmt.Sprintf("Entity with name %s not found", name))
+			return nil, nil, serverMemoryUserError(fmt.Sprintf("Entity with name %s not found", api.Echo(name)))
 		}
 		entry := snap.byName[name]
 		obs, ok := current[entry]
@@ -809,7 +809,7 @@ func (s *serverMemoryStore) planRelations(snap *serverMemorySnapshot, in []Serve
 		}
 		if r.From == r.To && !snap.isEntity(r.From) {
 			return nil, serverMemoryUserError(fmt.Sprintf(
-				"Relation %s from %s to itself, which is not an entity: memmesh stores a relation from an entity to itself once the entity exists; create it with create_entities first. Nothing was changed.", r.RelationType, r.From))
+				"Relation %s from %s to itself, which is not an entity: memmesh stores a relation from an entity to itself once the entity exists; create it with create_entities first. Nothing was changed.", api.Echo(r.RelationType), api.Echo(r.From)))
 		}
 		have[r] = true
 		plan = append(plan, r)

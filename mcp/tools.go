@@ -507,11 +507,12 @@ func readArgs(tool mcpgo.Tool, req mcpgo.CallToolRequest) *args {
 	var unknown []string
 	for name := range a.m {
 		if _, ok := tool.InputSchema.Properties[name]; !ok {
-			unknown = append(unknown, fmt.Sprintf("%q", name))
+			unknown = append(unknown, name)
 		}
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
+		unknown = quoteSome(unknown)
 		names := make([]string, 0, len(tool.InputSchema.Properties))
 		for name := range tool.InputSchema.Properties {
 			names = append(names, name)
@@ -529,6 +530,22 @@ func readArgs(tool mcpgo.Tool, req mcpgo.CallToolRequest) *args {
 		}
 	}
 	return a
+}
+
+// maxQuoted is how many of a list of names an error quotes.
+const maxQuoted = 5
+
+// quoteSome quotes the first maxQuoted names as api.Echo does, and says
+// how many more there are.
+func quoteSome(names []string) []string {
+	out := make([]string, 0, maxQuoted+1)
+	for _, name := range names[:min(len(names), maxQuoted)] {
+		out = append(out, fmt.Sprintf("%q", api.Echo(name)))
+	}
+	if len(names) > maxQuoted {
+		out = append(out, fmt.Sprintf("and %d more", len(names)-maxQuoted))
+	}
+	return out
 }
 
 // problem returns an error result listing the problems, or nil.
@@ -582,7 +599,7 @@ func (a *args) optStr(name string) *string {
 		return nil
 	}
 	if enum, ok := a.property(name)["enum"].([]string); ok && !slices.Contains(enum, s) {
-		a.problems = append(a.problems, fmt.Sprintf("argument %s is %q: use one of %s", name, s, strings.Join(enum, ", ")))
+		a.problems = append(a.problems, fmt.Sprintf("argument %s is %q: use one of %s", name, api.Echo(s), strings.Join(enum, ", ")))
 		return nil
 	}
 	return &s
@@ -623,7 +640,7 @@ func (a *args) strs(name string) []string {
 			return nil
 		}
 		if enum != nil && !slices.Contains(enum, s) {
-			a.problems = append(a.problems, fmt.Sprintf("argument %s[%d] is %q: use %s", name, i, s, strings.Join(enum, ", ")))
+			a.problems = append(a.problems, fmt.Sprintf("argument %s[%d] is %q: use %s", name, i, api.Echo(s), strings.Join(enum, ", ")))
 			return nil
 		}
 		out = append(out, s)
@@ -722,7 +739,7 @@ func (a *args) time(name string) time.Time {
 	if age, err := api.ParseTTL(s); err == nil && age > 0 {
 		return time.Now().Add(-age)
 	}
-	a.problems = append(a.problems, fmt.Sprintf("argument %s is %q: use an RFC 3339 time (2026-01-31T12:00:00Z), a date (2026-01-31) or an age (7d, 36h)", name, s))
+	a.problems = append(a.problems, fmt.Sprintf("argument %s is %q: use an RFC 3339 time (2026-01-31T12:00:00Z), a date (2026-01-31) or an age (7d, 36h)", name, api.Echo(s)))
 	return time.Time{}
 }
 

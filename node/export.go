@@ -532,6 +532,9 @@ func (n *Node) importEdge(e *model.Edge) (rec storage.Record, ok bool, err error
 // parseImportLine decodes and checks one line of an import file, applying
 // the same rules as Remember and Link (secrets are scrubbed here too).
 func parseImportLine(text []byte, line int) (importItem, error) {
+	if err := api.CheckJSONText(text); err != nil {
+		return importItem{}, err
+	}
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -548,7 +551,7 @@ func parseImportLine(text []byte, line int) (importItem, error) {
 			return importItem{}, err
 		}
 		if h.Format != api.ExportFormat || h.Version < 1 {
-			return importItem{}, fmt.Errorf("not a memmesh export (format %q, version %d)", h.Format, h.Version)
+			return importItem{}, fmt.Errorf("not a memmesh export (format %q, version %d)", api.Echo(h.Format), h.Version)
 		}
 		if h.Version > api.ExportVersion {
 			return importItem{}, fmt.Errorf("written by a newer memmesh (format version %d; this one reads up to %d): upgrade memmesh to import it", h.Version, api.ExportVersion)
@@ -564,7 +567,7 @@ func parseImportLine(text []byte, line int) (importItem, error) {
 	case lineEdge:
 		return parseEdgeLine(text)
 	}
-	return importItem{}, fmt.Errorf("type %q: expected header, namespace, purged, memory or edge", head.Type)
+	return importItem{}, fmt.Errorf("type %q: expected header, namespace, purged, memory or edge", api.Echo(head.Type))
 }
 
 func parseNamespaceLine(text []byte) (importItem, error) {
@@ -580,7 +583,7 @@ func parseNamespaceLine(text []byte) (importItem, error) {
 		l.Sync = model.SyncAll
 	}
 	if l.Sync != model.SyncAll && l.Sync != model.SyncLocal {
-		return importItem{}, fmt.Errorf("sync %q: want %q or %q", l.Sync, model.SyncAll, model.SyncLocal)
+		return importItem{}, fmt.Errorf("sync %q: want %q or %q", api.Echo(string(l.Sync)), model.SyncAll, model.SyncLocal)
 	}
 	if l.StaleAfterDays < 0 || l.StaleAfterDays > model.MaxStaleDays {
 		return importItem{}, fmt.Errorf("stale_after_days %d: want 0 (the default) to %d", l.StaleAfterDays, model.MaxStaleDays)
@@ -620,7 +623,7 @@ func parseEdgeLine(text []byte) (importItem, error) {
 	for _, end := range []*string{&e.From, &e.To} {
 		*end = strings.TrimSpace(*end)
 		if *end == "" || len(*end) > maxEndpointLen {
-			return importItem{}, fmt.Errorf("edge endpoint %q: give a memory id or an artefact of at most %d bytes", *end, maxEndpointLen)
+			return importItem{}, fmt.Errorf("edge endpoint %q: give a memory id or an artefact of at most %d bytes", api.Echo(*end), maxEndpointLen)
 		}
 	}
 	if !(e.Strength >= 0 && e.Strength <= 1) {
@@ -654,7 +657,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 	m := l.Memory
 	m.ID = strings.TrimPrefix(m.ID, IDPrefix)
 	if !crdt.ValidID(m.ID) {
-		return m, fmt.Errorf("id %q is not a memory id", l.ID)
+		return m, fmt.Errorf("id %q is not a memory id", api.Echo(l.ID))
 	}
 	var err error
 	if m.Namespace, err = NormalizeNamespace(m.Namespace); err != nil {
@@ -673,7 +676,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 		return m, err
 	}
 	if !m.Status.Valid() {
-		return m, fmt.Errorf("status %q: use active, stale, archived, compacted or deleted", m.Status)
+		return m, fmt.Errorf("status %q: use active, stale, archived, compacted or deleted", api.Echo(string(m.Status)))
 	}
 	if m.Title, err = checkTitle(m.Title); err != nil {
 		return m, err
@@ -705,7 +708,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 		}
 		for _, ref := range append([]string{r.Parent}, r.Merges...) {
 			if ref != "" && !crdt.ValidID(ref) {
-				return m, fmt.Errorf("revision %s refers to %q, which is not a revision id", r.ID, ref)
+				return m, fmt.Errorf("revision %s refers to %q, which is not a revision id", r.ID, api.Echo(ref))
 			}
 		}
 		text, err := checkContent(r.Text)

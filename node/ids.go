@@ -42,23 +42,23 @@ func (n *Node) resolve(ref string) (string, error) {
 	}
 	ids, err := n.store.IDsWithPrefix(storage.KindMemory, raw, 2)
 	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", ref, err)
+		return "", fmt.Errorf("resolve %s: %w", api.Echo(ref), err)
 	}
 	switch len(ids) {
 	case 0:
 		// A purged memory answers so, not "not found".
 		purged, err := n.store.IDsWithPrefix(storage.KindPurge, raw, 2)
 		if err != nil {
-			return "", fmt.Errorf("resolve %s: %w", ref, err)
+			return "", fmt.Errorf("resolve %s: %w", api.Echo(ref), err)
 		}
 		if len(purged) == 1 {
 			return "", n.notFound(purged[0], ref, storage.ErrNotFound)
 		}
-		return "", fmt.Errorf("%w: no memory has id %s", api.ErrNotFound, ref)
+		return "", api.InputError(api.ErrNotFound, "no memory has id %s", ref)
 	case 1:
 		return ids[0], nil
 	default:
-		return "", fmt.Errorf("%w: %s matches several memories; give more characters of the id", api.ErrAmbiguous, ref)
+		return "", api.InputError(api.ErrAmbiguous, "%s matches several memories; give more characters of the id", ref)
 	}
 }
 
@@ -66,12 +66,12 @@ func (n *Node) resolve(ref string) (string, error) {
 // read: purged, not found, or err.
 func (n *Node) notFound(id, ref string, err error) error {
 	if !storageNotFound(err) {
-		return fmt.Errorf("read %s: %w", ref, err)
+		return fmt.Errorf("read %s: %w", api.Echo(ref), err)
 	}
 	if perr := n.purgedMemory(id); perr != nil {
 		return perr
 	}
-	return fmt.Errorf("%w: no memory has id %s", api.ErrNotFound, ref)
+	return api.InputError(api.ErrNotFound, "no memory has id %s", ref)
 }
 
 // shortID returns the shortest prefix of id, at least minShortID long, that

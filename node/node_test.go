@@ -181,6 +181,9 @@ func TestRememberRejectsBadInput(t *testing.T) {
 		{"confidence", api.RememberRequest{Content: "x", Confidence: &bad}},
 		{"ttl", api.RememberRequest{Content: "x", TTL: "tomorrow"}},
 		{"title", api.RememberRequest{Content: "x", Title: "two\nlines"}},
+		{"binary", api.RememberRequest{Content: "\x7fELF\x02\x01\x01\x00\x00\x00"}},
+		{"nul in text", api.RememberRequest{Content: "text\x00more"}},
+		{"nul in title", api.RememberRequest{Content: "x", Title: "a\x00b"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,6 +194,45 @@ func TestRememberRejectsBadInput(t *testing.T) {
 	}
 	if st, _ := n.Stats(context.Background()); st.Memories != 0 {
 		t.Fatalf("bad input stored %d memories", st.Memories)
+	}
+}
+
+// TestBinaryContentRefused: content that is binary or not UTF-8 is
+// refused by Remember, Update and Import with an error that says what was
+// found and where, and nothing changes; it is never stored with U+FFFD.
+func TestBinaryContentRefused(t *testing.T) {
+	ctx := context.Background()
+	n := testNode(t, "")
+	kept := remember(t, n, api.RememberRequest{Content: "kept as it is"})
+	elf := "\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00"
+	for _, tc := range []struct{ content, want string }{
+		{elf, "content is binary, not text (an ELF executable): a NUL byte at offset 7 (line 1)"},
+		{"notes\n\nCaf\xe9 au lait", "content is not UTF-8 text: invalid byte 0xe9 at offset 10 (line 3)"},
+	} {
+		_, err := n.Remember(ctx, api.RememberRequest{Content: tc.content})
+		if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Remember: %v, want %q", err, tc.want)
+		}
+		_, err = n.Update(ctx, kept.ID, api.UpdateRequest{Content: &tc.content})
+		if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Update: %v, want %q", err, tc.want)
+		}
+	}
+	lines := []string{
+		"{\"type\":\"memory\",\"id\":\"m-aaaaaaaaaaaaaaaaaaaaaaaaaa\",\"namespace\":\"x\",\"content\":\"caf\xe9\",\"kind\":\"note\",\"tier\":\"human\",\"confidence\":1,\"status\":\"active\",\"provenance\":{\"device\":\"D\",\"created_at\":\"2026-01-01T00:00:00Z\",\"updated_at\":\"2026-01-01T00:00:00Z\"}}",
+		`{"type":"memory","id":"m-aaaaaaaaaaaaaaaaaaaaaaaaaa","namespace":"x","content":"x\ud800","kind":"note","tier":"human","confidence":1,"status":"active","provenance":{"device":"D","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}}`,
+		`{"type":"memory","id":"m-aaaaaaaaaaaaaaaaaaaaaaaaaa","namespace":"x","content":"\u007fELF\u0002\u0000","kind":"note","tier":"human","confidence":1,"status":"active","provenance":{"device":"D","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}}`,
+	}
+	for i, want := range []string{"line 1: not UTF-8 text: invalid byte 0xe9 at offset 83", `line 1: not Unicode text: the escape \ud800`, "content is binary, not text (an ELF executable): a NUL byte at offset 5"} {
+		if _, err := n.Import(ctx, strings.NewReader(lines[i]+"\n")); !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Import of line %d: %v, want %q", i, err, want)
+		}
+	}
+	if st, _ := n.Stats(ctx); st.Memories != 1 {
+		t.Fatalf("%d memories, want the one kept", st.Memories)
+	}
+	if m, _ := n.Get(ctx, kept.ID); m.Content != "kept as it is" {
+		t.Fatalf("content became %q", m.Content)
 	}
 }
 

@@ -144,8 +144,8 @@ func checkContent(content string) (string, error) {
 	if len(content) > api.MaxContentBytes {
 		return "", api.Invalidf("content is %d bytes: at most %d (1 MiB) are allowed; split it into several memories", len(content), api.MaxContentBytes)
 	}
-	if !utf8.ValidString(content) {
-		return "", api.Invalidf("content is not valid UTF-8 text")
+	if err := api.CheckText(content); err != nil {
+		return "", api.Invalidf("content is %v: memmesh stores text only", err)
 	}
 	content = strings.TrimSpace(content)
 	if content == "" {
@@ -169,7 +169,7 @@ func checkLabel(what, label string) (string, []string, error) {
 
 func checkTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
-	if !utf8.ValidString(title) || strings.ContainsAny(title, "\n\r") {
+	if !utf8.ValidString(title) || strings.ContainsAny(title, "\n\r\x00") {
 		return "", api.Invalidf("title must be one line of UTF-8 text")
 	}
 	if utf8.RuneCountInString(title) > api.MaxTitleRunes {

@@ -371,7 +371,7 @@ func (n *Node) Session(ctx context.Context, ref string) (api.SessionDetail, erro
 	}
 	switch len(found) {
 	case 0:
-		return api.SessionDetail{}, fmt.Errorf("%w: no session %q", api.ErrNotFound, ref)
+		return api.SessionDetail{}, api.InputError(api.ErrNotFound, "no session %q", ref)
 	case 1:
 	default:
 		return api.SessionDetail{}, api.Invalidf("session %q is ambiguous: %d sessions start with it", ref, len(found))

@@ -565,7 +565,7 @@ const MaxQueryLen = 256
 func (ix *Index) Find(query, ns string, limit int) ([]Location, error) {
 	q := strings.ToLower(strings.TrimSpace(query))
 	if q == "" || len(q) > MaxQueryLen || strings.ContainsAny(q, "\x00\n") {
-		return nil, fmt.Errorf("symbols: query %q: give a name or the start of one (at most %d bytes, one line)", query, MaxQueryLen)
+		return nil, fmt.Errorf("symbols: query %q: give a name or the start of one (at most %d bytes, one line)", api.Echo(query), MaxQueryLen)
 	}
 	trees, err := ix.treesByID()
 	if err != nil {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -215,7 +216,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
-			a.fail(w, fmt.Errorf("%w: limit %q is not a number", api.ErrInvalid, l))
+			a.fail(w, api.Invalidf("limit %q is not a number", l))
 			return
 		}
 		req.Limit = n
@@ -224,7 +225,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				a.fail(w, fmt.Errorf("%w: %s %q is not an RFC 3339 time", api.ErrInvalid, name, v))
+				a.fail(w, api.Invalidf("%s %q is not an RFC 3339 time", name, v))
 				return
 			}
 			*into = t
@@ -302,7 +303,7 @@ func invite(call func(context.Context, time.Duration) (api.Invitation, error)) f
 		if req.TTL != "" {
 			d, err := api.ParseTTL(req.TTL)
 			if err != nil || d <= 0 {
-				return api.Invitation{}, fmt.Errorf("%w: invite ttl %q: give a duration from 1m to 7d, e.g. 30m, 2h or 1d", api.ErrInvalid, req.TTL)
+				return api.Invitation{}, api.Invalidf("invite ttl %q: give a duration from 1m to 7d, e.g. 30m, 2h or 1d", req.TTL)
 			}
 			ttl = d
 		}
@@ -320,11 +321,22 @@ func (a *API) stop(w http.ResponseWriter, r *http.Request) {
 	a.shutdown()
 }
 
-// decode reads a JSON request body into v, answering the error itself.
+// decode reads a JSON request body into v, answering the error itself. A
+// body that is no Unicode text is refused before it is decoded, since the
+// decoder would store U+FFFD in its place (api.CheckJSONText).
 func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err == nil {
+		if err = api.CheckJSONText(body); err != nil {
+			err = fmt.Errorf("the request body is %w", err)
+		}
+	}
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+	}
+	if err != nil {
 		a.bodyError(w, err)
 		return false
 	}

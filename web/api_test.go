@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,22 +88,28 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		name, method, path, body string
 		status                   int
 		code                     string
+		want                     string // part of the error, if set
 	}{
-		{"malformed JSON", "POST", "/v1/memories", `{"content": `, 400, "invalid"},
-		{"wrong type", "POST", "/v1/memories", `{"content": 42}`, 400, "invalid"},
-		{"unknown field", "POST", "/v1/memories", `{"content": "x", "colour": "red"}`, 400, "invalid"},
-		{"oversized body", "POST", "/v1/memories", `{"content": "` + strings.Repeat("a", maxRequestBody) + `"}`, 413, "invalid"},
-		{"empty content", "POST", "/v1/memories", `{"content": ""}`, 400, "invalid"},
-		{"bad limit", "GET", "/v1/memories?limit=ten", "", 400, "invalid"},
-		{"bad since", "GET", "/v1/memories?since=yesterday", "", 400, "invalid"},
-		{"unknown id", "GET", "/v1/memories/m-zzzzzzzz", "", 404, "not_found"},
-		{"bad search", "POST", "/v1/search", `{"query": "x", "limit": -1}`, 400, "invalid"},
-		{"bad import", "POST", "/v1/import", "{not json}\n", 400, "invalid"},
+		{"malformed JSON", "POST", "/v1/memories", `{"content": `, 400, "invalid", ""},
+		{"wrong type", "POST", "/v1/memories", `{"content": 42}`, 400, "invalid", ""},
+		{"unknown field", "POST", "/v1/memories", `{"content": "x", "colour": "red"}`, 400, "invalid", ""},
+		{"oversized body", "POST", "/v1/memories", `{"content": "` + strings.Repeat("a", maxRequestBody) + `"}`, 413, "invalid", ""},
+		{"empty content", "POST", "/v1/memories", `{"content": ""}`, 400, "invalid", ""},
+		{"bad limit", "GET", "/v1/memories?limit=ten", "", 400, "invalid", ""},
+		{"bad since", "GET", "/v1/memories?since=yesterday", "", 400, "invalid", ""},
+		{"unknown id", "GET", "/v1/memories/m-zzzzzzzz", "", 404, "not_found", ""},
+		{"bad search", "POST", "/v1/search", `{"query": "x", "limit": -1}`, 400, "invalid", ""},
+		{"bad import", "POST", "/v1/import", "{not json}\n", 400, "invalid", ""},
+		{"body not UTF-8", "POST", "/v1/memories", "{\"content\": \"caf\xe9\"}", 400, "invalid", "the request body is not UTF-8 text: invalid byte 0xe9 at offset 16"},
+		{"half a surrogate pair", "POST", "/v1/memories", `{"content": "x\ud800"}`, 400, "invalid", `the escape \\ud800 at offset 14 is half of a UTF-16 surrogate pair`},
+		{"binary content", "POST", "/v1/memories", `{"content": "\u007fELF\u0002\u0001\u0000"}`, 400, "invalid", "content is binary, not text (an ELF executable): a NUL byte at offset 6"},
+		{"edit not UTF-8", "PATCH", "/v1/memories/m-zzzzzzzz", "{\"content\": \"\xff\"}", 400, "invalid", "not UTF-8 text"},
+		{"import not UTF-8", "POST", "/v1/import", "{\"type\":\"memory\",\"content\":\"\xff\"}\n", 400, "invalid", "line 1: not UTF-8 text: invalid byte 0xff at offset 28"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := raw(t, sock, tc.method, tc.path, tc.body)
-			if status != tc.status || !strings.Contains(body, `"code":"`+tc.code+`"`) {
+			if status != tc.status || !strings.Contains(body, `"code":"`+tc.code+`"`) || !strings.Contains(body, tc.want) {
 				t.Fatalf("got %d %s, want %d with code %s", status, body, tc.status, tc.code)
 			}
 		})
@@ -340,5 +347,36 @@ func TestListPagesAndDevice(t *testing.T) {
 	res, err := c.Search(ctx, api.SearchRequest{Query: "burst", Device: strings.ToLower(n.DeviceID()[:8]), Limit: 20})
 	if err != nil || len(res.Results) != 7 {
 		t.Errorf("search of this device: %d results, %v", len(res.Results), err)
+	}
+}
+
+// TestErrorsQuoteExcerpts: an error about a 60 KB value (a field's name,
+// a parameter, an id, a filter) quotes an excerpt of it, without its
+// secrets, never the whole value.
+func TestErrorsQuoteExcerpts(t *testing.T) {
+	_, _, sock := testAPI(t)
+	const secret = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
+	huge := secret + "-" + strings.Repeat("!x", 30<<10)
+	query := url.QueryEscape(huge)
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/memories", `{"content": "x", "` + huge + `": 1}`},
+		{"POST", "/v1/memories", `{"content": "x", "ttl": "` + huge + `"}`},
+		{"GET", "/v1/memories?limit=" + query, ""},
+		{"GET", "/v1/memories?since=" + query, ""},
+		{"GET", "/v1/memories?status=" + query, ""},
+		{"GET", "/v1/memories/m-" + query, ""},
+		{"POST", "/v1/search", `{"query": "x", "tiers": ["` + huge + `"]}`},
+		{"POST", "/v1/edges", `{"from": "` + huge + `", "rel": "related_to", "to": "file:a.go"}`},
+		{"POST", "/v1/impact", `{"path": "` + huge + `"}`},
+		{"POST", "/v1/symbols", `{"query": "` + huge + `"}`},
+		{"POST", "/v1/symbols/index", `{"dir": "/` + huge + `"}`},
+		{"GET", "/v1/sessions/" + query, ""},
+		{"POST", "/v1/sessions/ingest", `{"client": "` + huge + `", "path": "/tmp/x.jsonl"}`},
+		{"POST", "/v1/context", `{"format": "` + huge + `"}`},
+	} {
+		status, body := raw(t, sock, tc.method, tc.path, tc.body)
+		if status/100 != 4 || len(body) > 1024 || strings.Contains(body, strings.Repeat("!x", 200)) || strings.Contains(body, secret) {
+			t.Errorf("%s %.60s: %d, an answer of %d bytes: %.300s", tc.method, tc.path, status, len(body), body)
+		}
 	}
 }

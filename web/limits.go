@@ -88,7 +88,9 @@ func (a *API) bodyError(w http.ResponseWriter, err error) {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		WriteJSON(w, http.StatusRequestTimeout, apiError{Error: fmt.Sprintf("the request body did not arrive within %s", a.bodyTimeout), Code: "invalid"})
 	default:
-		a.fail(w, fmt.Errorf("%w: %v", api.ErrInvalid, err))
+		// The decoder's message may quote the body (an unknown field's
+		// name): it is quoted as any input is.
+		a.fail(w, api.Invalidf("%s", err.Error()))
 	}
 }
 

@@ -148,36 +148,86 @@ returns the existing memory; close matches are reported as similar.`,
 	return cmd
 }
 
-// readContent takes the text to capture from arguments, a file or stdin.
+// readContent takes the text to capture from arguments, a file or stdin,
+// and refuses, before anything is sent, what no memory holds: more than
+// the content limit (with the input's true size), and binary content or
+// bytes that are not UTF-8, which would reach the daemon as U+FFFD.
 func (a *app) readContent(argv []string, file string) (string, error) {
 	switch {
 	case len(argv) > 0 && file != "":
 		return "", usagef("give the text as arguments or with --file, not both")
 	case len(argv) > 0:
-		return strings.Join(argv, " "), nil
+		return checkedText("the text given", strings.Join(argv, " "))
 	case file != "" && file != "-":
-		data, err := readLimited(file)
-		return string(data), err
+		return readTextFile(file)
 	}
 	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) && file != "-" {
 		return "", usagef("nothing to capture: give the text as an argument, with --file, or on standard input")
 	}
-	data, err := io.ReadAll(io.LimitReader(a.stdin, api.MaxContentBytes+1))
+	data, err := readBounded("standard input", a.stdin)
 	if err != nil {
-		return "", fmt.Errorf("read standard input: %w", err)
+		return "", err
 	}
-	return string(data), nil
+	return checkedText("standard input", string(data))
 }
 
-// readLimited reads a file of at most a little over the content limit (the
-// node reports the exact size rule).
-func readLimited(path string) ([]byte, error) {
+// readTextFile reads a file to capture: one over the content limit is
+// refused by its size, unread.
+func readTextFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, api.MaxContentBytes+1))
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > api.MaxContentBytes {
+		return "", tooLarge(path, st.Size(), false)
+	}
+	data, err := readBounded(path, f)
+	if err != nil {
+		return "", err
+	}
+	return checkedText(path, string(data))
+}
+
+// maxCounted bounds what readBounded reads past the content limit to say
+// how large an input is: a stream may not end.
+const maxCounted = 64 << 20
+
+// readBounded reads r, what of it a memory can hold; past the content
+// limit it reads on (up to maxCounted) only to count, and fails with the
+// input's size.
+func readBounded(what string, r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, api.MaxContentBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if len(data) <= api.MaxContentBytes {
+		return data, nil
+	}
+	rest, err := io.CopyN(io.Discard, r, maxCounted)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return nil, tooLarge(what, int64(len(data))+rest, err == nil)
+}
+
+// tooLarge is the error for an input of size bytes (or more, when more
+// is set: it was not read to its end) that no memory can hold.
+func tooLarge(what string, size int64, more bool) error {
+	is := "is"
+	if more {
+		is = "is at least"
+	}
+	return api.Invalidf("%s %s %.1f MiB (%d bytes): a memory holds at most 1 MiB (%d bytes); split it into several memories",
+		what, is, float64(size)/(1<<20), size, api.MaxContentBytes)
+}
+
+// checkedText returns text unless it is binary or not UTF-8 (api.CheckText).
+func checkedText(what, text string) (string, error) {
+	if err := api.CheckText(text); err != nil {
+		return "", api.Invalidf("%s is %v: memmesh stores text only", what, err)
+	}
+	return text, nil
 }
 
 // filterFlags are the filters that search and list share.

@@ -102,9 +102,7 @@ Profiles:
 			if err != nil {
 				return err
 			}
-			stdio := server.NewStdioServer(newServer(c, ns, log))
-			stdio.SetErrorLogger(slog.NewLogLogger(log.Handler(), slog.LevelError))
-			if err := stdio.Listen(ctx, a.stdin, a.stdout); err != nil && ctx.Err() == nil {
+			if err := mcp.ServeStdio(ctx, newServer(c, ns, log), a.stdin, a.stdout, log); err != nil && ctx.Err() == nil {
 				return err
 			}
 			return nil

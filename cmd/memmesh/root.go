@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/web"
@@ -99,7 +101,7 @@ sent to the terminal; JSON escapes them.`,
 	root.PersistentFlags().StringVar(&a.format, "format", "", "output format: human (or markdown), json or brief (default: human on a terminal, json otherwise)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "same as --format json")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+		return usageError{fmt.Errorf("%w (see '%s --help')", quotedFlagError(err), cmd.CommandPath())}
 	})
 	root.AddCommand(
 		a.serveCommand(), a.stopCommand(),
@@ -113,6 +115,21 @@ sent to the terminal; JSON escapes them.`,
 		a.benchCommand(),
 	)
 	return root
+}
+
+// quotedFlagError returns err, pflag's error about a flag's value or an
+// unknown flag, with the value or name quoted as any input is (api.Echo):
+// pflag quotes them whole.
+func quotedFlagError(err error) error {
+	var invalid *pflag.InvalidValueError
+	var unknown *pflag.NotExistError
+	switch {
+	case errors.As(err, &invalid):
+		return fmt.Errorf("invalid argument %q for --%s: %w", api.Echo(invalid.GetValue()), invalid.GetFlag().Name, invalid.Unwrap())
+	case errors.As(err, &unknown) && unknown.GetSpecifiedShortnames() == "":
+		return fmt.Errorf("unknown flag: --%s", api.Echo(unknown.GetSpecifiedName()))
+	}
+	return err
 }
 
 // setup resolves the home, the output format and the config.

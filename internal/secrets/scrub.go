@@ -6,10 +6,12 @@
 package secrets
 
 import (
+	"encoding/base64"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // redactedPrefix starts every marker Scrub writes: "[REDACTED:<kind>]".
@@ -86,6 +88,12 @@ var secretRules = []secretRule{
 	// Twilio API key sids: SK + 32 hex.
 	{kind: "twilio-key", word: true, hints: []string{"SK"},
 		re: regexp.MustCompile(`\bSK[0-9a-fA-F]{32}\b`)},
+	// Twilio auth tokens and API key secrets, recognisable by the account
+	// sid or API key sid they are given with: AC...:TOKEN (as curl -u and
+	// URLs take them), Client("AC...", "TOKEN"). The account sid is no
+	// secret and stays.
+	{kind: "twilio-key", word: true, hints: []string{"AC", "SK"}, follows: hexFollows(32),
+		re: regexp.MustCompile(`\b(?:AC|SK)[0-9a-fA-F]{32}["']?[ \t]*[,:][ \t]*["']?([A-Za-z0-9]{32})\b`)},
 	// Hugging Face user access tokens: hf_ + 34 letters.
 	{kind: "huggingface-token", word: true, hints: []string{"hf_"},
 		re: regexp.MustCompile(`\bhf_[A-Za-z0-9]{30,}`)},
@@ -95,6 +103,19 @@ var secretRules = []secretRule{
 	// PyPI API tokens: pypi- + a base64url macaroon.
 	{kind: "pypi-token", word: true, hints: []string{"pypi-"},
 		re: regexp.MustCompile(`\bpypi-[A-Za-z0-9_-]{40,}`), valid: lettersAndDigits},
+	// RubyGems API keys: rubygems_ + 48 hex.
+	{kind: "rubygems-key", word: true, hints: []string{"rubygems_"}, follows: hexFollows(48),
+		re: regexp.MustCompile(`\brubygems_[a-f0-9]{48}\b`)},
+	// NuGet.org API keys: oy2 + 43 lower-case letters and digits.
+	{kind: "nuget-key", word: true, hints: []string{"oy2"}, follows: base32Follows(43),
+		re: regexp.MustCompile(`\boy2[a-z0-9]{43}\b`)},
+	// Databricks personal access tokens: dapi + 32 hex, with a -N suffix
+	// on Azure.
+	{kind: "databricks-token", word: true, hints: []string{"dapi"}, follows: hexFollows(32),
+		re: regexp.MustCompile(`\bdapi[a-f0-9]{32}(?:-[0-9]+)?\b`)},
+	// Mailgun private API keys: key- + 32 hex (not pubkey-...).
+	{kind: "mailgun-key", word: true, hints: []string{"key-"}, follows: hexFollows(32),
+		re: regexp.MustCompile(`\bkey-[a-f0-9]{32}\b`)},
 	// GitHub: ghp_ gho_ ghu_ ghs_ ghr_ + 36, and fine-grained github_pat_....
 	{kind: "github-token", word: true, hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
 		re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`)},
@@ -109,6 +130,16 @@ var secretRules = []secretRule{
 	// keys in connection strings.
 	{kind: "azure-key", fold: true, hints: []string{"tkey=", "skey="},
 		re: regexp.MustCompile(`(?:accountkey|sharedaccesskey)=([a-z0-9+/]{20,}={0,2})`)},
+	// Azure API Management and Cognitive Services subscription keys, in
+	// their header or query parameter: 32 hex.
+	{kind: "azure-key", fold: true, follows: assignmentFollows, hints: []string{"subscription-key"},
+		re: regexp.MustCompile(`subscription-key["']?[ \t]*[:=][ \t]*["']?([a-f0-9]{32})\b`)},
+	// Azure shared access signatures: the sig parameter of a SAS token (an
+	// HMAC-SHA256 in base64, URL-encoded or not) in a URL's query, a
+	// connection string's SharedAccessSignature=... or a Service Bus
+	// "SharedAccessSignature sr=...&sig=..." header.
+	{kind: "azure-sas", word: true, hints: []string{"sig="},
+		re: regexp.MustCompile(`\bsig=([A-Za-z0-9%+/]{40,}=*)`), valid: lettersAndDigits},
 	// Slack incoming webhooks: the path after /services/ is the secret.
 	{kind: "slack-webhook", hints: []string{"https://hooks.slack.com/"},
 		re: regexp.MustCompile(`https://hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{16,})`)},
@@ -135,6 +166,11 @@ var secretRules = []secretRule{
 	{kind: "basic-auth", fold: true, follows: assignmentFollows, hints: []string{"authorization"},
 		re:    regexp.MustCompile(`authorization["']?[ \t]*[:=][ \t]*["']?basic[ \t]+([a-z0-9+/]{8,}=*)`),
 		valid: notPlaceholder},
+	// Registry credentials kept as base64 "user:password": the "auth" of
+	// Docker's config.json and the _auth of npm's .npmrc.
+	{kind: "basic-auth", follows: assignmentFollows, hints: []string{`"auth"`, "_auth"},
+		re:    regexp.MustCompile(`(?:"auth"|\b_auth)[ \t]*[:=][ \t]*"?([A-Za-z0-9+/]{8,}={0,2})`),
+		valid: encodesCredentials},
 	// "Bearer <token>" anywhere else, for long tokens of letters and digits.
 	{kind: "bearer-token", fold: true, word: true, hints: []string{"bearer"},
 		re: regexp.MustCompile(`\bbearer[ \t]+([a-z0-9._~+/-]{20,}=*)`), valid: lettersAndDigits},
@@ -160,6 +196,20 @@ var secretRules = []secretRule{
 		re: regexp.MustCompile(`;[ \t]*(?:password|pwd)[ \t]*=[ \t]*([^;\n"'\x60]*[^;\n"'\x60 \t])|` +
 			`\bpassword[ \t]*=[ \t]*([^;\n"'\x60 \t][^;\n"'\x60]*);`),
 		locate: cliValue},
+	// Passwords in DSNs, whatever their shape, where the password is one
+	// parameter among others: in a URL's query
+	// (jdbc:postgresql://db/shop?user=app&password=X) or a libpq key=value
+	// list (host=db user=app password=X dbname=shop); see dsnPassword.
+	{kind: "password", fold: true, follows: equalsFollows, hints: []string{"password", "passwd"},
+		re: regexp.MustCompile(`([?&])pass(?:word|wd)=([^&\s"'\x60#]+)|` +
+			`\bpass(?:word|wd)[ \t]*=[ \t]*([^\s"'\x60;&]+)`),
+		locate: dsnPassword},
+	// Passwords in .netrc files (read by curl, git, ftp and pip): the
+	// value after "password" in an entry that starts with machine HOST, or
+	// default, and has a login, on one line or several; see netrcPassword.
+	{kind: "password", word: true, hints: []string{"machine", "default"}, follows: netrcFollows,
+		re:     regexp.MustCompile(`\b(?:machine[ \t\r\n]+\S+|default)((?:[ \t\r\n]+(?:login|account|port|password)[ \t\r\n]+\S+)+)`),
+		locate: netrcPassword},
 	// Passwords on command lines. mysql and mariadb take one glued to -p
 	// (a bare -p prompts, and the word after it is the database).
 	commandPassword(`\b(?:mysql|mariadb)[a-z_-]*`, `-p`, " -p", "\t-p"),
@@ -168,6 +218,12 @@ var secretRules = []secretRule{
 	commandPassword(`\b(?:docker|podman|nerdctl)[ \t]+login\b`, `(?:-p|--password)(?:[ \t]+|=)`, " -p", "\t-p", " --password", "\t--password"),
 	// sshpass -p VALUE (not -f FILE or -e).
 	commandPassword(`\bsshpass\b`, `-p[ \t]*`, " -p", "\t-p"),
+	// redis-cli -a VALUE, and the MongoDB shell and tools' -p VALUE or
+	// --password VALUE (without a value, both prompt).
+	// (Their hints are the commands' names, rarer than their options; the
+	// patterns start with the names, which Go's regexp then finds fast.)
+	commandPassword(`redis-cli\b`, `(?:-a|--pass)[ \t]+`, "redis-cli"),
+	commandPassword(`mongo(?:sh|dump|restore|import|export|stat|top)?\b`, `(?:-p|--password)(?:[ \t]+|=)`, "mongo"),
 	// curl -u USER:PASSWORD (USER alone, or USER: makes curl prompt).
 	commandPassword(`\bcurl\b`, `(?:-u[ \t]*|--user(?:[ \t]+|=))['"]?[^\s:'"]*:`, " -u", "\t-u", " --user", "\t--user"),
 	// Passwords in prose: "the password is X", "the password for the wifi
@@ -212,6 +268,95 @@ func cliValue(text string, m []int) (start, end int, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// dsnPassword locates the password of a DSN match. Submatches: 2 the value
+// of a URL query's password parameter, 3 that of a password=VALUE whose
+// line also holds another libpq keyword (host=, dbname=, ...). Either is a
+// password unless it is a placeholder: a DSN's password may be a word.
+func dsnPassword(text string, m []int) (start, end int, ok bool) {
+	if start, end = m[4], m[5]; start < 0 {
+		start, end = m[6], m[7]
+		if !libpqKeywordPattern.MatchString(lineAround(text, m[0], m[1])) {
+			return 0, 0, false
+		}
+	}
+	return start, end, notPlaceholder(text[start:end])
+}
+
+// libpqKeywordPattern finds a keyword of a libpq connection string other
+// than the password.
+var libpqKeywordPattern = regexp.MustCompile(`(?i)(?:^|[\s'"])(?:host|hostaddr|dbname|user|port|sslmode|connect_timeout)[ \t]*=`)
+
+// maxLineAround bounds the text lineAround returns on each side of a
+// match, keeping a rule that looks at a match's line linear.
+const maxLineAround = 256
+
+// lineAround returns the line of text that holds text[start:end], without
+// the match itself and at most maxLineAround bytes on each side.
+func lineAround(text string, start, end int) string {
+	from := max(0, start-maxLineAround)
+	if i := strings.LastIndexByte(text[from:start], '\n'); i >= 0 {
+		from += i + 1
+	}
+	to := min(len(text), end+maxLineAround)
+	if i := strings.IndexByte(text[end:to], '\n'); i >= 0 {
+		to = end + i
+	}
+	return text[from:start] + " " + text[end:to]
+}
+
+// netrcPassword locates the password of a .netrc entry: submatch 1 holds
+// the entry's keyword and value pairs after machine HOST (or default). An
+// entry without a login is no .netrc (it may be prose: "the default
+// password is ...").
+func netrcPassword(text string, m []int) (start, end int, ok bool) {
+	var login bool
+	start = -1
+	for i := m[2]; i < m[3]; {
+		kw, kwEnd := nextField(text, i, m[3])
+		v, vEnd := nextField(text, kwEnd, m[3])
+		switch text[kw:kwEnd] {
+		case "login":
+			login = true
+		case "password":
+			if start < 0 {
+				start, end = v, vEnd
+			}
+		}
+		i = vEnd
+	}
+	if !login || start < 0 {
+		return 0, 0, false
+	}
+	raw := text[start:end]
+	v := strings.TrimRight(raw, ".,;:)]}>")
+	return start, start + len(v), notPlaceholder(raw) && notPlaceholder(v)
+}
+
+// nextField returns the bounds of the next blank-separated field of
+// text[i:limit].
+func nextField(text string, i, limit int) (start, end int) {
+	for i < limit && isBlank(text[i]) {
+		i++
+	}
+	start = i
+	for i < limit && !isBlank(text[i]) {
+		i++
+	}
+	return start, i
+}
+
+// encodesCredentials reports whether v is the base64 of "user:password"
+// in printable text, as registries' auth entries are.
+func encodesCredentials(v string) bool {
+	raw, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(v, "="))
+	}
+	user, password, found := strings.Cut(string(raw), ":")
+	return err == nil && found && user != "" && password != "" && utf8.Valid(raw) &&
+		!strings.ContainsFunc(string(raw), unicode.IsControl)
 }
 
 // assignment returns the rule for values assigned to names ending in one of
@@ -439,11 +584,14 @@ func charClasses(s string) int {
 // Benign text is returned unchanged.
 //
 // Scrub finds API keys and tokens by their shape (OpenAI, Anthropic, Google,
-// Stripe, SendGrid, Twilio, Hugging Face, npm, PyPI, GitHub, GitLab, Slack,
-// AWS, DigitalOcean), Azure account and shared access keys, JWTs, bearer and
-// basic credentials, private key blocks, passwords in URLs, DSNs and
-// connection strings, on command lines (mysql -p, docker login, sshpass,
-// curl -u) and in prose ("the password is ..."), values assigned to
+// Stripe, SendGrid, Twilio, Mailgun, Hugging Face, npm, PyPI, RubyGems,
+// NuGet, Databricks, GitHub, GitLab, Slack, AWS, DigitalOcean), Twilio auth
+// tokens beside their account sid, Azure account, shared access and
+// subscription keys and SAS signatures, JWTs, bearer and basic credentials
+// (with registries' base64 auth entries), private key blocks, passwords in
+// URLs, DSNs, connection strings and .netrc entries, on command lines
+// (mysql -p, docker login, sshpass, redis-cli -a, mongosh -p, curl -u) and
+// in prose ("the password is ..."), values assigned to
 // secret-looking names (keeping the name, as in
 // DB_PASSWORD=[REDACTED:password]) and <private>...</private> spans. A
 // secret of minEchoLen bytes or more is also redacted wherever else it
@@ -565,11 +713,17 @@ type secretHint struct {
 	follows    func(string) bool
 }
 
-// secretHintTable indexes the hints of secretRules by their first two bytes,
-// under both cases for case-insensitive rules.
+// secretHintTable indexes the hints of secretRules by their first two
+// bytes, and by their first three, under both cases for case-insensitive
+// rules.
 type secretHintTable struct {
 	starting [256][]secretHint // the hints that start with a byte
 	pairs    [256][4]uint64    // bit b of pairs[a] is set if a hint starts with a, b
+	// triples has bit tripleBit(a, b, c) set if a hint starts with a, b, c
+	// or is a, b: most pairs of ordinary text that start a hint ("de" of
+	// "default" in "code") are dropped by their third byte, before the
+	// hints that start with a are compared.
+	triples [1 << 16 / 64]uint64
 }
 
 // secretHints is the index hintedRules searches with.
@@ -590,11 +744,34 @@ func indexSecretHints() *secretHintTable {
 				t.starting[a] = append(t.starting[a], h)
 				for _, b := range caseVariants(text[1], r.fold) {
 					t.pairs[a][b/64] |= 1 << (b % 64)
+					t.addTriples(a, b, text, r.fold)
 				}
 			}
 		}
 	}
 	return t
+}
+
+// addTriples sets the triples bits of a hint that starts with a, b: of its
+// third byte, or of every byte when it has none.
+func (t *secretHintTable) addTriples(a, b byte, text string, fold bool) {
+	thirds := []byte{}
+	if len(text) > 2 {
+		thirds = caseVariants(text[2], fold)
+	} else {
+		for c := range 256 {
+			thirds = append(thirds, byte(c))
+		}
+	}
+	for _, c := range thirds {
+		bit := tripleBit(a, b, c)
+		t.triples[bit/64] |= 1 << (bit % 64)
+	}
+}
+
+// tripleBit hashes three bytes to a bit of secretHintTable.triples.
+func tripleBit(a, b, c byte) uint32 {
+	return (uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 2654435761 >> 16
 }
 
 // caseVariants returns c and, when fold is set and c is a lower-case ASCII
@@ -613,6 +790,11 @@ func hintedRules(text string) (set uint64) {
 		a, b := text[i], text[i+1]
 		if secretHints.pairs[a][b/64]&(1<<(b%64)) == 0 {
 			continue
+		}
+		if i+2 < len(text) {
+			if bit := tripleBit(a, b, text[i+2]); secretHints.triples[bit/64]&(1<<(bit%64)) == 0 {
+				continue
+			}
 		}
 		rest := text[i:]
 		for _, h := range secretHints.starting[a] {
@@ -644,6 +826,60 @@ func hasPrefixFold(s, prefix string) bool {
 		}
 	}
 	return true
+}
+
+// hexFollows returns a follows that accepts text starting with n
+// hexadecimal digits, as the rest of a key after its prefix does.
+func hexFollows(n int) func(string) bool {
+	return func(s string) bool { return runOf(s, n, "0123456789abcdefABCDEF") }
+}
+
+// base32Follows returns a follows that accepts text starting with n lower
+// case letters or digits.
+func base32Follows(n int) func(string) bool {
+	return func(s string) bool { return runOf(s, n, "abcdefghijklmnopqrstuvwxyz0123456789") }
+}
+
+// runOf reports whether s starts with n bytes of set.
+func runOf(s string, n int, set string) bool {
+	if len(s) < n {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if strings.IndexByte(set, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// equalsFollows reports whether s starts with blanks and '='.
+func equalsFollows(s string) bool {
+	s = strings.TrimLeft(s, " \t")
+	return s != "" && s[0] == '='
+}
+
+// netrcFollows reports whether s, the text after "machine" or "default",
+// goes on as a .netrc entry: (for machine, a host and) a keyword of the
+// entry's, each after blanks.
+func netrcFollows(s string) bool {
+	if len(s) == 0 || !isBlank(s[0]) {
+		return false
+	}
+	i, end := nextField(s, 0, len(s))
+	if !netrcKeywords[s[i:end]] {
+		// machine HOST: the keyword is the next field.
+		i, end = nextField(s, end, len(s))
+	}
+	return netrcKeywords[s[i:end]] && end < len(s) && isBlank(s[end])
+}
+
+// netrcKeywords are the keywords of a .netrc entry that take a value.
+var netrcKeywords = map[string]bool{"login": true, "password": true, "account": true, "port": true}
+
+// isBlank reports whether c separates the fields of a .netrc file.
+func isBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n'
 }
 
 // assignmentFollows reports whether s starts with an optional closing

@@ -135,6 +135,14 @@ func TestScrub(t *testing.T) {
 			"https://x-access-token:[REDACTED:github-token]@github.com/acme/app.git",
 			[]string{"github-token"},
 		},
+		{
+			".netrc entries over several lines",
+			"machine api.heroku.com\n  login ops@acme.io\n  password 8c6f3a1b-2d4e-4f5a-9b6c-7d8e9f0a1b2c\nmachine git.heroku.com\n  password Tr0ub4dor\n  login ops@acme.io\n",
+			"machine api.heroku.com\n  login ops@acme.io\n  password [REDACTED:password]\nmachine git.heroku.com\n  password [REDACTED:password]\n  login ops@acme.io\n",
+			[]string{"password"},
+		},
+		{"a netrc-like sentence without a login", "the default password is in the vault", "the default password is in the vault", nil},
+		{"docker auth that encodes no password", `{"auth": "dXNlcm5hbWU="}`, `{"auth": "dXNlcm5hbWU="}`, nil},
 		{"unclosed private tag is left alone", "wrap it in <private> next time", "wrap it in <private> next time", nil},
 		{"empty assignment", "set PASSWORD= in your env", "set PASSWORD= in your env", nil},
 		{"placeholder", `"password": "<your password>"`, `"password": "<your password>"`, nil},
@@ -228,7 +236,9 @@ func TestScrubLargeInputs(t *testing.T) {
 		"password=", "PASSWORD=abc123x ", "token=a1&b", "secret_access_key=",
 		"mysql -p", "mysql -pX ", "docker login -p ", "sshpass ", "curl -u a:", "curl -u a:b ",
 		"the password is ", "password for the ", "password: x ", ";pwd=", ";Password=a;", "a:b@tcp(",
-		"AccountKey=", "glrt-",
+		"AccountKey=", "glrt-", "&sig=", "machine a login b ", "machine a password ", "default login a password ",
+		"&password=", "password=a ", "host=a password=", "\"auth\": \"", "_auth=", "redis-cli -a ", "mongosh -p ",
+		"AC0123456789abcdef0123456789abcdef:",
 	} {
 		text := strings.Repeat(piece, size/len(piece))
 		out, _ := Scrub(text)

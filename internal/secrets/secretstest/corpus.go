@@ -5,6 +5,7 @@ package secretstest
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -49,7 +50,7 @@ func Cases(tb testing.TB) []Case {
 		}
 		kind := strings.TrimSuffix(filepath.Base(file), ".txt")
 		for i, text := range strings.Split(strings.TrimSuffix(string(data), "\n"), caseSeparator) {
-			c := Case{Name: kind + "/" + string(rune('a'+i)), Kind: kind}
+			c := Case{Name: fmt.Sprintf("%s/%d", kind, i+1), Kind: kind}
 			var in, want strings.Builder
 			for {
 				before, rest, found := strings.Cut(text, secretOpen)
