@@ -206,6 +206,7 @@ type Mesh struct {
 	pushWake  chan struct{} // new local changes
 	sweepWake chan struct{} // what revocations refuse changed
 	sweepMu   sync.Mutex    // one sweep at a time
+	applying  sync.RWMutex  // held for reading by each apply of peers' documents (see Sweep)
 	refusedMu sync.Mutex    // one update of the refused counts at a time
 	// pullSlot lets one pull run at a time, from whichever peer: a new or
 	// returning node catches up from one peer, and its pulls from the

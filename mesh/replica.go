@@ -176,6 +176,10 @@ func (r replica) applyPart(peer string, docs []transport.Entry) (rejected int, e
 		return 0, nil
 	}
 	m := r.m
+	// A sweep starts once every apply that may have merged by an older
+	// verdict has committed, so that it scans what they stored.
+	m.applying.RLock()
+	defer m.applying.RUnlock()
 	ids := make([]string, len(docs))
 	for i, d := range docs {
 		ids[i] = d.ID

@@ -100,6 +100,12 @@ func (m *Mesh) Sweep() error {
 		return err
 	}
 	v = m.registry.verdict()
+	// Applies in flight may have merged by the verdict before this one:
+	// wait until they committed, so that the scan sees what they stored
+	// (those that start now merge by this one).
+	m.applying.Lock()
+	//lint:ignore SA2001 a barrier: the applies in flight end before it
+	m.applying.Unlock()
 	if len(v.prefixes) > 0 {
 		for _, kind := range []storage.Kind{storage.KindMesh, storage.KindMemory, storage.KindEdge} {
 			if err := m.sweepKind(v, kind); err != nil {
