@@ -51,7 +51,7 @@ var (
 )
 
 // simDefaultSeeds is how many seeds the suite runs.
-const simDefaultSeeds = 300
+const simDefaultSeeds = 200
 
 func TestSim(t *testing.T) {
 	first, count := *simFirst, *simSeeds
