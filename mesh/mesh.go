@@ -210,9 +210,14 @@ type Mesh struct {
 
 	knownChanged chan struct{} // known changed: saveLoop writes it
 	saveMu       sync.Mutex    // one write of known at a time, in order
-	ctx          context.Context
-	cancel       context.CancelFunc
-	wg           sync.WaitGroup
+	// ctx is set before anything can call the mesh back: the loops that
+	// callbacks start (a peer's sender, say) wait on it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// listening, when set (tests), is called by Start once the endpoint
+	// and memberlist listen, before the mesh's loops start.
+	listening func()
 }
 
 // peerState is what this node knows of one peer beyond memberlist.
@@ -298,11 +303,32 @@ func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *sl
 // stepped mesh (Config.Network) only notes where its pusher starts.
 func (m *Mesh) Start(ctx context.Context) error {
 	m.pushed.Store(m.store.DurableSeq())
+	// The context before the endpoint and memberlist: both call the mesh
+	// back as soon as they listen (a peer that joins, its streams), and
+	// the loops those callbacks start read it.
+	m.ctx, m.cancel = context.WithCancel(ctx)
 	if m.stepped {
-		m.ctx, m.cancel = context.WithCancel(ctx)
 		m.registry.follow(m)
 		return nil
 	}
+	if err := m.listen(); err != nil {
+		m.cancel()
+		return err
+	}
+	if m.listening != nil {
+		m.listening()
+	}
+	m.goLoop(m.acceptLoop)
+	m.goLoop(m.pullLoop)
+	m.goLoop(m.pushLoop)
+	m.goLoop(m.retryLoop)
+	m.goLoop(m.saveLoop)
+	m.log.Info("mesh listening", "addr", m.ep.Addr().String(), "advertise", m.advertise.String(), "device", m.self)
+	return nil
+}
+
+// listen opens the endpoint and memberlist over it.
+func (m *Mesh) listen() error {
 	ep, err := transport.Listen(transport.Config{
 		Listen:    m.cfg.Listen,
 		Key:       m.id.Key,
@@ -326,19 +352,20 @@ func (m *Mesh) Start(ctx context.Context) error {
 		ep.Close()
 		return fmt.Errorf("mesh: advertise address: %w", err)
 	}
-	if m.ml, err = memberlist.Create(m.memberlistConfig()); err != nil {
+	// Under leaveMu, as revokedSelf, which the endpoint may call from now
+	// on, stops memberlist: told before memberlist ran, it is stopped here.
+	m.leaveMu.Lock()
+	m.ml, err = memberlist.Create(m.memberlistConfig())
+	if err == nil && m.revokedBy.Load() != nil {
+		err = m.ml.Shutdown()
+	}
+	m.leaveMu.Unlock()
+	if err != nil {
 		ep.Close()
 		return fmt.Errorf("mesh: memberlist: %w", err)
 	}
 	m.members = memberlistMembers{m.ml, m.self}
-	m.ctx, m.cancel = context.WithCancel(ctx)
 	m.registry.follow(m)
-	m.goLoop(m.acceptLoop)
-	m.goLoop(m.pullLoop)
-	m.goLoop(m.pushLoop)
-	m.goLoop(m.retryLoop)
-	m.goLoop(m.saveLoop)
-	m.log.Info("mesh listening", "addr", ep.Addr().String(), "advertise", m.advertise.String(), "device", m.self)
 	return nil
 }
 
@@ -505,6 +532,9 @@ func (m *Mesh) revokedSelf(by string) {
 	m.goLoop(func() {
 		m.leaveMu.Lock()
 		defer m.leaveMu.Unlock()
+		if m.ml == nil {
+			return // told before memberlist started: listen stops it
+		}
 		if err := m.ml.Shutdown(); err != nil {
 			m.log.Debug("stopping membership", "err", err)
 		}
