@@ -234,19 +234,8 @@ type peerState struct {
 	lastErr   string
 	pulls     int       // pulls started since this node started
 	pulledAt  time.Time // when the last one started
-	served    bool      // the peer completed a pull from us
-	servedSeq uint64    // our change-log seq it reached then
-	// digest is the one the peer sent with that pull; explained marks
-	// the buckets in which documents went between us since it was sent
-	// (serving: since a pull being served started), whose differences
-	// the documents explain (see behind).
-	digest    [256][32]byte
-	explained [256]bool
-	serving   *[256]bool
-	// holds are documents the peer is known to hold since (pushed to it
-	// and applied, or received from it): kind and id -> heads.
-	holds map[string]string
-	push  chan []transport.Entry
+	know      knowledge // which of our documents it holds (see behind)
+	push      chan []transport.Entry
 }
 
 // New makes the mesh of the device id over store, whose documents host
@@ -511,7 +500,7 @@ func (m *Mesh) Authorize(device string) error {
 func (m *Mesh) peer(device string) *peerState {
 	p := m.peers[device]
 	if p == nil {
-		p = &peerState{push: make(chan []transport.Entry, pushQueue), holds: make(map[string]string)}
+		p = &peerState{push: make(chan []transport.Entry, pushQueue), know: knowledge{holds: make(map[docKey]string)}}
 		m.peers[device] = p
 		if !m.stepped {
 			m.goLoop(func() { m.pushTo(device, p) })
@@ -654,25 +643,13 @@ func (m *Mesh) serveStream(typ transport.StreamType, s transport.FrameStream, lo
 	peer := s.PeerDevice()
 	switch typ {
 	case transport.StreamSync:
-		pos, _ := m.position()
-		m.mu.Lock()
-		p := m.peer(peer)
-		p.serving = new([256]bool)
-		m.mu.Unlock()
 		r := &servedReplica{replica: replica{m}}
 		req, err := transport.ServePull(m.ctx, s, r)
-		m.mu.Lock()
-		explained := p.serving
-		p.serving = nil
-		if err == nil && explained != nil {
-			p.served, p.servedSeq, p.digest, p.explained = true, pos.Seq, req.Digest, *explained
-		}
-		m.mu.Unlock()
 		if err != nil {
 			log.Warn("serving a pull failed", "err", err)
 			return
 		}
-		m.holding(peer, r.sent)
+		m.served(peer, req, r)
 		if m.pullBack(peer, req) {
 			m.kickPull(peer)
 		}
@@ -1269,6 +1246,9 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		out = append(out, p)
 	}
 	m.mu.Unlock()
+	// The change log's end before the digest: the digest holds every
+	// change up to it.
+	seq := m.store.DurableSeq()
 	ours, err := m.Digest()
 	if err != nil {
 		return nil, err
@@ -1278,7 +1258,7 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		if out[i].State == "alive" || out[i].State == "suspect" {
 			out[i].RTT = m.ep.RTT(out[i].Addr)
 		}
-		behind, err := m.behind(out[i].Device, &ours, sum, now)
+		behind, err := m.behind(out[i].Device, seq, sum, now)
 		if err != nil {
 			return nil, err
 		}
