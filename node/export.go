@@ -314,21 +314,19 @@ func (imp *importer) single(line int, it importItem) error {
 	n := imp.n
 	switch {
 	case it.namespace != nil:
+		// Settings stored already, or a peer's arriving meanwhile, are
+		// kept: the registry looks under the record's lock.
 		ns := it.namespace
-		if _, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshNamespace, ns.Namespace)); err == nil {
+		n.justChecked([]string{crdt.MeshID(model.MeshNamespace, ns.Namespace)})
+		added, err := n.registry.AddNamespace(ns.Namespace, &ns.Sync, &ns.StaleAfterDays)
+		switch {
+		case err != nil:
+			return fmt.Errorf("line %d: %w", line, storeError(err))
+		case added:
+			imp.res.Namespaces++
+		default:
 			imp.res.NamespacesKept++
-			return nil
-		} else if !storageNotFound(err) {
-			return err
 		}
-		stale := "default"
-		if ns.StaleAfterDays > 0 {
-			stale = fmt.Sprintf("%dd", ns.StaleAfterDays)
-		}
-		if _, err := n.SetNamespace(imp.ctx, ns.Namespace, api.NamespaceChange{Sync: &ns.Sync, StaleAfter: &stale}); err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
-		imp.res.Namespaces++
 	case it.tombstone != nil:
 		if n.purged(it.tombstone.ID) {
 			// Merging could only move the time earlier; what matters is

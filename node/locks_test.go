@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -213,5 +214,43 @@ func TestAutoLinkIsNotLeftAtAMemoryPurgedMeanwhile(t *testing.T) {
 	}
 	if !has(n, second.ID) {
 		t.Fatal("the new memory was not stored")
+	}
+}
+
+// TestImportKeepsNamespaceSettingsPulledMeanwhile: a namespace's settings
+// an import found absent arrive from a peer before the import stores the
+// file's; the peer's (newer) settings stay.
+func TestImportKeepsNamespaceSettingsPulledMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	src := testNode(t, "")
+	local, all := model.SyncLocal, model.SyncAll
+	if _, err := src.SetNamespace(ctx, "notes", api.NamespaceChange{Sync: &local}); err != nil {
+		t.Fatal(err)
+	}
+	file := exportOf(t, src)
+	if _, err := src.SetNamespace(ctx, "notes", api.NamespaceChange{Sync: &all}); err != nil {
+		t.Fatal(err)
+	}
+	id := crdt.MeshID(model.MeshNamespace, "notes")
+	pulled := entryOf(t, src, storage.KindMesh, id)
+
+	dst := meshNodeWith(t, "", 1, nil, mesh.Config{SyncInterval: time.Hour})
+	ran := onceChecked(dst, id, func() {
+		if err := dst.mesh.Apply(src.DeviceID(), []transport.Entry{pulled}); err != nil {
+			t.Error(err)
+		}
+	})
+	res, err := dst.Import(ctx, bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ran() {
+		t.Fatal("the import never looked at the namespace's settings")
+	}
+	if dst.mesh.LocalOnly("notes") {
+		t.Fatal("the import's older setting (local-only) replaced the one pulled meanwhile (shared)")
+	}
+	if res.Namespaces != 0 || res.NamespacesKept != 1 {
+		t.Fatalf("import = %+v; want the namespace's settings kept", res)
 	}
 }

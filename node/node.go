@@ -121,8 +121,9 @@ type Node struct {
 	acyclicMu sync.Mutex      // links of acyclic relations check for cycles, then write
 	// checked, when set (tests), is called by the writers that look at
 	// documents before they take those documents' locks (an import, a new
-	// memory's auto-links), between the look and the locks, with the
-	// memory ids they looked at: a test runs a racing write there.
+	// memory's auto-links), between the look and the locks, with the ids
+	// of the memories (or settings) they looked at: a test runs a racing
+	// write there.
 	checked func(ids []string)
 
 	expungeMu   sync.Mutex    // one expunge at a time (see expunge)
