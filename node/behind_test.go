@@ -101,7 +101,6 @@ func runBehind(t *testing.T, seed uint64) (failures, trace []string) {
 // step runs one event drawn from the seed.
 func (r *behindRun) step() {
 	s := r.sim
-	ctx := context.Background()
 	a := s.rng.IntN(len(s.nodes))
 	b := (a + 1 + s.rng.IntN(len(s.nodes)-1)) % len(s.nodes)
 	switch x := s.rng.IntN(100); {
@@ -110,20 +109,11 @@ func (r *behindRun) step() {
 	case x < 30:
 		s.update(a, s.pickMemory(a))
 	case x < 35:
-		if id := s.pickMemory(a); id != "" && has(s.nodes[b].n, id) {
-			s.update(a, id)
-			s.update(b, id)
-		}
+		s.updateOnTwo(a, b)
 	case x < 38:
-		if id := s.pickMemory(a); id != "" {
-			if _, err := s.nodes[a].n.Forget(ctx, id); err == nil {
-				s.acked(&simOp{kind: "forget", node: a, id: id})
-			}
-		}
+		s.forget(a)
 	case x < 43:
-		if from, to := s.pickMemory(a), s.pickMemory(a); from != "" && to != "" && from != to {
-			s.link(a, from, to)
-		}
+		s.linkAny(a)
 	case x < 47 && !r.settings:
 		s.remember(a, s.anyNamespace())
 	case x < 47:

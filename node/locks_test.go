@@ -49,6 +49,27 @@ func onceChecked(n *Node, id string, race func()) (ran func() bool) {
 	return func() bool { return done }
 }
 
+// importWhilePulling imports file into a new node with a mesh, which
+// applies pulled (a peer's document) the first time the import looked at
+// the document id, and returns the node and the import's result.
+func importWhilePulling(t *testing.T, file []byte, id string, pulled transport.Entry) (*Node, api.ImportResult) {
+	t.Helper()
+	dst := meshNodeWith(t, "", 1, nil, mesh.Config{SyncInterval: time.Hour})
+	ran := onceChecked(dst, id, func() {
+		if err := dst.mesh.Apply("peer", []transport.Entry{pulled}); err != nil {
+			t.Error(err)
+		}
+	})
+	res, err := dst.Import(context.Background(), bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ran() {
+		t.Fatalf("the import never looked at %s", id)
+	}
+	return dst, res
+}
+
 // TestImportKeepsAVersionPulledMeanwhile: a memory an import found absent
 // arrives from a peer before the import stores it; the peer's version
 // stays, not the file's.
@@ -62,20 +83,7 @@ func TestImportKeepsAVersionPulledMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	pulled := entryOf(t, src, storage.KindMemory, m.ID[2:])
-
-	dst := meshNodeWith(t, "", 1, nil, mesh.Config{SyncInterval: time.Hour})
-	ran := onceChecked(dst, m.ID[2:], func() {
-		if err := dst.mesh.Apply(src.DeviceID(), []transport.Entry{pulled}); err != nil {
-			t.Error(err)
-		}
-	})
-	res, err := dst.Import(ctx, bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ran() {
-		t.Fatal("the import never looked at the memory")
-	}
+	dst, res := importWhilePulling(t, file, m.ID[2:], pulled)
 	got, err := dst.Get(ctx, m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -99,21 +107,7 @@ func TestImportDoesNotBringBackAMemoryPurgedMeanwhile(t *testing.T) {
 	if _, err := src.Purge(ctx, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	tomb := entryOf(t, src, storage.KindPurge, m.ID[2:])
-
-	dst := meshNodeWith(t, "", 1, nil, mesh.Config{SyncInterval: time.Hour})
-	ran := onceChecked(dst, m.ID[2:], func() {
-		if err := dst.mesh.Apply(src.DeviceID(), []transport.Entry{tomb}); err != nil {
-			t.Error(err)
-		}
-	})
-	res, err := dst.Import(ctx, bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ran() {
-		t.Fatal("the import never looked at the memory")
-	}
+	dst, res := importWhilePulling(t, file, m.ID[2:], entryOf(t, src, storage.KindPurge, m.ID[2:]))
 	if _, err := dst.store.Get(storage.KindMemory, m.ID[2:]); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("the purged memory's record after the import: %v; want none", err)
 	}
@@ -232,21 +226,7 @@ func TestImportKeepsNamespaceSettingsPulledMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := crdt.MeshID(model.MeshNamespace, "notes")
-	pulled := entryOf(t, src, storage.KindMesh, id)
-
-	dst := meshNodeWith(t, "", 1, nil, mesh.Config{SyncInterval: time.Hour})
-	ran := onceChecked(dst, id, func() {
-		if err := dst.mesh.Apply(src.DeviceID(), []transport.Entry{pulled}); err != nil {
-			t.Error(err)
-		}
-	})
-	res, err := dst.Import(ctx, bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ran() {
-		t.Fatal("the import never looked at the namespace's settings")
-	}
+	dst, res := importWhilePulling(t, file, id, entryOf(t, src, storage.KindMesh, id))
 	if dst.mesh.LocalOnly("notes") {
 		t.Fatal("the import's older setting (local-only) replaced the one pulled meanwhile (shared)")
 	}
