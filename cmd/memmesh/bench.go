@@ -237,7 +237,7 @@ round trips of the pull that brought the changes.`,
 }
 
 func (a *app) benchIdleCommand() *cobra.Command {
-	opts := bench.IdleOptions{Nodes: 3, Memories: 20_000, Settle: 30 * time.Second, Window: 60 * time.Second}
+	opts := bench.IdleOptions{Nodes: 3, Memories: 20_000, Settle: 3 * time.Minute, Window: 60 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "idle",
 		Short: "CPU of an idle mesh of daemons holding many memories",
@@ -245,8 +245,11 @@ func (a *app) benchIdleCommand() *cobra.Command {
 each with a home and a user home of its own, the mesh on a loopback port and
 no MCP over HTTP; join them into one mesh, import --memories corpus memories
 into the first, wait until every daemon holds and has indexed them all, let
-the mesh run for --settle, then report each daemon's CPU time (user and
-system, from /proc) over --window, in percent of one core.`,
+the mesh run for --settle (what the import and the catch-up leave behind,
+Pebble's compactions and the search index's merges, and the daemons' first
+lifecycle pass, a minute after they start, end within it), then report each
+daemon's CPU time (user and system, from /proc) over --window, in percent
+of one core.`,
 		Example: `  memmesh bench idle
   memmesh bench idle --memories 2000 --window 20s --json`,
 		Args: args(cobra.NoArgs),

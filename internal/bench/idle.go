@@ -25,8 +25,9 @@ type IdleOptions struct {
 	// the others receive from it.
 	Memories int
 	// Settle is how long the mesh runs, synced, before the measurement:
-	// what the import and the catch-up left to do (indexing, Pebble's
-	// compactions, a first lifecycle pass) is over by then.
+	// what the import and the catch-up left to do (Pebble's compactions,
+	// the search index's merges, the first lifecycle pass) is over by
+	// then. After 30 s, some runs measured twice the idle figure.
 	Settle time.Duration
 	// Window is how long the daemons' CPU time is measured.
 	Window time.Duration
