@@ -31,6 +31,20 @@ type privateShare struct {
 	seq   uint64              // the change-log seq the share covers
 	docs  map[docKey][32]byte // the private documents' shares
 	xor   [256][32]byte
+	// was holds docs as they were before a recomputation: the peers'
+	// knowledge hears of each document that becomes private or stops
+	// being so (see knowledge).
+	was map[docKey][32]byte
+	// keys are the keys of docs, read without mu (the peers' knowledge
+	// reads them under Mesh.mu, which mu's holders take).
+	keys sync.Map
+}
+
+// isPrivate reports whether the document is in the private share as last
+// brought up to date.
+func (p *privateShare) isPrivate(key docKey) bool {
+	_, ok := p.keys.Load(key)
+	return ok
 }
 
 // docKey names a document across kinds.
@@ -106,6 +120,15 @@ func (m *Mesh) privateXOR() ([256][32]byte, error) {
 // every memory of a local-only namespace and every edge at one.
 func (m *Mesh) recomputePrivate() error {
 	p := &m.private
+	p.was = p.docs
+	defer func() {
+		// What is no longer private (or was erased).
+		for key := range p.was {
+			p.keys.Delete(key)
+			m.becamePublic(key)
+		}
+		p.was = nil
+	}()
 	p.ready, p.seq, p.docs, p.xor = false, m.store.DurableSeq(), make(map[docKey][32]byte), [256][32]byte{}
 	m.mu.Lock()
 	var local []string
@@ -185,13 +208,16 @@ func (m *Mesh) setPrivate(rec storage.Record) error {
 	if was {
 		p.toggle(key, old)
 		delete(p.docs, key)
+		p.keys.Delete(key)
 	}
 	private := !m.sendable(rec) || m.endpointMissing(rec)
 	if private {
 		h := storage.DocHash(rec.Kind, rec.ID, rec.Heads)
 		p.toggle(key, h)
 		p.docs[key] = h
+		p.keys.Store(key, true)
 	}
+	m.notePrivacy(rec, was, private)
 	if rec.Kind != storage.KindMemory || (was == private && !m.anyLocal()) {
 		return nil // (a memory may have just arrived: its edges join then)
 	}
@@ -204,6 +230,29 @@ func (m *Mesh) setPrivate(rec storage.Record) error {
 		}
 	}
 	return nil
+}
+
+// notePrivacy tells the peers' knowledge of a document that became
+// private or stopped being so (was and private: before and now). During
+// a recomputation, those no longer private are told at its end.
+func (m *Mesh) notePrivacy(rec storage.Record, was, private bool) {
+	p := &m.private
+	key := docKey{rec.Kind, rec.ID}
+	if p.was != nil {
+		if _, before := p.was[key]; private && !before && !was {
+			m.becamePrivate(rec)
+		}
+		if private {
+			delete(p.was, key)
+		}
+		return
+	}
+	switch {
+	case private && !was:
+		m.becamePrivate(rec)
+	case was && !private:
+		m.becamePublic(key)
+	}
 }
 
 // anyLocal reports whether any namespace is local-only.

@@ -216,9 +216,14 @@ type Mesh struct {
 
 	knownChanged chan struct{} // known changed: saveLoop writes it
 	saveMu       sync.Mutex    // one write of known at a time, in order
-	ctx          context.Context
-	cancel       context.CancelFunc
-	wg           sync.WaitGroup
+	// ctx is set before anything can call the mesh back: the loops that
+	// callbacks start (a peer's sender, say) wait on it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// listening, when set (tests), is called by Start once the endpoint
+	// and memberlist listen, before the mesh's loops start.
+	listening func()
 }
 
 // peerState is what this node knows of one peer beyond memberlist.
@@ -235,19 +240,8 @@ type peerState struct {
 	lastErr   string
 	pulls     int       // pulls started since this node started
 	pulledAt  time.Time // when the last one started
-	served    bool      // the peer completed a pull from us
-	servedSeq uint64    // our change-log seq it reached then
-	// digest is the one the peer sent with that pull; explained marks
-	// the buckets in which documents went between us since it was sent
-	// (serving: since a pull being served started), whose differences
-	// the documents explain (see behind).
-	digest    [256][32]byte
-	explained [256]bool
-	serving   *[256]bool
-	// holds are documents the peer is known to hold since (pushed to it
-	// and applied, or received from it): kind and id -> heads.
-	holds map[string]string
-	push  chan []transport.Entry
+	know      knowledge // which of our documents it holds (see behind)
+	push      chan []transport.Entry
 }
 
 // New makes the mesh of the device id over store, whose documents host
@@ -307,11 +301,33 @@ func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *sl
 // stepped mesh (Config.Network) only notes where its pusher starts.
 func (m *Mesh) Start(ctx context.Context) error {
 	m.pushed.Store(m.store.DurableSeq())
+	// The context before the endpoint and memberlist: both call the mesh
+	// back as soon as they listen (a peer that joins, its streams), and
+	// the loops those callbacks start read it.
+	m.ctx, m.cancel = context.WithCancel(ctx)
 	if m.stepped {
-		m.ctx, m.cancel = context.WithCancel(ctx)
 		m.registry.follow(m)
 		return nil
 	}
+	if err := m.listen(); err != nil {
+		m.cancel()
+		return err
+	}
+	if m.listening != nil {
+		m.listening()
+	}
+	m.goLoop(m.acceptLoop)
+	m.goLoop(m.pullLoop)
+	m.goLoop(m.pushLoop)
+	m.goLoop(m.retryLoop)
+	m.goLoop(m.saveLoop)
+	m.goLoop(m.sweepLoop)
+	m.log.Info("mesh listening", "addr", m.ep.Addr().String(), "advertise", m.advertise.String(), "device", m.self)
+	return nil
+}
+
+// listen opens the endpoint and memberlist over it.
+func (m *Mesh) listen() error {
 	ep, err := transport.Listen(transport.Config{
 		Listen:    m.cfg.Listen,
 		Key:       m.id.Key,
@@ -335,22 +351,23 @@ func (m *Mesh) Start(ctx context.Context) error {
 		ep.Close()
 		return fmt.Errorf("mesh: advertise address: %w", err)
 	}
+	// Under leaveMu, as stopRevoked, which the endpoint may call from now
+	// on, stops memberlist: told before memberlist ran, it is stopped here.
+	m.leaveMu.Lock()
 	ml, err := memberlist.Create(m.memberlistConfig())
+	if err == nil {
+		m.ml.Store(ml)
+		if m.revokedBy.Load() != nil {
+			err = ml.Shutdown()
+		}
+	}
+	m.leaveMu.Unlock()
 	if err != nil {
 		ep.Close()
 		return fmt.Errorf("mesh: memberlist: %w", err)
 	}
-	m.ml.Store(ml)
 	m.members = memberlistMembers{m}
-	m.ctx, m.cancel = context.WithCancel(ctx)
 	m.registry.follow(m)
-	m.goLoop(m.acceptLoop)
-	m.goLoop(m.pullLoop)
-	m.goLoop(m.pushLoop)
-	m.goLoop(m.retryLoop)
-	m.goLoop(m.saveLoop)
-	m.goLoop(m.sweepLoop)
-	m.log.Info("mesh listening", "addr", ep.Addr().String(), "advertise", m.advertise.String(), "device", m.self)
 	return nil
 }
 
@@ -516,7 +533,7 @@ func (m *Mesh) Authorize(device string) error {
 func (m *Mesh) peer(device string) *peerState {
 	p := m.peers[device]
 	if p == nil {
-		p = &peerState{push: make(chan []transport.Entry, pushQueue), holds: make(map[string]string)}
+		p = &peerState{push: make(chan []transport.Entry, pushQueue), know: knowledge{holds: make(map[docKey]string)}}
 		m.peers[device] = p
 		if !m.stepped {
 			m.goLoop(func() { m.pushTo(device, p) })
@@ -639,25 +656,13 @@ func (m *Mesh) serveStream(typ transport.StreamType, s transport.FrameStream, lo
 	peer := s.PeerDevice()
 	switch typ {
 	case transport.StreamSync:
-		pos, _ := m.position()
-		m.mu.Lock()
-		p := m.peer(peer)
-		p.serving = new([256]bool)
-		m.mu.Unlock()
 		r := &servedReplica{replica: replica{m}}
 		req, err := transport.ServePull(m.ctx, s, r)
-		m.mu.Lock()
-		explained := p.serving
-		p.serving = nil
-		if err == nil && explained != nil {
-			p.served, p.servedSeq, p.digest, p.explained = true, pos.Seq, req.Digest, *explained
-		}
-		m.mu.Unlock()
 		if err != nil {
 			log.Warn("serving a pull failed", "err", err)
 			return
 		}
-		m.holding(peer, r.sent)
+		m.served(peer, req, r)
 		if m.pullBack(peer, req) {
 			m.kickPull(peer)
 		}
@@ -1288,6 +1293,9 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		out = append(out, p)
 	}
 	m.mu.Unlock()
+	// The change log's end before the digest: the digest holds every
+	// change up to it.
+	seq := m.store.DurableSeq()
 	ours, err := m.Digest()
 	if err != nil {
 		return nil, err
@@ -1297,7 +1305,7 @@ func (m *Mesh) Peers(ctx context.Context) ([]api.Peer, error) {
 		if out[i].State == "alive" || out[i].State == "suspect" {
 			out[i].RTT = m.ep.RTT(out[i].Addr)
 		}
-		behind, err := m.behind(out[i].Device, &ours, sum, now)
+		behind, err := m.behind(out[i].Device, seq, sum, now)
 		if err != nil {
 			return nil, err
 		}

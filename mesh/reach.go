@@ -4,15 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
 )
 
@@ -224,123 +221,7 @@ func (d meshPing) NotifyPingComplete(node *memberlist.Node, rtt time.Duration, p
 	}
 }
 
-// maxHolds bounds the documents remembered as held by one peer; past it,
-// behind counts more than the peer lacks rather than growing.
-const maxHolds = 100_000
-
-func holdKey(kind byte, id string) string { return string(kind) + id }
-
 func headsKey(heads []string) string { return strings.Join(slices.Sorted(slices.Values(heads)), ",") }
-
-// holding records that the peer device holds these documents' versions,
-// and that their buckets' differences from the digest it last sent are
-// explained by them.
-func (m *Mesh) holding(device string, docs []transport.Entry) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := m.peer(device)
-	for _, d := range docs {
-		b := storage.Bucket(storage.Kind(d.Kind), d.ID)
-		p.explained[b] = true
-		if p.serving != nil {
-			p.serving[b] = true
-		}
-		if len(p.holds) < maxHolds {
-			p.holds[holdKey(d.Kind, d.ID)] = headsKey(d.Heads)
-		}
-	}
-}
-
-// behind counts the documents the peer device lacks, as far as the last
-// exchanges tell. None when its digest sum (sent by it or relayed by a
-// peer, lately) is ours, sum. Otherwise, in the buckets where our digest,
-// ours, differs from the one it sent with its last pull from us (every
-// bucket when it never pulled), the documents that may go to it changed
-// here since that pull (all of them if none), less those it is known to
-// hold at their version (pushed to it and applied, sent to it in a pull,
-// or received from it); and one for each such bucket that nothing
-// explains: no change since and no document that went between us since
-// (a namespace shared here, documents the peer lost). At least one while
-// its sum differs from ours. It forgets what it holds that no longer
-// counts.
-func (m *Mesh) behind(device string, ours *[256][32]byte, sum string, now time.Time) (int, error) {
-	m.mu.Lock()
-	p := m.peers[device]
-	peerSum := m.sumOf(device, now)
-	var after uint64
-	var holds map[string]string
-	var differ *[256]bool // nil: every bucket
-	var explained [256]bool
-	if p != nil {
-		if p.served {
-			after = p.servedSeq
-			differ = new([256]bool)
-			for b := range ours {
-				differ[b] = p.digest[b] != ours[b]
-			}
-		}
-		holds = maps.Clone(p.holds)
-		explained = p.explained
-	}
-	m.mu.Unlock()
-	if sum != "" && peerSum == sum {
-		return 0, nil
-	}
-	behind := 0
-	still := make(map[string]string)
-	err := replica{m}.Changed(device, after, math.MaxUint64, func(e transport.Entry) error {
-		b := storage.Bucket(storage.Kind(e.Kind), e.ID)
-		explained[b] = true
-		key := holdKey(e.Kind, e.ID)
-		if h, ok := holds[key]; ok && h == headsKey(e.Heads) {
-			still[key] = h
-			return nil
-		}
-		if differ == nil || differ[b] {
-			behind++
-		}
-		return nil
-	})
-	if err != nil {
-		return behind, err
-	}
-	if differ != nil {
-		for b := range differ {
-			if differ[b] && !explained[b] {
-				behind++
-			}
-		}
-	}
-	if behind == 0 && peerSum != "" && peerSum != sum {
-		behind = 1
-	}
-	if p == nil {
-		return behind, nil
-	}
-	m.mu.Lock()
-	for key, h := range p.holds {
-		if _, counted := holds[key]; counted && still[key] != h {
-			delete(p.holds, key)
-		}
-	}
-	m.mu.Unlock()
-	return behind, nil
-}
-
-// servedReplica is the replica as a served pull sees it: it keeps the
-// documents it sent, which the puller holds once the pull completes.
-type servedReplica struct {
-	replica
-	sent []transport.Entry
-}
-
-func (r *servedReplica) Docs(peer string, want []transport.Entry) ([]transport.Entry, error) {
-	docs, err := r.replica.Docs(peer, want)
-	for _, d := range docs {
-		r.sent = append(r.sent, transport.Entry{Kind: d.Kind, ID: d.ID, Heads: d.Heads})
-	}
-	return docs, err
-}
 
 // pushedReplica is the replica as a push sees it: it keeps the documents
 // it was given to apply, for relay.

@@ -493,6 +493,19 @@ func (g *Registry) frontier(device string) (*crdt.Frontier, error) {
 // the caller): the sync policy, and the age in days after which its
 // memories are stale (0: the default), each when not nil.
 func (g *Registry) SetNamespace(ns string, sync *string, staleDays *int64) (model.MeshRecord, error) {
+	r, _, err := g.setNamespace(ns, sync, staleDays, false)
+	return r, err
+}
+
+// AddNamespace is SetNamespace for a namespace that has no settings yet,
+// and reports whether it had none: settings stored meanwhile (a peer's,
+// say) are kept.
+func (g *Registry) AddNamespace(ns string, sync *string, staleDays *int64) (added bool, err error) {
+	_, added, err = g.setNamespace(ns, sync, staleDays, true)
+	return added, err
+}
+
+func (g *Registry) setNamespace(ns string, sync *string, staleDays *int64, onlyNew bool) (model.MeshRecord, bool, error) {
 	id := crdt.MeshID(model.MeshNamespace, ns)
 	unlock := g.host.Lock(id)
 	defer unlock()
@@ -502,11 +515,13 @@ func (g *Registry) SetNamespace(ns string, sync *string, staleDays *int64) (mode
 	switch {
 	case notFound(err):
 		doc, err = crdt.NewMeshDoc(g.actor, &model.MeshRecord{ID: id, What: model.MeshNamespace, Key: ns, Sync: model.SyncAll, UpdatedAt: now})
+	case err == nil && onlyNew:
+		return model.MeshRecord{}, false, nil
 	case err == nil:
 		doc, err = crdt.LoadMeshDoc(g.actor, data)
 	}
 	if err != nil {
-		return model.MeshRecord{}, err
+		return model.MeshRecord{}, false, err
 	}
 	defer doc.Close()
 	if sync != nil {
@@ -519,7 +534,8 @@ func (g *Registry) SetNamespace(ns string, sync *string, staleDays *int64) (mode
 		err = doc.Commit("namespace settings")
 	}
 	if err != nil {
-		return model.MeshRecord{}, err
+		return model.MeshRecord{}, false, err
 	}
-	return g.commit(doc)
+	r, err := g.commit(doc)
+	return r, true, err
 }

@@ -274,12 +274,7 @@ func (n *Node) editEdge(fromRef, relName, toRef string, change func(*crdt.EdgeDo
 // memory's edges under its lock), and checks that neither endpoint was
 // purged meanwhile.
 func (n *Node) lockEdge(id, from, to string) (unlock func(), err error) {
-	locks := []string{id}
-	for _, end := range []string{from, to} {
-		if mid, ok := strings.CutPrefix(end, IDPrefix); ok {
-			locks = append(locks, mid)
-		}
-	}
+	locks := append([]string{id}, memoryEnds(from, to)...)
 	unlock = n.lockAll(locks)
 	for _, mid := range locks[1:] {
 		if err := n.purgedMemory(mid); err != nil {
@@ -288,6 +283,17 @@ func (n *Node) lockEdge(id, from, to string) (unlock func(), err error) {
 		}
 	}
 	return unlock, nil
+}
+
+// memoryEnds returns the memory ids among an edge's endpoints.
+func memoryEnds(ends ...string) []string {
+	var out []string
+	for _, end := range ends {
+		if mid, ok := strings.CutPrefix(end, IDPrefix); ok {
+			out = append(out, mid)
+		}
+	}
+	return out
 }
 
 // commitEdge stores an edge document with its adjacency terms; unlock

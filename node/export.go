@@ -282,8 +282,13 @@ type importer struct {
 // importCommit is a batch of memories committing in the background.
 type importCommit struct {
 	ids  map[string]bool // its memories, which the next batch must not build again
-	n    int             // how many
-	done chan error
+	done chan importCounts
+}
+
+// importCounts is what became of a committed batch's memories.
+type importCounts struct {
+	imported, skipped, erased int
+	err                       error
 }
 
 func (imp *importer) add(line int, it importItem) error {
@@ -324,21 +329,19 @@ func (imp *importer) single(line int, it importItem) error {
 	n := imp.n
 	switch {
 	case it.namespace != nil:
+		// Settings stored already, or a peer's arriving meanwhile, are
+		// kept: the registry looks under the record's lock.
 		ns := it.namespace
-		if _, err := n.store.Get(storage.KindMesh, crdt.MeshID(model.MeshNamespace, ns.Namespace)); err == nil {
+		n.justChecked([]string{crdt.MeshID(model.MeshNamespace, ns.Namespace)})
+		added, err := n.registry.AddNamespace(ns.Namespace, &ns.Sync, &ns.StaleAfterDays)
+		switch {
+		case err != nil:
+			return fmt.Errorf("line %d: %w", line, storeError(err))
+		case added:
+			imp.res.Namespaces++
+		default:
 			imp.res.NamespacesKept++
-			return nil
-		} else if !storageNotFound(err) {
-			return err
 		}
-		stale := "default"
-		if ns.StaleAfterDays > 0 {
-			stale = fmt.Sprintf("%dd", ns.StaleAfterDays)
-		}
-		if _, err := n.SetNamespace(imp.ctx, ns.Namespace, api.NamespaceChange{Sync: &ns.Sync, StaleAfter: &stale}); err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
-		imp.res.Namespaces++
 	case it.tombstone != nil:
 		if n.purged(it.tombstone.ID) {
 			// Merging could only move the time earlier; what matters is
@@ -393,19 +396,56 @@ func (imp *importer) flushMemories() error {
 	if err := imp.wait(); err != nil {
 		return err
 	}
-	c := &importCommit{ids: make(map[string]bool, len(recs)), n: len(recs), done: make(chan error, 1)}
-	for _, r := range recs {
-		c.ids[r.ID] = true
+	c := &importCommit{ids: make(map[string]bool, len(recs)), done: make(chan importCounts, 1)}
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		c.ids[r.ID], ids[i] = true, r.ID
 	}
 	imp.committing = c
-	go func() {
-		_, err := imp.n.store.Commit(recs...)
-		if err == nil {
-			imp.n.changed()
-		}
-		c.done <- err
-	}()
+	imp.n.justChecked(ids)
+	go func() { c.done <- imp.n.commitImported(recs) }()
 	return nil
+}
+
+// commitImported commits the records of imported memories under their
+// write locks, less those that were stored or purged since importRecords
+// found them absent (a pull, a purge meanwhile): what is here wins. It
+// releases the locks once the batch is applied and returns once it is
+// durable.
+func (n *Node) commitImported(recs []storage.Record) (c importCounts) {
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
+	unlock := n.lockAll(ids)
+	defer unlock()
+	// Nothing committed since applied: the memories found absent under
+	// their locks are stored as new, without a read.
+	applied := n.store.Applied()
+	keep := recs[:0]
+	for _, r := range recs {
+		if n.purged(r.ID) {
+			c.erased++
+			continue
+		}
+		if _, err := n.store.Get(storage.KindMemory, r.ID); err == nil {
+			c.skipped++
+			continue
+		} else if !storageNotFound(err) {
+			c.err = err
+			return c
+		}
+		r.NoneAt = applied
+		keep = append(keep, r)
+	}
+	if len(keep) == 0 {
+		return c
+	}
+	if c.err = n.commitUnlock(unlock, keep...); c.err == nil {
+		c.imported = len(keep)
+		n.changed()
+	}
+	return c
 }
 
 // wait returns once the batch being committed, if any, is stored.
@@ -415,10 +455,13 @@ func (imp *importer) wait() error {
 		return nil
 	}
 	imp.committing = nil
-	if err := <-c.done; err != nil {
-		return fmt.Errorf("import: %w", storeError(err))
+	counts := <-c.done
+	if counts.err != nil {
+		return fmt.Errorf("import: %w", storeError(counts.err))
 	}
-	imp.res.Imported += c.n
+	imp.res.Imported += counts.imported
+	imp.res.Skipped += counts.skipped
+	imp.res.Erased += counts.erased
 	return nil
 }
 
@@ -428,6 +471,7 @@ func (imp *importer) flushEdges() error {
 	batch := imp.edges
 	imp.edges = imp.edges[:0]
 	var recs []storage.Record
+	var ends [][]string // each record's memory endpoints
 	for i := range batch {
 		rec, ok, err := imp.n.importEdge(&batch[i])
 		if err != nil {
@@ -438,16 +482,78 @@ func (imp *importer) flushEdges() error {
 			continue
 		}
 		recs = append(recs, rec)
+		ends = append(ends, memoryEnds(batch[i].From, batch[i].To))
 	}
 	if len(recs) == 0 {
 		return nil
 	}
-	if _, err := imp.n.store.Commit(recs...); err != nil {
+	stored, skipped, err := imp.n.commitImportedEdges(recs, ends)
+	imp.res.EdgesSkipped += skipped
+	if err != nil {
 		return fmt.Errorf("import: %w", storeError(err))
 	}
-	imp.res.Edges += len(recs)
-	imp.n.changed()
+	imp.res.Edges += stored
 	return nil
+}
+
+// commitImportedEdges commits the records of imported edges under the
+// write locks of the edges and of their memories (ends[i] are recs[i]'s),
+// less those that were stored since importEdge found them absent, and
+// those at a memory purged meanwhile (Purge erases a memory's edges under
+// its lock).
+func (n *Node) commitImportedEdges(recs []storage.Record, ends [][]string) (stored, skipped int, err error) {
+	var memories []string
+	locks := make([]string, 0, len(recs))
+	for i, r := range recs {
+		locks = append(locks, r.ID)
+		memories = append(memories, ends[i]...)
+	}
+	n.justChecked(memories)
+	unlock := n.lockAll(append(locks, memories...))
+	defer unlock()
+	keep := recs[:0]
+	seen := make(map[string]bool, len(recs))
+	for i, r := range recs {
+		ok, err := n.edgeStillNew(r.ID, ends[i])
+		if err != nil {
+			return 0, skipped, err
+		}
+		if !ok || seen[r.ID] {
+			skipped++
+			continue
+		}
+		seen[r.ID] = true
+		keep = append(keep, r)
+	}
+	if len(keep) == 0 {
+		return 0, skipped, nil
+	}
+	if err := n.commitUnlock(unlock, keep...); err != nil {
+		return 0, skipped, err
+	}
+	n.changed()
+	return len(keep), skipped, nil
+}
+
+// edgeStillNew reports whether the edge id is not stored and each of its
+// memories is, not purged. The caller holds their locks.
+func (n *Node) edgeStillNew(id string, memories []string) (bool, error) {
+	if _, err := n.store.Get(storage.KindEdge, id); err == nil {
+		return false, nil
+	} else if !storageNotFound(err) {
+		return false, err
+	}
+	for _, mid := range memories {
+		if n.purged(mid) {
+			return false, nil
+		}
+		if _, err := n.store.Get(storage.KindMemory, mid); storageNotFound(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // importRecords builds, on every core, the records of the memories of batch

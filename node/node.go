@@ -117,8 +117,14 @@ type Node struct {
 	tokenCounts tokenCache     // token counts of brief items
 
 	locks     [256]sync.Mutex // per-document write locks, striped by id hash
-	importMu  sync.Mutex      // imports check for existing ids, then write them
+	importMu  sync.Mutex      // one import at a time
 	acyclicMu sync.Mutex      // links of acyclic relations check for cycles, then write
+	// checked, when set (tests), is called by the writers that look at
+	// documents before they take those documents' locks (an import, a new
+	// memory's auto-links), between the look and the locks, with the ids
+	// of the memories (or settings) they looked at: a test runs a racing
+	// write there.
+	checked func(ids []string)
 
 	expungeMu   sync.Mutex    // one expunge at a time (see expunge)
 	expungeWake chan struct{} // erasures to expunge in the background
@@ -387,6 +393,14 @@ func (n *Node) commitUnlock(unlock func(), recs ...storage.Record) error {
 	}
 	_, err = p.SyncWait()
 	return err
+}
+
+// justChecked calls the checked hook (tests) with the memory ids a writer
+// looked at before taking their locks.
+func (n *Node) justChecked(ids []string) {
+	if n.checked != nil {
+		n.checked(ids)
+	}
 }
 
 func lockStripe(id string) uint32 {

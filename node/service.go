@@ -31,15 +31,23 @@ func (n *Node) Remember(ctx context.Context, req api.RememberRequest) (api.Remem
 	words := wordSet(m.Content)
 	hash := contentHash(m.Namespace, m.Content)
 
-	unlock := n.lock(hash)
+	similar, err := n.findSimilar(m.Namespace, words)
+	if err != nil {
+		return api.RememberResult{}, err
+	}
+	// The content hash's lock makes dedup and store one step; the auto-links'
+	// memories are locked too, as Link locks them, so that none is written
+	// at a memory being purged.
+	targets := autoLinkTargets(similar)
+	n.justChecked(targets)
+	unlock := n.lockAll(append([]string{hash, m.ID}, targets...))
 	defer unlock()
 	if dup, err := n.findDuplicate(m.Namespace, hash); err != nil {
 		return api.RememberResult{}, err
 	} else if dup != "" {
 		return api.RememberResult{ID: DisplayID(dup), ShortID: n.shortID(dup), DuplicateOf: DisplayID(dup), Similar: []api.Similar{}, Redacted: redacted}, nil
 	}
-	similar, err := n.findSimilar(m.Namespace, words)
-	if err != nil {
+	if similar, err = n.stillLive(similar); err != nil {
 		return api.RememberResult{}, err
 	}
 	doc, err := crdt.NewMemoryDoc(n.actor, &m)

@@ -508,17 +508,9 @@ func (s *sim) step() {
 	case r < 22:
 		s.update(a, s.pickMemory(a))
 	case r < 27:
-		// The same memory updated on two nodes before they sync.
-		if id := s.pickMemory(a); id != "" && has(s.nodes[b].n, id) {
-			s.update(a, id)
-			s.update(b, id)
-		}
+		s.updateOnTwo(a, b)
 	case r < 30:
-		if id := s.pickMemory(a); id != "" {
-			if _, err := na.Forget(ctx, id); err == nil {
-				s.acked(&simOp{kind: "forget", node: a, id: id})
-			}
-		}
+		s.forget(a)
 	case r < 32:
 		if id := s.pickMemory(a); id != "" {
 			// A purge whose erasure of old files fails still stored its
@@ -528,9 +520,7 @@ func (s *sim) step() {
 			}
 		}
 	case r < 36:
-		if from, to := s.pickMemory(a), s.pickMemory(a); from != "" && to != "" && from != to {
-			s.link(a, from, to)
-		}
+		s.linkAny(a)
 	case r < 39:
 		ns := simNamespaces[1+s.rng.IntN(2)]
 		sync := model.SyncAll
@@ -644,6 +634,30 @@ func (s *sim) update(a int, id string) {
 		return
 	}
 	s.acked(&simOp{kind: "update", node: a, id: id, text: text})
+}
+
+// updateOnTwo updates a memory on nodes a and b before they sync.
+func (s *sim) updateOnTwo(a, b int) {
+	if id := s.pickMemory(a); id != "" && has(s.nodes[b].n, id) {
+		s.update(a, id)
+		s.update(b, id)
+	}
+}
+
+// forget archives a memory node a holds.
+func (s *sim) forget(a int) {
+	if id := s.pickMemory(a); id != "" {
+		if _, err := s.nodes[a].n.Forget(context.Background(), id); err == nil {
+			s.acked(&simOp{kind: "forget", node: a, id: id})
+		}
+	}
+}
+
+// linkAny links two memories node a holds.
+func (s *sim) linkAny(a int) {
+	if from, to := s.pickMemory(a), s.pickMemory(a); from != "" && to != "" && from != to {
+		s.link(a, from, to)
+	}
 }
 
 // pickMemory draws a memory node a holds (live ones; "" when none).

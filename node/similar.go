@@ -115,6 +115,39 @@ func roundTo(v float64, digits int) float64 {
 	return math.Round(v*p) / p
 }
 
+// autoLinkTargets returns the memory ids that a new memory with these
+// similar memories is auto-linked to.
+func autoLinkTargets(similar []api.Similar) []string {
+	var ids []string
+	for _, s := range similar {
+		if s.Similarity >= autoLinkThreshold {
+			ids = append(ids, strings.TrimPrefix(s.ID, IDPrefix))
+		}
+	}
+	return ids
+}
+
+// stillLive returns the similar memories that are still live: found
+// before their locks were taken, one may have been retired, deleted or
+// purged since. The caller holds the locks of the auto-link targets.
+func (n *Node) stillLive(similar []api.Similar) ([]api.Similar, error) {
+	now := n.now()
+	out := similar[:0]
+	for _, s := range similar {
+		m, err := n.load(strings.TrimPrefix(s.ID, IDPrefix))
+		if storageNotFound(err) {
+			continue // purged
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look for similar memories: %w", err)
+		}
+		if live(&m, now) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 // autoLinks makes the related_to edges from a new memory to its near
 // duplicates (similarity at least autoLinkThreshold), committed with it.
 // They are ordinary edges with origin auto-link: unlink removes one.

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ type Pending struct {
 	seq    uint64
 	recs   []Record
 	erased [][]byte
+	shares []share // the digest's changes
 }
 
 // CommitNoSyncWait is Commit up to the fsync: it returns once the batch
@@ -89,9 +91,12 @@ func (p *Pending) apply() error {
 	extra := 0 // the records and change-log entries, added under commitMu
 	for i := range recs {
 		r := &recs[i]
-		keys, err := s.stage(b, r)
+		keys, sh, err := s.stage(b, r)
 		if err != nil {
 			return err
+		}
+		if sh.xor != ([sha256.Size]byte{}) {
+			p.shares = append(p.shares, sh)
 		}
 		if r.Erase {
 			p.erased = append(p.erased, keys...)
@@ -140,7 +145,7 @@ func (p *Pending) apply() error {
 			b.Set(recordKey(recs[i].Kind, recs[i].ID), envs[i], nil)
 			b.Set(changes[i], nil, nil)
 		}
-	})
+	}, func() { s.addShares(p.shares) })
 }
 
 // erasedEntry is the value of the change-log entry of a logged erasure;
@@ -182,7 +187,7 @@ func (p *Pending) SyncWait() (uint64, error) {
 // leave less free space than the reserve, or that follows a failed log
 // write, is refused and changes nothing.
 func (s *Store) apply(b *pebble.Batch, need int64, sync bool, fill func()) error {
-	if err := s.applyNoSyncWait(b, need, sync, fill); err != nil {
+	if err := s.applyNoSyncWait(b, need, sync, fill, nil); err != nil {
 		return err
 	}
 	if sync {
@@ -194,8 +199,9 @@ func (s *Store) apply(b *pebble.Batch, need int64, sync bool, fill func()) error
 }
 
 // applyNoSyncWait is apply up to the fsync: with sync, it returns once b
-// is applied and its fsync requested, and b.SyncWait awaits it.
-func (s *Store) applyNoSyncWait(b *pebble.Batch, need int64, sync bool, fill func()) error {
+// is applied and its fsync requested, and b.SyncWait awaits it. applied,
+// when set, runs under commitMu once b is applied.
+func (s *Store) applyNoSyncWait(b *pebble.Batch, need int64, sync bool, fill, applied func()) error {
 	if err := s.space.admit(need); err != nil {
 		return err
 	}
@@ -213,6 +219,9 @@ func (s *Store) applyNoSyncWait(b *pebble.Batch, need int64, sync bool, fill fun
 	} else {
 		err = s.db.Apply(b, pebble.NoSync)
 	}
+	if err == nil && applied != nil {
+		applied()
+	}
 	s.commitMu.Unlock()
 	if err != nil {
 		return s.failedWrite(err)
@@ -222,19 +231,21 @@ func (s *Store) applyNoSyncWait(b *pebble.Batch, need int64, sync bool, fill fun
 
 // stage adds to b the parts of r that do not depend on its sequence
 // number: the document, the index terms that changed, the removal of the
-// previous change-log entry and the digest update. For an erasure it
-// removes every key of the stored version and returns those keys.
-func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
+// previous change-log entry and the digest update, which it returns. For
+// an erasure it removes every key of the stored version and returns those
+// keys.
+func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, sh share, err error) {
 	var old envelope
 	found := false
 	if r.NoneAt == 0 || r.NoneAt != s.applied.Load() {
 		if old, found, err = s.envelope(r.Kind, r.ID); err != nil {
-			return nil, err
+			return nil, sh, err
 		}
 	}
+	sh.bucket = Bucket(r.Kind, r.ID)
 	if r.Erase {
 		if !found {
-			return nil, nil
+			return nil, sh, nil
 		}
 		// Every key goes; Expunge compacts those that held text.
 		erased = [][]byte{docKey(r.Kind, r.ID), recordKey(r.Kind, r.ID)}
@@ -248,9 +259,9 @@ func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
 				erased = append(erased, k)
 			}
 		}
-		prev := DocHash(r.Kind, r.ID, old.heads)
-		b.Merge(digestKey(Bucket(r.Kind, r.ID)), prev[:], nil)
-		return erased, nil
+		sh.xor = DocHash(r.Kind, r.ID, old.heads)
+		b.Merge(digestKey(sh.bucket), sh.xor[:], nil)
+		return erased, sh, nil
 	}
 	if r.Doc != nil {
 		b.Set(docKey(r.Kind, r.ID), r.Doc, nil)
@@ -269,18 +280,18 @@ func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, err error) {
 		}
 	}
 
-	delta := DocHash(r.Kind, r.ID, r.Heads)
+	sh.xor = DocHash(r.Kind, r.ID, r.Heads)
 	if found {
 		b.Delete(changeKey(old.seq, r.Kind, r.ID), nil)
 		prev := DocHash(r.Kind, r.ID, old.heads)
-		for i := range delta {
-			delta[i] ^= prev[i]
+		for i := range sh.xor {
+			sh.xor[i] ^= prev[i]
 		}
 	}
-	if delta != ([len(delta)]byte{}) {
-		b.Merge(digestKey(Bucket(r.Kind, r.ID)), delta[:], nil)
+	if sh.xor != ([sha256.Size]byte{}) {
+		b.Merge(digestKey(sh.bucket), sh.xor[:], nil)
 	}
-	return nil, nil
+	return nil, sh, nil
 }
 
 // envelope reads the stored envelope of a document, without its value.

@@ -12,20 +12,56 @@ import (
 // Digest returns the 256 anti-entropy buckets. Two stores holding the same
 // documents with the same heads have equal digests, whatever the order of
 // their commits; a bucket that differs names the documents to compare.
+// It reads nothing: the store keeps the digest in memory, brought up to
+// date by every commit as it is applied (and it holds every commit
+// applied before Applied last moved).
 func (s *Store) Digest() ([256][32]byte, error) {
-	var out [256][32]byte
 	if err := s.enter(); err != nil {
-		return out, err
+		return [256][32]byte{}, err
 	}
 	defer s.leave()
+	s.digestMu.Lock()
+	defer s.digestMu.Unlock()
+	return s.digest, nil
+}
+
+// loadDigest reads the digest's buckets from the database, where each is
+// the merge of its commits' shares. Callers own the store or hold dbMu.
+func (s *Store) loadDigest() error {
+	var d [256][32]byte
 	err := forEach(s.db, "digest", prefixOptions([]byte{prefixDigest}), func(k, v []byte) error {
 		if len(k) != 2 || len(v) != sha256.Size {
 			return fmt.Errorf("storage: digest: corrupt bucket %x", k)
 		}
-		copy(out[k[1]][:], v)
+		copy(d[k[1]][:], v)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return err
+	}
+	s.digestMu.Lock()
+	s.digest = d
+	s.digestMu.Unlock()
+	return nil
+}
+
+// share is a change of one digest bucket: the XOR of a document's
+// previous and new shares.
+type share struct {
+	bucket byte
+	xor    [sha256.Size]byte
+}
+
+// addShares applies a commit's shares to the digest kept in memory.
+func (s *Store) addShares(shares []share) {
+	s.digestMu.Lock()
+	defer s.digestMu.Unlock()
+	for _, sh := range shares {
+		b := &s.digest[sh.bucket]
+		for i := range b {
+			b[i] ^= sh.xor[i]
+		}
+	}
 }
 
 // Bucket is the digest bucket of a document: sha256(kind id)[0].

@@ -115,6 +115,13 @@ type Store struct {
 	// Applied.
 	applied atomic.Uint64
 
+	// digestMu guards digest, the anti-entropy digest (Digest): read from
+	// the database when it opens, then brought up to date by each commit
+	// as Pebble applies it (under commitMu, so that it is the digest of
+	// the commits applied so far), so that reading it reads nothing.
+	digestMu sync.Mutex
+	digest   [256][32]byte
+
 	// closeMu guards closed; ops counts the calls in progress so that Close
 	// waits for them before closing Pebble.
 	closeMu sync.RWMutex
@@ -263,7 +270,13 @@ func (s *Store) init(readOnly bool) error {
 	}
 	s.nextSeq = last + 1
 	s.durable.Store(last)
-	s.applied.CompareAndSwap(0, 1)
+	// A database opened again may hold less than was applied before (a
+	// batch whose log write failed): what was read against Applied is
+	// read again.
+	s.applied.Add(1)
+	if err := s.loadDigest(); err != nil {
+		return err
+	}
 	return s.findHeld()
 }
 

@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,7 @@ object of its figures. The running daemon and its home are not touched.`,
 	}
 	cmd.PersistentFlags().StringVar(&a.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark to this file (go tool pprof; samples carry a phase label)")
 	cmd.AddCommand(a.benchLocomoCommand(), a.benchCaptureCommand(), a.benchSearchCommand(),
-		a.benchSyncCommand(), a.benchResyncCommand(), a.benchStartupCommand(), a.benchBriefCommand(), a.benchSessionsCommand(), a.benchGitCommand())
+		a.benchSyncCommand(), a.benchResyncCommand(), a.benchIdleCommand(), a.benchStartupCommand(), a.benchBriefCommand(), a.benchSessionsCommand(), a.benchGitCommand())
 	return cmd
 }
 
@@ -232,6 +233,33 @@ round trips of the pull that brought the changes.`,
 	}
 	cmd.Flags().IntVar(&opts.Changes, "changes", opts.Changes, "memories changed during the partition")
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories on both nodes")
+	return cmd
+}
+
+func (a *app) benchIdleCommand() *cobra.Command {
+	opts := bench.IdleOptions{Nodes: 3, Memories: 20_000, Settle: 3 * time.Minute, Window: 60 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "idle",
+		Short: "CPU of an idle mesh of daemons holding many memories",
+		Long: `Start --nodes daemons ('memmesh serve' of this executable, or of --binary),
+each with a home and a user home of its own, the mesh on a loopback port and
+no MCP over HTTP; join them into one mesh, import --memories corpus memories
+into the first, wait until every daemon holds and has indexed them all, let
+the mesh run for --settle (what the import and the catch-up leave behind,
+Pebble's compactions and the search index's merges, and the daemons' first
+lifecycle pass, a minute after they start, end within it), then report each
+daemon's CPU time (user and system, from /proc) over --window, in percent
+of one core.`,
+		Example: `  memmesh bench idle
+  memmesh bench idle --memories 2000 --window 20s --json`,
+		Args: args(cobra.NoArgs),
+		RunE: benchRunE(a, &opts, bench.Idle),
+	}
+	cmd.Flags().StringVar(&opts.Binary, "binary", "", "memmesh executable the daemons run (default: this one)")
+	cmd.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "daemons in the mesh (at least 2)")
+	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories on every daemon")
+	cmd.Flags().DurationVar(&opts.Settle, "settle", opts.Settle, "how long the synced mesh runs before the measurement")
+	cmd.Flags().DurationVar(&opts.Window, "window", opts.Window, "how long CPU time is measured")
 	return cmd
 }
 

@@ -282,8 +282,8 @@ func (a *app) peersCommand() *cobra.Command {
 		Long: `Show the other devices of the mesh: address, state (alive, suspect, dead, left,
 unknown when never seen, revoked), the devices it is reached through when
 this machine cannot reach it directly (via), round-trip time, the last
-complete sync from each, how many documents changed here since it last
-pulled from this machine (behind), and its memmesh version.`,
+complete sync from each, how many of this machine's documents it lacks as far
+as the two machines' exchanges tell (behind), and its memmesh version.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			peers, err := call(cmd.Context(), a, (*web.Client).Peers)
