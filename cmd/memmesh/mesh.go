@@ -266,7 +266,7 @@ wins; any other member settles it the other way by revoking the winner
 			return a.emit(d, func(w io.Writer) {
 				if len(d.Revocations) > 0 {
 					r := d.Revocations[len(d.Revocations)-1]
-					fmt.Fprintf(w, "Revoked %s (%s) as of the %d documents of its work this machine holds; the other members refuse it, and anything it does, once they learn of it.\n", shortID(d.Key), d.Name, r.Frontier)
+					fmt.Fprintf(w, "Revoked %s (%s) as of the %s of its work this machine holds; the other members refuse it, and anything it does, once they learn of it.\n", shortID(d.Key), d.Name, plural(r.Frontier, "document"))
 				} else {
 					fmt.Fprintf(w, "Revoked %s (%s); the other members refuse it once they learn of it.\n", shortID(d.Key), d.Name)
 				}
