@@ -128,12 +128,7 @@ func BenchmarkCheckSaved(b *testing.B) {
 // each document it receives while some device is revoked, beside the
 // load it does anyway (BenchmarkLoad).
 func BenchmarkAuthors(b *testing.B) {
-	d, err := NewMemoryDoc(actorA, benchMemory())
-	if err != nil {
-		b.Fatal(err)
-	}
-	saved := d.Save()
-	d.Close()
+	saved := savedBenchMemory(b)
 	for b.Loop() {
 		if _, err := Authors(saved); err != nil {
 			b.Fatal(err)
@@ -141,13 +136,19 @@ func BenchmarkAuthors(b *testing.B) {
 	}
 }
 
-func BenchmarkLoad(b *testing.B) {
+// savedBenchMemory is the saved document of a typical memory.
+func savedBenchMemory(b *testing.B) []byte {
+	b.Helper()
 	d, err := NewMemoryDoc(actorA, benchMemory())
 	if err != nil {
 		b.Fatal(err)
 	}
-	saved := d.Save()
-	d.Close()
+	defer d.Close()
+	return d.Save()
+}
+
+func BenchmarkLoad(b *testing.B) {
+	saved := savedBenchMemory(b)
 	for b.Loop() {
 		l, err := LoadMemoryDoc(actorB, saved)
 		if err != nil {

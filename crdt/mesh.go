@@ -51,12 +51,7 @@ func NewMeshDoc(actor string, r *model.MeshRecord) (*MeshDoc, error) {
 	if err := checkMesh(r); err != nil {
 		return nil, err
 	}
-	base, err := newDocument(actor)
-	if err != nil {
-		return nil, err
-	}
-	d := &MeshDoc{base}
-	err = d.init(d.am.RootMap(),
+	return createMeshDoc(actor, "create",
 		field{keyType, typeMesh},
 		field{keySchema, int64(schemaVersion)},
 		field{keyID, r.ID},
@@ -71,8 +66,19 @@ func NewMeshDoc(actor string, r *model.MeshRecord) (*MeshDoc, error) {
 		field{keyStale, r.StaleDays},
 		field{keyUpdatedAt, millis(r.UpdatedAt)},
 	)
+}
+
+// createMeshDoc creates a mesh record's document holding fields (those
+// of zero value left out) and commits it as one change named message.
+func createMeshDoc(actor, message string, fields ...field) (*MeshDoc, error) {
+	base, err := newDocument(actor)
+	if err != nil {
+		return nil, err
+	}
+	d := &MeshDoc{base}
+	err = d.init(d.am.RootMap(), fields...)
 	if err == nil {
-		err = d.commit("create")
+		err = d.commit(message)
 	}
 	if err != nil {
 		d.Close()
@@ -96,12 +102,7 @@ func NewRevocationDoc(actor string, r *model.MeshRecord, f *Frontier) (*MeshDoc,
 	if err := checkMesh(r); err != nil {
 		return nil, err
 	}
-	base, err := newDocument(actor)
-	if err != nil {
-		return nil, err
-	}
-	d := &MeshDoc{base}
-	err = d.init(d.am.RootMap(),
+	return createMeshDoc(actor, "revoke",
 		field{keyType, typeMesh},
 		field{keySchema, int64(schemaVersion)},
 		field{keyID, r.ID},
@@ -110,18 +111,8 @@ func NewRevocationDoc(actor string, r *model.MeshRecord, f *Frontier) (*MeshDoc,
 		field{keyRevokes, r.Revokes},
 		field{keyRevokedBy, r.RevokedBy},
 		field{keyRevokedAt, millis(r.RevokedAt)},
+		field{keyFrontier, frontier},
 	)
-	if err == nil {
-		err = d.set(d.am.RootMap(), field{keyFrontier, frontier})
-	}
-	if err == nil {
-		err = d.commit("revoke")
-	}
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	return d, nil
 }
 
 // Frontier returns the frontier a revocation's document holds.
