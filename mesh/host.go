@@ -28,6 +28,9 @@ type Store interface {
 	ScanLocal(prefix string, fn func(key string, value []byte) error) error
 	PutLocal(key string, value []byte) error
 	PutLocalDurable(key string, value []byte) error
+	Aside(kind storage.Kind, id string) ([]byte, error)
+	Asides(fn func(kind storage.Kind, id string, doc []byte) error) error
+	DropAside(kind storage.Kind, id string) error
 }
 
 var _ Store = (*storage.Store)(nil)

@@ -106,6 +106,9 @@ func (m *Mesh) Sweep() error {
 	m.applying.Lock()
 	//lint:ignore SA2001 a barrier: the applies in flight end before it
 	m.applying.Unlock()
+	if err := m.putBack(v); err != nil {
+		return err
+	}
 	if len(v.prefixes) > 0 {
 		for _, kind := range []storage.Kind{storage.KindMesh, storage.KindMemory, storage.KindEdge} {
 			if err := m.sweepKind(v, kind); err != nil {
@@ -195,6 +198,10 @@ func (m *Mesh) sweepDocs(kind storage.Kind, ids []string) error {
 		}
 		w.Changes += refused.Changes
 		w.Documents++
+		aside, err := m.aside(kind, id, doc)
+		if err != nil {
+			return fmt.Errorf("%v %s: keep it aside: %w", kind, id, err)
+		}
 		if kept == nil {
 			w.Erased++
 			if kind == storage.KindMesh {
@@ -202,13 +209,14 @@ func (m *Mesh) sweepDocs(kind storage.Kind, ids []string) error {
 					erasedMesh = append(erasedMesh, r)
 				}
 			}
-			recs = append(recs, storage.Record{Kind: kind, ID: id, Erase: true, Logged: true})
+			recs = append(recs, storage.Record{Kind: kind, ID: id, Erase: true, Logged: true, Aside: aside})
 			continue
 		}
 		rec, mr, err := m.rebuilt(kind, id, kept)
 		if err != nil {
 			return fmt.Errorf("%v %s without a revoked device's changes: %w", kind, id, err)
 		}
+		rec.Aside = aside
 		recs = append(recs, rec)
 		if mr != nil {
 			meshRecs, meshDocs = append(meshRecs, *mr), append(meshDocs, kept)
@@ -328,7 +336,15 @@ func (m *Mesh) sweepPurge(v *verdict, ts crdt.Tombstone) error {
 		}
 		return false
 	})
-	rec := storage.Record{Kind: storage.KindPurge, ID: ts.ID, Erase: true, Logged: true}
+	old, err := ts.Encode()
+	if err != nil {
+		return err
+	}
+	aside, err := m.aside(storage.KindPurge, ts.ID, old)
+	if err != nil {
+		return err
+	}
+	rec := storage.Record{Kind: storage.KindPurge, ID: ts.ID, Erase: true, Logged: true, Aside: aside}
 	if ok {
 		data, err := kept.Encode()
 		if err != nil {
@@ -338,7 +354,7 @@ func (m *Mesh) sweepPurge(v *verdict, ts crdt.Tombstone) error {
 		if err != nil {
 			return err
 		}
-		rec = storage.Record{Kind: storage.KindPurge, ID: ts.ID, Heads: heads, Value: data, Doc: data}
+		rec = storage.Record{Kind: storage.KindPurge, ID: ts.ID, Heads: heads, Value: data, Doc: data, Aside: aside}
 	}
 	seq, err := m.store.Commit(rec)
 	if err != nil {

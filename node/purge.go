@@ -125,15 +125,36 @@ func (n *Node) tombstoneRecords(ts crdt.Tombstone) (recs []storage.Record, edges
 		return nil, 0, err
 	}
 	edges = len(erase)
-	if _, err := n.store.Get(storage.KindMemory, ts.ID); err == nil {
-		erase = append(erase, storage.Record{Kind: storage.KindMemory, ID: ts.ID, Erase: true})
-	} else if !storageNotFound(err) {
+	// The memory goes, and what a sweep kept aside of it (see mesh's
+	// aside.go) with it.
+	stored, err := n.holdsAny(storage.KindMemory, ts.ID)
+	if err != nil {
 		return nil, 0, err
+	}
+	if stored {
+		erase = append(erase, storage.Record{Kind: storage.KindMemory, ID: ts.ID, Erase: true})
 	}
 	if rec.Kind != 0 {
 		recs = append(recs, rec)
 	}
 	return append(recs, erase...), edges, nil
+}
+
+// holdsAny reports whether the store holds a document, or something kept
+// aside for it.
+func (n *Node) holdsAny(kind storage.Kind, id string) (bool, error) {
+	for _, get := range []func(storage.Kind, string) error{
+		func(k storage.Kind, id string) error { _, err := n.store.Get(k, id); return err },
+		func(k storage.Kind, id string) error { _, err := n.store.Aside(k, id); return err },
+	} {
+		switch err := get(kind, id); {
+		case err == nil:
+			return true, nil
+		case !storageNotFound(err):
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // tombstoneRecord is the storage record of a tombstone: its bytes are both

@@ -107,6 +107,28 @@ func TestSimEdgeAtALostMemory(t *testing.T) {
 	}
 }
 
+// TestSimFound replays seeds that long runs found failing.
+func TestSimFound(t *testing.T) {
+	for _, c := range []struct {
+		seed uint64
+		what string
+	}{
+		{101442, "two nodes revoke each other; until the senior one's revocation arrives, every node sweeps the other's memory and the edits two members made of it, which must come back from what each kept aside"},
+		{102489, "a restore erases a memory its author gave only to a node revoked since: nobody takes it from there"},
+		{100380, "a restore erases a purge its author gave only to a node revoked since: the memory comes back"},
+		{103270, "a restore erases a revocation before it left its node, which revokes the device again later with a wider frontier"},
+		{105077, "a member links its memory to a revoked node's that every node refuses, while a namespace is local-only: the edge stays with it"},
+	} {
+		r := runSim(t, c.seed)
+		for _, f := range r.failures {
+			t.Errorf("seed %d (%s): %s", c.seed, c.what, f)
+		}
+		if len(r.failures) > 0 {
+			t.Logf("trace of seed %d:\n%s", c.seed, strings.Join(r.trace, "\n"))
+		}
+	}
+}
+
 // TestSimReplays runs seeds twice: each gives the same trace.
 func TestSimReplays(t *testing.T) {
 	for _, seed := range []uint64{7} {
@@ -164,6 +186,7 @@ type sim struct {
 type simRevocation struct {
 	by, of int
 	event  int
+	at     time.Time // the revoker's clock: tells apart two revocations of one pair
 	held   map[*simOp]bool
 }
 
@@ -191,6 +214,11 @@ type simOp struct {
 	// erased on its author by a restore after it left its machine: it
 	// comes back only as far as the replication policy lets it
 	away bool
+	// the nodes that held it after each restore that erased it on the
+	// restored node: should every node of one of these sets end revoked,
+	// the write may be gone with them (members take nothing from a
+	// revoked node, whoever wrote it)
+	keptBy [][]int
 }
 
 var simNamespaces = []string{"shared", "team", "private"}
@@ -807,7 +835,7 @@ func (s *sim) revocationEvent() {
 		s.logf("node %d: revoke %d: %v", a, b, err)
 		return
 	}
-	s.revoked = append(s.revoked, &simRevocation{by: a, of: b, event: s.event, held: held})
+	s.revoked = append(s.revoked, &simRevocation{by: a, of: b, event: s.event, at: s.now, held: held})
 	s.logf("node %d: revoke %d", a, b)
 }
 
@@ -876,19 +904,19 @@ func (s *sim) restore(a int) {
 		if op.lost || op.kind == "ns" {
 			continue
 		}
-		held := false
+		var holders []int
 		for _, other := range s.nodes {
 			if s.holds(other.n, op) {
-				held = true
-				break
+				holders = append(holders, other.i)
 			}
 		}
 		switch {
-		case !held:
+		case holders == nil:
 			op.lost = true
 			lost++
-		case op.node == a && !s.holds(sn.n, op):
-			op.away = true
+		case !s.holds(sn.n, op):
+			op.keptBy = append(op.keptBy, holders)
+			op.away = op.away || op.node == a
 		}
 	}
 	s.logf("node %d: restored from its backup, %d writes lost with it", a, lost)
@@ -1102,11 +1130,13 @@ func (s *sim) unshared() map[string]int {
 		}
 	}
 	if anyLocal {
-		// A memory a restore lost for good: a node that holds an edge at
-		// it cannot tell whether it was private, and keeps the edge to
-		// itself while any namespace is local-only.
+		// A memory a restore lost for good, or a revoked node's that
+		// every node refuses: a node that holds an edge at it cannot tell
+		// whether it was private, and keeps the edge to itself while any
+		// namespace is local-only.
+		standing := s.judge()
 		for _, op := range s.ops {
-			if op.kind == "remember" && op.lost {
+			if op.kind == "remember" && (op.lost || s.beyond(op, standing)) {
 				out[op.id] = -1
 			}
 		}
@@ -1199,7 +1229,9 @@ func (s *sim) judge() judged {
 	out := judged{}
 	for _, rev := range s.revoked {
 		for _, d := range devices {
-			if d.Key == s.device(rev.of) && slices.ContainsFunc(d.Revocations, func(r api.Revocation) bool { return r.By == s.device(rev.by) && r.Stands }) {
+			if d.Key == s.device(rev.of) && slices.ContainsFunc(d.Revocations, func(r api.Revocation) bool {
+				return r.By == s.device(rev.by) && r.At.Equal(rev.at) && r.Stands
+			}) {
 				out[rev] = true
 			}
 		}
@@ -1217,6 +1249,21 @@ func (s *sim) beyond(op *simOp, standing judged) bool {
 		}
 	}
 	return false
+}
+
+// goneWithRevoked reports whether op went with revoked nodes: after a
+// restore erased it, only nodes revoked by a standing revocation held it,
+// and no live node holds it now.
+func (s *sim) goneWithRevoked(op *simOp, standing judged, live []*simNode) bool {
+	revoked := map[int]bool{}
+	for rev := range standing {
+		revoked[rev.of] = true
+	}
+	gone := false
+	for _, holders := range op.keptBy {
+		gone = gone || !slices.ContainsFunc(holders, func(i int) bool { return !revoked[i] })
+	}
+	return gone && !slices.ContainsFunc(live, func(sn *simNode) bool { return s.holds(sn.n, op) })
 }
 
 // refusedWork returns the memories, edges and namespaces whose documents
@@ -1254,7 +1301,7 @@ func (s *sim) checkInvariants() {
 	refused, refusedNS := s.refusedWork(standing)
 	purged := map[string]bool{}
 	for _, op := range s.ops {
-		if op.kind == "purge" && !op.lost && !s.beyond(op, standing) {
+		if op.kind == "purge" && !op.lost && !s.beyond(op, standing) && !s.goneWithRevoked(op, standing, live) {
 			purged[op.id] = true
 		}
 	}
@@ -1295,6 +1342,9 @@ func (s *sim) checkInvariants() {
 				// too: where it is, and where it is not, such as on its
 				// author when a restore erased it there after a peer
 				// received it.
+			case s.goneWithRevoked(op, standing, live):
+				// Only revoked nodes held it after a restore: nobody
+				// takes it from them.
 			case !s.holds(sn.n, op):
 				s.failf("acknowledged %s %s (node %d, event %d) missing on node %d", op.kind, op.id, op.node, op.event, b)
 			}

@@ -243,14 +243,23 @@ func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, sh share, er
 		}
 	}
 	sh.bucket = Bucket(r.Kind, r.ID)
+	if r.Aside != nil {
+		b.Set(asideKey(r.Kind, r.ID), r.Aside, nil)
+	}
 	if r.Erase {
+		if r.Aside == nil {
+			if erased, err = s.dropAside(b, r.Kind, r.ID); err != nil {
+				return nil, sh, err
+			}
+		}
 		if !found {
-			return nil, sh, nil
+			return erased, sh, nil
 		}
 		// Every key goes; Expunge compacts those that held text.
-		erased = [][]byte{docKey(r.Kind, r.ID), recordKey(r.Kind, r.ID)}
-		b.Delete(erased[0], nil)
-		b.Delete(erased[1], nil)
+		for _, k := range [][]byte{docKey(r.Kind, r.ID), recordKey(r.Kind, r.ID)} {
+			b.Delete(k, nil)
+			erased = append(erased, k)
+		}
 		b.Delete(changeKey(old.seq, r.Kind, r.ID), nil)
 		for _, t := range old.terms {
 			k := termKey(r.Kind, t, r.ID)
@@ -292,6 +301,22 @@ func (s *Store) stage(b *pebble.Batch, r *Record) (erased [][]byte, sh share, er
 		b.Merge(digestKey(sh.bucket), sh.xor[:], nil)
 	}
 	return nil, sh, nil
+}
+
+// dropAside adds to b the removal of what was kept aside for a document,
+// and returns its key when there was some, for Expunge to compact.
+func (s *Store) dropAside(b *pebble.Batch, kind Kind, id string) ([][]byte, error) {
+	k := asideKey(kind, id)
+	_, closer, err := s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: get %q: %w", k, err)
+	}
+	closer.Close()
+	b.Delete(k, nil)
+	return [][]byte{k}, nil
 }
 
 // envelope reads the stored envelope of a document, without its value.

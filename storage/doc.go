@@ -45,6 +45,7 @@
 //	change  'C' seq kind id                      -> empty
 //	digest  'H' bucket                           -> 32 bytes, XOR merge operands
 //	local   'L' key                              -> value (never replicated)
+//	aside   'A' kind id                          -> bytes kept aside for a document (Record.Aside; never replicated)
 //
 // Byte by byte, the term {"tag", "go"} of memory "k3j5":
 //

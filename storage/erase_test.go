@@ -227,3 +227,62 @@ func TestLoggedErasure(t *testing.T) {
 		t.Fatalf("changes after a's return %s, want %s", got, want)
 	}
 }
+
+// TestAside keeps bytes aside for a document through a rewrite and an
+// erasure that carry them, and drops them with an erasure that does not:
+// a purge leaves nothing of the memory.
+func TestAside(t *testing.T) {
+	s := openAt(t, vfs.NewMem(), "db")
+	defer s.Close()
+	aside := func(id string) string {
+		t.Helper()
+		v, err := s.Aside(KindMemory, id)
+		if errors.Is(err, ErrNotFound) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	commit(t, s, memory("a", "x"), memory("b", "y"))
+	rewritten := memory("a", "x without what was refused")
+	rewritten.Aside = []byte("a as it was")
+	commit(t, s, rewritten, Record{Kind: KindMemory, ID: "b", Erase: true, Logged: true, Aside: []byte("b as it was")})
+	if aside("a") != "a as it was" || aside("b") != "b as it was" {
+		t.Fatalf("kept aside: a %q, b %q", aside("a"), aside("b"))
+	}
+	commit(t, s, memory("a", "edited again"))
+	var kept []string
+	if err := s.Asides(func(kind Kind, id string, doc []byte) error {
+		kept = append(kept, fmt.Sprintf("%v %s %s", kind, id, doc))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 2 {
+		t.Fatalf("Asides after a plain write: %q, want both kept", kept)
+	}
+	// A purge erases the stored memory a, and the memory b that only
+	// its aside holds.
+	commit(t, s, Record{Kind: KindMemory, ID: "a", Erase: true}, Record{Kind: KindMemory, ID: "b", Erase: true})
+	if aside("a") != "" || aside("b") != "" {
+		t.Fatalf("kept aside after erasures: a %q, b %q", aside("a"), aside("b"))
+	}
+	if _, err := s.Get(KindMemory, "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of the erased a: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetDoc(KindMemory, "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetDoc of the erased a: %v, want ErrNotFound", err)
+	}
+	if !s.ErasePending() {
+		t.Fatal("no expunge pending after dropping what was kept aside")
+	}
+	commit(t, s, Record{Kind: KindMemory, ID: "c", Erase: true, Aside: []byte("c")})
+	if err := s.DropAside(KindMemory, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if aside("c") != "" {
+		t.Fatal("DropAside left it")
+	}
+}

@@ -15,6 +15,7 @@ const (
 	prefixChange byte = 'C'
 	prefixDigest byte = 'H'
 	prefixLocal  byte = 'L'
+	prefixAside  byte = 'A'
 )
 
 // sep ends a term's field and value inside a term key.
@@ -30,6 +31,7 @@ func metaKey(name string) []byte {
 // docKey and recordKey are prefix kind id.
 func docKey(kind Kind, id string) []byte    { return kindIDKey(prefixDoc, kind, id) }
 func recordKey(kind Kind, id string) []byte { return kindIDKey(prefixRecord, kind, id) }
+func asideKey(kind Kind, id string) []byte  { return kindIDKey(prefixAside, kind, id) }
 
 func kindIDKey(prefix byte, kind Kind, id string) []byte {
 	k := make([]byte, 0, 2+len(id))

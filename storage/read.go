@@ -458,3 +458,48 @@ func forEach(r pebble.Reader, what string, opts *pebble.IterOptions, fn func(key
 	}
 	return fnErr
 }
+
+// Aside returns what a record kept aside for a document (Record.Aside),
+// or ErrNotFound.
+func (s *Store) Aside(kind Kind, id string) ([]byte, error) {
+	if err := checkKindID(kind, id); err != nil {
+		return nil, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	return s.getValue(asideKey(kind, id))
+}
+
+// Asides calls fn with every document something is kept aside for, and
+// what is, in key order. doc is valid only during the call. An error from
+// fn stops Asides and is returned as is.
+func (s *Store) Asides(fn func(kind Kind, id string, doc []byte) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	return forEach(s.db, "scan aside", prefixOptions([]byte{prefixAside}), func(k, v []byte) error {
+		return fn(Kind(k[1]), string(k[2:]), v)
+	})
+}
+
+// DropAside removes, durably, what was kept aside for a document: it was
+// put back.
+func (s *Store) DropAside(kind Kind, id string) error {
+	if err := checkKindID(kind, id); err != nil {
+		return err
+	}
+	if err := s.recover(); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	b := s.db.NewBatch()
+	defer b.Close()
+	b.Delete(asideKey(kind, id), nil)
+	return s.apply(b, int64(b.Len()), true, nil)
+}

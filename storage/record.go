@@ -74,6 +74,11 @@ type Record struct {
 	// returns NoneAt, Commit takes the document as new without reading a
 	// previous version. A bulk write of new documents then reads nothing.
 	NoneAt uint64
+	// Aside, when not nil, is kept for the document apart from its
+	// versions (Store.Aside), whether the record stores or erases it:
+	// what was taken out of the document and may be put back. An erasure
+	// without it drops what was kept aside.
+	Aside []byte
 }
 
 // validate checks everything Commit needs before it writes.
@@ -81,8 +86,8 @@ func (r *Record) validate() error {
 	if err := checkKindID(r.Kind, r.ID); err != nil {
 		return err
 	}
-	if len(r.Doc) > MaxDocSize {
-		return fmt.Errorf("%w: document of %d bytes exceeds %d", ErrInvalid, len(r.Doc), MaxDocSize)
+	if len(r.Doc) > MaxDocSize || len(r.Aside) > MaxDocSize {
+		return fmt.Errorf("%w: document of %d bytes (%d aside) exceeds %d", ErrInvalid, len(r.Doc), len(r.Aside), MaxDocSize)
 	}
 	if len(r.Value) > MaxValueSize {
 		return fmt.Errorf("%w: value of %d bytes exceeds %d", ErrInvalid, len(r.Value), MaxValueSize)
