@@ -12,7 +12,7 @@ import (
 // agentfiles (agent instruction files, through the API) link neither the
 // store, nor the mesh's transport, nor Automerge or tree-sitter (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
+	light := []string{"./api", "./model", "./mcp", "./mcp/servermemory", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",
@@ -36,7 +36,7 @@ func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 // reverse), so the packages that speak api (the front ends, bridge,
 // agentfiles and the mesh) link none of bleve.
 func TestOnlySearchLinksBleve(t *testing.T) {
-	for _, pkg := range []string{"./api", "./mcp", "./web", "./bridge", "./agentfiles", "./mesh"} {
+	for _, pkg := range []string{"./api", "./mcp", "./mcp/servermemory", "./web", "./bridge", "./agentfiles", "./mesh"} {
 		var bleve []string
 		for _, dep := range deps(t, pkg) {
 			if dep == "github.com/memmesh/memmesh/search" {
