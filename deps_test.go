@@ -12,7 +12,7 @@ import (
 // agentfiles (agent instruction files, through the API) link neither the
 // store, nor the mesh's transport, nor Automerge or tree-sitter (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
+	light := []string{"./api", "./model", "./mcp", "./mcp/servermemory", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",
@@ -21,12 +21,7 @@ func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 		"github.com/smacker/go-tree-sitter",
 	}
 	for _, pkg := range light {
-		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
-		}
-		deps := strings.Fields(string(out))
-		for _, dep := range deps {
+		for _, dep := range deps(t, pkg) {
 			for _, h := range heavy {
 				if dep == h {
 					t.Errorf("%s depends on %s", pkg, h)
@@ -34,4 +29,35 @@ func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOnlySearchLinksBleve holds that the index stays behind search: api
+// owns the shapes search answers in (search imports api, never the
+// reverse), so the packages that speak api (the front ends, bridge,
+// agentfiles and the mesh) link none of bleve.
+func TestOnlySearchLinksBleve(t *testing.T) {
+	for _, pkg := range []string{"./api", "./mcp", "./mcp/servermemory", "./web", "./bridge", "./agentfiles", "./mesh"} {
+		var bleve []string
+		for _, dep := range deps(t, pkg) {
+			if dep == "github.com/memmesh/memmesh/search" {
+				t.Errorf("%s depends on search", pkg)
+			}
+			if strings.HasPrefix(dep, "github.com/blevesearch/") {
+				bleve = append(bleve, dep)
+			}
+		}
+		if len(bleve) > 0 {
+			t.Errorf("%s links %d packages of bleve, e.g. %s", pkg, len(bleve), bleve[0])
+		}
+	}
+}
+
+// deps lists the packages pkg imports, directly or not, and pkg itself.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+	}
+	return strings.Fields(string(out))
 }

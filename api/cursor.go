@@ -5,24 +5,31 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/memmesh/memmesh/search"
 )
+
+// Cursor is a place in a list of memories, which is ordered by update
+// time, newest first, and among memories updated in the same instant by
+// id, last first: a page that starts after it neither repeats nor skips
+// memories that share the update time of the page's boundary.
+type Cursor struct {
+	Updated time.Time
+	ID      string
+}
 
 // maxCursorLen bounds a list cursor before it is decoded.
 const maxCursorLen = 128
 
-// EncodeCursor writes a place in a list (search.Cursor: an update time
-// and a memory id) as an opaque token for ListRequest.Cursor.
-func EncodeCursor(c search.Cursor) string {
+// EncodeCursor writes a place in a list (a Cursor: an update time and a
+// memory id) as an opaque token for ListRequest.Cursor.
+func EncodeCursor(c Cursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.Updated.UnixNano(), 10) + "." + c.ID))
 }
 
 // DecodeCursor reads a token EncodeCursor wrote; anything else is
 // ErrInvalid.
-func DecodeCursor(s string) (search.Cursor, error) {
-	bad := func() (search.Cursor, error) {
-		return search.Cursor{}, Invalidf("cursor %q: not a cursor of this list; use the next cursor a page returned, or none to start from the newest", clipped(s))
+func DecodeCursor(s string) (Cursor, error) {
+	bad := func() (Cursor, error) {
+		return Cursor{}, Invalidf("cursor %q: not a cursor of this list; use the next cursor a page returned, or none to start from the newest", clipped(s))
 	}
 	if len(s) > maxCursorLen {
 		return bad()
@@ -36,7 +43,7 @@ func DecodeCursor(s string) (search.Cursor, error) {
 	if !ok || err != nil || ns < 0 || !cursorID(id) {
 		return bad()
 	}
-	return search.Cursor{Updated: time.Unix(0, ns).UTC(), ID: id}, nil
+	return Cursor{Updated: time.Unix(0, ns).UTC(), ID: id}, nil
 }
 
 // cursorID reports whether id can be a memory's full id: lower-case

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/model"
-	"github.com/memmesh/memmesh/search"
 )
 
 // SearchRequest is a full-text search with filters.
@@ -38,9 +37,9 @@ type SearchRequest struct {
 // revisions. Get returns the whole memory.
 type SearchHit struct {
 	Memory
-	Score   float64             `json:"score"`
-	Explain *search.Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
-	Fusion  *Fusion             `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
+	Score   float64      `json:"score"`
+	Explain *Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
+	Fusion  *Fusion      `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
 	// Related is set on a memory that does not match the query and was
 	// pulled in through a link to a match: why, e.g. "linked from m-… by
 	// depends_on". Related memories come after the matches and are not
@@ -54,6 +53,23 @@ type SearchHit struct {
 	// excerpt: get or show the memory for all of it.
 	Truncated    bool `json:"truncated,omitempty"`
 	ContentBytes int  `json:"content_bytes"` // size of the whole content
+}
+
+// Explanation breaks a hit's text score into its components:
+// Final = BM25 * Confidence * Tier * Recency * Status * Maturity. A memory
+// that only the feedback pass found (Match "associated") has the BM25
+// and multipliers of that pass, and Final is Associated, their product
+// scaled to the best match of the query's words.
+type Explanation struct {
+	BM25       float64 `json:"bm25"`                 // bleve's text score
+	Confidence float64 `json:"confidence"`           // multiplier, after decay
+	Tier       float64 `json:"tier"`                 // multiplier
+	Recency    float64 `json:"recency"`              // multiplier
+	Status     float64 `json:"status"`               // multiplier
+	Maturity   float64 `json:"maturity"`             // multiplier
+	Associated float64 `json:"associated,omitempty"` // the score of a memory found through associations alone
+	Final      float64 `json:"final"`
+	Match      string  `json:"match"` // search's match kinds: terms, phrase, fuzzy, filter or associated
 }
 
 // HitContentBytes bounds the content of a search hit, about a page of

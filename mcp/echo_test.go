@@ -89,23 +89,4 @@ func TestErrorsQuoteExcerpts(t *testing.T) {
 			t.Errorf("%s with a 60 KB argument: %.300v (%d bytes)", what, err, len(fmt.Sprint(err)))
 		}
 	}
-
-	// The server-memory profile's own messages.
-	s := serverMemoryConnect(t, n, "")
-	for _, tc := range []struct {
-		tool string
-		args any
-	}{
-		{"add_observations", map[string]any{"observations": []any{map[string]any{"entityName": huge, "contents": []string{"o"}}}}},
-		{"create_relations", map[string]any{"relations": []any{map[string]any{"from": huge, "to": huge, "relationType": huge}}}},
-		{"create_entities", map[string]any{"entities": []any{map[string]any{"name": huge, "entityType": "t", "observations": []string{strings.Repeat("o", api.MaxContentBytes)}}}}},
-	} {
-		res := s.call(tc.tool, tc.args)
-		if text := res.text(); !res.IsError || len(text) > maxErrorText || strings.Contains(text, secret) {
-			t.Errorf("server-memory %s with a 60 KB name: error %v, %d bytes: %.300q", tc.tool, res.IsError, len(text), text)
-		}
-	}
-	if _, err := ImportServerMemory(ctx, n, strings.NewReader(`{"type":"`+huge+`"}`), ""); err == nil || len(err.Error()) > maxErrorText || strings.Contains(err.Error(), secret) {
-		t.Errorf("import of a 60 KB type: %.300v", err)
-	}
 }

@@ -80,7 +80,7 @@ func (h *handler) readStats(ctx context.Context, req mcpgo.ReadResourceRequest) 
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", statsURI, err)
 	}
-	agent, session := h.caller(ctx)
+	agent, session := h.callers.Caller(ctx)
 	return jsonContents(req.Params.URI, statusData{Version: h.version, DefaultNamespace: h.namespace, Agent: agent, Session: session, Stats: st})
 }
 

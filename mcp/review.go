@@ -133,7 +133,7 @@ func (h *handler) compactApplyTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if bad := a.problem(); bad != nil {
 			return bad, nil
 		}
-		r.Agent, r.Session = h.caller(ctx)
+		r.Agent, r.Session = h.callers.Caller(ctx)
 		res, err := h.svc.CompactApply(ctx, r)
 		if err != nil {
 			return h.failure(tool.Name, err, "Use review compact for clusters of live memories of one namespace."), nil

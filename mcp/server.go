@@ -78,9 +78,7 @@ type handler struct {
 	namespace string
 	version   string
 	log       *slog.Logger
-	// stdioSession identifies this server's stdio session in provenance:
-	// mcp-go names every stdio session "stdio", and one process serves one.
-	stdioSession string
+	callers   *Callers
 }
 
 // NewServer returns an MCP server named "memmesh" whose tools, resources
@@ -88,11 +86,11 @@ type handler struct {
 // Serve it with mcp-go's stdio server or with NewHTTPServer.
 func NewServer(svc Service, opts Options) *server.MCPServer {
 	h := &handler{
-		svc:          svc,
-		namespace:    opts.Namespace,
-		version:      opts.Version,
-		log:          opts.Logger,
-		stdioSession: "stdio-" + strings.ToLower(rand.Text()[:12]),
+		svc:       svc,
+		namespace: opts.Namespace,
+		version:   opts.Version,
+		log:       opts.Logger,
+		callers:   NewCallers(),
 	}
 	if h.namespace == "" {
 		h.namespace = api.DefaultNamespace
@@ -125,12 +123,26 @@ func NewServer(svc Service, opts Options) *server.MCPServer {
 // maxAgentLen caps the client name and version recorded as a memory's agent.
 const maxAgentLen = 100
 
-// caller returns the agent (client name/version from clientInfo, without
+// Callers names the clients of one server's requests in the provenance of
+// what they write.
+type Callers struct {
+	// stdioSession identifies this server's stdio session in provenance:
+	// mcp-go names every stdio session "stdio", and one process serves one.
+	stdioSession string
+}
+
+// NewCallers returns the Callers of a server, with a stdio session id of
+// its own.
+func NewCallers() *Callers {
+	return &Callers{stdioSession: "stdio-" + strings.ToLower(rand.Text()[:12])}
+}
+
+// Caller returns the agent (client name/version from clientInfo, without
 // its secrets) and the session id that a write through ctx records as its
 // provenance. A client
 // of protocol 2026-07-28 or later names itself on every request; an older
 // one did so once, in initialize, and its session remembers it.
-func (h *handler) caller(ctx context.Context) (agent, session string) {
+func (c *Callers) Caller(ctx context.Context) (agent, session string) {
 	var info mcpgo.Implementation
 	if p := server.RequestProtocolInfoFromContext(ctx); p != nil && p.ClientInfo != nil {
 		info = *p.ClientInfo
@@ -152,7 +164,7 @@ func (h *handler) caller(ctx context.Context) (agent, session string) {
 		session = cs.SessionID()
 	}
 	if session == "stdio" {
-		session = h.stdioSession
+		session = c.stdioSession
 	}
 	return agent, session
 }

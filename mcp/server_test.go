@@ -27,10 +27,7 @@ import (
 )
 
 // The node serves the MCP server in the daemon.
-var (
-	_ Service             = (*node.Node)(nil)
-	_ ServerMemoryService = (*node.Node)(nil)
-)
+var _ Service = (*node.Node)(nil)
 
 // testNamespace is the default namespace of the servers under test.
 const testNamespace = "proj"

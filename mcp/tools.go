@@ -100,7 +100,7 @@ func (h *handler) rememberTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if bad := a.problem(); bad != nil {
 			return bad, nil
 		}
-		r.Agent, r.Session = h.caller(ctx)
+		r.Agent, r.Session = h.callers.Caller(ctx)
 		res, err := h.svc.Remember(ctx, r)
 		if err != nil {
 			return h.failure(tool.Name, err, ""), nil
@@ -227,14 +227,14 @@ func (h *handler) updateTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 			Evergreen:  a.optBool("evergreen"),
 			TTL:        a.optStr("ttl"),
 		}
-		r.Agent, _ = h.caller(ctx)
+		r.Agent, _ = h.callers.Caller(ctx)
 		if s := a.optStr("status"); s != nil {
 			status := model.Status(*s)
 			r.Status = &status
 		}
 		if c := a.optBool("confirm"); c != nil && *c {
 			r.Confirm = true
-			r.ConfirmedBy, _ = h.caller(ctx)
+			r.ConfirmedBy, _ = h.callers.Caller(ctx)
 		}
 		if bad := a.problem(); bad != nil {
 			return bad, nil
@@ -470,7 +470,7 @@ func (h *handler) statusTool() (mcpgo.Tool, server.ToolHandlerFunc) {
 		if err != nil && !errors.Is(err, api.ErrNoMesh) {
 			return h.failure(tool.Name, err, ""), nil
 		}
-		agent, session := h.caller(ctx)
+		agent, session := h.callers.Caller(ctx)
 		out := statusData{Version: h.version, DefaultNamespace: h.namespace, Agent: agent, Session: session, Stats: st,
 			Mesh: peersData{On: err == nil, Peers: make([]peerData, len(peers))}}
 		for i, p := range peers {

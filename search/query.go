@@ -16,6 +16,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -96,14 +97,9 @@ type Result struct {
 	Next *Cursor
 }
 
-// Cursor is a place in a listing, which is ordered by update time,
-// newest first, and among memories updated in the same instant by id,
-// last first: a page that starts after it neither repeats nor skips
-// memories that share the update time of the page's boundary.
-type Cursor struct {
-	Updated time.Time
-	ID      string
-}
+// Cursor is a place in a listing (api.Cursor, which a page's next
+// cursor is encoded from).
+type Cursor = api.Cursor
 
 // Hit is one matching memory.
 type Hit struct {
@@ -114,22 +110,9 @@ type Hit struct {
 	Explain *Explanation // when Query.Explain
 }
 
-// Explanation breaks a hit's score into its components:
-// Final = BM25 * Confidence * Tier * Recency * Status * Maturity. A memory
-// that only the feedback pass found (Match MatchAssociated) has the BM25
-// and multipliers of that pass, and Final is Associated, their product
-// scaled to the best match of the query's words.
-type Explanation struct {
-	BM25       float64 `json:"bm25"`                 // bleve's text score
-	Confidence float64 `json:"confidence"`           // multiplier, after decay
-	Tier       float64 `json:"tier"`                 // multiplier
-	Recency    float64 `json:"recency"`              // multiplier
-	Status     float64 `json:"status"`               // multiplier
-	Maturity   float64 `json:"maturity"`             // multiplier
-	Associated float64 `json:"associated,omitempty"` // the score of a memory found through associations alone
-	Final      float64 `json:"final"`
-	Match      string  `json:"match"` // MatchTerms, MatchPhrase, MatchFuzzy, MatchFilter or MatchAssociated
-}
+// Explanation breaks a hit's score into its components (api.Explanation,
+// which a search's results carry).
+type Explanation = api.Explanation
 
 // rankFields are the stored fields read for reranking.
 var rankFields = []string{fieldTier, fieldStatus, fieldConfidence, fieldUpdated, fieldSession, fieldAsks}

@@ -16,7 +16,7 @@ import (
 	"github.com/memmesh/memmesh/agentfiles"
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
-	"github.com/memmesh/memmesh/mcp"
+	"github.com/memmesh/memmesh/mcp/servermemory"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -205,7 +205,7 @@ not UTF-8 text, is refused whole, naming the line.`,
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "format of FILE: server-memory (the official MCP memory server's memory.jsonl), claude-md, agents-md, cursorrules or copilot (default: a memmesh export)")
-	cmd.Flags().StringVar(&ns, "ns", "", "with --from: the namespace that receives it (default: "+mcp.ServerMemoryNamespace+" for server-memory, else the namespace of FILE's directory)")
+	cmd.Flags().StringVar(&ns, "ns", "", "with --from: the namespace that receives it (default: "+servermemory.DefaultNamespace+" for server-memory, else the namespace of FILE's directory)")
 	cmd.Flags().BoolVar(&archive, "archive-removed", false, "with an agent file: archive the memories whose item left the file")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "with an agent file: say what the import would do, change nothing")
 	return cmd

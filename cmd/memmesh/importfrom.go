@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memmesh/memmesh/mcp"
+	"github.com/memmesh/memmesh/mcp/servermemory"
 )
 
 // importServerMemory imports the memory.jsonl of the official MCP memory
@@ -16,7 +16,7 @@ func (a *app) importServerMemory(ctx context.Context, r io.Reader, ns string) er
 	if err != nil {
 		return err
 	}
-	res, err := mcp.ImportServerMemory(ctx, c, r, ns)
+	res, err := servermemory.Import(ctx, c, r, ns)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/mcp"
+	"github.com/memmesh/memmesh/mcp/servermemory"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -29,7 +30,7 @@ var mcpProfiles = map[string]mcpProfile{
 		return mcp.NewServer(c, mcp.Options{Namespace: ns, Logger: log, Version: api.Version()})
 	},
 	"server-memory": func(c *web.Client, ns string, log *slog.Logger) *server.MCPServer {
-		return mcp.NewServerMemory(c, mcp.ServerMemoryOptions{Namespace: ns, Logger: log})
+		return servermemory.New(c, mcp.NewCallers(), servermemory.Options{Namespace: ns, Logger: log})
 	},
 }
 

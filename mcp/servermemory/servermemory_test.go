@@ -1,4 +1,4 @@
-package mcp
+package servermemory
 
 import (
 	"bufio"
@@ -19,18 +19,43 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/mcp"
+	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
+)
+
+// The node serves the profile in the daemon; mcp names its clients.
+var (
+	_ Service = (*node.Node)(nil)
+	_ Callers = (*mcp.Callers)(nil)
 )
 
 // serverMemoryTestNode starts a real node on a temporary home.
 func serverMemoryTestNode(t *testing.T) *node.Node {
 	t.Helper()
-	n, err := node.New(node.Config{Home: t.TempDir(), Logger: serverMemoryTestLogger(t)})
+	return serverMemoryStartNode(t, node.Config{Home: t.TempDir(), Logger: serverMemoryTestLogger(t)})
+}
+
+// serverMemoryMeshNode starts a real node on a temporary home with the
+// mesh on, on loopback.
+func serverMemoryMeshNode(t *testing.T, name string) *node.Node {
+	t.Helper()
+	return serverMemoryStartNode(t, node.Config{Home: t.TempDir(), Logger: serverMemoryTestLogger(t), Mesh: &mesh.Config{
+		Listen: "127.0.0.1:0", Name: name, ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond,
+	}})
+}
+
+// serverMemoryStartNode starts a real node configured by cfg; it closes
+// when the test ends.
+func serverMemoryStartNode(t *testing.T, cfg node.Config) *node.Node {
+	t.Helper()
+	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Start(context.Background()); err != nil {
+		n.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
@@ -60,9 +85,9 @@ type serverMemorySession struct {
 
 // serverMemoryConnect serves the profile for svc over pipes and
 // initializes a session with it.
-func serverMemoryConnect(t *testing.T, svc ServerMemoryService, ns string) *serverMemorySession {
+func serverMemoryConnect(t *testing.T, svc Service, ns string) *serverMemorySession {
 	t.Helper()
-	srv := NewServerMemory(svc, ServerMemoryOptions{Namespace: ns, Logger: serverMemoryTestLogger(t)})
+	srv := New(svc, mcp.NewCallers(), Options{Namespace: ns, Logger: serverMemoryTestLogger(t)})
 	stdio := server.NewStdioServer(srv)
 	stdio.SetErrorLogger(log.New(serverMemoryTestWriter{t}, "", 0))
 	inR, inW := io.Pipe()
@@ -205,11 +230,11 @@ func (s *serverMemorySession) ok(tool string, args, out any) serverMemoryCall {
 
 // graph reads the whole graph and checks that the text and the structured
 // content agree.
-func (s *serverMemorySession) graph() ServerMemoryGraph {
+func (s *serverMemorySession) graph() Graph {
 	s.t.Helper()
-	var g ServerMemoryGraph
+	var g Graph
 	c := s.ok("read_graph", map[string]any{}, &g)
-	var fromText ServerMemoryGraph
+	var fromText Graph
 	if err := json.Unmarshal([]byte(c.text()), &fromText); err != nil || !reflect.DeepEqual(fromText, g) {
 		s.t.Fatalf("read_graph text %q does not match its structured content %s (%v)", c.text(), c.Structured, err)
 	}
@@ -475,7 +500,7 @@ func TestServerMemoryWorkload(t *testing.T) {
 	for i, step := range serverMemoryWorkload {
 		c := s.call(step.tool, json.RawMessage(step.args))
 		if i == 0 {
-			mems, err := n.List(context.Background(), api.ListRequest{Namespace: ServerMemoryNamespace})
+			mems, err := n.List(context.Background(), api.ListRequest{Namespace: DefaultNamespace})
 			if err != nil || len(mems) != 3 {
 				t.Fatalf("%d memories (%v) after creating 3 entities", len(mems), err)
 			}
@@ -512,7 +537,7 @@ func TestServerMemoryWorkload(t *testing.T) {
 	}
 
 	// The graph is stored as described in the package comment.
-	mems, err := n.List(context.Background(), api.ListRequest{Namespace: ServerMemoryNamespace, Limit: 100})
+	mems, err := n.List(context.Background(), api.ListRequest{Namespace: DefaultNamespace, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +561,7 @@ func TestServerMemoryWorkload(t *testing.T) {
 
 // serverMemoryOddEntities have names, types and observations that a line
 // format could easily get wrong.
-var serverMemoryOddEntities = []ServerMemoryEntity{
+var serverMemoryOddEntities = []Entity{
 	{Name: "", EntityType: "", Observations: []string{}},
 	{Name: "a b", EntityType: "t", Observations: []string{"o"}},
 	{Name: "a  b", EntityType: "t", Observations: []string{"o"}},
@@ -581,7 +606,7 @@ func TestServerMemoryContentRoundTrip(t *testing.T) {
 	}
 
 	want := "entity: \"John Smith\"\ntype: person\n- Speaks fluent Spanish\n- \"Graduated in 2019\\nwith honours\"\n- \"\\x20\\x20padded\\x20\\x20\"\n- \"\""
-	e := ServerMemoryEntity{Name: "John Smith", EntityType: "person", Observations: []string{"Speaks fluent Spanish", "Graduated in 2019\nwith honours", "  padded  ", ""}}
+	e := Entity{Name: "John Smith", EntityType: "person", Observations: []string{"Speaks fluent Spanish", "Graduated in 2019\nwith honours", "  padded  ", ""}}
 	if got, _ := serverMemoryContent(e); got != want {
 		t.Errorf("content:\n got %q\nwant %q", got, want)
 	}
@@ -590,13 +615,13 @@ func TestServerMemoryContentRoundTrip(t *testing.T) {
 func TestServerMemoryDecodeOtherText(t *testing.T) {
 	tests := []struct {
 		name, content, title string
-		want                 ServerMemoryEntity
+		want                 Entity
 	}{
-		{"free text", "Some note\n\nwritten by hand", "Title", ServerMemoryEntity{Name: "Title", Observations: []string{"Some note", "written by hand"}}},
-		{"no type line", "entity: \"N\"\n- a", "T", ServerMemoryEntity{Name: "N", Observations: []string{"a"}}},
-		{"broken quote", "entity: \"N\ntype: \"t\n- \"o", "T", ServerMemoryEntity{Name: `"N`, EntityType: `"t`, Observations: []string{`"o`}}},
-		{"windows line ends", "entity: \"N\"\r\ntype: t\r\n- a\r\n", "T", ServerMemoryEntity{Name: "N", EntityType: "t", Observations: []string{"a"}}},
-		{"bare keys", "entity:\ntype:\n-", "T", ServerMemoryEntity{Observations: []string{""}}},
+		{"free text", "Some note\n\nwritten by hand", "Title", Entity{Name: "Title", Observations: []string{"Some note", "written by hand"}}},
+		{"no type line", "entity: \"N\"\n- a", "T", Entity{Name: "N", Observations: []string{"a"}}},
+		{"broken quote", "entity: \"N\ntype: \"t\n- \"o", "T", Entity{Name: `"N`, EntityType: `"t`, Observations: []string{`"o`}}},
+		{"windows line ends", "entity: \"N\"\r\ntype: t\r\n- a\r\n", "T", Entity{Name: "N", EntityType: "t", Observations: []string{"a"}}},
+		{"bare keys", "entity:\ntype:\n-", "T", Entity{Observations: []string{""}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -611,7 +636,7 @@ func TestServerMemoryDecodeOtherText(t *testing.T) {
 // and reads them back unchanged.
 func TestServerMemoryOddEntities(t *testing.T) {
 	s := serverMemoryConnect(t, serverMemoryTestNode(t), "")
-	var created struct{ Entities []ServerMemoryEntity }
+	var created struct{ Entities []Entity }
 	s.ok("create_entities", map[string]any{"entities": serverMemoryOddEntities}, &created)
 	if !reflect.DeepEqual(created.Entities, serverMemoryOddEntities) {
 		t.Errorf("created %s\nwant %s", serverMemoryJSONOf(t, created.Entities), serverMemoryJSONOf(t, serverMemoryOddEntities))
@@ -619,9 +644,9 @@ func TestServerMemoryOddEntities(t *testing.T) {
 	if g := s.graph(); !reflect.DeepEqual(g.Entities, serverMemoryOddEntities) {
 		t.Errorf("read_graph %s\nwant %s", serverMemoryJSONOf(t, g.Entities), serverMemoryJSONOf(t, serverMemoryOddEntities))
 	}
-	var opened ServerMemoryGraph
+	var opened Graph
 	s.ok("open_nodes", map[string]any{"names": []string{"a\u00a0b", " a b ", "a  b", "a   b"}}, &opened)
-	if want := []ServerMemoryEntity{serverMemoryOddEntities[2], serverMemoryOddEntities[3], serverMemoryOddEntities[5]}; !reflect.DeepEqual(opened.Entities, want) {
+	if want := []Entity{serverMemoryOddEntities[2], serverMemoryOddEntities[3], serverMemoryOddEntities[5]}; !reflect.DeepEqual(opened.Entities, want) {
 		t.Errorf("open_nodes: %s", serverMemoryJSONOf(t, opened.Entities))
 	}
 
@@ -652,7 +677,7 @@ func TestServerMemoryOddEntities(t *testing.T) {
 func TestServerMemoryRelationTypes(t *testing.T) {
 	n := serverMemoryTestNode(t)
 	s := serverMemoryConnect(t, n, "")
-	s.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{
+	s.ok("create_entities", map[string]any{"entities": []Entity{
 		{Name: "A", EntityType: "t", Observations: []string{}},
 		{Name: "B", EntityType: "t", Observations: []string{}},
 	}}, nil)
@@ -661,11 +686,11 @@ func TestServerMemoryRelationTypes(t *testing.T) {
 		"", " ", "2fa", "rel", "über", "関係", `"quoted"`, "line\nbreak", strings.Repeat("long ", 30),
 		strings.Repeat("a", 64), strings.Repeat("a", 65),
 	}
-	var rels []ServerMemoryRelation
+	var rels []Relation
 	for _, typ := range types {
-		rels = append(rels, ServerMemoryRelation{From: "A", To: "B", RelationType: typ})
+		rels = append(rels, Relation{From: "A", To: "B", RelationType: typ})
 	}
-	var created struct{ Relations []ServerMemoryRelation }
+	var created struct{ Relations []Relation }
 	s.ok("create_relations", map[string]any{"relations": rels}, &created)
 	if !reflect.DeepEqual(created.Relations, rels) {
 		t.Errorf("created %s", serverMemoryJSONOf(t, created.Relations))
@@ -681,7 +706,7 @@ func TestServerMemoryRelationTypes(t *testing.T) {
 
 	// Each is its own edge with a valid relation name.
 	a := g.Entities[0].Name
-	mems, err := n.List(context.Background(), api.ListRequest{Namespace: ServerMemoryNamespace})
+	mems, err := n.List(context.Background(), api.ListRequest{Namespace: DefaultNamespace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -715,11 +740,11 @@ func TestServerMemoryRelationTypes(t *testing.T) {
 
 func TestServerMemoryBadInput(t *testing.T) {
 	s := serverMemoryConnect(t, serverMemoryTestNode(t), "")
-	s.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{
+	s.ok("create_entities", map[string]any{"entities": []Entity{
 		{Name: "A", EntityType: "t", Observations: []string{"o"}},
 		{Name: "B", EntityType: "t", Observations: []string{}},
 	}}, nil)
-	s.ok("create_relations", map[string]any{"relations": []ServerMemoryRelation{{From: "A", To: "B", RelationType: "knows"}}}, nil)
+	s.ok("create_relations", map[string]any{"relations": []Relation{{From: "A", To: "B", RelationType: "knows"}}}, nil)
 	before := s.graph()
 
 	const prefix = "MCP error -32602: Input validation error: Invalid arguments for tool "
@@ -785,17 +810,44 @@ func TestServerMemoryBadInput(t *testing.T) {
 	}
 }
 
+// TestServerMemoryErrorsQuoteExcerpts: the profile's own messages about a
+// 60 KB argument, and an import's about a 60 KB line, quote an excerpt,
+// not the whole argument, and no secret.
+func TestServerMemoryErrorsQuoteExcerpts(t *testing.T) {
+	const maxErrorText = 2048 // the bound of the memmesh profile's errors (mcp's TestErrorsQuoteExcerpts)
+	const secret = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
+	huge := secret + " " + strings.Repeat("!x", 30<<10)
+	n := serverMemoryTestNode(t)
+	s := serverMemoryConnect(t, n, "")
+	for _, tc := range []struct {
+		tool string
+		args any
+	}{
+		{"add_observations", map[string]any{"observations": []any{map[string]any{"entityName": huge, "contents": []string{"o"}}}}},
+		{"create_relations", map[string]any{"relations": []any{map[string]any{"from": huge, "to": huge, "relationType": huge}}}},
+		{"create_entities", map[string]any{"entities": []any{map[string]any{"name": huge, "entityType": "t", "observations": []string{strings.Repeat("o", api.MaxContentBytes)}}}}},
+	} {
+		res := s.call(tc.tool, tc.args)
+		if text := res.text(); !res.IsError || len(text) > maxErrorText || strings.Contains(text, secret) {
+			t.Errorf("server-memory %s with a 60 KB name: error %v, %d bytes: %.300q", tc.tool, res.IsError, len(text), text)
+		}
+	}
+	if _, err := Import(context.Background(), n, strings.NewReader(`{"type":"`+huge+`"}`), ""); err == nil || len(err.Error()) > maxErrorText || strings.Contains(err.Error(), secret) {
+		t.Errorf("import of a 60 KB type: %.300v", err)
+	}
+}
+
 // TestServerMemoryDevices checks an entity created under one name on two
 // devices before they synced: it shows as one entity.
 func TestServerMemoryDevices(t *testing.T) {
 	ctx := context.Background()
 	n := serverMemoryTestNode(t)
 	for i, obs := range [][]string{{"a", "b"}, {"b", "c"}} {
-		content, err := serverMemoryContent(ServerMemoryEntity{Name: "Twin", EntityType: fmt.Sprint("type", i), Observations: obs})
+		content, err := serverMemoryContent(Entity{Name: "Twin", EntityType: fmt.Sprint("type", i), Observations: obs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := n.Remember(ctx, api.RememberRequest{Namespace: ServerMemoryNamespace, Kind: "entity", Title: "Twin", Content: content,
+		if _, err := n.Remember(ctx, api.RememberRequest{Namespace: DefaultNamespace, Kind: "entity", Title: "Twin", Content: content,
 			At: time.Now().Add(time.Duration(i-2) * time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
@@ -805,15 +857,15 @@ func TestServerMemoryDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := serverMemoryConnect(t, n, "")
-	s.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{
+	s.ok("create_entities", map[string]any{"entities": []Entity{
 		{Name: "Twin", EntityType: "new", Observations: []string{}},
 		{Name: "Other", EntityType: "t", Observations: []string{}},
 	}}, nil)
-	twin := ServerMemoryEntity{Name: "Twin", EntityType: "type0", Observations: []string{"a", "b", "c"}}
-	if g := s.graph(); !reflect.DeepEqual(g.Entities, []ServerMemoryEntity{twin, {Name: "Other", EntityType: "t", Observations: []string{}}}) {
+	twin := Entity{Name: "Twin", EntityType: "type0", Observations: []string{"a", "b", "c"}}
+	if g := s.graph(); !reflect.DeepEqual(g.Entities, []Entity{twin, {Name: "Other", EntityType: "t", Observations: []string{}}}) {
 		t.Fatalf("graph: %s", serverMemoryJSONOf(t, g.Entities))
 	}
-	s.ok("create_relations", map[string]any{"relations": []ServerMemoryRelation{{From: "Other", To: "Twin", RelationType: "knows"}}}, nil)
+	s.ok("create_relations", map[string]any{"relations": []Relation{{From: "Other", To: "Twin", RelationType: "knows"}}}, nil)
 	s.ok("add_observations", map[string]any{"observations": []map[string]any{{"entityName": "Twin", "contents": []string{"c", "d"}}}}, nil)
 	s.ok("delete_observations", map[string]any{"deletions": []map[string]any{{"entityName": "Twin", "observations": []string{"b"}}}}, nil)
 	twin.Observations = []string{"a", "d", "c"}
@@ -832,7 +884,7 @@ func TestServerMemoryDevices(t *testing.T) {
 func TestServerMemoryNamespaceAndResource(t *testing.T) {
 	n := serverMemoryTestNode(t)
 	a := serverMemoryConnect(t, n, "graph-a")
-	a.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Only in a", EntityType: "t", Observations: []string{"o"}}}}, nil)
+	a.ok("create_entities", map[string]any{"entities": []Entity{{Name: "Only in a", EntityType: "t", Observations: []string{"o"}}}}, nil)
 	var res struct {
 		Contents []struct {
 			URI, MIMEType, Text string
@@ -853,10 +905,10 @@ func TestServerMemoryNamespaceAndResource(t *testing.T) {
 func TestServerMemoryPaging(t *testing.T) {
 	ctx := context.Background()
 	n := serverMemoryTestNode(t)
-	st := newServerMemoryStore(n, ServerMemoryNamespace)
-	var want []ServerMemoryEntity
+	st := newServerMemoryStore(n, DefaultNamespace)
+	var want []Entity
 	for i := range 7 {
-		want = append(want, ServerMemoryEntity{Name: fmt.Sprint("e", i), EntityType: "t", Observations: []string{}})
+		want = append(want, Entity{Name: fmt.Sprint("e", i), EntityType: "t", Observations: []string{}})
 	}
 	if _, err := st.createEntities(ctx, want, serverMemoryProvenance{}); err != nil {
 		t.Fatal(err)
@@ -892,36 +944,36 @@ func TestServerMemoryImport(t *testing.T) {
 	ctx := context.Background()
 	n := serverMemoryTestNode(t)
 	s := serverMemoryConnect(t, n, "")
-	s.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "C", EntityType: "existing", Observations: []string{"p"}}}}, nil)
+	s.ok("create_entities", map[string]any{"entities": []Entity{{Name: "C", EntityType: "existing", Observations: []string{"p"}}}}, nil)
 
-	res, err := ImportServerMemory(ctx, n, strings.NewReader(serverMemoryOfficialFile), "")
+	res, err := Import(ctx, n, strings.NewReader(serverMemoryOfficialFile), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ServerMemoryImportResult{
-		Namespace: ServerMemoryNamespace, Entities: 4, Relations: 6,
+	want := ImportResult{
+		Namespace: DefaultNamespace, Entities: 4, Relations: 6,
 		CreatedEntities: 2, UpdatedEntities: 1, CreatedRelations: 4,
-		Skipped: []ServerMemorySkippedRelation{
-			{Line: 11, Relation: ServerMemoryRelation{From: "Nobody", To: "Nobody", RelationType: "self"}, Reason: `a relation from "Nobody" to itself, which is no entity`},
+		Skipped: []SkippedRelation{
+			{Line: 11, Relation: Relation{From: "Nobody", To: "Nobody", RelationType: "self"}, Reason: `a relation from "Nobody" to itself, which is no entity`},
 		},
 	}
 	if !reflect.DeepEqual(res, want) {
 		t.Errorf("import:\n got %+v\nwant %+v", res, want)
 	}
-	wantGraph := ServerMemoryGraph{
-		Entities: []ServerMemoryEntity{
+	wantGraph := Graph{
+		Entities: []Entity{
 			{Name: "C", EntityType: "existing", Observations: []string{"p", "o"}},
 			{Name: "Alice", EntityType: "person", Observations: []string{"likes <tea> & \"cake\"", "x\u2028y", "beeps"}},
 			{Name: "Bob", EntityType: "person", Observations: []string{"a", "a", "b", "b", "c"}},
 		},
-		Relations: []ServerMemoryRelation{
+		Relations: []Relation{
 			{From: "Alice", To: "Bob", RelationType: "knows"}, {From: "Alice", To: "Nobody", RelationType: "Works At"},
 			{From: "C", To: "C", RelationType: "self"}, {From: "Bob", To: "C", RelationType: "Works At"},
 		},
 	}
 	// Relations made within one millisecond have no order among them.
-	byName := func(g ServerMemoryGraph) ServerMemoryGraph {
-		slices.SortFunc(g.Relations, func(a, b ServerMemoryRelation) int {
+	byName := func(g Graph) Graph {
+		slices.SortFunc(g.Relations, func(a, b Relation) int {
 			return cmp.Or(strings.Compare(a.From, b.From), strings.Compare(a.To, b.To), strings.Compare(a.RelationType, b.RelationType))
 		})
 		return g
@@ -932,7 +984,7 @@ func TestServerMemoryImport(t *testing.T) {
 	}
 
 	// Importing again changes nothing.
-	again, err := ImportServerMemory(ctx, n, strings.NewReader(serverMemoryOfficialFile), ServerMemoryNamespace)
+	again, err := Import(ctx, n, strings.NewReader(serverMemoryOfficialFile), DefaultNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -943,7 +995,7 @@ func TestServerMemoryImport(t *testing.T) {
 		t.Errorf("graph after the second import: %s", serverMemoryJSONOf(t, g))
 	}
 	// Three entities, and the references of Nobody and of C (for C -self-> C).
-	if mems, err := n.List(ctx, api.ListRequest{Namespace: ServerMemoryNamespace}); err != nil || len(mems) != 5 {
+	if mems, err := n.List(ctx, api.ListRequest{Namespace: DefaultNamespace}); err != nil || len(mems) != 5 {
 		t.Errorf("%d memories (%v), want 5", len(mems), err)
 	}
 }
@@ -970,11 +1022,11 @@ func TestServerMemoryImportBadFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ImportServerMemory(ctx, n, strings.NewReader(tt.file), "")
+			_, err := Import(ctx, n, strings.NewReader(tt.file), "")
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("error %v, want %s", err, tt.want)
 			}
-			if mems, err := n.List(ctx, api.ListRequest{Namespace: ServerMemoryNamespace}); err != nil || len(mems) != 0 {
+			if mems, err := n.List(ctx, api.ListRequest{Namespace: DefaultNamespace}); err != nil || len(mems) != 0 {
 				t.Errorf("%d memories imported (%v)", len(mems), err)
 			}
 		})
@@ -987,7 +1039,7 @@ func TestServerMemoryImportBadFiles(t *testing.T) {
 // the namespace.
 func TestServerMemoryFollowsEveryWriter(t *testing.T) {
 	ctx := context.Background()
-	a, b := meshNode(t, "laptop"), meshNode(t, "desk")
+	a, b := serverMemoryMeshNode(t, "laptop"), serverMemoryMeshNode(t, "desk")
 	inv, err := a.Invite(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -996,30 +1048,30 @@ func TestServerMemoryFollowsEveryWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := serverMemoryConnect(t, a, "")
-	mine.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Alice", EntityType: "person", Observations: []string{}}}}, nil)
+	mine.ok("create_entities", map[string]any{"entities": []Entity{{Name: "Alice", EntityType: "person", Observations: []string{}}}}, nil)
 	if g := mine.graph(); len(g.Entities) != 1 {
 		t.Fatalf("graph: %s", serverMemoryJSONOf(t, g))
 	}
 
 	other := serverMemoryConnect(t, a, "")
-	other.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Bob", EntityType: "person", Observations: []string{"x"}}}}, nil)
-	other.ok("create_relations", map[string]any{"relations": []ServerMemoryRelation{{From: "Alice", To: "Bob", RelationType: "knows"}}}, nil)
+	other.ok("create_entities", map[string]any{"entities": []Entity{{Name: "Bob", EntityType: "person", Observations: []string{"x"}}}}, nil)
+	other.ok("create_relations", map[string]any{"relations": []Relation{{From: "Alice", To: "Bob", RelationType: "knows"}}}, nil)
 	other.ok("add_observations", map[string]any{"observations": []map[string]any{{"entityName": "Alice", "contents": []string{"y"}}}}, nil)
-	want := ServerMemoryGraph{
-		Entities: []ServerMemoryEntity{
+	want := Graph{
+		Entities: []Entity{
 			{Name: "Alice", EntityType: "person", Observations: []string{"y"}},
 			{Name: "Bob", EntityType: "person", Observations: []string{"x"}},
 		},
-		Relations: []ServerMemoryRelation{{From: "Alice", To: "Bob", RelationType: "knows"}},
+		Relations: []Relation{{From: "Alice", To: "Bob", RelationType: "knows"}},
 	}
 	if g := mine.graph(); !reflect.DeepEqual(g, want) {
 		t.Fatalf("after another process wrote:\n got %s\nwant %s", serverMemoryJSONOf(t, g), serverMemoryJSONOf(t, want))
 	}
 
 	remote := serverMemoryConnect(t, b, "")
-	remote.ok("create_entities", map[string]any{"entities": []ServerMemoryEntity{{Name: "Carol", EntityType: "person", Observations: []string{}}}}, nil)
+	remote.ok("create_entities", map[string]any{"entities": []Entity{{Name: "Carol", EntityType: "person", Observations: []string{}}}}, nil)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var found ServerMemoryGraph
+		var found Graph
 		mine.ok("open_nodes", map[string]any{"names": []string{"Carol"}}, &found)
 		if len(found.Entities) == 1 {
 			break
@@ -1029,7 +1081,7 @@ func TestServerMemoryFollowsEveryWriter(t *testing.T) {
 		}
 	}
 
-	mems, err := a.List(ctx, api.ListRequest{Namespace: ServerMemoryNamespace, Kind: "entity", Limit: 10})
+	mems, err := a.List(ctx, api.ListRequest{Namespace: DefaultNamespace, Kind: "entity", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1041,7 +1093,7 @@ func TestServerMemoryFollowsEveryWriter(t *testing.T) {
 			}
 		}
 	}
-	var alice ServerMemoryGraph
+	var alice Graph
 	mine.ok("open_nodes", map[string]any{"names": []string{"Alice", "Bob"}}, &alice)
 	if len(alice.Entities) != 1 || alice.Entities[0].Name != "Alice" || len(alice.Relations) != 0 {
 		t.Errorf("after Bob moved to another namespace: %s", serverMemoryJSONOf(t, alice))

@@ -1,4 +1,4 @@
-package mcp
+package servermemory
 
 import (
 	"cmp"
@@ -39,7 +39,7 @@ const serverMemoryRefKind = "entity-ref"
 
 // serverMemoryStore keeps the knowledge graph in one namespace of a node.
 type serverMemoryStore struct {
-	svc  ServerMemoryService
+	svc  Service
 	ns   string
 	page int // memories listed at once
 
@@ -48,7 +48,7 @@ type serverMemoryStore struct {
 	last time.Time             // creation time of the newest entity made here
 }
 
-func newServerMemoryStore(svc ServerMemoryService, ns string) *serverMemoryStore {
+func newServerMemoryStore(svc Service, ns string) *serverMemoryStore {
 	return &serverMemoryStore{svc: svc, ns: ns, page: serverMemoryPageSize}
 }
 
@@ -72,8 +72,8 @@ type serverMemoryEntry struct {
 	pos   int // index in the snapshot's entities when they were last sorted
 	parts []*serverMemoryPart
 	refs  []*serverMemoryPart
-	view  *ServerMemoryEntity // the entity as the graph shows it; nil when it must be worked out again
-	lower []string            // name, type and observations in lower case, for search_nodes
+	view  *Entity  // the entity as the graph shows it; nil when it must be worked out again
+	lower []string // name, type and observations in lower case, for search_nodes
 }
 
 // serverMemoryPart is one memory of the graph.
@@ -344,7 +344,7 @@ func (s *serverMemoryStore) memories(ctx context.Context, kind string) ([]api.Me
 
 // entity is the entity as the graph shows it: the type and observations
 // of its oldest memory, then the observations the others add.
-func (e *serverMemoryEntry) entity() ServerMemoryEntity {
+func (e *serverMemoryEntry) entity() Entity {
 	if e.view == nil {
 		obs := slices.Clone(e.parts[0].observations)
 		for _, p := range e.parts[1:] {
@@ -354,7 +354,7 @@ func (e *serverMemoryEntry) entity() ServerMemoryEntity {
 				}
 			}
 		}
-		e.view = &ServerMemoryEntity{Name: e.name, EntityType: e.parts[0].entityType, Observations: obs}
+		e.view = &Entity{Name: e.name, EntityType: e.parts[0].entityType, Observations: obs}
 		e.lower = []string{strings.ToLower(e.name), strings.ToLower(e.view.EntityType)}
 		for _, o := range obs {
 			e.lower = append(e.lower, strings.ToLower(o))
@@ -380,7 +380,7 @@ func (snap *serverMemorySnapshot) list() []*serverMemoryEntry {
 // serverMemoryEdge is an edge of the graph with the relation it holds.
 type serverMemoryEdge struct {
 	api.Edge
-	relation ServerMemoryRelation
+	relation Relation
 }
 
 // relationEdges returns the edges that hold relations at entries (all of
@@ -412,7 +412,7 @@ func (snap *serverMemorySnapshot) relationEdges(entries []*serverMemoryEntry) []
 		if from == nil || to == nil || e.Origin == api.OriginAutoLink {
 			continue
 		}
-		out = append(out, serverMemoryEdge{Edge: e, relation: ServerMemoryRelation{From: from.entry.name, To: to.entry.name, RelationType: serverMemoryRelationType(e)}})
+		out = append(out, serverMemoryEdge{Edge: e, relation: Relation{From: from.entry.name, To: to.entry.name, RelationType: serverMemoryRelationType(e)}})
 	}
 	slices.SortFunc(out, func(a, b serverMemoryEdge) int {
 		return cmp.Or(a.UpdatedAt.Compare(b.UpdatedAt),
@@ -425,9 +425,9 @@ func (snap *serverMemorySnapshot) relationEdges(entries []*serverMemoryEntry) []
 
 // relations returns the relations, each once, at entries (all of them
 // when entries is nil).
-func (snap *serverMemorySnapshot) relations(entries []*serverMemoryEntry) []ServerMemoryRelation {
-	out := []ServerMemoryRelation{}
-	seen := map[ServerMemoryRelation]bool{}
+func (snap *serverMemorySnapshot) relations(entries []*serverMemoryEntry) []Relation {
+	out := []Relation{}
+	seen := map[Relation]bool{}
 	for _, e := range snap.relationEdges(entries) {
 		if !seen[e.relation] {
 			seen[e.relation] = true
@@ -439,8 +439,8 @@ func (snap *serverMemorySnapshot) relations(entries []*serverMemoryEntry) []Serv
 
 // graph returns entries and the relations that touch them; all relations
 // when all is set.
-func (snap *serverMemorySnapshot) graph(entries []*serverMemoryEntry, all bool) ServerMemoryGraph {
-	g := ServerMemoryGraph{Entities: make([]ServerMemoryEntity, len(entries))}
+func (snap *serverMemorySnapshot) graph(entries []*serverMemoryEntry, all bool) Graph {
+	g := Graph{Entities: make([]Entity, len(entries))}
 	for i, e := range entries {
 		g.Entities[i] = e.entity()
 	}
@@ -452,24 +452,24 @@ func (snap *serverMemorySnapshot) graph(entries []*serverMemoryEntry, all bool) 
 	return g
 }
 
-func (s *serverMemoryStore) readGraph(ctx context.Context) (ServerMemoryGraph, error) {
+func (s *serverMemoryStore) readGraph(ctx context.Context) (Graph, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, err := s.sync(ctx)
 	if err != nil {
-		return ServerMemoryGraph{}, err
+		return Graph{}, err
 	}
 	return snap.graph(snap.list(), true), nil
 }
 
 // searchNodes returns the entities whose name, type or an observation
 // contains query, ignoring case, and the relations that touch them.
-func (s *serverMemoryStore) searchNodes(ctx context.Context, query string) (ServerMemoryGraph, error) {
+func (s *serverMemoryStore) searchNodes(ctx context.Context, query string) (Graph, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, err := s.sync(ctx)
 	if err != nil {
-		return ServerMemoryGraph{}, err
+		return Graph{}, err
 	}
 	q := strings.ToLower(serverMemoryScrub(query))
 	var found []*serverMemoryEntry
@@ -483,12 +483,12 @@ func (s *serverMemoryStore) searchNodes(ctx context.Context, query string) (Serv
 }
 
 // openNodes returns the named entities and the relations that touch them.
-func (s *serverMemoryStore) openNodes(ctx context.Context, names []string) (ServerMemoryGraph, error) {
+func (s *serverMemoryStore) openNodes(ctx context.Context, names []string) (Graph, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, err := s.sync(ctx)
 	if err != nil {
-		return ServerMemoryGraph{}, err
+		return Graph{}, err
 	}
 	names = serverMemoryScrubAll(names)
 	var found []*serverMemoryEntry
@@ -502,11 +502,11 @@ func (s *serverMemoryStore) openNodes(ctx context.Context, names []string) (Serv
 
 // serverMemoryCreate is an entity to create and its memory's content.
 type serverMemoryCreate struct {
-	entity  ServerMemoryEntity
+	entity  Entity
 	content string
 }
 
-func (s *serverMemoryStore) createEntities(ctx context.Context, in []ServerMemoryEntity, prov serverMemoryProvenance) ([]ServerMemoryEntity, error) {
+func (s *serverMemoryStore) createEntities(ctx context.Context, in []Entity, prov serverMemoryProvenance) ([]Entity, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, err := s.sync(ctx)
@@ -528,11 +528,11 @@ func (snap *serverMemorySnapshot) isEntity(name string) bool {
 
 // planCreate checks the entities to create, skipping the names that exist
 // or come earlier in the list.
-func (s *serverMemoryStore) planCreate(snap *serverMemorySnapshot, in []ServerMemoryEntity) ([]serverMemoryCreate, error) {
+func (s *serverMemoryStore) planCreate(snap *serverMemorySnapshot, in []Entity) ([]serverMemoryCreate, error) {
 	var plan []serverMemoryCreate
 	planned := map[string]bool{}
 	for _, e := range in {
-		e = ServerMemoryEntity{
+		e = Entity{
 			Name:         serverMemoryScrub(e.Name),
 			EntityType:   serverMemoryScrub(e.EntityType),
 			Observations: serverMemoryScrubAll(e.Observations),
@@ -563,8 +563,8 @@ func (s *serverMemoryStore) at() time.Time {
 }
 
 // applyCreate stores planned entities and returns those it created.
-func (s *serverMemoryStore) applyCreate(ctx context.Context, plan []serverMemoryCreate, prov serverMemoryProvenance) ([]ServerMemoryEntity, error) {
-	created := []ServerMemoryEntity{}
+func (s *serverMemoryStore) applyCreate(ctx context.Context, plan []serverMemoryCreate, prov serverMemoryProvenance) ([]Entity, error) {
+	created := []Entity{}
 	for _, c := range plan {
 		res, err := s.svc.Remember(ctx, api.RememberRequest{
 			Namespace: s.ns,
@@ -620,7 +620,7 @@ func (e *serverMemoryEdits) of(part *serverMemoryPart) *serverMemoryEdit {
 func (e *serverMemoryEdits) encode() ([]*serverMemoryEdit, error) {
 	var changed []*serverMemoryEdit
 	for _, ed := range e.order {
-		content, err := serverMemoryContent(ServerMemoryEntity{Name: ed.part.entry.name, EntityType: ed.part.entityType, Observations: ed.observations})
+		content, err := serverMemoryContent(Entity{Name: ed.part.entry.name, EntityType: ed.part.entityType, Observations: ed.observations})
 		if err != nil {
 			return nil, err
 		}
@@ -780,7 +780,7 @@ func (s *serverMemoryStore) unlink(ctx context.Context, snap *serverMemorySnapsh
 	return nil
 }
 
-func (s *serverMemoryStore) createRelations(ctx context.Context, in []ServerMemoryRelation) ([]ServerMemoryRelation, error) {
+func (s *serverMemoryStore) createRelations(ctx context.Context, in []Relation) ([]Relation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, err := s.sync(ctx)
@@ -796,14 +796,14 @@ func (s *serverMemoryStore) createRelations(ctx context.Context, in []ServerMemo
 
 // planRelations checks the relations to create, skipping those that exist
 // or come earlier in the list.
-func (s *serverMemoryStore) planRelations(snap *serverMemorySnapshot, in []ServerMemoryRelation) ([]ServerMemoryRelation, error) {
-	have := map[ServerMemoryRelation]bool{}
+func (s *serverMemoryStore) planRelations(snap *serverMemorySnapshot, in []Relation) ([]Relation, error) {
+	have := map[Relation]bool{}
 	for _, r := range snap.relations(nil) {
 		have[r] = true
 	}
-	var plan []ServerMemoryRelation
+	var plan []Relation
 	for _, r := range in {
-		r = ServerMemoryRelation{From: serverMemoryScrub(r.From), To: serverMemoryScrub(r.To), RelationType: serverMemoryScrub(r.RelationType)}
+		r = Relation{From: serverMemoryScrub(r.From), To: serverMemoryScrub(r.To), RelationType: serverMemoryScrub(r.RelationType)}
 		if have[r] {
 			continue
 		}
@@ -843,8 +843,8 @@ func (s *serverMemoryStore) endpoint(ctx context.Context, snap *serverMemorySnap
 }
 
 // applyRelations creates planned relations and returns them.
-func (s *serverMemoryStore) applyRelations(ctx context.Context, snap *serverMemorySnapshot, plan []ServerMemoryRelation) ([]ServerMemoryRelation, error) {
-	created := []ServerMemoryRelation{}
+func (s *serverMemoryStore) applyRelations(ctx context.Context, snap *serverMemorySnapshot, plan []Relation) ([]Relation, error) {
+	created := []Relation{}
 	for _, r := range plan {
 		from, err := s.endpoint(ctx, snap, r.From, false)
 		if err != nil {
@@ -870,16 +870,16 @@ func (s *serverMemoryStore) applyRelations(ctx context.Context, snap *serverMemo
 }
 
 // deleteRelations deletes the relations; unknown ones are ignored.
-func (s *serverMemoryStore) deleteRelations(ctx context.Context, in []ServerMemoryRelation) error {
+func (s *serverMemoryStore) deleteRelations(ctx context.Context, in []Relation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap, err := s.sync(ctx)
 	if err != nil {
 		return err
 	}
-	doomed := map[ServerMemoryRelation]bool{}
+	doomed := map[Relation]bool{}
 	for _, r := range in {
-		doomed[ServerMemoryRelation{From: serverMemoryScrub(r.From), To: serverMemoryScrub(r.To), RelationType: serverMemoryScrub(r.RelationType)}] = true
+		doomed[Relation{From: serverMemoryScrub(r.From), To: serverMemoryScrub(r.To), RelationType: serverMemoryScrub(r.RelationType)}] = true
 	}
 	var unlink []serverMemoryEdge
 	for _, e := range snap.relationEdges(nil) {

@@ -1,17 +1,16 @@
-package mcp
-
-// The server-memory profile serves the tools of the official MCP memory
-// server (@modelcontextprotocol/server-memory): create_entities,
+// Package servermemory is the server-memory profile of memmesh's MCP
+// server: it serves the tools of the official MCP memory server
+// (@modelcontextprotocol/server-memory): create_entities,
 // create_relations, add_observations, delete_entities, delete_observations,
 // delete_relations, read_graph, search_nodes and open_nodes, with the same
 // names, descriptions, input and output schemas, text and structured results,
 // and the knowledge-graph resource memory://knowledge-graph. A client can swap
 // that server for `memmesh mcp --profile server-memory` and keep its graph
-// (ImportServerMemory reads the official memory.jsonl).
+// (Import reads the official memory.jsonl).
 //
 // # Mapping
 //
-// The graph lives in one namespace (ServerMemoryNamespace by default); the
+// The graph lives in one namespace (DefaultNamespace by default); the
 // profile reads and writes nothing else.
 //
 // An entity is one memory of kind "entity", trust tier agent, evergreen (a
@@ -57,7 +56,7 @@ package mcp
 // names, types and observations case-insensitively, and search_nodes and
 // open_nodes return the relations that touch a returned entity. Relations
 // to and from names that are no entity, and from an entity to itself, are
-// stored as the official server stores them (servermemorystore.go: through
+// stored as the official server stores them (store.go: through
 // a reference memory); a relation from a name that is no entity to itself
 // fails and changes nothing. A name given twice in one create_entities call, or a
 // relation given twice in one create_relations call, is created once.
@@ -69,12 +68,12 @@ package mcp
 // shown as one entity: the type and observations of the oldest, then the
 // observations the others add. Observations are added to the oldest and
 // deleted from all of them.
+package servermemory
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -95,9 +94,9 @@ import (
 	"github.com/memmesh/memmesh/internal/secrets"
 )
 
-// ServerMemoryService is what the server-memory profile needs from a node.
+// Service is what the server-memory profile needs from a node.
 // It is implemented by *node.Node and by *web.Client.
-type ServerMemoryService interface {
+type Service interface {
 	Remember(ctx context.Context, req api.RememberRequest) (api.RememberResult, error)
 	Update(ctx context.Context, ref string, req api.UpdateRequest) (api.Memory, error)
 	Delete(ctx context.Context, ref string) (api.Memory, error)
@@ -108,35 +107,42 @@ type ServerMemoryService interface {
 	Changes(ctx context.Context, req api.ChangesRequest) (api.ChangesResult, error)
 }
 
-// ServerMemoryNamespace holds the knowledge graph when no namespace is given.
-const ServerMemoryNamespace = "server-memory"
+// Callers names the client of a request (its agent and MCP session) for
+// the provenance of what it writes, as the memmesh profile records it. It
+// is implemented by *mcp.Callers.
+type Callers interface {
+	Caller(ctx context.Context) (agent, session string)
+}
 
-// ServerMemoryOptions configure the server-memory profile.
-type ServerMemoryOptions struct {
-	// Namespace holds the graph; "" means ServerMemoryNamespace.
+// DefaultNamespace holds the knowledge graph when no namespace is given.
+const DefaultNamespace = "server-memory"
+
+// Options configure the server-memory profile.
+type Options struct {
+	// Namespace holds the graph; "" means DefaultNamespace.
 	Namespace string
 	// Logger receives the profile's logs; nil discards them.
 	Logger *slog.Logger
 }
 
-// ServerMemoryEntity is an entity of the knowledge graph.
-type ServerMemoryEntity struct {
+// Entity is an entity of the knowledge graph.
+type Entity struct {
 	Name         string   `json:"name"`
 	EntityType   string   `json:"entityType"`
 	Observations []string `json:"observations"`
 }
 
-// ServerMemoryRelation is a directed, typed relation between two entities.
-type ServerMemoryRelation struct {
+// Relation is a directed, typed relation between two entities.
+type Relation struct {
 	From         string `json:"from"`
 	To           string `json:"to"`
 	RelationType string `json:"relationType"`
 }
 
-// ServerMemoryGraph is a knowledge graph, or the part of one a query returns.
-type ServerMemoryGraph struct {
-	Entities  []ServerMemoryEntity   `json:"entities"`
-	Relations []ServerMemoryRelation `json:"relations"`
+// Graph is a knowledge graph, or the part of one a query returns.
+type Graph struct {
+	Entities  []Entity   `json:"entities"`
+	Relations []Relation `json:"relations"`
 }
 
 // serverMemoryAddition asks add_observations to add Contents to an entity.
@@ -165,22 +171,22 @@ const (
 	serverMemoryGraphURI = "memory://knowledge-graph"
 )
 
-// NewServerMemory returns an MCP server with the official memory server's
-// tools and resource, backed by svc.
-func NewServerMemory(svc ServerMemoryService, opts ServerMemoryOptions) *server.MCPServer {
+// New returns an MCP server with the official memory server's
+// tools and resource, backed by svc; callers names the clients of its
+// requests.
+func New(svc Service, callers Callers, opts Options) *server.MCPServer {
 	ns := opts.Namespace
 	if ns == "" {
-		ns = ServerMemoryNamespace
+		ns = DefaultNamespace
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &serverMemoryProfile{
-		store: newServerMemoryStore(svc, ns),
-		log:   log.With("component", "mcp", "profile", "server-memory", "namespace", ns),
-		// Provenance is recorded as the memmesh profile records it.
-		provenance: &handler{stdioSession: "stdio-" + strings.ToLower(rand.Text()[:12])},
+		store:   newServerMemoryStore(svc, ns),
+		log:     log.With("component", "mcp", "profile", "server-memory", "namespace", ns),
+		callers: callers,
 	}
 	s := server.NewMCPServer("memmesh", api.Version(),
 		server.WithToolCapabilities(false),
@@ -202,9 +208,9 @@ func NewServerMemory(svc ServerMemoryService, opts ServerMemoryOptions) *server.
 
 // serverMemoryProfile holds the tool handlers.
 type serverMemoryProfile struct {
-	store      *serverMemoryStore
-	log        *slog.Logger
-	provenance *handler // its caller method names the client of a request
+	store   *serverMemoryStore
+	log     *slog.Logger
+	callers Callers
 }
 
 // serverMemoryUserError is a failure caused by the request, reported to the
@@ -243,7 +249,7 @@ type serverMemoryProvenance struct {
 
 // client returns the provenance of the MCP client behind ctx.
 func (p *serverMemoryProfile) client(ctx context.Context) serverMemoryProvenance {
-	agent, session := p.provenance.caller(ctx)
+	agent, session := p.callers.Caller(ctx)
 	return serverMemoryProvenance{agent: agent, session: session}
 }
 
@@ -398,7 +404,7 @@ func (p *serverMemoryProfile) createEntities() (mcpgo.Tool, server.ToolHandlerFu
 		serverMemorySchema(map[string]any{"entities": serverMemoryArray(serverMemoryEntitySchema(true), "")}, []string{"entities"}, true),
 		false, false)
 	return tool, p.handle(func(ctx context.Context, args *serverMemoryArgs) (*mcpgo.CallToolResult, error) {
-		var in []ServerMemoryEntity
+		var in []Entity
 		args.items(args.root, "entities", "", func(v any, path string) { in = append(in, args.entity(v, path)) })
 		if err := args.err(); err != nil {
 			return nil, err
@@ -408,7 +414,7 @@ func (p *serverMemoryProfile) createEntities() (mcpgo.Tool, server.ToolHandlerFu
 			return nil, err
 		}
 		return serverMemoryResult(created, struct {
-			Entities []ServerMemoryEntity `json:"entities"`
+			Entities []Entity `json:"entities"`
 		}{created})
 	})
 }
@@ -420,7 +426,7 @@ func (p *serverMemoryProfile) createRelations() (mcpgo.Tool, server.ToolHandlerF
 		serverMemorySchema(map[string]any{"relations": serverMemoryArray(serverMemoryRelationSchema(true), "")}, []string{"relations"}, true),
 		false, false)
 	return tool, p.handle(func(ctx context.Context, args *serverMemoryArgs) (*mcpgo.CallToolResult, error) {
-		var in []ServerMemoryRelation
+		var in []Relation
 		args.items(args.root, "relations", "", func(v any, path string) { in = append(in, args.relation(v, path)) })
 		if err := args.err(); err != nil {
 			return nil, err
@@ -430,7 +436,7 @@ func (p *serverMemoryProfile) createRelations() (mcpgo.Tool, server.ToolHandlerF
 			return nil, err
 		}
 		return serverMemoryResult(created, struct {
-			Relations []ServerMemoryRelation `json:"relations"`
+			Relations []Relation `json:"relations"`
 		}{created})
 	})
 }
@@ -525,7 +531,7 @@ func (p *serverMemoryProfile) deleteRelations() (mcpgo.Tool, server.ToolHandlerF
 		}, []string{"relations"}, false),
 		serverMemorySuccessSchema, false, true)
 	return tool, p.handle(func(ctx context.Context, args *serverMemoryArgs) (*mcpgo.CallToolResult, error) {
-		var in []ServerMemoryRelation
+		var in []Relation
 		args.items(args.root, "relations", "", func(v any, path string) { in = append(in, args.relation(v, path)) })
 		if err := args.err(); err != nil {
 			return nil, err
@@ -718,24 +724,24 @@ func (a *serverMemoryArgs) texts(obj map[string]any, key, path string) []string 
 	return out
 }
 
-func (a *serverMemoryArgs) entity(v any, path string) ServerMemoryEntity {
+func (a *serverMemoryArgs) entity(v any, path string) Entity {
 	obj, ok := a.object(v, path)
 	if !ok {
-		return ServerMemoryEntity{}
+		return Entity{}
 	}
-	return ServerMemoryEntity{
+	return Entity{
 		Name:         a.text(obj, "name", path),
 		EntityType:   a.text(obj, "entityType", path),
 		Observations: a.texts(obj, "observations", path),
 	}
 }
 
-func (a *serverMemoryArgs) relation(v any, path string) ServerMemoryRelation {
+func (a *serverMemoryArgs) relation(v any, path string) Relation {
 	obj, ok := a.object(v, path)
 	if !ok {
-		return ServerMemoryRelation{}
+		return Relation{}
 	}
-	return ServerMemoryRelation{
+	return Relation{
 		From:         a.text(obj, "from", path),
 		To:           a.text(obj, "to", path),
 		RelationType: a.text(obj, "relationType", path),
@@ -757,7 +763,7 @@ func serverMemoryScrubAll(list []string) []string {
 }
 
 // serverMemoryContent encodes an entity as the content of its memory.
-func serverMemoryContent(e ServerMemoryEntity) (string, error) {
+func serverMemoryContent(e Entity) (string, error) {
 	var b strings.Builder
 	b.WriteString("entity: ")
 	b.WriteString(serverMemoryQuote(e.Name))
@@ -823,8 +829,8 @@ func serverMemoryUnquote(v string) string {
 // serverMemoryDecode reads an entity from the content of its memory. It
 // accepts any text: a missing name line means the title is the name, and a
 // line that is not a field is an observation.
-func serverMemoryDecode(content, title string) ServerMemoryEntity {
-	e := ServerMemoryEntity{Name: title, Observations: []string{}}
+func serverMemoryDecode(content, title string) Entity {
+	e := Entity{Name: title, Observations: []string{}}
 	lines := strings.Split(content, "\n")
 	for i := range lines {
 		lines[i] = strings.TrimSuffix(lines[i], "\r")
@@ -916,23 +922,23 @@ func serverMemoryRelationType(e api.Edge) string {
 	return e.Rel
 }
 
-// ServerMemoryImportResult reports what ImportServerMemory did.
-type ServerMemoryImportResult struct {
-	Namespace        string                        `json:"namespace"`
-	Entities         int                           `json:"entities"`          // entity lines read
-	Relations        int                           `json:"relations"`         // relation lines read
-	CreatedEntities  int                           `json:"created_entities"`  // entities created
-	UpdatedEntities  int                           `json:"updated_entities"`  // existing entities that gained observations
-	CreatedRelations int                           `json:"created_relations"` // relations created
-	Skipped          []ServerMemorySkippedRelation `json:"skipped"`           // relations memmesh cannot store
+// ImportResult reports what Import did.
+type ImportResult struct {
+	Namespace        string            `json:"namespace"`
+	Entities         int               `json:"entities"`          // entity lines read
+	Relations        int               `json:"relations"`         // relation lines read
+	CreatedEntities  int               `json:"created_entities"`  // entities created
+	UpdatedEntities  int               `json:"updated_entities"`  // existing entities that gained observations
+	CreatedRelations int               `json:"created_relations"` // relations created
+	Skipped          []SkippedRelation `json:"skipped"`           // relations memmesh cannot store
 }
 
-// ServerMemorySkippedRelation is a relation of the file that was not
+// SkippedRelation is a relation of the file that was not
 // imported, and why.
-type ServerMemorySkippedRelation struct {
-	Line     int                  `json:"line"`
-	Relation ServerMemoryRelation `json:"relation"`
-	Reason   string               `json:"reason"`
+type SkippedRelation struct {
+	Line     int      `json:"line"`
+	Relation Relation `json:"relation"`
+	Reason   string   `json:"reason"`
 }
 
 // serverMemoryMaxLine caps the length of a line of memory.jsonl.
@@ -940,14 +946,14 @@ const serverMemoryMaxLine = 64 << 20
 
 // serverMemoryFile is a parsed memory.jsonl.
 type serverMemoryFile struct {
-	entities  []ServerMemoryEntity // one per name, in the order names first appear
+	entities  []Entity // one per name, in the order names first appear
 	relations []serverMemoryFileRelation
 	lines     struct{ entities, relations int }
 }
 
 type serverMemoryFileRelation struct {
 	line int
-	ServerMemoryRelation
+	Relation
 }
 
 // serverMemoryReadFile parses the official server's memory.jsonl: one JSON
@@ -982,7 +988,7 @@ func serverMemoryReadFile(r io.Reader) (*serverMemoryFile, error) {
 				f.addEntity(args.entity(obj, ""), byName)
 			case "relation":
 				f.lines.relations++
-				f.relations = append(f.relations, serverMemoryFileRelation{line: n, ServerMemoryRelation: args.relation(obj, "")})
+				f.relations = append(f.relations, serverMemoryFileRelation{line: n, Relation: args.relation(obj, "")})
 			default:
 				args.problems = append(args.problems, fmt.Sprintf(`"type" is %s: want "entity" or "relation"`, serverMemoryShow(t)))
 			}
@@ -1001,7 +1007,7 @@ func serverMemoryReadFile(r io.Reader) (*serverMemoryFile, error) {
 
 // addEntity adds an entity line, merging it into an earlier one of the
 // same name.
-func (f *serverMemoryFile) addEntity(e ServerMemoryEntity, byName map[string]int) {
+func (f *serverMemoryFile) addEntity(e Entity, byName map[string]int) {
 	i, ok := byName[e.Name]
 	if !ok {
 		byName[e.Name] = len(f.entities)
@@ -1024,8 +1030,8 @@ func serverMemoryShow(v any) string {
 	return fmt.Sprint(api.Echo(string(data)))
 }
 
-// ImportServerMemory imports the official memory server's memory.jsonl
-// from r into namespace ns ("" means ServerMemoryNamespace), mapped as the
+// Import imports the official memory server's memory.jsonl
+// from r into namespace ns ("" means DefaultNamespace), mapped as the
 // server-memory profile maps its tools. The whole file is checked first: a
 // bad line is reported with its number and nothing is imported. New
 // entities are created, existing ones gain the observations they lack, and
@@ -1033,11 +1039,11 @@ func serverMemoryShow(v any) string {
 // entity, as the official server keeps them; importing the same file
 // again changes nothing. A relation from a name to itself that is no
 // entity is skipped and reported.
-func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reader, ns string) (ServerMemoryImportResult, error) {
+func Import(ctx context.Context, svc Service, r io.Reader, ns string) (ImportResult, error) {
 	if ns == "" {
-		ns = ServerMemoryNamespace
+		ns = DefaultNamespace
 	}
-	res := ServerMemoryImportResult{Namespace: ns, Skipped: []ServerMemorySkippedRelation{}}
+	res := ImportResult{Namespace: ns, Skipped: []SkippedRelation{}}
 	f, err := serverMemoryReadFile(r)
 	if err != nil {
 		return res, err
@@ -1049,7 +1055,7 @@ func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reade
 		return res, err
 	}
 
-	var creates []ServerMemoryEntity
+	var creates []Entity
 	var additions []serverMemoryAddition
 	known := map[string]bool{}
 	for _, entry := range snap.entities {
@@ -1072,16 +1078,16 @@ func ImportServerMemory(ctx context.Context, svc ServerMemoryService, r io.Reade
 	if err != nil {
 		return res, err
 	}
-	var relations []ServerMemoryRelation
+	var relations []Relation
 	for _, r := range f.relations {
 		from, to := serverMemoryScrub(r.From), serverMemoryScrub(r.To)
 		skip := func(reason string) {
-			res.Skipped = append(res.Skipped, ServerMemorySkippedRelation{Line: r.line, Relation: r.ServerMemoryRelation, Reason: reason})
+			res.Skipped = append(res.Skipped, SkippedRelation{Line: r.line, Relation: r.Relation, Reason: reason})
 		}
 		if from == to && !known[from] {
 			skip(fmt.Sprintf("a relation from %q to itself, which is no entity", r.From))
 		} else {
-			relations = append(relations, r.ServerMemoryRelation)
+			relations = append(relations, r.Relation)
 		}
 	}
 
