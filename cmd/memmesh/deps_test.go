@@ -7,9 +7,10 @@ import (
 )
 
 // TestBinaryLinksNoDeadWeight holds what the memmesh executable leaves
-// out: the tokenizer's package that can hand out any of its four
-// vocabularies (internal/tokens builds its one codec, so the other tables
-// are not linked).
+// out: the benchmarks and the test-only packages they use (memmesh-bench
+// links them), and the tokenizer's package that can hand out any of its
+// four vocabularies (internal/tokens builds its one codec, so the other
+// tables are not linked).
 func TestBinaryLinksNoDeadWeight(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
@@ -20,6 +21,9 @@ func TestBinaryLinksNoDeadWeight(t *testing.T) {
 		deps[dep] = true
 	}
 	for _, pkg := range []string{
+		"github.com/memmesh/memmesh/cmd/memmesh-bench/internal/bench",
+		"github.com/memmesh/memmesh/internal/faultnet",
+		"github.com/memmesh/memmesh/internal/corpus",
 		"github.com/tiktoken-go/tokenizer",
 	} {
 		if deps[pkg] {

@@ -16,7 +16,7 @@ func memmeshBinary(t *testing.T) string {
 		t.Skip("no go command to build memmesh with")
 	}
 	bin := filepath.Join(t.TempDir(), "memmesh")
-	out, err := exec.Command(gobin, "build", "-o", bin, "../../cmd/memmesh").CombinedOutput()
+	out, err := exec.Command(gobin, "build", "-o", bin, "../../../memmesh").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build memmesh: %v\n%s", err, out)
 	}
