@@ -39,8 +39,7 @@ type app struct {
 	stdout, stderr io.Writer
 	home           string
 	format         string
-	json           bool   // --json: --format json
-	cpuProfile     string // memmesh bench --cpuprofile
+	json           bool // --json: --format json
 	cfg            Config
 }
 
@@ -63,6 +62,10 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
+	}
+	var exit exitStatus
+	if errors.As(err, &exit) { // the command said why itself
+		return int(exit)
 	}
 	fmt.Fprintf(stderr, "memmesh: %s\n", inert.Text(oneLine(err)))
 	var uerr usageError

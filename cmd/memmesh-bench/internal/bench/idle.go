@@ -16,8 +16,8 @@ import (
 
 // IdleOptions configures Idle.
 type IdleOptions struct {
-	// Binary is the memmesh executable the daemons run; "" means this
-	// process's own executable (the memmesh command).
+	// Binary is the memmesh executable the daemons run; "" means the one
+	// beside this executable, else on PATH.
 	Binary string
 	// Nodes is how many daemons form the mesh.
 	Nodes int
@@ -73,13 +73,11 @@ func Idle(ctx context.Context, opts IdleOptions) (IdleReport, error) {
 	if err := opts.Validate(); err != nil {
 		return IdleReport{}, err
 	}
-	if opts.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return IdleReport{}, fmt.Errorf("bench: this executable: %w", err)
-		}
-		opts.Binary = exe
+	binary, err := memmeshExecutable(opts.Binary)
+	if err != nil {
+		return IdleReport{}, err
 	}
+	opts.Binary = binary
 	log := logger(opts.Log)
 	dir, cleanup, err := workDir(opts.Dir)
 	if err != nil {

@@ -254,7 +254,7 @@ func capture(ctx context.Context, n *node.Node, c conversation) (map[string][]st
 	turnsOf := make(map[string][]string)
 	for _, s := range c.sessions {
 		for i, t := range s.turns {
-			res, err := n.Remember(ctx, api.RememberRequest{
+			res, err := remember(ctx, n, api.RememberRequest{
 				Namespace: c.name,
 				Content:   t.content(),
 				Session:   fmt.Sprintf("%s/session_%d", c.name, s.n),

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +17,7 @@ func memmeshBinary(t *testing.T) string {
 		t.Skip("no go command to build memmesh with")
 	}
 	bin := filepath.Join(t.TempDir(), "memmesh")
-	out, err := exec.Command(gobin, "build", "-o", bin, "../../cmd/memmesh").CombinedOutput()
+	out, err := exec.Command(gobin, "build", "-o", bin, "../../../memmesh").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build memmesh: %v\n%s", err, out)
 	}
@@ -40,5 +41,15 @@ func TestStartup(t *testing.T) {
 	}
 	if r.RSSP50 <= 0 || r.RSSMax < r.RSSP50 {
 		t.Errorf("RSS p50 %v MB, max %v MB", r.RSSP50, r.RSSMax)
+	}
+}
+
+// TestNoMemmesh: with no memmesh beside this executable nor on PATH, a
+// benchmark that starts daemons says how to name or install one.
+func TestNoMemmesh(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := Startup(context.Background(), StartupOptions{Memories: 1, Runs: 1, Common: Common{Dir: t.TempDir()}})
+	if err == nil || !strings.Contains(err.Error(), "--memmesh") || !strings.Contains(err.Error(), "go install ./cmd/memmesh") {
+		t.Errorf("Startup with no memmesh: %v; want an error naming --memmesh and 'go install ./cmd/memmesh'", err)
 	}
 }

@@ -257,7 +257,7 @@ func propagation(ctx context.Context, dir string, k, samples int, log *slog.Logg
 		src, dst := nodes[i%k], nodes[(i+1)%k]
 		word := fmt.Sprintf("propagationmarker%d", i)
 		start := time.Now()
-		res, err := src.Remember(ctx, api.RememberRequest{Namespace: "bench", Content: "Benchmark note " + word + " about retry budgets"})
+		res, err := remember(ctx, src, api.RememberRequest{Namespace: "bench", Content: "Benchmark note " + word + " about retry budgets"})
 		if err != nil {
 			return nil, fmt.Errorf("bench: capture: %w", err)
 		}

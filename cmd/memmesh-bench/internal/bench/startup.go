@@ -27,7 +27,7 @@ const (
 // StartupOptions configures Startup.
 type StartupOptions struct {
 	// Binary is the memmesh executable run as `memmesh serve`; "" means
-	// this process's own executable (the memmesh command).
+	// the one beside this executable, else on PATH.
 	Binary string
 	// Memories is how many corpus memories the home holds.
 	Memories int
@@ -74,13 +74,11 @@ func Startup(ctx context.Context, opts StartupOptions) (StartupReport, error) {
 	if err := opts.Validate(); err != nil {
 		return StartupReport{}, err
 	}
-	if opts.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return StartupReport{}, fmt.Errorf("bench: this executable: %w", err)
-		}
-		opts.Binary = exe
+	binary, err := memmeshExecutable(opts.Binary)
+	if err != nil {
+		return StartupReport{}, err
 	}
+	opts.Binary = binary
 	log := logger(opts.Log)
 	dir, cleanup, err := workDir(opts.Dir)
 	if err != nil {

@@ -28,6 +28,15 @@ const waitLimit = 10 * time.Minute
 // pollAfter.
 const pollInterval = 10 * time.Millisecond
 
+// remember is n.Remember, which does not look at its context, refused
+// once ctx is done: a signal stops a benchmark at its next memory.
+func remember(ctx context.Context, n *node.Node, req api.RememberRequest) (api.RememberResult, error) {
+	if err := ctx.Err(); err != nil {
+		return api.RememberResult{}, err
+	}
+	return n.Remember(ctx, req)
+}
+
 // pollAfter is how long a wait that started elapsed ago sleeps before it
 // checks its condition again: pollInterval, or a hundredth of what it
 // waited so far, so that a long wait is timed to 1 % and its checks cost

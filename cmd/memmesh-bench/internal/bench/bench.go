@@ -1,8 +1,8 @@
 // Package bench measures memmesh through its real components: nodes with
 // their own Pebble stores and search indexes, QUIC between them on
 // loopback, and the benchmark data given to them. Each benchmark returns a
-// report whose fields are its figures; `memmesh bench` prints them as a
-// table or as JSON.
+// report whose fields are its figures; memmesh-bench (`memmesh bench`)
+// prints them as a table or as JSON.
 package bench
 
 import (
@@ -13,6 +13,8 @@ import (
 	"runtime/pprof"
 	"slices"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/sibling"
 )
 
 // Row is one line of a report's table.
@@ -82,6 +84,20 @@ func num(f float64) string {
 		return fmt.Sprintf("%.2f", f)
 	}
 	return fmt.Sprintf("%.3f", f)
+}
+
+// memmeshExecutable returns binary, or when it is "" the memmesh
+// executable beside this one (memmesh-bench) or on PATH: the benchmarks
+// that start daemons run `memmesh serve`.
+func memmeshExecutable(binary string) (string, error) {
+	if binary != "" {
+		return binary, nil
+	}
+	path, err := sibling.Find("memmesh")
+	if err != nil {
+		return "", fmt.Errorf("bench: the daemons run memmesh, and there is %w: name it with --memmesh, or install it from the clone (go install ./cmd/memmesh)", err)
+	}
+	return path, nil
 }
 
 // workDir returns dir, or a new temporary directory and a function that

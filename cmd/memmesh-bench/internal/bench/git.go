@@ -256,7 +256,7 @@ func Git(ctx context.Context, opts GitOptions) (GitReport, error) {
 	}
 	log.Info("remembering", "memories", r.Memories)
 	for _, m := range h.memories {
-		if _, err := n.Remember(ctx, m); err != nil {
+		if _, err := remember(ctx, n, m); err != nil {
 			return r, err
 		}
 	}

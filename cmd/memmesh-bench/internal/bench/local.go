@@ -108,7 +108,7 @@ func captures(ctx context.Context, home string, count int, log *slog.Logger) (La
 	lat := make(Latencies, 0, count)
 	for _, req := range reqs {
 		start := time.Now()
-		if _, err := n.Remember(ctx, req); err != nil {
+		if _, err := remember(ctx, n, req); err != nil {
 			return nil, fmt.Errorf("bench: capture: %w", err)
 		}
 		lat = append(lat, time.Since(start))

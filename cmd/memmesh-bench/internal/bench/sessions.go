@@ -21,7 +21,8 @@ type SessionsOptions struct {
 	MB int
 	// Hooks is how many times the ingest hook is run.
 	Hooks int
-	// Binary is the memmesh executable the hooks run; "" means this one.
+	// Binary is the memmesh executable the daemon and the hooks run; ""
+	// means the one beside this executable, else on PATH.
 	Binary string
 	Common
 }
@@ -79,13 +80,11 @@ func Sessions(ctx context.Context, opts SessionsOptions) (SessionsReport, error)
 	if err := opts.Validate(); err != nil {
 		return SessionsReport{}, err
 	}
-	if opts.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return SessionsReport{}, fmt.Errorf("bench: this executable: %w", err)
-		}
-		opts.Binary = exe
+	binary, err := memmeshExecutable(opts.Binary)
+	if err != nil {
+		return SessionsReport{}, err
 	}
+	opts.Binary = binary
 	log := logger(opts.Log)
 	dir, cleanup, err := workDir(opts.Dir)
 	if err != nil {

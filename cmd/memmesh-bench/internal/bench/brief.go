@@ -167,7 +167,7 @@ func briefProject(ctx context.Context, home string, size int, opts BriefOptions,
 			return res, fmt.Errorf("bench: brief: %w", err)
 		}
 		idle = append(idle, time.Since(start))
-		if _, err := n.Remember(ctx, api.RememberRequest{Namespace: briefNamespace, Content: fmt.Sprintf("Run %d of the brief benchmark wrote this note at %s.", i, time.Now().Format(time.RFC3339Nano))}); err != nil {
+		if _, err := remember(ctx, n, api.RememberRequest{Namespace: briefNamespace, Content: fmt.Sprintf("Run %d of the brief benchmark wrote this note at %s.", i, time.Now().Format(time.RFC3339Nano))}); err != nil {
 			return res, fmt.Errorf("bench: remember: %w", err)
 		}
 		start = time.Now()
