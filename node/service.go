@@ -499,7 +499,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		}
 		content, _ = secrets.Scrub(content)
 		if req.Base != "" && !slices.ContainsFunc(m.Revisions, func(r model.Revision) bool { return r.ID == req.Base }) {
-			return api.Invalidf("base revision %q: the memory has no such revision", clip(req.Base, 40))
+			return api.Invalidf("base revision %q: the memory has no such revision", strings.ToValidUTF8(req.Base[:min(len(req.Base), 40)], ""))
 		}
 		if content != m.Content || len(m.Conflict) > 0 {
 			ops = append(ops, func() error {
