@@ -33,7 +33,7 @@
 // an exact duplicate in the same namespace, reports near-duplicates (MinHash
 // over words, confirmed by Jaccard similarity) as Similar, and extracts the
 // files, URLs, packages and symbols the text mentions into touches
-// (ExtractTouches). Trust tiers set defaults: human memories do not expire,
+// (touches.Extract). Trust tiers set defaults: human memories do not expire,
 // agent ones after 90 days, auto ones after 30; evergreen ones never. Expired,
 // archived, compacted and deleted memories are out of searches and lists.
 // Every error wraps one of ErrInvalid, ErrNotFound (ErrPurged for a purged

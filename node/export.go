@@ -17,6 +17,7 @@ import (
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/internal/touches"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -831,7 +832,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 	}
 	m.Touches = nil
 	for _, r := range m.Revisions {
-		m.Touches = append(m.Touches, ExtractTouches(r.Text)...)
+		m.Touches = append(m.Touches, touches.Extract(r.Text)...)
 	}
 	m.Content, m.Conflict, m.Heads = "", nil, nil
 	return m, nil

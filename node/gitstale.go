@@ -1,71 +1,17 @@
 package node
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memmesh/memmesh/api"
-	"github.com/memmesh/memmesh/internal/gitrepo"
-	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/gitstale"
+	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
-
-// What a git check keeps, per working tree, in local data (never
-// replicated): how far it read (gitStatePrefix + root) and, for each file
-// the history changed, its latest changes and whether it is gone
-// (gitFilePrefix + root + NUL + path). A check reads only the commits
-// since the last one it read, with one git log, and updates the files
-// they changed; a memory's reasons are then a few point reads.
-const (
-	gitStatePrefix = "gitstate/"
-	gitFilePrefix  = "gitfile/"
-	// maxFileChanges is how many of a file's latest changes are kept.
-	maxFileChanges = 16
-	// maxCheckCommits bounds the commits one check reads: the first
-	// check of a long history reads the newest ones.
-	maxCheckCommits = 100_000
-	// gitFlushFiles is how many files a check holds before writing them.
-	gitFlushFiles = 8192
-	// gitProgressEvery is how often (in commits) a long check logs.
-	gitProgressEvery = 5000
-	// maxChangedPaths bounds the paths a check judges the memories of
-	// one by one; past it, every memory of the namespace is judged.
-	maxChangedPaths = 4096
-	// maxQueuedGitChecks bounds the background checks waiting.
-	maxQueuedGitChecks = 16
-)
-
-// gitState is how far the checks of a tree have read its history.
-type gitState struct {
-	Head    string    `json:"head"`              // the last commit read
-	Commits int       `json:"commits"`           // commits read since the history was first read
-	Oldest  time.Time `json:"oldest,omitzero"`   // the oldest commit read
-	Shallow bool      `json:"shallow,omitempty"` // a shallow clone: history older than Oldest is missing
-	Bounded bool      `json:"bounded,omitempty"` // the first read stopped at maxCheckCommits
-	Checked time.Time `json:"checked"`
-}
-
-// fileHistory is what the checks know of one file: its latest changes,
-// oldest first, and how it left the tree when it did.
-type fileHistory struct {
-	Changes []fileEvent `json:"c,omitempty"`
-	More    bool        `json:"more,omitempty"` // older changes were dropped
-	Gone    *fileEvent  `json:"gone,omitempty"` // deleted, or renamed (To)
-}
-
-// fileEvent is a commit that changed, deleted or renamed a file.
-type fileEvent struct {
-	At      int64  `json:"t"` // committer time, Unix seconds
-	Commit  string `json:"h"`
-	Subject string `json:"s"`
-	To      string `json:"to,omitempty"` // the new path of a renamed file
-}
 
 // CheckGit reads the commits of a namespace's trees since their last
 // check (the whole history, bounded, the first time) and returns what
@@ -81,21 +27,21 @@ func (n *Node) CheckGit(ctx context.Context, req api.GitCheckRequest) ([]api.Git
 	}
 	var trees []api.GitTree
 	if req.Dir != "" {
-		t, err := n.AddTree(ctx, ns, req.Dir, req.Source)
+		t, err := n.git.AddTree(ctx, ns, req.Dir, req.Source)
 		if err != nil {
 			return nil, err
 		}
 		trees = []api.GitTree{t}
-	} else if trees, err = n.Trees(ns); err != nil {
+	} else if trees, err = n.git.Trees(ns); err != nil {
 		return nil, err
 	}
 	out := make([]api.GitCheck, 0, len(trees))
 	for _, t := range trees {
 		if req.Background {
-			out = append(out, api.GitCheck{Root: t.Root, Pending: n.queueGitCheck(t.Root), At: n.now().UTC()})
+			out = append(out, api.GitCheck{Root: t.Root, Pending: n.git.Queue(t.Root), At: n.now().UTC()})
 			continue
 		}
-		res, changed, err := n.checkTree(ctx, t.Root)
+		res, changed, err := n.git.Check(ctx, t.Root)
 		if err != nil {
 			return nil, err
 		}
@@ -110,330 +56,92 @@ func (n *Node) CheckGit(ctx context.Context, req api.GitCheckRequest) ([]api.Git
 	return out, nil
 }
 
-// checkTree brings the history kept for the tree at root up to its HEAD
-// and returns the paths the commits read changed (nil when more than
-// maxChangedPaths). What keeps a check from running or from seeing
-// everything (git missing, no commits, a tree that is gone, a shallow
-// clone) is a note, not an error.
-func (n *Node) checkTree(ctx context.Context, root string) (res api.GitCheck, changed []string, err error) {
-	n.gitMu.Lock()
-	defer n.gitMu.Unlock()
-	start := time.Now()
-	res = api.GitCheck{Root: root, At: n.now().UTC()}
-	defer func() { res.TookMS = float64(time.Since(start).Microseconds()) / 1000 }()
-	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
-	if !isTreeRoot(root) {
-		note("%s is gone, or no longer a git working tree: nothing checked", root)
-		return res, nil, nil
-	}
-	head, err := gitrepo.Head(ctx, root)
-	switch {
-	case errors.Is(err, gitrepo.ErrNoGit):
-		note("%v", err)
-		return res, nil, nil
-	case err != nil:
-		return res, nil, fmt.Errorf("check %s: %w", root, err)
-	case head == "":
-		note("%s has no commits yet: nothing to check", root)
-		return res, nil, nil
-	}
-	res.Head = head
-	st, err := n.gitState(root)
-	if err != nil {
-		return res, nil, err
-	}
-	res.From = st.Head
-	deepened := false // a shallow clone that got its history since
-	if st.Shallow {
-		shallow, err := gitrepo.IsShallow(ctx, root)
-		if err != nil {
-			return res, nil, fmt.Errorf("check %s: %w", root, err)
-		}
-		deepened = !shallow
-	}
-	if st.Head == head && !deepened {
-		res.Notes = st.partialNote(res.Notes)
-		return res, nil, nil
-	}
-	revs := head
-	if st.Head != "" {
-		ok, err := gitrepo.IsAncestor(ctx, root, st.Head, head)
-		switch {
-		case err != nil:
-			return res, nil, fmt.Errorf("check %s: %w", root, err)
-		case !ok:
-			note("HEAD no longer descends from %.7s, the commit the last check reached (history rewritten, or another branch checked out): history read anew", st.Head)
-		case deepened:
-			note("the clone is no longer shallow: history read anew")
-		default:
-			revs = st.Head + ".." + head
-		}
-	}
-	if res.Full = revs == head; res.Full {
-		if err := n.store.DeleteLocalPrefix(gitFilePrefix + root + "\x00"); err != nil {
-			return res, nil, fmt.Errorf("check %s: %w", root, err)
-		}
-		st = gitState{}
-	}
-	files := gitFiles{n: n, root: root, cache: map[string]*fileHistory{}, changed: map[string]bool{}}
-	var first time.Time
-	err = gitrepo.Log(ctx, root, revs, maxCheckCommits, func(c gitrepo.Commit) error {
-		if res.Commits == 0 {
-			first = c.At
-		}
-		res.Commits++
-		res.Files += len(c.Changes)
-		if err := files.apply(&c); err != nil {
+// countGitStale counts the live memories of ns that the tree at root
+// makes stale: among those that name one of paths, or all of them when
+// paths is nil.
+func (n *Node) countGitStale(ctx context.Context, ns, root string, paths []string) (int, error) {
+	j := n.git.NewJudge(ctx)
+	defer j.Close()
+	now := n.now()
+	count := 0
+	judge := func(id string) error {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if res.Commits%gitProgressEvery == 0 {
-			n.log.Info("reading git history", "root", root, "commits", res.Commits, "files", res.Files)
+		m, err := n.load(id)
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err == nil {
-		err = files.flush()
-	}
-	if err != nil {
-		return res, nil, fmt.Errorf("check %s: %w", root, err)
-	}
-	if res.Full {
-		if st.Shallow, err = gitrepo.IsShallow(ctx, root); err != nil {
-			return res, nil, fmt.Errorf("check %s: %w", root, err)
+		if m.Namespace != ns || m.Status != model.StatusActive || m.Evergreen || m.Expired(now) {
+			return nil
 		}
-		st.Oldest, st.Bounded = first, res.Commits == maxCheckCommits
-	}
-	st.Head, st.Commits, st.Checked = head, st.Commits+res.Commits, res.At
-	res.Notes = st.partialNote(res.Notes)
-	if err := n.putGitState(root, st); err != nil {
-		return res, nil, err
-	}
-	if files.changed != nil {
-		changed = append([]string{}, slices.Sorted(maps.Keys(files.changed))...)
-	}
-	return res, changed, nil
-}
-
-// partialNote adds to notes why the kept history is incomplete, if it is.
-func (st *gitState) partialNote(notes []string) []string {
-	before := st.Oldest.Format(time.DateOnly)
-	switch {
-	case st.Shallow:
-		return append(notes, fmt.Sprintf("shallow clone: changes before %s unknown", before))
-	case st.Bounded:
-		return append(notes, fmt.Sprintf("only the newest %d commits read: changes before %s unknown", maxCheckCommits, before))
-	}
-	return notes
-}
-
-func (n *Node) gitState(root string) (gitState, error) {
-	var st gitState
-	data, err := n.store.GetLocal(gitStatePrefix + root)
-	if errors.Is(err, storage.ErrNotFound) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("read the git state of %s: %w", root, err)
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return gitState{}, nil // unreadable: read the history anew
-	}
-	return st, nil
-}
-
-func (n *Node) putGitState(root string, st gitState) error {
-	data, err := json.Marshal(st)
-	if err != nil {
+		rs, err := j.Reasons(&m, func() ([]model.Edge, error) { return n.validEdges(id, now) }, root)
+		if len(rs) > 0 {
+			count++
+		}
 		return err
 	}
-	if err := n.store.PutLocal(gitStatePrefix+root, data); err != nil {
-		return fmt.Errorf("write the git state of %s: %w", root, err)
+	if paths == nil {
+		err := n.store.Scan(storage.KindMemory, storage.Term{Field: "ns", Value: ns}, judge)
+		return count, err
 	}
-	return nil
+	ids, err := n.memoriesNaming(paths)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := judge(id); err != nil {
+			return count, err
+		}
+	}
+	return count, nil
 }
 
-// gitFiles updates the kept histories of a tree's files as a check reads
-// commits, holding the ones it changed until flush writes them.
-type gitFiles struct {
-	n     *Node
-	root  string
-	cache map[string]*fileHistory
-	// changed holds the paths changed, renamed or deleted; nil once
-	// more than maxChangedPaths.
-	changed map[string]bool
+// memoriesNaming returns the ids of the memories that name one of paths:
+// in their text (a file: touch) or by an edge to file:PATH[:LINES].
+func (n *Node) memoriesNaming(paths []string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, p := range paths {
+		file := "file:" + p
+		err := n.store.ScanPrefix(storage.KindMemory, "touch", file, func(t storage.Term, id string) error {
+			if t.Value == file {
+				seen[id] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, field := range []string{"to", "from"} {
+			err := n.store.ScanPrefix(storage.KindEdge, field, file, func(t storage.Term, edgeID string) error {
+				if gitstale.WithoutLines(t.Value) != file {
+					return nil
+				}
+				e, err := n.loadEdge(edgeID)
+				if err != nil {
+					return err
+				}
+				for _, end := range []string{e.From, e.To} {
+					if id, ok := strings.CutPrefix(end, IDPrefix); ok {
+						seen[id] = true
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
-// fileKey is the local key of a file's history, or "" when the path is
-// too long to keep.
-func fileKey(root, path string) string {
-	k := gitFilePrefix + root + "\x00" + path
-	if len(k) > storage.MaxIDLen {
-		return ""
-	}
-	return k
-}
-
-func (f *gitFiles) get(path string) (*fileHistory, error) {
-	if h, ok := f.cache[path]; ok {
-		return h, nil
-	}
-	h, err := f.n.fileHistory(f.root, path)
+// validEdges returns the edges valid at now that start or end at memory
+// id.
+func (n *Node) validEdges(id string, now time.Time) ([]model.Edge, error) {
+	edges, err := n.edgesOf(DisplayID(id), api.Both)
 	if err != nil {
 		return nil, err
 	}
-	if h == nil {
-		h = &fileHistory{}
-	}
-	f.cache[path] = h
-	return h, nil
-}
-
-// apply records what commit c did to each file it changed.
-func (f *gitFiles) apply(c *gitrepo.Commit) error {
-	subject, _ := secrets.Scrub(c.Subject)
-	ev := fileEvent{At: c.At.Unix(), Commit: c.Hash, Subject: subject}
-	for _, ch := range c.Changes {
-		if fileKey(f.root, ch.Path) == "" || (ch.From != "" && fileKey(f.root, ch.From) == "") {
-			continue
-		}
-		h, err := f.get(ch.Path)
-		if err != nil {
-			return err
-		}
-		f.noteChanged(ch.Path, ch.From)
-		switch ch.Status {
-		case 'D':
-			gone := ev
-			h.Gone = &gone
-		case 'R':
-			old, err := f.get(ch.From)
-			if err != nil {
-				return err
-			}
-			gone := ev
-			gone.To = ch.Path
-			old.Gone = &gone
-			h.Gone = nil
-		default:
-			h.Gone = nil
-			if slices.ContainsFunc(h.Changes, func(e fileEvent) bool { return e.Commit == ev.Commit }) {
-				continue // read again after a check that failed half way
-			}
-			h.Changes = append(h.Changes, ev)
-			if len(h.Changes) > maxFileChanges {
-				h.Changes = append(h.Changes[:0], h.Changes[len(h.Changes)-maxFileChanges:]...)
-				h.More = true
-			}
-		}
-	}
-	if len(f.cache) >= gitFlushFiles {
-		return f.flush()
-	}
-	return nil
-}
-
-// noteChanged adds paths to the changed ones, forgetting them all past
-// maxChangedPaths.
-func (f *gitFiles) noteChanged(paths ...string) {
-	if f.changed == nil {
-		return
-	}
-	for _, p := range paths {
-		if p != "" {
-			f.changed[p] = true
-		}
-	}
-	if len(f.changed) > maxChangedPaths {
-		f.changed = nil
-	}
-}
-
-// flush writes the histories held and forgets them.
-func (f *gitFiles) flush() error {
-	for path, h := range f.cache {
-		data, err := json.Marshal(h)
-		if err != nil {
-			return err
-		}
-		if err := f.n.store.PutLocal(fileKey(f.root, path), data); err != nil {
-			return fmt.Errorf("write the history of %s: %w", path, err)
-		}
-	}
-	clear(f.cache)
-	return nil
-}
-
-// fileHistory reads what the checks know of a file of the tree at root:
-// nil when its history holds nothing of it.
-func (n *Node) fileHistory(root, path string) (*fileHistory, error) {
-	key := fileKey(root, path)
-	if key == "" {
-		return nil, nil
-	}
-	data, err := n.store.GetLocal(key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the history of %s: %w", path, err)
-	}
-	var h fileHistory
-	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, nil // unreadable: known again after the next full read
-	}
-	return &h, nil
-}
-
-// queueGitCheck asks the git loop to check root soon; false when the loop
-// does not run or its queue is full.
-func (n *Node) queueGitCheck(root string) bool {
-	if n.gitQueue == nil {
-		return false
-	}
-	select {
-	case n.gitQueue <- root:
-		return true
-	default:
-		return false
-	}
-}
-
-// runGitChecks checks every tree of every namespace each interval (never
-// when the interval is not positive), and the trees queued by
-// background requests (a post-commit hook) as they come.
-func (n *Node) runGitChecks(ctx context.Context, interval time.Duration) {
-	t := time.NewTimer(cmp.Or(max(interval, 0), time.Hour))
-	if interval <= 0 {
-		t.Stop()
-	}
-	defer t.Stop()
-	for {
-		var roots []string
-		select {
-		case <-ctx.Done():
-			return
-		case root := <-n.gitQueue:
-			roots = []string{root}
-		case <-t.C:
-			t.Reset(interval)
-			all, err := n.allTrees()
-			if err != nil {
-				n.log.Warn("git trees not listed", "err", err)
-			}
-			for _, t := range all {
-				roots = append(roots, t.Root)
-			}
-		}
-		for _, root := range roots {
-			res, _, err := n.checkTree(ctx, root)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				n.log.Warn("git check failed", "root", root, "err", err)
-			case res.Commits > 0 || len(res.Notes) > 0:
-				n.log.Info("git checked", "root", root, "commits", res.Commits, "files", res.Files, "notes", res.Notes, "took_ms", res.TookMS)
-			}
-		}
-	}
+	return slices.DeleteFunc(edges, func(e model.Edge) bool { return !validAt(&e, now) }), nil
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,18 +13,19 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/gitstale"
 	"github.com/memmesh/memmesh/internal/gittest"
 )
 
 // gitFixture starts a node whose clock stands at t0 (and moves with
 // now.Store) and a repository whose commits start an hour before.
-func gitFixture(t *testing.T) (n *Node, repo *testRepo, t0 time.Time, now *atomic.Int64) {
+func gitFixture(t *testing.T) (n *Node, repo *gittest.Repo, t0 time.Time, now *atomic.Int64) {
 	t.Helper()
 	t0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	now = new(atomic.Int64)
 	now.Store(t0.UnixNano())
 	n = startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), Now: func() time.Time { return time.Unix(0, now.Load()) }})
-	return n, newTestRepo(t, t0.Add(-time.Hour)), t0, now
+	return n, gittest.NewRepo(t, t0.Add(-time.Hour)), t0, now
 }
 
 // checkGit checks the tree at dir for ns and returns the one result.
@@ -63,13 +65,13 @@ func gitReasons(t *testing.T, n *Node, ns string) map[string][]string {
 func TestGitStaleness(t *testing.T) {
 	ctx := context.Background()
 	n, repo, t0, now := gitFixture(t)
-	repo.write(
+	repo.Write(
 		"src/auth.ts", "export function validateToken(t: string) {}\n",
 		"src/db.go", "package src\n\nfunc Open() {}\n",
 		"docs/old.md", "# Setup\n",
 		"lib/keep.py", "def keep(): pass\n",
 	)
-	c1 := repo.commit("first")
+	c1 := repo.Commit("first")
 	mem := func(content string) string {
 		return remember(t, n, api.RememberRequest{Namespace: "shop", Content: content}).ID
 	}
@@ -82,7 +84,7 @@ func TestGitStaleness(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	first := checkGit(t, n, "shop", filepath.Join(repo.dir, "src"))
+	first := checkGit(t, n, "shop", filepath.Join(repo.Dir, "src"))
 	if !first.Full || first.Commits != 1 || first.Head != c1 || first.From != "" {
 		t.Fatalf("first check %+v, want a full read of 1 commit up to %s", first, c1)
 	}
@@ -90,17 +92,17 @@ func TestGitStaleness(t *testing.T) {
 		t.Fatalf("git reasons before any change: %v", got)
 	}
 
-	repo.at = t0.Add(time.Minute)
-	repo.write("src/auth.ts", "export function checkToken(t: string) {}\n")
-	repo.commit("rename validateToken")
-	repo.write("src/auth.ts", "export function checkToken(token: string) {}\n")
-	c3 := repo.commit("tidy")
-	repo.git("mv", "src/db.go", "src/store.go")
-	c4 := repo.commit("move db to store")
-	repo.git("rm", "-q", "docs/old.md")
-	c5 := repo.commit("drop old docs")
+	repo.At = t0.Add(time.Minute)
+	repo.Write("src/auth.ts", "export function checkToken(t: string) {}\n")
+	repo.Commit("rename validateToken")
+	repo.Write("src/auth.ts", "export function checkToken(token: string) {}\n")
+	c3 := repo.Commit("tidy")
+	repo.Git("mv", "src/db.go", "src/store.go")
+	c4 := repo.Commit("move db to store")
+	repo.Git("rm", "-q", "docs/old.md")
+	c5 := repo.Commit("drop old docs")
 
-	second := checkGit(t, n, "shop", repo.dir)
+	second := checkGit(t, n, "shop", repo.Dir)
 	if second.Full || second.Commits != 4 || second.From != c1 {
 		t.Fatalf("second check %+v, want 4 new commits from %s", second, c1)
 	}
@@ -127,7 +129,7 @@ func TestGitStaleness(t *testing.T) {
 	}
 
 	// Nothing new: the check reads no commit.
-	if again := checkGit(t, n, "shop", repo.dir); again.Commits != 0 || again.Head != c5 {
+	if again := checkGit(t, n, "shop", repo.Dir); again.Commits != 0 || again.Head != c5 {
 		t.Fatalf("a check without new commits: %+v", again)
 	}
 
@@ -143,10 +145,10 @@ func TestGitStaleness(t *testing.T) {
 	if got := gitReasons(t, n, "shop"); len(got[auth]) != 0 {
 		t.Fatalf("reasons after confirming: %q", got[auth])
 	}
-	repo.at = t0.Add(2 * time.Hour)
-	repo.write("src/auth.ts", "export function checkToken(token: string): boolean { return true }\n")
-	c6 := repo.commit("check returns a boolean")
-	if res := checkGit(t, n, "shop", repo.dir); res.Commits != 1 || res.From != c5 {
+	repo.At = t0.Add(2 * time.Hour)
+	repo.Write("src/auth.ts", "export function checkToken(token: string): boolean { return true }\n")
+	c6 := repo.Commit("check returns a boolean")
+	if res := checkGit(t, n, "shop", repo.Dir); res.Commits != 1 || res.From != c5 {
 		t.Fatalf("check after one more commit: %+v", res)
 	}
 	got = gitReasons(t, n, "shop")
@@ -165,18 +167,18 @@ func TestGitStaleness(t *testing.T) {
 
 func TestGitStalenessFollowsRenames(t *testing.T) {
 	n, repo, t0, _ := gitFixture(t)
-	repo.write("a/old.go", "package a\n\nfunc Serve() {}\n")
-	repo.commit("first")
+	repo.Write("a/old.go", "package a\n\nfunc Serve() {}\n")
+	repo.Commit("first")
 	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`a/old.go` holds `Serve()`."}).ID
-	checkGit(t, n, "x", repo.dir)
-	repo.at = t0.Add(time.Minute)
-	repo.git("mv", "a/old.go", "a/mid.go")
-	r1 := repo.commit("to mid")
-	repo.git("mv", "a/mid.go", "a/new.go")
-	r2 := repo.commit("to new")
-	repo.write("a/new.go", "package a\n\nfunc Listen() {}\n")
-	r3 := repo.commit("serve is listen")
-	checkGit(t, n, "x", repo.dir)
+	checkGit(t, n, "x", repo.Dir)
+	repo.At = t0.Add(time.Minute)
+	repo.Git("mv", "a/old.go", "a/mid.go")
+	r1 := repo.Commit("to mid")
+	repo.Git("mv", "a/mid.go", "a/new.go")
+	r2 := repo.Commit("to new")
+	repo.Write("a/new.go", "package a\n\nfunc Listen() {}\n")
+	r3 := repo.Commit("serve is listen")
+	checkGit(t, n, "x", repo.Dir)
 	want := []string{
 		"a/old.go renamed to a/mid.go in " + r1[:7] + " 'to mid'",
 		"a/mid.go renamed to a/new.go in " + r2[:7] + " 'to new'",
@@ -196,22 +198,22 @@ func TestGitCheckBadInput(t *testing.T) {
 	}
 
 	t.Run("no commits", func(t *testing.T) {
-		repo := newTestRepo(t, t0)
-		if res := checkGit(t, n, "empty", repo.dir); !hasNote(res, "no commits yet") || res.Commits != 0 {
+		repo := gittest.NewRepo(t, t0)
+		if res := checkGit(t, n, "empty", repo.Dir); !hasNote(res, "no commits yet") || res.Commits != 0 {
 			t.Fatalf("check of a repository without commits: %+v", res)
 		}
 	})
 
 	t.Run("detached HEAD", func(t *testing.T) {
-		repo := newTestRepo(t, t0.Add(-time.Hour))
-		repo.write("main.go", "package main\n")
-		repo.commit("first")
-		repo.git("checkout", "-q", "--detach")
-		repo.at = t0.Add(time.Minute)
-		repo.write("main.go", "package main\n\nfunc main() {}\n")
-		c := repo.commit("on a detached head")
+		repo := gittest.NewRepo(t, t0.Add(-time.Hour))
+		repo.Write("main.go", "package main\n")
+		repo.Commit("first")
+		repo.Git("checkout", "-q", "--detach")
+		repo.At = t0.Add(time.Minute)
+		repo.Write("main.go", "package main\n\nfunc main() {}\n")
+		c := repo.Commit("on a detached head")
 		id := remember(t, n, api.RememberRequest{Namespace: "detached", Content: "Start in `main.go`.", At: t0}).ID
-		if res := checkGit(t, n, "detached", repo.dir); res.Head != c || len(res.Notes) != 0 {
+		if res := checkGit(t, n, "detached", repo.Dir); res.Head != c || len(res.Notes) != 0 {
 			t.Fatalf("check on a detached HEAD: %+v", res)
 		}
 		if got := gitReasons(t, n, "detached")[id]; len(got) != 1 {
@@ -220,13 +222,13 @@ func TestGitCheckBadInput(t *testing.T) {
 	})
 
 	t.Run("shallow clone", func(t *testing.T) {
-		origin := newTestRepo(t, t0.Add(-3*time.Hour))
+		origin := gittest.NewRepo(t, t0.Add(-3*time.Hour))
 		for i := range 3 {
-			origin.write("f.go", strings.Repeat("x", i+1))
-			origin.commit("c")
+			origin.Write("f.go", strings.Repeat("x", i+1))
+			origin.Commit("c")
 		}
 		clone := filepath.Join(t.TempDir(), "clone")
-		origin.git("clone", "-q", "--depth", "1", "file://"+origin.dir, clone)
+		origin.Git("clone", "-q", "--depth", "1", "file://"+origin.Dir, clone)
 		res := checkGit(t, n, "shallow", clone)
 		if !hasNote(res, "shallow clone: changes before "+t0.Add(-time.Hour).Format(time.DateOnly)+" unknown") || res.Commits != 1 {
 			t.Fatalf("check of a shallow clone: %+v", res)
@@ -239,32 +241,32 @@ func TestGitCheckBadInput(t *testing.T) {
 	})
 
 	t.Run("history rewritten", func(t *testing.T) {
-		repo := newTestRepo(t, t0.Add(-time.Hour))
-		repo.write("a.go", "package a\n")
-		base := repo.commit("base")
-		repo.write("a.go", "package a // 1\n")
-		repo.commit("dropped later")
-		checkGit(t, n, "rewrite", repo.dir)
-		repo.git("reset", "-q", "--hard", base)
-		repo.write("b.go", "package a\n")
-		repo.commit("instead")
-		res := checkGit(t, n, "rewrite", repo.dir)
+		repo := gittest.NewRepo(t, t0.Add(-time.Hour))
+		repo.Write("a.go", "package a\n")
+		base := repo.Commit("base")
+		repo.Write("a.go", "package a // 1\n")
+		repo.Commit("dropped later")
+		checkGit(t, n, "rewrite", repo.Dir)
+		repo.Git("reset", "-q", "--hard", base)
+		repo.Write("b.go", "package a\n")
+		repo.Commit("instead")
+		res := checkGit(t, n, "rewrite", repo.Dir)
 		if !res.Full || res.Commits != 2 || !hasNote(res, "no longer descends") {
 			t.Fatalf("check after a rewrite: %+v", res)
 		}
 	})
 
 	t.Run("large and binary files", func(t *testing.T) {
-		repo := newTestRepo(t, t0.Add(-time.Hour))
-		big := strings.Repeat("filler ", maxSymbolFile/7+1) + "needle_fn\n"
-		repo.write("big.txt", big, "blob.png", "\x00\x01needle_fn", "latin.txt", "caf\xe9 needle_fn r\xe9sum\xe9\n")
-		repo.commit("first")
+		repo := gittest.NewRepo(t, t0.Add(-time.Hour))
+		big := strings.Repeat("filler ", gitstale.MaxSymbolFile/7+1) + "needle_fn\n"
+		repo.Write("big.txt", big, "blob.png", "\x00\x01needle_fn", "latin.txt", "caf\xe9 needle_fn r\xe9sum\xe9\n")
+		repo.Commit("first")
 		id := remember(t, n, api.RememberRequest{Namespace: "files", Content: "`needle_fn` is in big.txt, blob.png and latin.txt."}).ID
-		checkGit(t, n, "files", repo.dir)
-		repo.at = t0.Add(time.Minute)
-		repo.write("big.txt", big+"more\n", "blob.png", "\x00\x02", "latin.txt", "caf\xe9 r\xe9sum\xe9\n")
-		repo.commit("second")
-		checkGit(t, n, "files", repo.dir)
+		checkGit(t, n, "files", repo.Dir)
+		repo.At = t0.Add(time.Minute)
+		repo.Write("big.txt", big+"more\n", "blob.png", "\x00\x02", "latin.txt", "caf\xe9 r\xe9sum\xe9\n")
+		repo.Commit("second")
+		checkGit(t, n, "files", repo.Dir)
 		got := gitReasons(t, n, "files")[id]
 		// The large file is never read and the binary one never searched:
 		// the symbol is judged by the Latin-1 file alone.
@@ -277,16 +279,16 @@ func TestGitCheckBadInput(t *testing.T) {
 	// broken; the next check of ns must say why it did not run.
 	checkedTree := func(t *testing.T, ns, why string, breakIt func(dir string)) (dir string) {
 		t.Helper()
-		repo := newTestRepo(t, t0)
-		repo.write("a.go", "package a\n")
-		repo.commit("first")
-		checkGit(t, n, ns, repo.dir)
-		breakIt(repo.dir)
+		repo := gittest.NewRepo(t, t0)
+		repo.Write("a.go", "package a\n")
+		repo.Commit("first")
+		checkGit(t, n, ns, repo.Dir)
+		breakIt(repo.Dir)
 		res, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: ns})
 		if err != nil || len(res) != 1 || !hasNote(res[0], why) {
 			t.Fatalf("check after the tree broke: %+v, %v; want a note %q", res, err, why)
 		}
-		return repo.dir
+		return repo.Dir
 	}
 
 	t.Run("tree deleted", func(t *testing.T) {
@@ -308,20 +310,36 @@ func TestGitCheckBadInput(t *testing.T) {
 	})
 }
 
+// gitState is what the node keeps of how far the checks of the tree at
+// root read its history (gitstate/ROOT in local data; empty before the
+// first).
+func gitState(t *testing.T, n *Node, root string) map[string]any {
+	t.Helper()
+	st := map[string]any{}
+	data, err := n.store.GetLocal("gitstate/" + root)
+	if storageNotFound(err) {
+		return st
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // eventuallyChecked waits until the node's git state of root reaches head.
 func eventuallyChecked(t *testing.T, n *Node, root, head string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		st, err := n.gitState(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Head == head {
+		at := gitState(t, n, root)["head"]
+		if at == head {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the tree was checked up to %q, want %s", st.Head, head)
+			t.Fatalf("the tree was checked up to %v, want %s", at, head)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -329,78 +347,79 @@ func eventuallyChecked(t *testing.T, n *Node, root, head string) {
 
 func TestGitChecksInTheBackground(t *testing.T) {
 	ctx := context.Background()
-	repo := newTestRepo(t, time.Now().Add(-time.Hour))
-	repo.write("a.go", "package a\n")
-	first := repo.commit("first")
+	repo := gittest.NewRepo(t, time.Now().Add(-time.Hour))
+	repo.Write("a.go", "package a\n")
+	first := repo.Commit("first")
 
 	// Queued (a post-commit hook): the call returns before the check.
 	n := testNode(t, "")
-	res, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: "bg", Dir: repo.dir, Source: api.TreeFromHook, Background: true})
+	res, err := n.CheckGit(ctx, api.GitCheckRequest{Namespace: "bg", Dir: repo.Dir, Source: api.TreeFromHook, Background: true})
 	if err != nil || len(res) != 1 || !res[0].Pending || res[0].Commits != 0 {
 		t.Fatalf("a background check: %+v, %v", res, err)
 	}
-	eventuallyChecked(t, n, repo.dir, first)
-	if trees, err := n.Trees("bg"); err != nil || len(trees) != 1 || trees[0].Source != api.TreeFromHook {
+	eventuallyChecked(t, n, repo.Dir, first)
+	if trees, err := n.git.Trees("bg"); err != nil || len(trees) != 1 || trees[0].Source != api.TreeFromHook {
 		t.Fatalf("trees after a hook's check: %+v, %v", trees, err)
 	}
 
 	// Scheduled: a node checking every 20 ms reads a new commit alone.
 	sched := startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), GitCheckInterval: 20 * time.Millisecond})
-	if _, err := sched.AddTree(ctx, "bg", repo.dir, api.TreeFromStale); err != nil {
+	if _, err := sched.git.AddTree(ctx, "bg", repo.Dir, api.TreeFromStale); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyChecked(t, sched, repo.dir, first)
-	repo.write("a.go", "package a // two\n")
-	eventuallyChecked(t, sched, repo.dir, repo.commit("second"))
+	eventuallyChecked(t, sched, repo.Dir, first)
+	repo.Write("a.go", "package a // two\n")
+	eventuallyChecked(t, sched, repo.Dir, repo.Commit("second"))
 }
 
 func TestGitHistoryAcrossChecks(t *testing.T) {
 	n, repo, t0, _ := gitFixture(t)
-	repo.write("x.go", "package x\n")
-	repo.commit("first")
+	repo.Write("x.go", "package x\n")
+	repo.Commit("first")
 	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`x.go` is the entry point."}).ID
-	checkGit(t, n, "x", repo.dir)
-	repo.at = t0.Add(time.Minute)
-	for i := range maxFileChanges + 2 {
-		repo.write("x.go", fmt.Sprintf("package x // %d\n", i))
-		repo.commit(fmt.Sprintf("edit %d", i))
+	checkGit(t, n, "x", repo.Dir)
+	repo.At = t0.Add(time.Minute)
+	for i := range gitstale.MaxFileChanges + 2 {
+		repo.Write("x.go", fmt.Sprintf("package x // %d\n", i))
+		repo.Commit(fmt.Sprintf("edit %d", i))
 		if i%5 == 0 { // the history grows over several checks
-			checkGit(t, n, "x", repo.dir)
+			checkGit(t, n, "x", repo.Dir)
 		}
 	}
-	if res := checkGit(t, n, "x", repo.dir); res.Full {
+	if res := checkGit(t, n, "x", repo.Dir); res.Full {
 		t.Fatalf("a later check read the history anew: %+v", res)
 	}
 	// More changes since than are kept: the count says so.
 	got := gitReasons(t, n, "x")[id]
-	if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprintf("x.go changed in %d+ commits since, last ", maxFileChanges)) || !strings.HasSuffix(got[0], fmt.Sprintf("'edit %d'", maxFileChanges+1)) {
+	if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprintf("x.go changed in %d+ commits since, last ", gitstale.MaxFileChanges)) || !strings.HasSuffix(got[0], fmt.Sprintf("'edit %d'", gitstale.MaxFileChanges+1)) {
 		t.Fatalf("reasons: %q", got)
 	}
 }
 
 func TestGitCheckReadAgainAfterAFailure(t *testing.T) {
 	n, repo, t0, _ := gitFixture(t)
-	repo.write("x.go", "package x\n")
-	first := repo.commit("first")
+	repo.Write("x.go", "package x\n")
+	first := repo.Commit("first")
 	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`x.go` is the entry point."}).ID
-	checkGit(t, n, "x", repo.dir)
-	repo.at = t0.Add(time.Minute)
-	repo.write("x.go", "package x // 1\n")
-	repo.commit("one")
-	repo.write("x.go", "package x // 2\n")
-	repo.commit("two")
-	checkGit(t, n, "x", repo.dir)
+	checkGit(t, n, "x", repo.Dir)
+	repo.At = t0.Add(time.Minute)
+	repo.Write("x.go", "package x // 1\n")
+	repo.Commit("one")
+	repo.Write("x.go", "package x // 2\n")
+	repo.Commit("two")
+	checkGit(t, n, "x", repo.Dir)
 	// A check that wrote the files' histories but failed before its state:
 	// the next one reads the same commits again.
-	st, err := n.gitState(repo.dir)
+	st := gitState(t, n, repo.Dir)
+	st["head"] = first
+	data, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Head = first
-	if err := n.putGitState(repo.dir, st); err != nil {
+	if err := n.store.PutLocal("gitstate/"+repo.Dir, data); err != nil {
 		t.Fatal(err)
 	}
-	if res := checkGit(t, n, "x", repo.dir); res.Commits != 2 || res.Full {
+	if res := checkGit(t, n, "x", repo.Dir); res.Commits != 2 || res.Full {
 		t.Fatalf("the check read again: %+v", res)
 	}
 	if got := gitReasons(t, n, "x")[id]; len(got) != 1 || !strings.HasPrefix(got[0], "x.go changed in 2 commits since") {
@@ -410,17 +429,17 @@ func TestGitCheckReadAgainAfterAFailure(t *testing.T) {
 
 func TestGitChangesCountedByTheirOwnTime(t *testing.T) {
 	n, repo, t0, _ := gitFixture(t)
-	repo.write("x.go", "package x\n")
-	repo.commit("first")
+	repo.Write("x.go", "package x\n")
+	repo.Commit("first")
 	id := remember(t, n, api.RememberRequest{Namespace: "x", Content: "`x.go` is the entry point."}).ID
-	checkGit(t, n, "x", repo.dir)
-	repo.at = t0.Add(time.Minute)
-	repo.write("x.go", "package x // after\n")
-	after := repo.commit("after the memory")
-	repo.at = t0.Add(-2 * time.Hour) // a committer whose clock is behind
-	repo.write("x.go", "package x // skewed\n")
-	repo.commit("skewed")
-	checkGit(t, n, "x", repo.dir)
+	checkGit(t, n, "x", repo.Dir)
+	repo.At = t0.Add(time.Minute)
+	repo.Write("x.go", "package x // after\n")
+	after := repo.Commit("after the memory")
+	repo.At = t0.Add(-2 * time.Hour) // a committer whose clock is behind
+	repo.Write("x.go", "package x // skewed\n")
+	repo.Commit("skewed")
+	checkGit(t, n, "x", repo.Dir)
 	want := "x.go changed in 1 commit since, last " + after[:7] + " 'after the memory'"
 	if got := gitReasons(t, n, "x")[id]; !slices.Equal(got, []string{want}) {
 		t.Fatalf("reasons: %q, want %q", got, want)

@@ -196,7 +196,7 @@ func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 				r.Stale++
 			}
 			for _, reason := range reasons {
-				r.StaleByRule[reason.rule]++
+				r.StaleByRule[reason.Rule]++
 			}
 		}
 		derived[m.ID] = d

@@ -133,3 +133,28 @@ func TestLifecycleRunsOnSchedule(t *testing.T) {
 	}
 	waitUntil(t, "a later pass", func() bool { return n.LastLifecycle().At.After(first.At) })
 }
+
+// TestLearnedMemoryPromotedWhenRecalled: a learned memory read twice is
+// promoted to tier agent by the next lifecycle pass; one never read stays
+// auto.
+func TestLearnedMemoryPromotedWhenRecalled(t *testing.T) {
+	n := testNode(t, "")
+	ctx := context.Background()
+	read := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Always run the race detector on the cache package", Tier: "auto"})
+	unread := remember(t, n, api.RememberRequest{Namespace: "app", Content: "The staging database is reset every Monday", Tier: "auto"})
+	for range promoteReads {
+		if _, err := n.Get(ctx, read.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := n.RunLifecycle(ctx)
+	if err != nil || rep.Promoted != 1 {
+		t.Fatalf("lifecycle: promoted %d, %v; want 1", rep.Promoted, err)
+	}
+	for id, want := range map[string]string{read.ID: "agent", unread.ID: "auto"} {
+		m, err := n.Get(ctx, id)
+		if err != nil || string(m.Tier) != want {
+			t.Errorf("%s: tier %s, %v; want %s", id, m.Tier, err, want)
+		}
+	}
+}

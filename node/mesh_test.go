@@ -21,6 +21,7 @@ import (
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/faultnet"
 	"github.com/memmesh/memmesh/internal/mutate"
+	"github.com/memmesh/memmesh/internal/nodetest"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -142,21 +143,7 @@ func alivePeers(n *Node) int {
 	return k
 }
 
-// waitLimit bounds every wait for convergence in tests and benchmarks;
-// it is not a performance assertion.
-const waitLimit = 5 * time.Minute
-
-// waitUntil polls cond until it holds, for at most waitLimit.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not reached in %v: %s", waitLimit, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
+var waitUntil = nodetest.WaitUntil
 
 func found(n *Node, query, ns string) []string {
 	res, err := n.Search(context.Background(), api.SearchRequest{Query: query, Namespace: ns})
@@ -1050,4 +1037,30 @@ func TestMeshRevokedDeviceIsTold(t *testing.T) {
 		st, err := b.mesh.Status(ctx)
 		return err == nil && slices.ContainsFunc(st.Errors, func(e string) bool { return strings.Contains(e, "revoked") })
 	})
+}
+
+// TestMeshSessionSummaryReachesPeers ingests a session on one machine:
+// the other lists it (from its summary) without its turns.
+func TestMeshSessionSummaryReachesPeers(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	s := nodetest.SampleSession()
+	if _, err := nodes[0].IngestSession(context.Background(), s, "app"); err != nil {
+		t.Fatal(err)
+	}
+	got := nodetest.SessionByID(t, nodes[1], s.ID)
+	if got.Local || got.Device != nodes[0].DeviceID() || got.Turns != 7 || got.Client != "claude-code" ||
+		!slices.Equal(got.FilesChanged, []string{"auth/token.go"}) {
+		t.Fatalf("the peer lists %+v", got)
+	}
+	d, err := nodes[1].Session(context.Background(), s.ID)
+	if err != nil || len(d.Transcript) != 0 {
+		t.Fatalf("the peer shows %d turns, %v: turns stay on their machine", len(d.Transcript), err)
+	}
+	b, err := nodes[1].Context(context.Background(), api.ContextRequest{Namespace: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(b.FromPeers, func(it api.BriefItem) bool { return it.ID == got.SummaryID }) {
+		t.Errorf("the peer's brief does not list the session under what other machines learned: %+v", b.FromPeers)
+	}
 }

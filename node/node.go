@@ -16,12 +16,13 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/gitstale"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/sessions"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/symbols"
 )
@@ -103,11 +104,7 @@ type Node struct {
 	registry *mesh.Registry
 	life     lifecycle
 	dups     *duplicateLinker
-	// ingestQueue holds the transcript reads asked for (Ingest).
-	ingestQueue chan api.IngestRequest
-	// sessionsMu serialises the reading of sessions, which writes
-	// memories (and so takes document locks) while it reads.
-	sessionsMu sync.Mutex
+	sessions *sessions.Sessions
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -136,8 +133,7 @@ type Node struct {
 
 	randMu sync.Mutex // serialises reads of cfg.Rand
 
-	gitMu    sync.Mutex  // one git check at a time
-	gitQueue chan string // roots of trees to check in the background
+	git *gitstale.Checker // the git histories of the namespaces' trees
 }
 
 // New opens the node's home: identity, Pebble store and search index. It
@@ -199,8 +195,6 @@ func New(cfg Config) (*Node, error) {
 		store:       store,
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
-		ingestQueue: make(chan api.IngestRequest, maxQueuedIngests),
-		gitQueue:    make(chan string, maxQueuedGitChecks),
 		ranks:       newRankIndex(),
 		dups:        newDuplicateLinker(),
 	}
@@ -214,6 +208,8 @@ func New(cfg Config) (*Node, error) {
 		symbolLimits = cfg.Symbols.Limits
 	}
 	n.symbols = symbols.NewIndex(store, symbolLimits)
+	n.git = gitstale.New(gitstale.Config{Home: cfg.Home, Store: store, Symbols: n.symbols, Namespace: NormalizeNamespace, Now: now, Logger: n.log})
+	n.sessions = sessions.New(cfg.Sessions, sessionsHost{n}, store, id.DeviceID, now, n.log)
 	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
 	n.indexer.indexed = func(m *model.Memory) {
 		n.life.changed(m)
@@ -280,13 +276,13 @@ func (n *Node) Start(ctx context.Context) error {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
-			n.runIngest(ctx, cmp.Or(s.Interval, time.Minute))
+			n.sessions.Run(ctx, cmp.Or(s.Interval, time.Minute))
 		}()
 	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.runGitChecks(ctx, n.cfg.GitCheckInterval)
+		n.git.Run(ctx, n.cfg.GitCheckInterval)
 	}()
 	if n.cfg.LifecycleInterval > 0 {
 		n.wg.Add(1)

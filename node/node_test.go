@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/nodetest"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -29,41 +29,12 @@ func testNode(tb testing.TB, home string) *Node {
 func startNode(tb testing.TB, cfg Config) *Node {
 	tb.Helper()
 	n, err := New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { n.Close() })
-	return n
+	return nodetest.Start(tb, n, err)
 }
 
-// testLogger logs to the test's log at info level; a fuzz target's logs
-// are discarded (a fuzz function may not log through its *testing.F).
-func testLogger(tb testing.TB) *slog.Logger {
-	if _, fuzz := tb.(*testing.F); fuzz {
-		return slog.New(slog.DiscardHandler)
-	}
-	return slog.New(slog.NewTextHandler(testWriter{tb}, nil))
-}
+var testLogger = nodetest.Logger
 
-// testWriter routes logs to the test's log.
-type testWriter struct{ tb testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func remember(t testing.TB, n *Node, req api.RememberRequest) api.RememberResult {
-	t.Helper()
-	res, err := n.Remember(context.Background(), req)
-	if err != nil {
-		t.Fatalf("remember %q: %v", req.Content, err)
-	}
-	return res
-}
+var remember = nodetest.Remember
 
 func TestRememberDefaultsAndRules(t *testing.T) {
 	ctx := context.Background()

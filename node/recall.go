@@ -40,11 +40,11 @@ func (n *Node) label(hits []api.SearchHit) error {
 				return err
 			}
 			for _, r := range reasons {
-				if r.rule != api.StaleSuperseded {
-					h.Labels = append(h.Labels, labelStale+r.text)
+				if r.Rule != api.StaleSuperseded {
+					h.Labels = append(h.Labels, labelStale+r.Text)
 					continue
 				}
-				h.Labels = append(h.Labels, r.text)
+				h.Labels = append(h.Labels, r.Text)
 				if successors[h.ShortID], err = rules.supersededBy(m.ID); err != nil {
 					return err
 				}

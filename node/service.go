@@ -16,6 +16,7 @@ import (
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets"
+	"github.com/memmesh/memmesh/internal/touches"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
@@ -136,7 +137,7 @@ func (n *Node) newMemory(req api.RememberRequest) (model.Memory, []string, error
 		Content:    content,
 		Kind:       kind,
 		Tags:       tags,
-		Touches:    ExtractTouches(content),
+		Touches:    touches.Extract(content),
 		Tier:       tier,
 		Confidence: confidence,
 		Evergreen:  req.Evergreen,
@@ -498,7 +499,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		}
 		content, _ = secrets.Scrub(content)
 		if req.Base != "" && !slices.ContainsFunc(m.Revisions, func(r model.Revision) bool { return r.ID == req.Base }) {
-			return api.Invalidf("base revision %q: the memory has no such revision", clip(req.Base, 40))
+			return api.Invalidf("base revision %q: the memory has no such revision", strings.ToValidUTF8(req.Base[:min(len(req.Base), 40)], ""))
 		}
 		if content != m.Content || len(m.Conflict) > 0 {
 			ops = append(ops, func() error {
@@ -603,17 +604,17 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 // derived from the old text (rather than given) is derived anew, unless
 // the same update sets one.
 func (n *Node) followContent(doc *crdt.MemoryDoc, m *model.Memory, content string, deriveTitle bool) error {
-	touches := ExtractTouches(content)
+	found := touches.Extract(content)
 	var gone []string
 	for _, t := range m.Touches {
-		if !slices.Contains(touches, t) {
+		if !slices.Contains(found, t) {
 			gone = append(gone, t)
 		}
 	}
 	if err := doc.RemoveTouches(gone...); err != nil {
 		return err
 	}
-	if err := doc.AddTouches(touches...); err != nil {
+	if err := doc.AddTouches(found...); err != nil {
 		return err
 	}
 	if deriveTitle && m.Title == deriveTitleFrom(m.Content) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/gitstale"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -71,15 +72,17 @@ type staleRules struct {
 	// valid holds the valid edges at the memories asked about, read once
 	// (by edgesAt).
 	valid map[string][]model.Edge
+	// edges returns the valid edges at a memory (edgesAt).
+	edges func(id string) ([]model.Edge, error)
 	// git judges memories against their namespace's git trees.
-	git *gitJudge
+	git *gitstale.Judge
 }
 
 // staleRules returns the rules as they stand now, reading a memory's
 // edges when they are asked about it.
 func (n *Node) staleRules() *staleRules {
 	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]model.Edge{},
-		git: n.newGitJudge(context.Background())}
+		git: n.git.NewJudge(context.Background())}
 	r.supersededBy = func(id string) ([]string, error) {
 		edges, err := n.edgesAt(r, id)
 		if err != nil {
@@ -101,8 +104,9 @@ func (n *Node) staleRules() *staleRules {
 		}
 		return by, nil
 	}
+	r.edges = func(id string) ([]model.Edge, error) { return n.edgesAt(r, id) }
 	r.linked = func(id string) (bool, error) {
-		edges, err := n.edgesAt(r, id)
+		edges, err := r.edges(id)
 		return len(edges) > 0, err
 	}
 	return r
@@ -111,7 +115,7 @@ func (n *Node) staleRules() *staleRules {
 // close ends what the rules started to judge (git readers).
 func (r *staleRules) close() {
 	if r.git != nil {
-		r.git.close()
+		r.git.Close()
 	}
 }
 
@@ -128,14 +132,13 @@ func (n *Node) edgesAt(r *staleRules, id string) ([]model.Edge, error) {
 	return edges, nil
 }
 
-// staleReason is one reason a memory may no longer hold: the rule behind
-// it and its text for people.
-type staleReason struct{ rule, text string }
+// staleReason is one reason a memory may no longer hold.
+type staleReason = gitstale.Reason
 
 func reasonTexts(rs []staleReason) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
-		out[i] = r.text
+		out[i] = r.Text
 	}
 	return out
 }
@@ -149,13 +152,13 @@ func (r *staleRules) reasons(m *model.Memory) ([]staleReason, error) {
 		return nil, err
 	}
 	if len(by) > 0 {
-		reasons = append(reasons, staleReason{api.StaleSuperseded, "superseded by " + strings.Join(by, ", ")})
+		reasons = append(reasons, staleReason{Rule: api.StaleSuperseded, Text: "superseded by " + strings.Join(by, ", ")})
 	}
 	if m.Evergreen {
 		return reasons, nil
 	}
 	if r.git != nil {
-		gitReasons, err := r.git.reasons(m, func() ([]model.Edge, error) { return r.git.n.edgesAt(r, m.ID) }, "")
+		gitReasons, err := r.git.Reasons(m, func() ([]model.Edge, error) { return r.edges(m.ID) }, "")
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +173,7 @@ func (r *staleRules) reasons(m *model.Memory) ([]staleReason, error) {
 		r.days[m.Namespace] = days
 	}
 	if age := r.now.Sub(m.Provenance.UpdatedAt); age > time.Duration(days)*24*time.Hour {
-		reasons = append(reasons, staleReason{api.StaleByAge, fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), days)})
+		reasons = append(reasons, staleReason{Rule: api.StaleByAge, Text: fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), days)})
 	}
 	if r.now.Sub(m.Provenance.CreatedAt) > orphanAge {
 		linked, err := r.linked(m.ID)
@@ -178,7 +181,7 @@ func (r *staleRules) reasons(m *model.Memory) ([]staleReason, error) {
 			return nil, err
 		}
 		if !linked {
-			reasons = append(reasons, staleReason{api.StaleUnlinked, "linked to nothing, and older than 30 days"})
+			reasons = append(reasons, staleReason{Rule: api.StaleUnlinked, Text: "linked to nothing, and older than 30 days"})
 		}
 	}
 	return reasons, nil

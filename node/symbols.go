@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -113,7 +112,7 @@ func (n *Node) runSymbols(ctx context.Context, interval time.Duration) {
 // dropped from the index.
 func (n *Node) reindexSymbols(ctx context.Context) {
 	var todo []api.SymbolsIndexRequest
-	gitTrees, err := n.allTrees()
+	gitTrees, err := n.git.AllTrees()
 	if err != nil {
 		n.log.Warn("git trees not listed for the symbol index", "err", err)
 	}
@@ -194,34 +193,4 @@ func (n *Node) symbolEdges(endpoint string, dir api.Direction) ([]model.Edge, er
 		})
 	}
 	return out, nil
-}
-
-// maxMovedTo caps the files a stale reason names where a symbol went.
-const maxMovedTo = 3
-
-// movedTo returns the files of the tree t, other than those given, that
-// the symbol index says define the symbol s and whose text at the checked
-// commit names it: where a symbol that left its file went.
-func (j *gitJudge) movedTo(t judgedTree, not []string, s string) []string {
-	locs, err := j.n.symbols.Where(strings.TrimSuffix(s, "()"), "")
-	if err != nil || len(locs) == 0 {
-		locs, err = j.n.symbols.Where(symbolName(s), "")
-	}
-	if err != nil {
-		j.n.log.Debug("symbol index not read", "symbol", s, "err", err)
-		return nil
-	}
-	var out []string
-	for _, l := range locs {
-		if l.Root != t.root || slices.Contains(not, l.File) || slices.Contains(out, l.File) {
-			continue
-		}
-		if found, _ := j.symbolIn(t, []string{l.File}, s); found {
-			out = append(out, l.File)
-			if len(out) == maxMovedTo {
-				break
-			}
-		}
-	}
-	return out
 }

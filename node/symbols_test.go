@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/gittest"
 	"github.com/memmesh/memmesh/internal/projmap"
 )
 
@@ -222,11 +223,11 @@ func waitSymbols(t *testing.T, n *Node, name string, want int) {
 // TestSymbolsOfMappedTrees: the schedule indexes the git working trees a
 // project mapping names, in the mapping's namespace, never indexed by hand.
 func TestSymbolsOfMappedTrees(t *testing.T) {
-	repo := newTestRepo(t, time.Now())
-	repo.write("root.go", "package r\n\nfunc FromRoot() {}\n")
-	repo.commit("first")
+	repo := gittest.NewRepo(t, time.Now())
+	repo.Write("root.go", "package r\n\nfunc FromRoot() {}\n")
+	repo.Commit("first")
 	home := t.TempDir()
-	if err := projmap.Save(home, []projmap.Mapping{{Glob: repo.dir, Namespace: "mapped"}}); err != nil {
+	if err := projmap.Save(home, []projmap.Mapping{{Glob: repo.Dir, Namespace: "mapped"}}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := New(Config{Home: home, Logger: testLogger(t), Symbols: &SymbolsConfig{Interval: 20 * time.Millisecond}})
@@ -239,7 +240,7 @@ func TestSymbolsOfMappedTrees(t *testing.T) {
 	}
 	waitSymbols(t, n, "FromRoot", 1)
 	got, err := n.Where("FromRoot", "mapped")
-	if err != nil || len(got) != 1 || got[0].Root != repo.dir {
+	if err != nil || len(got) != 1 || got[0].Root != repo.Dir {
 		t.Errorf("Where(FromRoot) in mapped = %+v, %v", got, err)
 	}
 }
@@ -250,21 +251,21 @@ func TestSymbolsOfMappedTrees(t *testing.T) {
 func TestGitStalenessSaysWhereASymbolWent(t *testing.T) {
 	ctx := context.Background()
 	n, repo, t0, _ := gitFixture(t)
-	repo.write("src/auth.ts", "export function validateToken(t: string) {}\n", "src/token.ts", "export const ttl = 60;\n")
-	repo.commit("first")
+	repo.Write("src/auth.ts", "export function validateToken(t: string) {}\n", "src/token.ts", "export const ttl = 60;\n")
+	repo.Commit("first")
 	id := remember(t, n, api.RememberRequest{Namespace: "shop", Content: "`src/auth.ts` exports `validateToken()`."}).ID
-	checkGit(t, n, "shop", repo.dir)
+	checkGit(t, n, "shop", repo.Dir)
 
-	repo.at = t0.Add(time.Minute)
-	repo.write("src/auth.ts", "export const unused = 1;\n",
+	repo.At = t0.Add(time.Minute)
+	repo.Write("src/auth.ts", "export const unused = 1;\n",
 		"src/token.ts", "export const ttl = 60;\n\nexport function validateToken(t: string) {}\n")
-	repo.commit("move validateToken")
-	checkGit(t, n, "shop", repo.dir)
+	repo.Commit("move validateToken")
+	checkGit(t, n, "shop", repo.Dir)
 	// Without an index the reason says only that it left.
 	if got := gitReasons(t, n, "shop")[id]; !slices.Contains(got, "validateToken no longer in src/auth.ts") {
 		t.Fatalf("reasons without the index: %q", got)
 	}
-	if _, err := n.IndexSymbols(ctx, api.SymbolsIndexRequest{Dir: repo.dir, Namespace: "shop"}, nil); err != nil {
+	if _, err := n.IndexSymbols(ctx, api.SymbolsIndexRequest{Dir: repo.Dir, Namespace: "shop"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := gitReasons(t, n, "shop")[id]

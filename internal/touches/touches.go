@@ -1,4 +1,7 @@
-package node
+// Package touches finds what a memory's text touches: the files, URLs,
+// packages and symbols it names, as entity strings that link memories to
+// code (pure, no I/O).
+package touches
 
 import (
 	"cmp"
@@ -9,17 +12,17 @@ import (
 )
 
 const (
-	// maxTouches caps the entities ExtractTouches returns for one text.
+	// maxTouches caps the entities Extract returns for one text.
 	maxTouches = 64
 	// maxTouchLen caps the length of one entity in bytes.
 	maxTouchLen = 256
 )
 
-// touchKinds are the entity prefixes, in the order ExtractTouches keeps
+// touchKinds are the entity prefixes, in the order Extract keeps
 // entities when a text names more than maxTouches.
 var touchKinds = []string{"file:", "pkg:", "code:", "url:"}
 
-// Patterns and word lists ExtractTouches recognises entities by.
+// Patterns and word lists Extract recognises entities by.
 var (
 	// touchURLPattern matches an http(s) URL; addURL drops trailing
 	// punctuation.
@@ -102,7 +105,7 @@ type installCommand struct {
 	name  func(arg string) string // the package an argument names, or ""
 }
 
-// installCommands are the commands ExtractTouches reads packages from in
+// installCommands are the commands Extract reads packages from in
 // code (fenced blocks and inline code).
 var installCommands = []installCommand{
 	{[]string{"npm", "install"}, npmName}, {[]string{"npm", "i"}, npmName}, {[]string{"npm", "add"}, npmName},
@@ -120,7 +123,7 @@ var valueFlags = stringSet(`-r --requirement -c --constraint -e --editable -i --
 	-F --features --git --path --branch --tag --rev --version --vers --rename -p --package
 	-G --group -E --extras --source --index --extra`)
 
-// ExtractTouches returns the files, URLs, packages and symbols a memory's
+// Extract returns the files, URLs, packages and symbols a memory's
 // text mentions, as normalised entity strings, sorted and deduplicated:
 //
 //	"file:<path>"   file paths with a known extension or name (main.go,
@@ -138,7 +141,7 @@ var valueFlags = stringSet(`-r --requirement -c --constraint -e --editable -i --
 // The result holds at most maxTouches entries (files first, then packages,
 // symbols and URLs) of at most maxTouchLen bytes each; it is nil if the
 // text mentions nothing.
-func ExtractTouches(text string) []string {
+func Extract(text string) []string {
 	t := make(touchSet)
 	// URLs first, then blank them so their paths are not read as files.
 	rest := []byte(text)

@@ -1,28 +1,25 @@
-package node
+package gitstale
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/gitrepo"
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/model"
-	"github.com/memmesh/memmesh/storage"
 )
 
 // Bounds of the symbol check.
 const (
-	// maxSymbolFile is the largest file searched for a symbol: its size
+	// MaxSymbolFile is the largest file searched for a symbol: its size
 	// is asked before it is read.
-	maxSymbolFile = 2 << 20
+	MaxSymbolFile = 2 << 20
 	// maxSymbolReads and maxSymbolBytes bound the files one judge reads
 	// (and keeps).
 	maxSymbolReads = 4096
@@ -34,12 +31,12 @@ const (
 // linesSuffix is the :LINES of a file artefact (file:PATH:12-40).
 var linesSuffix = regexp.MustCompile(`:\d+(?:-\d+)?$`)
 
-// gitJudge gives the git reasons a memory may no longer hold, against the
-// kept histories of its namespace's trees (see CheckGit). It reads each
+// Judge gives the git reasons a memory may no longer hold, against the
+// kept histories of its namespace's trees (see Check). It reads each
 // namespace's trees and each file's text once, the texts through one
-// reader per tree, which close ends.
-type gitJudge struct {
-	n       *Node
+// reader per tree, which Close ends.
+type Judge struct {
+	c       *Checker
 	ctx     context.Context
 	trees   map[string][]judgedTree   // by namespace
 	texts   map[string][]byte         // root NUL path: text at the checked commit; nil if not searchable
@@ -52,32 +49,33 @@ type gitJudge struct {
 // read up to.
 type judgedTree struct{ root, head string }
 
-func (n *Node) newGitJudge(ctx context.Context) *gitJudge {
-	return &gitJudge{n: n, ctx: ctx, trees: map[string][]judgedTree{}, texts: map[string][]byte{}, readers: map[string]*gitrepo.Files{}}
+// NewJudge returns a judge reading files under ctx.
+func (c *Checker) NewJudge(ctx context.Context) *Judge {
+	return &Judge{c: c, ctx: ctx, trees: map[string][]judgedTree{}, texts: map[string][]byte{}, readers: map[string]*gitrepo.Files{}}
 }
 
-// close ends the judge's readers of files.
-func (j *gitJudge) close() {
+// Close ends the judge's readers of files.
+func (j *Judge) Close() {
 	for root, r := range j.readers {
 		if err := r.Close(); err != nil {
-			j.n.log.Debug("git file reader", "root", root, "err", err)
+			j.c.log.Debug("git file reader", "root", root, "err", err)
 		}
 	}
 	clear(j.readers)
 }
 
 // treesOf returns the trees of ns whose history a check has read.
-func (j *gitJudge) treesOf(ns string) ([]judgedTree, error) {
+func (j *Judge) treesOf(ns string) ([]judgedTree, error) {
 	if ts, ok := j.trees[ns]; ok {
 		return ts, nil
 	}
-	all, err := j.n.Trees(ns)
+	all, err := j.c.Trees(ns)
 	if err != nil {
 		return nil, err
 	}
 	var ts []judgedTree
 	for _, t := range all {
-		st, err := j.n.gitState(t.Root)
+		st, err := j.c.state(t.Root)
 		if err != nil {
 			return nil, err
 		}
@@ -89,12 +87,12 @@ func (j *gitJudge) treesOf(ns string) ([]judgedTree, error) {
 	return ts, nil
 }
 
-// reasons returns why m may no longer hold by the trees of its
+// Reasons returns why m may no longer hold by the trees of its
 // namespace: a file it names changed, was deleted or renamed since m was
 // last updated or confirmed, or a symbol it quotes is in none of the
 // files it names any more. edges are the valid edges at m (their file:
 // artefacts count as named files). root limits the trees to one ("": all).
-func (j *gitJudge) reasons(m *model.Memory, edges func() ([]model.Edge, error), root string) ([]staleReason, error) {
+func (j *Judge) Reasons(m *model.Memory, edges func() ([]model.Edge, error), root string) ([]Reason, error) {
 	files, symbols := touchedCode(m.Touches)
 	trees, err := j.treesOf(m.Namespace)
 	if err != nil || len(trees) == 0 {
@@ -118,7 +116,7 @@ func (j *gitJudge) reasons(m *model.Memory, edges func() ([]model.Edge, error), 
 	if m.Provenance.ConfirmedAt.After(since) {
 		since = m.Provenance.ConfirmedAt
 	}
-	var out []staleReason
+	var out []Reason
 	for _, t := range trees {
 		if root != "" && t.root != root {
 			continue
@@ -149,7 +147,7 @@ func (j *gitJudge) reasons(m *model.Memory, edges func() ([]model.Edge, error), 
 				if went := j.movedTo(t, now, s); len(went) > 0 {
 					reason += "; now in " + shownPaths(went)
 				}
-				out = append(out, staleReason{api.StaleSymbolGone, reason})
+				out = append(out, Reason{api.StaleSymbolGone, reason})
 			}
 		}
 	}
@@ -161,9 +159,9 @@ func (j *gitJudge) reasons(m *model.Memory, edges func() ([]model.Edge, error), 
 // or a rename. It returns the path the file has at the checked commit
 // ("" when it is deleted or unknown to the history) and whether anything
 // happened to it since.
-func (j *gitJudge) follow(root, path string, since int64) (reasons []staleReason, at string, changed bool, err error) {
+func (j *Judge) follow(root, path string, since int64) (reasons []Reason, at string, changed bool, err error) {
 	for range maxRenames {
-		h, err := j.n.fileHistory(root, path)
+		h, err := j.c.fileHistory(root, path)
 		if err != nil || h == nil {
 			return reasons, "", changed, err
 		}
@@ -178,10 +176,10 @@ func (j *gitJudge) follow(root, path string, since int64) (reasons []staleReason
 		case g.At <= since: // gone before the memory was last confirmed
 			return reasons, "", changed, nil
 		case g.To == "":
-			reasons = append(reasons, staleReason{api.StaleFileGone, fmt.Sprintf("%s deleted in %s", inert.Text(path), commitText(g))})
+			reasons = append(reasons, Reason{api.StaleFileGone, fmt.Sprintf("%s deleted in %s", inert.Text(path), commitText(g))})
 			return reasons, "", true, nil
 		}
-		reasons = append(reasons, staleReason{api.StaleFileGone, fmt.Sprintf("%s renamed to %s in %s", inert.Text(path), inert.Text(g.To), commitText(g))})
+		reasons = append(reasons, Reason{api.StaleFileGone, fmt.Sprintf("%s renamed to %s in %s", inert.Text(path), inert.Text(g.To), commitText(g))})
 		changed, path = true, g.To
 	}
 	return reasons, path, changed, nil
@@ -191,7 +189,7 @@ func (j *gitJudge) follow(root, path string, since int64) (reasons []staleReason
 // The kept changes are in the order git listed them, which merged
 // branches can make other than the order of their times: each is counted
 // by its own time.
-func changesSince(path string, h *fileHistory, since int64) (staleReason, bool) {
+func changesSince(path string, h *fileHistory, since int64) (Reason, bool) {
 	count := 0
 	var last *fileEvent
 	for i := range h.Changes {
@@ -201,7 +199,7 @@ func changesSince(path string, h *fileHistory, since int64) (staleReason, bool) 
 		}
 	}
 	if count == 0 {
-		return staleReason{}, false
+		return Reason{}, false
 	}
 	times := fmt.Sprintf("%d commits", count)
 	switch {
@@ -210,7 +208,7 @@ func changesSince(path string, h *fileHistory, since int64) (staleReason, bool) 
 	case count == 1:
 		times = "1 commit"
 	}
-	return staleReason{api.StaleFileChanged, fmt.Sprintf("%s changed in %s since, last %s", inert.Text(path), times, commitText(last))}, true
+	return Reason{api.StaleFileChanged, fmt.Sprintf("%s changed in %s since, last %s", inert.Text(path), times, commitText(last))}, true
 }
 
 // commitText shows a commit as its short hash and quoted subject (kept
@@ -231,7 +229,7 @@ func shownPaths(paths []string) string {
 // Store.Commit) is a whole word of one of the files at the tree's checked
 // commit; judged is false when no file could be searched (too large,
 // binary, unreadable).
-func (j *gitJudge) symbolIn(t judgedTree, paths []string, s string) (found, judged bool) {
+func (j *Judge) symbolIn(t judgedTree, paths []string, s string) (found, judged bool) {
 	name := symbolName(s)
 	for _, p := range paths {
 		text := j.text(t, p)
@@ -247,9 +245,9 @@ func (j *gitJudge) symbolIn(t judgedTree, paths []string, s string) (found, judg
 }
 
 // text returns a file's text at the tree's checked commit, nil when it
-// cannot be searched: larger than maxSymbolFile (never read), binary, gone,
+// cannot be searched: larger than MaxSymbolFile (never read), binary, gone,
 // or past the judge's reads.
-func (j *gitJudge) text(t judgedTree, path string) []byte {
+func (j *Judge) text(t judgedTree, path string) []byte {
 	key := t.root + "\x00" + path
 	if text, ok := j.texts[key]; ok {
 		return text
@@ -263,12 +261,12 @@ func (j *gitJudge) text(t judgedTree, path string) []byte {
 		r = gitrepo.NewFiles(j.ctx, t.root, t.head)
 		j.readers[t.root] = r
 	}
-	text, err := r.Read(path, maxSymbolFile)
+	text, err := r.Read(path, MaxSymbolFile)
 	switch {
 	case err != nil:
 		// Too large, gone, or git failing (the tree deleted, git
 		// removed): the symbol is not judged in this file.
-		j.n.log.Debug("file not searched for symbols", "root", t.root, "path", path, "err", err)
+		j.c.log.Debug("file not searched for symbols", "root", t.root, "path", path, "err", err)
 		text = nil
 	case bytes.IndexByte(text[:min(len(text), 8000)], 0) >= 0:
 		text = nil // binary, as git judges it
@@ -354,92 +352,32 @@ func uniqueStrings(s []string) []string {
 	return slices.Compact(s)
 }
 
-// countGitStale counts the live memories of ns that the tree at root
-// makes stale: among those that name one of paths, or all of them when
-// paths is nil.
-func (n *Node) countGitStale(ctx context.Context, ns, root string, paths []string) (int, error) {
-	j := n.newGitJudge(ctx)
-	defer j.close()
-	now := n.now()
-	count := 0
-	judge := func(id string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		m, err := n.load(id)
-		if err != nil {
-			return err
-		}
-		if m.Namespace != ns || m.Status != model.StatusActive || m.Evergreen || m.Expired(now) {
-			return nil
-		}
-		rs, err := j.reasons(&m, func() ([]model.Edge, error) { return n.validEdges(id, now) }, root)
-		if len(rs) > 0 {
-			count++
-		}
-		return err
-	}
-	if paths == nil {
-		err := n.store.Scan(storage.KindMemory, storage.Term{Field: "ns", Value: ns}, judge)
-		return count, err
-	}
-	ids, err := n.memoriesNaming(paths)
-	if err != nil {
-		return 0, err
-	}
-	for _, id := range ids {
-		if err := judge(id); err != nil {
-			return count, err
-		}
-	}
-	return count, nil
-}
+// maxMovedTo caps the files a stale reason names where a symbol went.
+const maxMovedTo = 3
 
-// memoriesNaming returns the ids of the memories that name one of paths:
-// in their text (a file: touch) or by an edge to file:PATH[:LINES].
-func (n *Node) memoriesNaming(paths []string) ([]string, error) {
-	seen := map[string]bool{}
-	for _, p := range paths {
-		file := "file:" + p
-		err := n.store.ScanPrefix(storage.KindMemory, "touch", file, func(t storage.Term, id string) error {
-			if t.Value == file {
-				seen[id] = true
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+// movedTo returns the files of the tree t, other than those given, that
+// the symbol index says define the symbol s and whose text at the checked
+// commit names it: where a symbol that left its file went.
+func (j *Judge) movedTo(t judgedTree, not []string, s string) []string {
+	locs, err := j.c.symbols.Where(strings.TrimSuffix(s, "()"), "")
+	if err != nil || len(locs) == 0 {
+		locs, err = j.c.symbols.Where(symbolName(s), "")
+	}
+	if err != nil {
+		j.c.log.Debug("symbol index not read", "symbol", s, "err", err)
+		return nil
+	}
+	var out []string
+	for _, l := range locs {
+		if l.Root != t.root || slices.Contains(not, l.File) || slices.Contains(out, l.File) {
+			continue
 		}
-		for _, field := range []string{"to", "from"} {
-			err := n.store.ScanPrefix(storage.KindEdge, field, file, func(t storage.Term, edgeID string) error {
-				if linesSuffix.ReplaceAllString(t.Value, "") != file {
-					return nil
-				}
-				e, err := n.loadEdge(edgeID)
-				if err != nil {
-					return err
-				}
-				for _, end := range []string{e.From, e.To} {
-					if id, ok := strings.CutPrefix(end, IDPrefix); ok {
-						seen[id] = true
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, err
+		if found, _ := j.symbolIn(t, []string{l.File}, s); found {
+			out = append(out, l.File)
+			if len(out) == maxMovedTo {
+				break
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(seen)), nil
-}
-
-// validEdges returns the edges valid at now that start or end at memory
-// id.
-func (n *Node) validEdges(id string, now time.Time) ([]model.Edge, error) {
-	edges, err := n.edgesOf(DisplayID(id), api.Both)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(edges, func(e model.Edge) bool { return !validAt(&e, now) }), nil
+	return out
 }

@@ -1,4 +1,4 @@
-package node
+package touches
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestExtractTouches(t *testing.T) {
+func TestExtract(t *testing.T) {
 	tests := []struct {
 		name string
 		text string
@@ -155,19 +155,19 @@ func TestExtractTouches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ExtractTouches(tt.text); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("ExtractTouches(%q)\n got %q\nwant %q", tt.text, got, tt.want)
+			if got := Extract(tt.text); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Extract(%q)\n got %q\nwant %q", tt.text, got, tt.want)
 			}
 		})
 	}
 }
 
-func TestExtractTouchesCaps(t *testing.T) {
+func TestExtractCaps(t *testing.T) {
 	var text strings.Builder
 	for i := range 100 {
 		fmt.Fprintf(&text, "https://example.com/page/%d see `callSite%d()` and pkg/file%03d.go\n", i, i, i)
 	}
-	got := ExtractTouches(text.String())
+	got := Extract(text.String())
 	if len(got) != maxTouches {
 		t.Fatalf("%d entities, want %d", len(got), maxTouches)
 	}
@@ -178,7 +178,7 @@ func TestExtractTouchesCaps(t *testing.T) {
 	}
 
 	long := "internal/" + strings.Repeat("d", 300) + "/x.go and https://example.com/" + strings.Repeat("é", 200)
-	got = ExtractTouches(long)
+	got = Extract(long)
 	if len(got) != 2 {
 		t.Fatalf("got %q, want a file and a URL", got)
 	}
@@ -189,17 +189,17 @@ func TestExtractTouchesCaps(t *testing.T) {
 	}
 }
 
-func FuzzExtractTouches(f *testing.F) {
+func FuzzExtract(f *testing.F) {
 	f.Add(touchMemory)
 	f.Add("`(*Node).Close` in ./a/b.go:1:2 https://x.y/(z)) `npm i @a/b@1` import (\"c/d\")")
 	f.Fuzz(func(t *testing.T, text string) {
-		got := ExtractTouches(text)
+		got := Extract(text)
 		if len(got) > maxTouches || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
-			t.Fatalf("ExtractTouches(%q) = %q: not a sorted set of at most %d", text, got, maxTouches)
+			t.Fatalf("Extract(%q) = %q: not a sorted set of at most %d", text, got, maxTouches)
 		}
 		for _, e := range got {
 			if len(e) > maxTouchLen || touchKindRank(e) < 0 || utf8.ValidString(text) && !utf8.ValidString(e) {
-				t.Fatalf("ExtractTouches(%q): bad entity %q", text, e)
+				t.Fatalf("Extract(%q): bad entity %q", text, e)
 			}
 		}
 	})
@@ -219,9 +219,9 @@ const touchMemory = "Bug fix: replica catch-up stalled after a partition.\n\n" +
 	"Related decision: keep memberlist over QUIC datagrams, e.g. no extra TCP port; " +
 	"measured p50 of 3.2 ms on the 2-core box (v1.4.0)."
 
-func BenchmarkExtractTouches(b *testing.B) {
+func BenchmarkExtract(b *testing.B) {
 	b.SetBytes(int64(len(touchMemory)))
 	for b.Loop() {
-		ExtractTouches(touchMemory)
+		Extract(touchMemory)
 	}
 }

@@ -1,9 +1,8 @@
-package node
+package sessions_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,9 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/nodetest"
+	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/sessions"
 	"github.com/memmesh/memmesh/transcript"
 )
 
@@ -24,7 +26,7 @@ const (
 // sessionsNode starts a node that reads Claude Code transcripts under a
 // temporary home, and returns the transcript's path there (a copy of the
 // fixture).
-func sessionsNode(t *testing.T, interval time.Duration) (*Node, string) {
+func sessionsNode(t *testing.T, interval time.Duration) (*node.Node, string) {
 	t.Helper()
 	home := t.TempDir()
 	path := filepath.Join(home, ".claude", "projects", "-home-dev-src-fetchkit", claudeSession+".jsonl")
@@ -38,7 +40,7 @@ func sessionsNode(t *testing.T, interval time.Duration) (*Node, string) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Sessions: &SessionsConfig{
+	n, err := node.New(node.Config{Home: t.TempDir(), Logger: nodetest.Logger(t), Sessions: &sessions.Config{
 		Readers:  []transcript.Adapter{transcript.ClaudeCode{}},
 		Home:     home,
 		Interval: interval,
@@ -46,14 +48,7 @@ func sessionsNode(t *testing.T, interval time.Duration) (*Node, string) {
 			return filepath.Base(project)
 		},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n, path
+	return nodetest.Start(t, n, err), path
 }
 
 // TestIngestTranscriptIncremental reads a transcript, then the turn
@@ -68,7 +63,7 @@ func TestIngestTranscriptIncremental(t *testing.T) {
 	if rep.Session != claudeSession || rep.Turns != 13 || rep.Warnings != 2 {
 		t.Fatalf("first read: %+v", rep)
 	}
-	s := sessionByID(t, n, claudeSession)
+	s := nodetest.SessionByID(t, n, claudeSession)
 	if s.Namespace != "fetchkit" || s.Project != "/home/dev/src/fetchkit" || s.Turns != 13 || s.Failures != 2 ||
 		len(s.Commands) != 1 || !strings.HasPrefix(s.Commands[0], "go test ./client") {
 		t.Fatalf("listed: %+v", s)
@@ -114,7 +109,7 @@ func TestIngestTranscriptIncremental(t *testing.T) {
 // own schedule.
 func TestIngestScheduled(t *testing.T) {
 	n, _ := sessionsNode(t, 50*time.Millisecond)
-	s := sessionByID(t, n, claudeSession)
+	s := nodetest.SessionByID(t, n, claudeSession)
 	if s.Turns != 13 || !s.Local {
 		t.Fatalf("read on the node's schedule: %+v", s)
 	}
@@ -143,13 +138,13 @@ func TestIngestTranscriptBadInput(t *testing.T) {
 	if _, err := n.IngestAll(ctx); err != nil {
 		t.Fatalf("a junk transcript beside a good one: %v", err)
 	}
-	if s := sessionByID(t, n, claudeSession); s.Turns != 13 {
+	if s := nodetest.SessionByID(t, n, claudeSession); s.Turns != 13 {
 		t.Fatalf("the good transcript beside the junk: %+v", s)
 	}
 }
 
 // learnedMemories lists the memories a node learned from sessions.
-func learnedMemories(t *testing.T, n *Node) []api.Memory {
+func learnedMemories(t *testing.T, n *node.Node) []api.Memory {
 	t.Helper()
 	mems, err := n.List(context.Background(), api.ListRequest{Tags: []string{"learned"}, Limit: 100})
 	if err != nil {
@@ -169,7 +164,7 @@ func TestLearnFromTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	var correction api.Memory
-	waitUntil(t, "the correction is learned", func() bool {
+	nodetest.WaitUntil(t, "the correction is learned", func() bool {
 		for _, m := range learnedMemories(t, n) {
 			if strings.Contains(m.Content, "fake clock") {
 				correction = m
@@ -194,9 +189,8 @@ func TestLearnFromTranscript(t *testing.T) {
 	if err != nil || len(d.Lessons) != before || len(d.Lessons[0].Turns) == 0 || d.Lessons[0].Rule == "" {
 		t.Fatalf("sessions show lists lessons %+v (%d learned), %v", d.Lessons, before, err)
 	}
-	meta, err := n.localSession(sessionKeyOf(claudeSession))
-	if err != nil || meta.Learned != before {
-		t.Fatalf("the session says it taught %d, %d are listed (%v)", meta.Learned, before, err)
+	if d.Learned != before {
+		t.Fatalf("the session says it taught %d, %d are listed", d.Learned, before)
 	}
 
 	// The same transcript under another session id: the same lessons.
@@ -214,86 +208,5 @@ func TestLearnFromTranscript(t *testing.T) {
 	again, err := n.Get(ctx, correction.ID)
 	if err != nil || again.Confidence <= correction.Confidence {
 		t.Errorf("the repeated correction's confidence: %.2f, then %.2f (%v)", correction.Confidence, again.Confidence, err)
-	}
-}
-
-func sessionKeyOf(id string) string {
-	key, _ := sessionKey("claude-code", id)
-	return key
-}
-
-// TestLearnedMemoryPromotedWhenRecalled: a learned memory read twice is
-// promoted to tier agent by the next lifecycle pass; one never read stays
-// auto.
-func TestLearnedMemoryPromotedWhenRecalled(t *testing.T) {
-	n := testNode(t, "")
-	ctx := context.Background()
-	read := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Always run the race detector on the cache package", Tier: "auto"})
-	unread := remember(t, n, api.RememberRequest{Namespace: "app", Content: "The staging database is reset every Monday", Tier: "auto"})
-	for range promoteReads {
-		if _, err := n.Get(ctx, read.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rep, err := n.RunLifecycle(ctx)
-	if err != nil || rep.Promoted != 1 {
-		t.Fatalf("lifecycle: promoted %d, %v; want 1", rep.Promoted, err)
-	}
-	for id, want := range map[string]string{read.ID: "agent", unread.ID: "auto"} {
-		m, err := n.Get(ctx, id)
-		if err != nil || string(m.Tier) != want {
-			t.Errorf("%s: tier %s, %v; want %s", id, m.Tier, err, want)
-		}
-	}
-}
-
-// TestIngestTranscriptSharingALockStripe reads a transcript whose path's
-// key falls in the same document lock stripe as its session's record. The
-// read held the one while taking the other (and the stripes of the
-// memories it writes): it waited on itself forever.
-func TestIngestTranscriptSharingALockStripe(t *testing.T) {
-	n, path := sessionsNode(t, -1)
-	meta, _ := sessionKey("claude-code", claudeSession)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var clash string
-	for i := 0; clash == ""; i++ {
-		p := filepath.Join(filepath.Dir(path), fmt.Sprintf("copy%d.jsonl", i))
-		if lockStripe(transcriptKey(p)) == lockStripe(meta) {
-			clash = p
-		}
-	}
-	if err := os.WriteFile(clash, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := n.IngestTranscript(context.Background(), "claude-code", clash)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute): // a hang, not a slow read
-		t.Fatal("reading the transcript waits on itself")
-	}
-}
-
-// TestRepeatNeverLowersConfidence: a lesson that repeats a memory already
-// above the strength a repeat can give leaves its confidence as it was.
-func TestRepeatNeverLowersConfidence(t *testing.T) {
-	n := testNode(t, "")
-	conf := 0.99
-	res := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Use pnpm, not npm, in this repository", Confidence: &conf})
-	if err := n.strengthen(context.Background(), strings.TrimPrefix(res.ID, IDPrefix)); err != nil {
-		t.Fatal(err)
-	}
-	m, err := n.Get(context.Background(), res.ID)
-	if err != nil || m.Confidence != conf {
-		t.Fatalf("confidence after a repeat: %v, %v; want %v", m.Confidence, err, conf)
 	}
 }

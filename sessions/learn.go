@@ -1,4 +1,4 @@
-package node
+package sessions
 
 import (
 	"context"
@@ -43,6 +43,9 @@ const (
 	maxSessionLessons = 24
 )
 
+// errEnough stops a scan that read as much as it needs.
+var errEnough = errors.New("enough")
+
 // learned is what a candidate of a session became.
 type learned struct {
 	Memory  string `json:"memory"`  // full memory id
@@ -55,11 +58,11 @@ type learned struct {
 // teach (read with the learnContext turns before them) and returns how
 // many memories it added and strengthened. A read of a few new turns
 // costs those turns and their context, not the whole session.
-func (n *Node) learnFromSession(ctx context.Context, meta api.Session, first int) (added, strengthened int, err error) {
+func (ss *Sessions) learnFromSession(ctx context.Context, meta api.Session, first int) (added, strengthened int, err error) {
 	_, turnPrefix := sessionKey(meta.Client, meta.ID)
 	s := transcript.Session{Client: meta.Client, ID: meta.ID, Project: meta.Project}
 	from := fmt.Sprintf("%08d", max(0, first-learnContext))
-	err = n.store.ScanLocalFrom(turnPrefix, from, func(_ string, v []byte) error {
+	err = ss.store.ScanLocalFrom(turnPrefix, from, func(_ string, v []byte) error {
 		var t api.SessionTurn
 		if json.Unmarshal(v, &t) != nil {
 			return nil
@@ -67,11 +70,11 @@ func (n *Node) learnFromSession(ctx context.Context, meta api.Session, first int
 		s.Turns = append(s.Turns, transcript.Turn{Index: t.Index, Time: t.Time, Role: transcript.Role(t.Role), Text: t.Text,
 			Tool: t.Tool, Command: t.Command, Files: t.Files, Changed: t.Changed, Failed: t.Failed, ExitCode: t.ExitCode})
 		if len(s.Turns) >= maxLearnTurns {
-			return errStop
+			return errEnough
 		}
 		return ctx.Err()
 	})
-	if err != nil && !errors.Is(err, errStop) {
+	if err != nil && !errors.Is(err, errEnough) {
 		return 0, 0, err
 	}
 	for _, c := range extract.Candidates(s) {
@@ -81,7 +84,7 @@ func (n *Node) learnFromSession(ctx context.Context, meta api.Session, first int
 		if meta.Learned+added >= maxSessionLessons {
 			break // a long session does not flood the namespace
 		}
-		a, st, err := n.learn(ctx, meta, c)
+		a, st, err := ss.learn(ctx, meta, c)
 		if err != nil {
 			return added, strengthened, err
 		}
@@ -92,20 +95,20 @@ func (n *Node) learnFromSession(ctx context.Context, meta api.Session, first int
 
 // learn stores one candidate: a new memory, a revision of the one it
 // became at an earlier read, or a repeat of a memory that was there.
-func (n *Node) learn(ctx context.Context, meta api.Session, c extract.Candidate) (added, strengthened int, err error) {
+func (ss *Sessions) learn(ctx context.Context, meta api.Session, c extract.Candidate) (added, strengthened int, err error) {
 	first := 0
 	if len(c.Evidence.Turns) > 0 {
 		first = c.Evidence.Turns[0]
 	}
 	key := fmt.Sprintf("%s%s/%s/%s/%08d", learnedKeyPrefix, meta.Client, meta.ID, c.Rule, first)
 	var was learned
-	if data, err := n.store.GetLocal(key); err == nil && json.Unmarshal(data, &was) == nil {
+	if data, err := ss.store.GetLocal(key); err == nil && json.Unmarshal(data, &was) == nil {
 		if was.Content == c.Content || was.Repeat {
 			return 0, 0, nil
 		}
-		_, err := n.Update(ctx, DisplayID(was.Memory), api.UpdateRequest{Title: &c.Title, Content: &c.Content, Agent: meta.Client})
+		_, err := ss.mem.Update(ctx, was.Memory, api.UpdateRequest{Title: &c.Title, Content: &c.Content, Agent: meta.Client})
 		if err == nil {
-			return 0, 0, n.keepLearned(key, learned{Memory: was.Memory, Content: c.Content, Turns: c.Evidence.Turns})
+			return 0, 0, ss.keepLearned(key, learned{Memory: was.Memory, Content: c.Content, Turns: c.Evidence.Turns})
 		}
 		if !errors.Is(err, api.ErrNotFound) {
 			return 0, 0, err
@@ -116,48 +119,29 @@ func (n *Node) learn(ctx context.Context, meta api.Session, c extract.Candidate)
 	}
 	req := api.RememberRequest{Namespace: meta.Namespace, Title: c.Title, Content: c.Content, Kind: c.Kind,
 		Tier: model.TierAuto, Tags: []string{"learned", string(c.Rule)}, Agent: meta.Client, Session: meta.ID}
-	if id, err := n.repeatOf(req); err != nil {
+	if id, err := ss.mem.Repeat(req, nearRepeat); err != nil {
 		return 0, 0, err
 	} else if id != "" {
-		if err := n.strengthen(ctx, id); err != nil {
+		if err := ss.strengthen(ctx, id); err != nil {
 			return 0, 0, err
 		}
-		return 0, 1, n.keepLearned(key, learned{Memory: id, Content: c.Content, Turns: c.Evidence.Turns, Repeat: true})
+		return 0, 1, ss.keepLearned(key, learned{Memory: id, Content: c.Content, Turns: c.Evidence.Turns, Repeat: true})
 	}
-	res, err := n.Remember(ctx, req)
+	res, err := ss.mem.Remember(ctx, req)
 	if err != nil {
 		return 0, 0, fmt.Errorf("session %s: learn %s: %w", meta.ID, c.Rule, err)
 	}
-	id := strings.TrimPrefix(res.ID, IDPrefix)
-	return 1, 0, n.keepLearned(key, learned{Memory: id, Content: c.Content, Turns: c.Evidence.Turns})
-}
-
-// repeatOf returns the memory that req repeats (the same text, or nearly,
-// in its namespace), or "".
-func (n *Node) repeatOf(req api.RememberRequest) (string, error) {
-	m, _, err := n.newMemory(req)
+	m, err := ss.mem.Peek(res.ID)
 	if err != nil {
-		return "", err
+		return 0, 0, err
 	}
-	if dup, err := n.findDuplicate(m.Namespace, contentHash(m.Namespace, m.Content)); err != nil || dup != "" {
-		return dup, err
-	}
-	similar, err := n.findSimilar(m.Namespace, wordSet(m.Content))
-	if err != nil {
-		return "", err
-	}
-	for _, s := range similar {
-		if s.Similarity >= nearRepeat {
-			return strings.TrimPrefix(s.ID, IDPrefix), nil
-		}
-	}
-	return "", nil
+	return 1, 0, ss.keepLearned(key, learned{Memory: m.Memory.ID, Content: c.Content, Turns: c.Evidence.Turns})
 }
 
 // strengthen raises a repeated memory's confidence and, for a learned
 // one, renews its time to live.
-func (n *Node) strengthen(ctx context.Context, id string) error {
-	m, err := n.load(id) // not a read: a repeat is no recall
+func (ss *Sessions) strengthen(ctx context.Context, id string) error {
+	m, err := ss.mem.Peek(id) // not a read: a repeat is no recall
 	if err != nil {
 		return err
 	}
@@ -167,33 +151,33 @@ func (n *Node) strengthen(ctx context.Context, id string) error {
 		ttl := "30d"
 		req.TTL = &ttl
 	}
-	_, err = n.Update(ctx, DisplayID(id), req)
+	_, err = ss.mem.Update(ctx, m.ID, req)
 	return err
 }
 
-func (n *Node) keepLearned(key string, l learned) error {
+func (ss *Sessions) keepLearned(key string, l learned) error {
 	data, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
-	return n.store.PutLocal(key, data)
+	return ss.store.PutLocal(key, data)
 }
 
 // lessons lists the memories learned from a session that still exist.
-func (n *Node) lessons(client, id string) ([]api.Lesson, error) {
+func (ss *Sessions) lessons(client, id string) ([]api.Lesson, error) {
 	prefix := learnedKeyPrefix + client + "/" + id + "/"
 	out := []api.Lesson{}
-	err := n.store.ScanLocal(prefix, func(key string, v []byte) error {
+	err := ss.store.ScanLocal(prefix, func(key string, v []byte) error {
 		var l learned
 		if json.Unmarshal(v, &l) != nil {
 			return nil
 		}
-		m, err := n.load(l.Memory)
+		m, err := ss.mem.Peek(l.Memory)
 		if err != nil || m.Status == model.StatusDeleted {
 			return nil // forgotten or purged since
 		}
 		rule, _, _ := strings.Cut(strings.TrimPrefix(key, prefix), "/")
-		out = append(out, api.Lesson{ID: DisplayID(m.ID), Kind: m.Kind, Title: m.Title, Rule: rule, Turns: l.Turns, Repeat: l.Repeat})
+		out = append(out, api.Lesson{ID: m.ID, Kind: m.Kind, Title: m.Title, Rule: rule, Turns: l.Turns, Repeat: l.Repeat})
 		return nil
 	})
 	return out, err

@@ -1,4 +1,4 @@
-package node
+package sessions
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/memmesh/memmesh/transcript"
 )
 
-// SessionsConfig makes a node read agents' transcripts.
-type SessionsConfig struct {
+// Config makes a node read agents' transcripts.
+type Config struct {
 	// Readers are the transcript adapters, one per client.
 	Readers []transcript.Adapter
 	// Home is the user's home directory, under which the readers find
@@ -56,10 +56,10 @@ func transcriptKey(path string) string {
 }
 
 // reader returns the configured reader of client.
-func (n *Node) reader(client string) (transcript.Adapter, error) {
+func (ss *Sessions) reader(client string) (transcript.Adapter, error) {
 	var known []string
-	if n.cfg.Sessions != nil {
-		for _, r := range n.cfg.Sessions.Readers {
+	if ss.cfg != nil {
+		for _, r := range ss.cfg.Readers {
 			if r.Client() == client {
 				return r, nil
 			}
@@ -73,17 +73,17 @@ func (n *Node) reader(client string) (transcript.Adapter, error) {
 // by client, and ingests it (IngestSession). A file read before is read
 // from where the last read ended; one rewritten or truncated since is
 // read again whole, and its session's turns replaced.
-func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.IngestReport, error) {
+func (ss *Sessions) IngestTranscript(ctx context.Context, client, path string) (api.IngestReport, error) {
 	rep := api.IngestReport{Client: client, Path: path}
-	r, err := n.checkTranscript(client, path)
+	r, err := ss.checkTranscript(client, path)
 	if err != nil {
 		return rep, err
 	}
 	key := transcriptKey(path)
-	n.sessionsMu.Lock()
-	defer n.sessionsMu.Unlock()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	state := transcriptState{Client: client, Path: path}
-	if data, err := n.store.GetLocal(key); err == nil {
+	if data, err := ss.store.GetLocal(key); err == nil {
 		if json.Unmarshal(data, &state) != nil || state.Client != client {
 			state = transcriptState{Client: client, Path: path}
 		}
@@ -100,7 +100,7 @@ func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.I
 			return rep, fmt.Errorf("read %s transcript %s: %w", client, path, err)
 		}
 		for _, w := range b.Warnings {
-			n.log.Warn("transcript: part skipped", "client", client, "path", w.Path, "line", w.Line, "record", w.Record, "reason", w.Reason)
+			ss.log.Warn("transcript: part skipped", "client", client, "path", w.Path, "line", w.Line, "record", w.Record, "reason", w.Reason)
 		}
 		rep.Warnings += len(b.Warnings)
 		if b.Session.ID == "" {
@@ -108,13 +108,13 @@ func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.I
 		}
 		if b.Session.ID != "" && (len(b.Session.Turns) > 0 || b.Restarted) {
 			if b.Restarted {
-				if err := n.resetSession(client, b.Session.ID); err != nil {
+				if err := ss.resetSession(client, b.Session.ID); err != nil {
 					return rep, err
 				}
 				rep.Restarted = true
 			}
 			project = b.Session.Project
-			s, err := n.ingestSession(ctx, b.Session, n.sessionNamespace(project))
+			s, err := ss.ingestSession(ctx, b.Session, ss.sessionNamespace(project))
 			if err != nil {
 				return rep, err
 			}
@@ -128,7 +128,7 @@ func (n *Node) IngestTranscript(ctx context.Context, client, path string) (api.I
 		}
 		// After the session: a crash between the two reads the turns
 		// again, and IngestSession skips those it has.
-		if err := n.store.PutLocalDurable(key, data); err != nil {
+		if err := ss.store.PutLocalDurable(key, data); err != nil {
 			return rep, err
 		}
 		if !b.More {
@@ -144,8 +144,8 @@ const maxTranscriptPath = 4096
 
 // checkTranscript checks that path names a regular file and returns the
 // reader of client.
-func (n *Node) checkTranscript(client, path string) (transcript.Adapter, error) {
-	r, err := n.reader(client)
+func (ss *Sessions) checkTranscript(client, path string) (transcript.Adapter, error) {
+	r, err := ss.reader(client)
 	if err != nil {
 		return nil, err
 	}
@@ -163,9 +163,9 @@ func (n *Node) checkTranscript(client, path string) (transcript.Adapter, error) 
 }
 
 // sessionNamespace is the namespace of a session run in project.
-func (n *Node) sessionNamespace(project string) string {
-	if n.cfg.Sessions != nil && n.cfg.Sessions.Namespace != nil {
-		if ns := n.cfg.Sessions.Namespace(project); ns != "" {
+func (ss *Sessions) sessionNamespace(project string) string {
+	if ss.cfg != nil && ss.cfg.Namespace != nil {
+		if ns := ss.cfg.Namespace(project); ns != "" {
 			return ns
 		}
 	}
@@ -174,20 +174,20 @@ func (n *Node) sessionNamespace(project string) string {
 
 // resetSession drops a session's turns, to be read again from the start.
 // Callers hold sessionsMu.
-func (n *Node) resetSession(client, id string) error {
+func (ss *Sessions) resetSession(client, id string) error {
 	sid, err := sessionID(id)
 	if err != nil {
 		return err
 	}
 	metaKey, turnPrefix := sessionKey(client, sid)
-	meta, err := n.localSession(metaKey)
+	meta, err := ss.localSession(metaKey)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := n.store.DeleteLocalPrefix(turnPrefix); err != nil {
+	if err := ss.store.DeleteLocalPrefix(turnPrefix); err != nil {
 		return err
 	}
 	meta.Turns, meta.Failures, meta.FilesChanged, meta.Commands = 0, 0, []string{}, []string{}
@@ -196,31 +196,31 @@ func (n *Node) resetSession(client, id string) error {
 	if err != nil {
 		return err
 	}
-	return n.store.PutLocalDurable(metaKey, data)
+	return ss.store.PutLocalDurable(metaKey, data)
 }
 
 // IngestAll reads what is new in every transcript the readers find.
-func (n *Node) IngestAll(ctx context.Context) ([]api.IngestReport, error) {
-	if n.cfg.Sessions == nil {
+func (ss *Sessions) IngestAll(ctx context.Context) ([]api.IngestReport, error) {
+	if ss.cfg == nil {
 		return nil, nil
 	}
 	var reps []api.IngestReport
 	var errs []error
-	for _, r := range n.cfg.Sessions.Readers {
-		paths, err := r.Discover(n.cfg.Sessions.Home)
+	for _, r := range ss.cfg.Readers {
+		paths, err := r.Discover(ss.cfg.Home)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("find %s transcripts: %w", r.Client(), err))
 			continue
 		}
 		slices.Sort(paths)
 		for _, path := range paths {
-			rep, err := n.IngestTranscript(ctx, r.Client(), path)
+			rep, err := ss.IngestTranscript(ctx, r.Client(), path)
 			if ctx.Err() != nil {
 				return reps, ctx.Err()
 			}
 			if err != nil {
 				// One bad transcript does not stop the others.
-				n.log.Warn("transcript not read", "client", r.Client(), "path", path, "err", err)
+				ss.log.Warn("transcript not read", "client", r.Client(), "path", path, "err", err)
 				errs = append(errs, err)
 				continue
 			}
@@ -237,8 +237,8 @@ func (n *Node) IngestAll(ctx context.Context) ([]api.IngestReport, error) {
 const maxQueuedIngests = 32
 
 // Ingest reads transcripts as req asks: now (Wait), or in the background.
-func (n *Node) Ingest(ctx context.Context, req api.IngestRequest) ([]api.IngestReport, error) {
-	if n.cfg.Sessions == nil {
+func (ss *Sessions) Ingest(ctx context.Context, req api.IngestRequest) ([]api.IngestReport, error) {
+	if ss.cfg == nil {
 		return nil, api.Invalidf("this node reads no transcripts")
 	}
 	if req.Path == "" {
@@ -246,32 +246,32 @@ func (n *Node) Ingest(ctx context.Context, req api.IngestRequest) ([]api.IngestR
 			return nil, api.Invalidf("give the transcript's path with its client")
 		}
 		if req.Wait {
-			reps, err := n.IngestAll(ctx)
+			reps, err := ss.IngestAll(ctx)
 			if reps == nil {
 				reps = []api.IngestReport{}
 			}
 			return reps, err
 		}
 	} else if req.Wait {
-		rep, err := n.IngestTranscript(ctx, req.Client, req.Path)
+		rep, err := ss.IngestTranscript(ctx, req.Client, req.Path)
 		if err != nil {
 			return nil, err
 		}
 		return []api.IngestReport{rep}, nil
-	} else if _, err := n.checkTranscript(req.Client, req.Path); err != nil {
+	} else if _, err := ss.checkTranscript(req.Client, req.Path); err != nil {
 		return nil, err
 	}
 	select {
-	case n.ingestQueue <- req:
+	case ss.queue <- req:
 	default:
-		n.log.Warn("too many transcript reads asked for at once; the next scan reads this one", "client", req.Client, "path", req.Path)
+		ss.log.Warn("too many transcript reads asked for at once; the next scan reads this one", "client", req.Client, "path", req.Path)
 	}
 	return []api.IngestReport{{Client: req.Client, Path: req.Path, Queued: true}}, nil
 }
 
-// runIngest scans the readers' locations every interval (never when
-// negative), and reads what Ingest queued.
-func (n *Node) runIngest(ctx context.Context, interval time.Duration) {
+// Run scans the readers' locations every interval (never when
+// negative), and reads what Ingest queued, until ctx is done.
+func (ss *Sessions) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTimer(0)
 	if interval < 0 {
 		t.Stop()
@@ -281,17 +281,17 @@ func (n *Node) runIngest(ctx context.Context, interval time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case req := <-n.ingestQueue:
+		case req := <-ss.queue:
 			if req.Path != "" {
-				if _, err := n.IngestTranscript(ctx, req.Client, req.Path); err != nil && ctx.Err() == nil {
-					n.log.Warn("transcript not read", "client", req.Client, "path", req.Path, "err", err)
+				if _, err := ss.IngestTranscript(ctx, req.Client, req.Path); err != nil && ctx.Err() == nil {
+					ss.log.Warn("transcript not read", "client", req.Client, "path", req.Path, "err", err)
 				}
 				continue
 			}
 		case <-t.C:
 			t.Reset(interval)
 		}
-		reps, err := n.IngestAll(ctx)
+		reps, err := ss.IngestAll(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -300,10 +300,10 @@ func (n *Node) runIngest(ctx context.Context, interval time.Duration) {
 			turns += r.Turns
 		}
 		if turns > 0 {
-			n.log.Info("sessions read", "transcripts", len(reps), "turns", turns)
+			ss.log.Info("sessions read", "transcripts", len(reps), "turns", turns)
 		}
 		if err != nil {
-			n.log.Debug("some transcripts were not read", "err", err)
+			ss.log.Debug("some transcripts were not read", "err", err)
 		}
 	}
 }

@@ -1,10 +1,12 @@
-package node
+package sessions_test
 
 import (
 	"context"
 	"path/filepath"
 	"testing"
 
+	"github.com/memmesh/memmesh/internal/nodetest"
+	"github.com/memmesh/memmesh/sessions"
 	"github.com/memmesh/memmesh/transcript"
 )
 
@@ -13,7 +15,7 @@ import (
 // and ingests each read into a real node: every turn is kept once, under
 // the session's client and project.
 func TestIngestEveryClientsTranscripts(t *testing.T) {
-	n := testNode(t, "")
+	n := testNode(t)
 	ctx := context.Background()
 	home, err := filepath.Abs("../transcript/testdata/home")
 	if err != nil {
@@ -43,7 +45,7 @@ func TestIngestEveryClientsTranscripts(t *testing.T) {
 		if reads < 2 || stored != turns || turns == 0 {
 			t.Errorf("%s: %d turns read in %d reads, %d stored", a.Client(), turns, reads, stored)
 		}
-		if got := sessionByID(t, n, mustSessionID(t, id)); got.Client != a.Client() || got.Project != project || got.Turns != turns {
+		if got := nodetest.SessionByID(t, n, mustSessionID(t, id)); got.Client != a.Client() || got.Project != project || got.Turns != turns {
 			t.Errorf("%s: listed as %+v", a.Client(), got)
 		}
 	}
@@ -51,7 +53,7 @@ func TestIngestEveryClientsTranscripts(t *testing.T) {
 
 func mustSessionID(t *testing.T, id string) string {
 	t.Helper()
-	kept, err := sessionID(id)
+	kept, err := sessions.SessionID(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package node
+package gitstale
 
 import (
 	"cmp"
@@ -40,14 +40,14 @@ type treeRecord struct {
 // to ns, found by expanding the mapping's glob (at most 64 matches each)
 // and keeping the matches that are the top of a working tree. A
 // registered tree whose directory is gone is listed as Missing.
-func (n *Node) Trees(ns string) ([]api.GitTree, error) {
-	ns, err := NormalizeNamespace(ns)
+func (c *Checker) Trees(ns string) ([]api.GitTree, error) {
+	ns, err := c.namespace(ns)
 	if err != nil {
 		return nil, err
 	}
 	byRoot := map[string]api.GitTree{}
 	prefix := treePrefix + ns + "\x00"
-	err = n.store.ScanLocal(prefix, func(key string, value []byte) error {
+	err = c.store.ScanLocal(prefix, func(key string, value []byte) error {
 		var rec treeRecord
 		if err := json.Unmarshal(value, &rec); err != nil {
 			return fmt.Errorf("tree record %q: %w", key, err)
@@ -59,7 +59,7 @@ func (n *Node) Trees(ns string) ([]api.GitTree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the trees of %s: %w", ns, err)
 	}
-	for _, root := range n.mappedTrees(ns) {
+	for _, root := range c.mappedTrees(ns) {
 		if _, ok := byRoot[root]; !ok {
 			byRoot[root] = api.GitTree{Namespace: ns, Root: root, Source: api.TreeFromMap}
 		}
@@ -75,15 +75,15 @@ func (n *Node) Trees(ns string) ([]api.GitTree, error) {
 // mappedTrees returns the working trees the home's project mappings send
 // to ns. Unreadable mappings are logged and give none: the registered
 // trees still count.
-func (n *Node) mappedTrees(ns string) []string {
-	maps, err := projmap.Load(n.cfg.Home)
+func (c *Checker) mappedTrees(ns string) []string {
+	maps, err := projmap.Load(c.home)
 	if err != nil {
-		n.log.Warn("project mappings not read for git trees", "err", err)
+		c.log.Warn("project mappings not read for git trees", "err", err)
 		return nil
 	}
 	var roots []string
 	for _, m := range maps {
-		if mns, err := NormalizeNamespace(m.Namespace); err != nil || mns != ns {
+		if mns, err := c.namespace(m.Namespace); err != nil || mns != ns {
 			continue
 		}
 		matches, err := filepath.Glob(m.Glob)
@@ -91,7 +91,7 @@ func (n *Node) mappedTrees(ns string) []string {
 			continue
 		}
 		if len(matches) > maxMapTrees {
-			n.log.Warn("a mapping matches too many directories; only the first are checked as git trees",
+			c.log.Warn("a mapping matches too many directories; only the first are checked as git trees",
 				"glob", m.Glob, "matches", len(matches), "kept", maxMapTrees)
 			matches = matches[:maxMapTrees]
 		}
@@ -114,8 +114,8 @@ func isTreeRoot(dir string) bool {
 // AddTree registers the working tree that holds dir as a tree of
 // namespace ns, remembering what made it known (api.TreeFromStale or
 // api.TreeFromHook), and returns it.
-func (n *Node) AddTree(ctx context.Context, ns, dir, source string) (api.GitTree, error) {
-	ns, err := NormalizeNamespace(ns)
+func (c *Checker) AddTree(ctx context.Context, ns, dir, source string) (api.GitTree, error) {
+	ns, err := c.namespace(ns)
 	if err != nil {
 		return api.GitTree{}, err
 	}
@@ -133,21 +133,21 @@ func (n *Node) AddTree(ctx context.Context, ns, dir, source string) (api.GitTree
 	if len(root) > maxTreeRoot {
 		return api.GitTree{}, api.Invalidf("tree path of %d bytes: at most %d", len(root), maxTreeRoot)
 	}
-	data, err := json.Marshal(treeRecord{Source: source, Added: n.now().UTC()})
+	data, err := json.Marshal(treeRecord{Source: source, Added: c.now().UTC()})
 	if err != nil {
 		return api.GitTree{}, err
 	}
-	if err := n.store.PutLocalDurable(treePrefix+ns+"\x00"+root, data); err != nil {
+	if err := c.store.PutLocalDurable(treePrefix+ns+"\x00"+root, data); err != nil {
 		return api.GitTree{}, fmt.Errorf("register tree %s: %w", root, err)
 	}
 	return api.GitTree{Namespace: ns, Root: root, Source: source}, nil
 }
 
-// allTrees returns the trees of every namespace, each root once (with the
+// AllTrees returns the trees of every namespace, each root once (with the
 // first namespace that has it), leaving out those that are gone.
-func (n *Node) allTrees() ([]api.GitTree, error) {
+func (c *Checker) AllTrees() ([]api.GitTree, error) {
 	namespaces := map[string]bool{}
-	err := n.store.ScanLocal(treePrefix, func(key string, _ []byte) error {
+	err := c.store.ScanLocal(treePrefix, func(key string, _ []byte) error {
 		ns, _, _ := strings.Cut(strings.TrimPrefix(key, treePrefix), "\x00")
 		namespaces[ns] = true
 		return nil
@@ -155,19 +155,19 @@ func (n *Node) allTrees() ([]api.GitTree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the git trees: %w", err)
 	}
-	mappings, err := projmap.Load(n.cfg.Home)
+	mappings, err := projmap.Load(c.home)
 	if err != nil {
-		n.log.Warn("project mappings not read for git trees", "err", err)
+		c.log.Warn("project mappings not read for git trees", "err", err)
 	}
 	for _, m := range mappings {
-		if ns, err := NormalizeNamespace(m.Namespace); err == nil {
+		if ns, err := c.namespace(m.Namespace); err == nil {
 			namespaces[ns] = true
 		}
 	}
 	seen := map[string]bool{}
 	var out []api.GitTree
 	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
-		trees, err := n.Trees(ns)
+		trees, err := c.Trees(ns)
 		if err != nil {
 			return out, err
 		}
