@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/mcp"
@@ -46,6 +48,18 @@ type httpConfig struct {
 	// required is set when the address was asked for: failing to listen on
 	// it stops the daemon instead of being logged.
 	required bool
+}
+
+// resolveHTTP applies serve's --http flag (value flag) over the config's
+// http, which the environment's MEMMESH_HTTP has set over config.toml's.
+func resolveHTTP(cmd *cobra.Command, flag string, cfg Config) httpConfig {
+	switch {
+	case cmd.Flags().Changed("http"):
+		return httpConfig{addr: flag, required: true}
+	case cfg.HTTP != nil:
+		return httpConfig{addr: *cfg.HTTP, required: true}
+	}
+	return httpConfig{addr: defaultHTTPAddr}
 }
 
 // meshConfig says how the daemon joins the mesh.
