@@ -69,9 +69,16 @@ func (a *app) stopCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the home's running daemon cleanly",
-		Args:  args(cobra.NoArgs),
+		Long: `Stop the home's running daemon cleanly, and wait until it has stopped: as
+long as it shows signs of life, however long it takes (finishing requests,
+closing the search index and the store), saying on a terminal what it waits
+for. A daemon that shows no sign of life for the client timeout (10 s; the
+environment variable MEMMESH_CLIENT_TIMEOUT changes it) is reported: if it
+had not accepted the request, the request lapses and it keeps running; if it
+had, it is still stopping, and stops when it goes on.`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			stopped, err := stopDaemon(cmd.Context(), a.home)
+			stopped, err := stopDaemon(cmd.Context(), a.home, a.status)
 			if err != nil {
 				return err
 			}
