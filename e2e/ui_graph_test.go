@@ -492,7 +492,8 @@ func TestDashboardGraphOverview(t *testing.T) {
 		const drawn = cy.edges().filter((e) => e.visible() && parseFloat(e.style('width')) > 0 && parseFloat(e.style('line-opacity')) > 0).length;
 		return { nodes: cy.nodes().length, edges: cy.edges().length, drawn, unlabelled, smallest, ids: cy.nodes().map((n) => n.id()) };
 	})()`)
-	t.Logf("overview: %d nodes, %d edges, smallest label %.1f px", got.Nodes, got.Edges, got.Smallest)
+	t.Logf("overview: %d nodes, %d edges, smallest label %.1f px, drawn in %s ms (layout %s ms)", got.Nodes, got.Edges, got.Smallest,
+		eval[string](p, count+`.dataset.renderMs`), eval[string](p, count+`.dataset.layoutMs`))
 	if got.Nodes > bound || got.Nodes < bound/2 {
 		t.Errorf("the overview of %d memories has %d nodes, want %d to %d", memories, got.Nodes, bound/2, bound)
 	}
