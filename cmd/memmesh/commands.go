@@ -69,10 +69,9 @@ func (a *app) stopCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the home's running daemon cleanly",
-		Long: `Stop the home's running daemon cleanly, and wait until it has stopped: as
-long as it shows signs of life, however long it takes (finishing requests,
-closing the search index and the store), saying on a terminal what it waits
-for. A daemon that shows no sign of life for the client timeout (10 s; the
+		Long: `Stop the home's running daemon cleanly, and wait until it has stopped, as
+long as it shows signs of life (up to 30 minutes: finishing requests, closing
+the search index and the store), saying on a terminal what it waits for. A daemon that shows no sign of life for the client timeout (10 s; the
 environment variable MEMMESH_CLIENT_TIMEOUT changes it) is reported: if it
 had not accepted the request, the request lapses and it keeps running; if it
 had, it is still stopping, and stops when it goes on.`,
