@@ -111,3 +111,39 @@ func TestDashboardOff(t *testing.T) {
 		t.Errorf("/mcp with the dashboard off: %d, want 200", status)
 	}
 }
+
+// TestConfigHTTPAddress: two homes on one machine, each with its own http
+// in config.toml, get a daemon each (started in the background, no flags)
+// serving its dashboard on its own address; an http that is no loopback
+// address is refused by every command, naming the key.
+func TestConfigHTTPAddress(t *testing.T) {
+	for range 2 {
+		home := newHome(t)
+		addr := freeLoopbackAddr(t)
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("http = \""+addr+"\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		link := strings.TrimSpace(ok(t, home, "ui", "--print-url"))
+		if !strings.HasPrefix(link, "http://"+addr+"/ui/login?code=") {
+			t.Fatalf("http = %q in config.toml: memmesh ui --print-url printed %q", addr, link)
+		}
+		jar, _ := cookiejar.New(nil)
+		resp, err := (&http.Client{Jar: jar, Timeout: 30 * time.Second}).Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("login at %s: %s", addr, resp.Status)
+		}
+	}
+
+	home := newHome(t)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("http = \"0.0.0.0:7421\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := mm(t, home, "", "status")
+	if r.code == 0 || !strings.Contains(r.stderr, "config: http") || !strings.Contains(r.stderr, "loopback") {
+		t.Errorf("http = \"0.0.0.0:7421\": exit %d, %q; want a refusal naming the key", r.code, r.stderr)
+	}
+}

@@ -48,7 +48,7 @@ func hookAnswer(t *testing.T, out string) string {
 // command returns with an error that names the daemon, its pid and log,
 // `context --hook` exits 0 with no context, and `memmesh mcp` answers tool
 // calls with an error result and keeps serving; once the daemon runs
-// again (or its successor, since it was asked to stop), so do they.
+// again, so do they.
 func TestStoppedDaemon(t *testing.T) {
 	home := newHome(t)
 	env := []string{"MEMMESH_CLIENT_TIMEOUT=" + clientTimeout}
@@ -116,9 +116,8 @@ func TestStoppedDaemon(t *testing.T) {
 		}
 	})
 
-	// Resumed, the daemon reads what waits on its socket, the stop
-	// included (a call that timed out may still happen), so the next
-	// commands may meet it stopping, then start a new one.
+	// Resumed, the daemon reads what waits on its socket; the stop, read
+	// after its deadline, lapses (see TestStopSaysWhatHappens).
 	syscall.Kill(pid, syscall.SIGCONT)
 	resumed = true
 	var list struct{ Memories []json.RawMessage }

@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,19 +31,7 @@ func graphHome(b *testing.B, nodes int) string {
 	b.Helper()
 	return cachedHome(b, "graph-"+strconv.Itoa(nodes), func(c *web.Client) {
 		var file bytes.Buffer
-		if err := corpus.New(31).WriteImport(&file, nodes); err != nil {
-			b.Fatal(err)
-		}
-		var ids []string
-		sc := bufio.NewScanner(bytes.NewReader(file.Bytes()))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var line struct{ ID string }
-			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-				b.Fatal(err)
-			}
-			ids = append(ids, line.ID)
-		}
+		ids := writeCorpus(b, &file, nodes, 31)
 		for i, id := range ids {
 			for _, e := range []struct {
 				rel  string
@@ -55,6 +46,26 @@ func graphHome(b *testing.B, nodes int) string {
 			b.Fatalf("import %d memories and their edges: %+v, %v", nodes, res, err)
 		}
 	})
+}
+
+// writeCorpus writes an import of count corpus memories (seed) to file
+// and returns their ids, in order.
+func writeCorpus(tb testing.TB, file *bytes.Buffer, count int, seed uint64) []string {
+	tb.Helper()
+	if err := corpus.New(seed).WriteImport(file, count); err != nil {
+		tb.Fatal(err)
+	}
+	var ids []string
+	sc := bufio.NewScanner(bytes.NewReader(file.Bytes()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct{ ID string }
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			tb.Fatal(err)
+		}
+		ids = append(ids, line.ID)
+	}
+	return ids
 }
 
 // graphSession serves a home of nodes memories with their edges (see
@@ -398,4 +409,132 @@ func TestDashboardGraphInBrowser(t *testing.T) {
 
 func sortedCopy(s ...string) []string {
 	return slices.Sorted(slices.Values(s))
+}
+
+// clusterHome imports memories corpus memories (seed) in clusters of 50,
+// each memory linked to its cluster's first (its hub) with probability
+// 0.7 and to another of its cluster, plus 40 links across clusters, and
+// returns the memories' ids by degree, the most connected first, and
+// each memory's neighbours.
+func clusterHome(t *testing.T, c *web.Client, memories int, seed uint64) ([]string, map[string]map[string]bool) {
+	t.Helper()
+	var file bytes.Buffer
+	ids := writeCorpus(t, &file, memories, seed)
+	rng := rand.New(rand.NewPCG(seed, 26))
+	near := map[string]map[string]bool{}
+	link := func(from, rel, to string) {
+		if from == to || near[from][to] {
+			return
+		}
+		for _, pair := range [][2]string{{from, to}, {to, from}} {
+			if near[pair[0]] == nil {
+				near[pair[0]] = map[string]bool{}
+			}
+			near[pair[0]][pair[1]] = true
+		}
+		fmt.Fprintf(&file, `{"type":"edge","from":%q,"rel":%q,"to":%q,"strength":1,"origin":"import","created_at":"2026-01-01T00:00:00Z"}`+"\n", from, rel, to)
+	}
+	const size = 50
+	for i, id := range ids {
+		first := i / size * size
+		if rng.Float64() < 0.7 {
+			link(id, "related_to", ids[first])
+		}
+		link(id, "depends_on", ids[first+rng.IntN(min(size, len(ids)-first))])
+	}
+	for range 40 {
+		link(ids[rng.IntN(len(ids))], "related_to", ids[rng.IntN(len(ids))])
+	}
+	res, err := c.Import(context.Background(), &file)
+	if err != nil || res.Imported != memories {
+		t.Fatalf("import %d memories and their links: %+v, %v", memories, res, err)
+	}
+	slices.SortStableFunc(ids, func(a, b string) int { return len(near[b]) - len(near[a]) })
+	return ids, near
+}
+
+// TestDashboardGraphOverview: the graph page without a start shows, of
+// 2,000 memories in clusters, the most connected with their neighbours:
+// at most 80 nodes, every one labelled and its label drawn at the zoom
+// shown, the edges between them drawn, the ten most connected among them;
+// its button shows all 2,000. A screenshot of it is kept where
+// MEMMESH_SCREENSHOTS says.
+func TestDashboardGraphOverview(t *testing.T) {
+	const memories, bound = 2000, 80
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	n := startUINode(t, 1, "a")
+	byDegree, near := clusterHome(t, n.client, memories, seed)
+	br := startBrowser(t)
+	p := openTab(t, br, false)
+	p.login(n.loginLink(t))
+	const count = `document.querySelector('[data-testid="graph-node-count"]')`
+	p.goTo("/graph", count+`?.dataset.nodes !== undefined`)
+	if view := eval[string](p, count+`.dataset.view || ""`); view != "overview" {
+		t.Errorf("the graph page without a start shows the view %q, want the overview", view)
+	}
+
+	// A label is drawn when its size at the zoom shown is at least the
+	// style's min-zoomed-font-size.
+	got := eval[struct {
+		Nodes, Edges, Drawn, Unlabelled int
+		IDs                             []string
+		Smallest                        float64
+	}](p, `(() => {
+		const cy = document.querySelector('[data-testid="graph-canvas"]')._cyreg.cy;
+		const z = cy.zoom();
+		let unlabelled = 0, smallest = Infinity;
+		cy.nodes().forEach((n) => {
+			const size = parseFloat(n.style('font-size')) * z;
+			if (!n.data('label') || n.style('label') === '' || size < parseFloat(n.style('min-zoomed-font-size'))) unlabelled++;
+			smallest = Math.min(smallest, size);
+		});
+		const drawn = cy.edges().filter((e) => e.visible() && parseFloat(e.style('width')) > 0 && parseFloat(e.style('line-opacity')) > 0).length;
+		return { nodes: cy.nodes().length, edges: cy.edges().length, drawn, unlabelled, smallest, ids: cy.nodes().map((n) => n.id()) };
+	})()`)
+	t.Logf("overview: %d nodes, %d edges, smallest label %.1f px, drawn in %s ms (layout %s ms)", got.Nodes, got.Edges, got.Smallest,
+		eval[string](p, count+`.dataset.renderMs`), eval[string](p, count+`.dataset.layoutMs`))
+	if got.Nodes > bound || got.Nodes < bound/2 {
+		t.Errorf("the overview of %d memories has %d nodes, want %d to %d", memories, got.Nodes, bound/2, bound)
+	}
+	if got.Unlabelled != 0 {
+		t.Errorf("%d of the overview's %d nodes have no label drawn", got.Unlabelled, got.Nodes)
+	}
+	want := 0
+	for _, a := range got.IDs {
+		for _, b := range got.IDs {
+			if a < b && near[a][b] {
+				want++
+			}
+		}
+	}
+	if want == 0 || got.Edges != want || got.Drawn != want {
+		t.Errorf("the overview's nodes have %d edges between them; it has %d, %d of them drawn", want, got.Edges, got.Drawn)
+	}
+	for _, id := range byDegree[:10] {
+		if !slices.Contains(got.IDs, id) {
+			t.Errorf("the overview leaves out %s, one of the ten most connected memories", id)
+		}
+	}
+	if dir := os.Getenv("MEMMESH_SCREENSHOTS"); dir != "" {
+		ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		cancel()
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "graph-overview.png"), png, 0o644)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+
+	all := `document.querySelector('[data-testid="graph-show-all"]')`
+	if text := eval[string](p, all+`?.hidden ? "" : `+all+`?.textContent || ""`); text != fmt.Sprintf("Show all %d memories", memories) {
+		t.Fatalf("the overview's button says %q", text)
+	}
+	p.do(chromedp.Click(chromedp.CSS(`[data-testid="graph-show-all"]`)))
+	p.waitFor(2*time.Minute, count+`?.dataset.view === "all" && `+count+`.dataset.nodes === "`+strconv.Itoa(memories)+`"`)
+	if problems := graphProblems(p.watch); len(problems) != 0 {
+		t.Errorf("the dashboard reported problems:\n%s", strings.Join(problems, "\n"))
+	}
 }

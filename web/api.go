@@ -109,6 +109,14 @@ type NamespaceRequest struct {
 	api.NamespaceChange
 }
 
+// ShutdownRequest asks the daemon to stop if the request reaches it by
+// Before (zero: whenever it does). A client that stopped waiting for an
+// answer reports that the daemon did not stop; the request lapses with
+// it, and does not stop the daemon later behind the user's back.
+type ShutdownRequest struct {
+	Before time.Time `json:"before,omitzero"`
+}
+
 // Health is the daemon's answer to /v1/health.
 type Health struct {
 	Version  string `json:"version"`
@@ -317,6 +325,15 @@ func edgeOp(op func(ctx context.Context, from, rel, to string) (api.Edge, error)
 }
 
 func (a *API) stop(w http.ResponseWriter, r *http.Request) {
+	var req ShutdownRequest
+	if r.ContentLength != 0 && !a.decode(w, r, &req) {
+		return
+	}
+	if late := time.Since(req.Before); !req.Before.IsZero() && late > 0 {
+		a.log.Warn("a request to stop arrived after its deadline, when its client may have stopped waiting: the daemon keeps running", "late", late.Round(time.Millisecond))
+		a.fail(w, api.Invalidf("the request to stop arrived %s after its deadline: the daemon keeps running", late.Round(time.Millisecond)))
+		return
+	}
 	WriteJSON(w, http.StatusAccepted, map[string]string{"status": "stopping"})
 	a.shutdown()
 }

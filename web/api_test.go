@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -378,5 +379,36 @@ func TestErrorsQuoteExcerpts(t *testing.T) {
 		if status/100 != 4 || len(body) > 1024 || strings.Contains(body, strings.Repeat("!x", 200)) || strings.Contains(body, secret) {
 			t.Errorf("%s %.60s: %d, an answer of %d bytes: %.300s", tc.method, tc.path, status, len(body), body)
 		}
+	}
+}
+
+// TestShutdownLapses: a request to stop that reaches the daemon after its
+// Before (its client stopped waiting, for a daemon that was suspended or
+// stuck) is refused and stops nothing; one in time, or with no Before,
+// stops the daemon.
+func TestShutdownLapses(t *testing.T) {
+	n, err := node.New(node.Config{Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	stops := 0
+	a := NewAPI(n, slog.New(slog.NewTextHandler(io.Discard, nil)), func() { stops++ })
+	post := func(body string) (int, string) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		a.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/shutdown", strings.NewReader(body)))
+		return w.Code, w.Body.String()
+	}
+	lapsed := fmt.Sprintf(`{"before": %q}`, time.Now().Add(-2*time.Second).Format(time.RFC3339Nano))
+	if code, body := post(lapsed); code != http.StatusBadRequest || !strings.Contains(body, "keeps running") || stops != 0 {
+		t.Fatalf("lapsed request: %d %s, %d stops; want 400 saying the daemon keeps running, and no stop", code, body, stops)
+	}
+	inTime := fmt.Sprintf(`{"before": %q}`, time.Now().Add(time.Hour).Format(time.RFC3339Nano))
+	if code, body := post(inTime); code != http.StatusAccepted || stops != 1 {
+		t.Fatalf("request in time: %d %s, %d stops; want 202 and a stop", code, body, stops)
+	}
+	if code, body := post(""); code != http.StatusAccepted || stops != 2 {
+		t.Fatalf("request without a body: %d %s, %d stops; want 202 and a stop", code, body, stops)
 	}
 }

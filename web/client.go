@@ -479,7 +479,10 @@ func (c *Client) SetNamespace(ctx context.Context, ns string, ch api.NamespaceCh
 	return r, c.send(ctx, http.MethodPost, "/v1/ns/set", NamespaceRequest{Namespace: ns, NamespaceChange: ch}, &r)
 }
 
-// Shutdown asks the daemon to stop; it returns once the request is accepted.
+// Shutdown asks the daemon to stop; it returns once the request is
+// accepted. The request lapses unless the daemon reads it within half the
+// client's timeout, so that a call that failed for want of an answer does
+// not stop the daemon later (the other half is for the answer).
 func (c *Client) Shutdown(ctx context.Context) error {
-	return c.do(ctx, http.MethodPost, "/v1/shutdown", nil, nil)
+	return c.send(ctx, http.MethodPost, "/v1/shutdown", ShutdownRequest{Before: time.Now().Add(c.timeout / 2)}, nil)
 }

@@ -54,7 +54,7 @@
 //	GET    /v1/mesh/status            this node's part in the mesh
 //	POST   /v1/ns/set                 namespace settings: sync, stale_after (api.NamespaceChange)
 //	POST   /v1/ui/login               a one-time dashboard login link (UILogin; unix socket only)
-//	POST   /v1/shutdown               stop the daemon cleanly
+//	POST   /v1/shutdown               stop the daemon cleanly ({"before"}: the request lapses after)
 //
 // Request bodies are capped at 8 MiB, announced or read (413), except an
 // import's, which streams. The server drops a client that does not send

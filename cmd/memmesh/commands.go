@@ -39,16 +39,20 @@ mesh; an address given with --listen, MEMMESH_LISTEN or the config's listen
 must be free.
 
 It also serves MCP over streamable HTTP at http://ADDR/mcp, for clients on this
-machine only (--http; a loopback address), with the bearer token that
-'memmesh http-token' prints, and the web dashboard beside it at http://ADDR/
-('memmesh ui' opens it; [ui] enabled = false in config.toml turns it off).`,
+machine only, with the bearer token that 'memmesh http-token' prints, and the
+web dashboard beside it at http://ADDR/ ('memmesh ui' opens it; [ui] enabled =
+false in config.toml turns it off). ADDR is a loopback address: --http,
+MEMMESH_HTTP or the config's http (http = "127.0.0.1:7431" in config.toml, so
+that two homes on one machine need no flags), default 127.0.0.1:7421. When the
+default port is taken it runs without HTTP; an address that was asked for must
+be free.`,
 		Example: `  memmesh serve
   memmesh serve --listen :7430 --name laptop
   memmesh serve --listen 10.0.0.5:7420 --join 10.0.0.6:7420
   memmesh serve --no-mesh --http ""`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h := httpConfig{addr: httpAddr, required: cmd.Flags().Changed("http")}
+			h := resolveHTTP(cmd, httpAddr, a.cfg)
 			mc, err := mesh.resolve(cmd, a.cfg)
 			if err != nil {
 				return err
@@ -56,7 +60,7 @@ machine only (--http; a loopback address), with the bearer token that
 			return serve(cmd.Context(), a.home, a.cfg, h, mc, a.logger())
 		},
 	}
-	cmd.Flags().StringVar(&httpAddr, "http", defaultHTTPAddr, `serve MCP over streamable HTTP on this loopback address ("" disables it)`)
+	cmd.Flags().StringVar(&httpAddr, "http", defaultHTTPAddr, `loopback address of MCP over HTTP and the dashboard (env MEMMESH_HTTP, config http; "" turns them off)`)
 	mesh.register(cmd)
 	return cmd
 }
@@ -65,9 +69,15 @@ func (a *app) stopCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the home's running daemon cleanly",
-		Args:  args(cobra.NoArgs),
+		Long: `Stop the home's running daemon cleanly, and wait until it has stopped, as
+long as it shows signs of life (up to 30 minutes: finishing requests, closing
+the search index and the store), saying on a terminal what it waits for. A daemon that shows no sign of life for the client timeout (10 s; the
+environment variable MEMMESH_CLIENT_TIMEOUT changes it) is reported: if it
+had not accepted the request, the request lapses and it keeps running; if it
+had, it is still stopping, and stops when it goes on.`,
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			stopped, err := stopDaemon(cmd.Context(), a.home)
+			stopped, err := stopDaemon(cmd.Context(), a.home, a.status)
 			if err != nil {
 				return err
 			}

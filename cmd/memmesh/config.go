@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/internal/projmap"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/symbols"
@@ -22,7 +23,7 @@ import (
 
 // Config is memmesh's configuration. Precedence, highest first: flags,
 // environment (MEMMESH_HOME, MEMMESH_NAMESPACE, MEMMESH_LOG_LEVEL,
-// MEMMESH_LISTEN, MEMMESH_NAME), the project's .memmesh.toml (found upwards
+// MEMMESH_LISTEN, MEMMESH_HTTP, MEMMESH_NAME), the project's .memmesh.toml (found upwards
 // from the working directory), the project mapping of the working
 // directory (maps.toml, namespace only: its glob mapping, else its git
 // remote's mapping), the global
@@ -40,6 +41,10 @@ type Config struct {
 	Advertise string `toml:"advertise"`
 	// Name is this device's name in the mesh ("" means the hostname).
 	Name string `toml:"name"`
+	// HTTP is the loopback address of MCP over HTTP and the dashboard
+	// (nil means defaultHTTPAddr, and a daemon that cannot listen there
+	// runs without HTTP; "" turns HTTP off).
+	HTTP *string `toml:"http"`
 	// MinFreeSpace is the free disk space the daemon keeps on the home's
 	// disk, e.g. "512MiB" or "1GB" ("" means 256 MiB): writes that would
 	// leave less are refused with a disk-full error.
@@ -184,6 +189,9 @@ func loadConfigAt(home, wd string) (Config, error) {
 	if v := os.Getenv("MEMMESH_LISTEN"); v != "" {
 		cfg.Listen = v
 	}
+	if v := os.Getenv("MEMMESH_HTTP"); v != "" {
+		cfg.HTTP = &v
+	}
 	if v := os.Getenv("MEMMESH_NAME"); v != "" {
 		cfg.Name = v
 	}
@@ -213,7 +221,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult, ui.enabled)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, http, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult, ui.enabled)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -251,6 +259,11 @@ func (c Config) validate() error {
 	for key, addr := range map[string]string{"listen": c.Listen, "advertise": c.Advertise} {
 		if err := checkHostPort(addr); addr != "" && err != nil {
 			return fmt.Errorf("config: %s %q: %w", key, addr, err)
+		}
+	}
+	if c.HTTP != nil && *c.HTTP != "" {
+		if err := localhttp.CheckAddr(*c.HTTP); err != nil {
+			return fmt.Errorf("config: http: %w", err)
 		}
 	}
 	return nil

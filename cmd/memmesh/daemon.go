@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/mcp"
@@ -46,6 +48,18 @@ type httpConfig struct {
 	// required is set when the address was asked for: failing to listen on
 	// it stops the daemon instead of being logged.
 	required bool
+}
+
+// resolveHTTP applies serve's --http flag (value flag) over the config's
+// http, which the environment's MEMMESH_HTTP has set over config.toml's.
+func resolveHTTP(cmd *cobra.Command, flag string, cfg Config) httpConfig {
+	switch {
+	case cmd.Flags().Changed("http"):
+		return httpConfig{addr: flag, required: true}
+	case cfg.HTTP != nil:
+		return httpConfig{addr: *cfg.HTTP, required: true}
+	}
+	return httpConfig{addr: defaultHTTPAddr}
 }
 
 // meshConfig says how the daemon joins the mesh.
@@ -106,6 +120,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return err
 	}
 	defer lock.release()
+	os.Remove(filepath.Join(home, stoppingFile)) // left by a daemon killed while it stopped
 
 	mcpLn, token, err := listenMCP(home, h, log)
 	if err != nil {
@@ -185,6 +200,8 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 		return fmt.Errorf("serve: %w", err)
 	}
 	log.Info("stopping")
+	report := reportStopping(home, log)
+	defer report.end() // before the lock is released
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
@@ -193,7 +210,9 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	if err := httpSrv.shutdown(shutdownCtx); err != nil {
 		log.Warn("HTTP requests still running at shutdown", "err", err)
 	}
+	report.phase("stopping the bridge")
 	stopBridge()
+	report.phase("closing the node: the mesh, the search index, the store")
 	if err := n.Close(); err != nil {
 		return fmt.Errorf("close node: %w", err)
 	}
@@ -333,15 +352,11 @@ func startNode(ctx context.Context, cfg node.Config) (*node.Node, error) {
 const clientTimeoutEnv = "MEMMESH_CLIENT_TIMEOUT"
 
 // newClient returns a client of the home's daemon that waits for it as
-// long as the environment says (web.DefaultTimeout by default).
+// long as the environment says (clientTimeout).
 func newClient(home string) (*web.Client, error) {
-	timeout := web.DefaultTimeout
-	if v := os.Getenv(clientTimeoutEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%s=%q: use a duration such as 10s or 1m", clientTimeoutEnv, v)
-		}
-		timeout = d
+	timeout, err := clientTimeout()
+	if err != nil {
+		return nil, err
 	}
 	return web.NewClient(filepath.Join(home, socketFile), web.ClientOptions{
 		Timeout:  timeout,
@@ -349,16 +364,35 @@ func newClient(home string) (*web.Client, error) {
 	}), nil
 }
 
+// clientTimeout is how long a command waits for the daemon to show a
+// sign of life: web.DefaultTimeout unless the environment says.
+func clientTimeout() (time.Duration, error) {
+	v := os.Getenv(clientTimeoutEnv)
+	if v == "" {
+		return web.DefaultTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: use a duration such as 10s or 1m", clientTimeoutEnv, v)
+	}
+	return d, nil
+}
+
 // describeDaemon names the process that holds home and its log, for an
 // error about a daemon that does not answer.
 func describeDaemon(home string) string {
-	pid := "unknown"
+	return fmt.Sprintf("pid %s; see %s", daemonPID(home), filepath.Join(home, logFile))
+}
+
+// daemonPID is the pid of the daemon that holds home, as its lock file
+// says, or "unknown".
+func daemonPID(home string) string {
 	if data, err := os.ReadFile(filepath.Join(home, lockFile)); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n > 0 {
-			pid = strconv.Itoa(n)
+			return strconv.Itoa(n)
 		}
 	}
-	return fmt.Sprintf("pid %s; see %s", pid, filepath.Join(home, logFile))
+	return "unknown"
 }
 
 // connect returns a client of the home's daemon, starting the daemon in the
@@ -447,27 +481,4 @@ func startDaemon(home string) (exited <-chan struct{}, err error) {
 		close(done)
 	}()
 	return done, nil
-}
-
-// stopDaemon asks the home's daemon to stop and waits until it has.
-func stopDaemon(ctx context.Context, home string) (bool, error) {
-	c, err := newClient(home)
-	if err != nil {
-		return false, err
-	}
-	if err := c.Shutdown(ctx); errors.Is(err, web.ErrNoDaemon) {
-		return false, nil
-	} else if err != nil {
-		return false, err
-	}
-	deadline := time.Now().Add(startTimeout)
-	for time.Now().Before(deadline) {
-		lock, err := lockHome(home)
-		if err == nil {
-			lock.release()
-			return true, nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true, fmt.Errorf("the daemon did not stop within %s", startTimeout)
 }

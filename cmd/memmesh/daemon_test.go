@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -117,5 +118,54 @@ func TestConfigMeshKeys(t *testing.T) {
 	t.Setenv("MEMMESH_LISTEN", "7420")
 	if _, err := loadConfig(home); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("a listen address without a port: %v", err)
+	}
+}
+
+func TestConfigHTTPKey(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("MEMMESH_HTTP", "")
+	resolve := func(args ...string) httpConfig {
+		t.Helper()
+		cfg, err := loadConfig(home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var flag string
+		cmd := &cobra.Command{}
+		cmd.Flags().StringVar(&flag, "http", defaultHTTPAddr, "")
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		return resolveHTTP(cmd, flag, cfg)
+	}
+	if got := resolve(); got != (httpConfig{addr: defaultHTTPAddr}) {
+		t.Errorf("no config: %+v, want the default, not required", got)
+	}
+	os.WriteFile(filepath.Join(home, configFile), []byte("http = \"127.0.0.1:7431\"\n"), 0o600)
+	if got := resolve(); got != (httpConfig{addr: "127.0.0.1:7431", required: true}) {
+		t.Errorf("config http: %+v", got)
+	}
+	t.Setenv("MEMMESH_HTTP", "[::1]:7432")
+	if got := resolve(); got != (httpConfig{addr: "[::1]:7432", required: true}) {
+		t.Errorf("environment over config: %+v", got)
+	}
+	if got := resolve("--http", "localhost:7433"); got != (httpConfig{addr: "localhost:7433", required: true}) {
+		t.Errorf("flag over environment: %+v", got)
+	}
+	t.Setenv("MEMMESH_HTTP", "")
+	os.WriteFile(filepath.Join(home, configFile), []byte("http = \"\"\n"), 0o600)
+	if got := resolve(); got.addr != "" {
+		t.Errorf(`http = "": %+v, want HTTP off`, got)
+	}
+	for _, bad := range []string{"0.0.0.0:7421", "192.168.1.5:7421", "7421", "localhost"} {
+		os.WriteFile(filepath.Join(home, configFile), []byte(fmt.Sprintf("http = %q\n", bad)), 0o600)
+		if _, err := loadConfig(home); err == nil || !strings.Contains(err.Error(), "config: http") {
+			t.Errorf("http = %q: %v, want an error naming the key", bad, err)
+		}
+	}
+	t.Setenv("MEMMESH_HTTP", "0.0.0.0:7421")
+	os.Remove(filepath.Join(home, configFile))
+	if _, err := loadConfig(home); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("MEMMESH_HTTP=0.0.0.0:7421: %v, want a refusal", err)
 	}
 }

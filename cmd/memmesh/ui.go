@@ -19,7 +19,7 @@ func (a *app) uiCommand() *cobra.Command {
 		Use:   "ui",
 		Short: "Open the web dashboard in the browser, logged in",
 		Long: `Open the daemon's web dashboard (http://127.0.0.1:7421/ by default, beside
-/mcp) in the browser, logged in: the daemon makes a one-time link (valid for a
+/mcp; http in config.toml or serve --http moves it) in the browser, logged in: the daemon makes a one-time link (valid for a
 minute, used once) that exchanges itself for a session cookie (HttpOnly,
 SameSite=Strict, 12 hours). Sessions live in the daemon's memory: restarting
 the daemon logs every browser out. With --print-url, or when no browser

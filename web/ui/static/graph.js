@@ -1,15 +1,18 @@
 // graph.js: the knowledge graph: a memory's or an artefact's
 // neighbourhood (depth, direction, relations, as of a date), or a
-// namespace's memories and the edges between them, drawn on a canvas by
-// Cytoscape.js; beside it the namespace's analysis (god nodes, bridges,
-// gaps) and the cycles of acyclic relations.
+// namespace's overview (its most connected memories with their
+// neighbours, coloured by cluster), or all its memories and the edges
+// between them, drawn on a canvas by Cytoscape.js; beside it the
+// namespace's analysis (god nodes, bridges, gaps) and the cycles of
+// acyclic relations.
 //
 // Stable test ids:
 //   graph-canvas       the container the graph is drawn in
 //   graph-node-count   "N nodes, M edges" (data-nodes, data-edges hold the numbers;
 //                      data-render-ms the time from the data to the first frame,
 //                      data-layout-ms the layout's part of it, data-render the
-//                      renderer: canvas or webgl)
+//                      renderer: canvas or webgl; data-view: focus, overview or all)
+//   graph-show-all     the overview's button that shows all the memories
 //   graph-focus        the start field (memory id, file:, code:, url:)
 //   graph-depth        depth select
 //   graph-direction    direction select
@@ -29,6 +32,22 @@ const RELS = ['related_to', 'supersedes', 'contradicts', 'depends_on', 'speciali
   'calls', 'imports', 'inherits', 'defined_in'];
 const SIZES = [250, 500, 1000, 2000];
 const PAGE = 1000; // the most memories one list call gives
+// The overview of a namespace, the page's view without a start, shows
+// the most connected of its newest POOL memories, each with its
+// OVERVIEW_NEIGHBOURS most connected neighbours, up to OVERVIEW_MAX nodes:
+// few enough to lay out by force (clusters show) with every label read.
+const POOL = SIZES[SIZES.length - 1];
+const OVERVIEW_MAX = 80;
+const OVERVIEW_NEIGHBOURS = 4;
+// The overview colours its clusters (found by label propagation) with
+// CLUSTER_COLOURS colours, the largest clusters first.
+const CLUSTER_COLOURS = 8;
+// The overview's labels are OVERVIEW_FONT model pixels high (its hubs'
+// larger), drawn from OVERVIEW_MIN_FONT pixels on screen: the overview is
+// not shown below the zoom that keeps them drawn, even if a rim of it
+// then lies outside the view.
+const OVERVIEW_FONT = 12;
+const OVERVIEW_MIN_FONT = 6;
 // Above this many nodes a graph is large: its layout is a spiral (the
 // start or the most connected in the centre; linear time) instead of a
 // force-directed one (cose), its edges are straight lines without labels,
@@ -66,7 +85,8 @@ export async function render(root, params, ctx) {
     dir: q.get('dir') || 'both',
     rels: (q.get('rels') || '').split(',').filter(Boolean),
     asof: q.get('asof') || '',
-    size: q.get('size') || '500',
+    // no size: the overview; a size: that many of the newest memories
+    size: q.get('size') || '',
     // canvas or webgl forces a renderer; by default a large graph is drawn
     // with WebGL when the browser has it on a GPU
     render: q.get('render') || '',
@@ -78,8 +98,10 @@ export async function render(root, params, ctx) {
   const dir = el('select', { 'aria-label': 'Direction', 'data-testid': 'graph-direction' },
     [['both', 'both ways'], ['out', 'outgoing'], ['in', 'incoming']].map(([v, l]) => el('option', { value: v, selected: v === f.dir }, l)));
   const asof = el('input', { type: 'date', value: f.asof, 'aria-label': 'As of', 'data-testid': 'graph-asof' });
+  const sizes = f.size && !SIZES.includes(Number(f.size)) ? [...SIZES, Number(f.size)].sort((a, b) => a - b) : SIZES;
   const size = el('select', { 'aria-label': 'Memories shown', title: 'Memories shown without a start' },
-    SIZES.map((n) => el('option', { value: String(n), selected: String(n) === f.size }, n + ' memories')));
+    el('option', { value: '', selected: !f.size }, 'most connected'),
+    sizes.map((n) => el('option', { value: String(n), selected: String(n) === f.size }, n + ' memories')));
   const relBoxes = RELS.map((r) => el('input', { type: 'checkbox', value: r, checked: f.rels.includes(r) }));
   const rels = el('details', { class: 'rels', 'data-testid': 'graph-rels' },
     el('summary', {}, f.rels.length ? 'relations: ' + f.rels.join(', ') : 'all relations'),
@@ -87,6 +109,7 @@ export async function render(root, params, ctx) {
   const show = el('button', { type: 'submit', class: 'primary', 'data-testid': 'graph-show' }, 'Show');
   const whole = el('button', { type: 'button', title: 'The namespace without a start' }, 'Namespace');
   const count = el('span', { class: 'muted', 'data-testid': 'graph-node-count', 'aria-live': 'polite' }, '');
+  const showAll = el('button', { type: 'button', 'data-testid': 'graph-show-all', hidden: true }, '');
   const canvas = el('div', { class: 'graph-canvas', 'data-testid': 'graph-canvas', role: 'img', 'aria-label': 'Graph' });
   const details = el('aside', { class: 'graph-details', 'data-testid': 'graph-details', 'aria-live': 'polite' },
     el('p', { class: 'muted' }, 'Click a node to see it here.'));
@@ -96,7 +119,7 @@ export async function render(root, params, ctx) {
   const form = el('form', { class: 'toolbar', onsubmit: (e) => {
     e.preventDefault();
     go({ focus: focus.value.trim() });
-  } }, focus, depth, dir, asof, rels, size, show, whole, count);
+  } }, focus, depth, dir, asof, rels, size, show, whole, count, showAll);
   root.append(
     el('h1', {}, 'Graph', ctx.ns ? el('span', { class: 'muted' }, ' of ' + ctx.ns) : null),
     form,
@@ -115,7 +138,8 @@ export async function render(root, params, ctx) {
     const checked = relBoxes.filter((b) => b.checked).map((b) => b.value);
     if (checked.length) u.set('rels', checked.join(','));
     if (asof.value) u.set('asof', asof.value);
-    if (size.value !== '500') u.set('size', size.value);
+    const sz = change.size !== undefined ? change.size : size.value;
+    if (sz) u.set('size', sz);
     if (f.render) u.set('render', f.render);
     ctx.navigate('/graph?' + u.toString());
   };
@@ -133,7 +157,9 @@ export async function render(root, params, ctx) {
   let data;
   count.textContent = 'Loading…';
   try {
-    data = f.focus ? await neighbourhood(ctx, f) : await namespaceGraph(ctx, Number(f.size) || 500);
+    if (f.focus) data = await neighbourhood(ctx, f);
+    else if (f.size) data = await namespaceGraph(ctx, Number(f.size) || 500);
+    else data = await overview(ctx);
   } catch (e) {
     failure(canvas, e);
     count.textContent = '';
@@ -149,8 +175,9 @@ export async function render(root, params, ctx) {
   const t0 = performance.now();
   const big = data.nodes.length > FORCE_MAX;
   const webgl = f.render === 'webgl' || (f.render !== 'canvas' && big && hasWebGL2());
+  const clustered = !!data.pool; // the overview colours its clusters
   let layoutMs;
-  ({ cy, layoutMs } = draw(cytoscape, canvas, data, f.focus, webgl));
+  ({ cy, layoutMs } = draw(cytoscape, canvas, data, f.focus, webgl, clustered));
   await nextFrame();
   if (!cy) return; // left while drawing
   count.dataset.renderMs = String(Math.round(performance.now() - t0));
@@ -159,11 +186,21 @@ export async function render(root, params, ctx) {
   count.textContent = data.nodes.length + ' nodes, ' + data.edges.length + ' edges' + (data.capped ? ' (capped)' : '');
   count.dataset.nodes = String(data.nodes.length);
   count.dataset.edges = String(data.edges.length);
+  count.dataset.view = f.focus ? 'focus' : f.size ? 'all' : 'overview';
+  if (data.pool && !data.whole) {
+    // the overview: what it shows of how many, and the rest a click away
+    const { memories, capped } = data.pool;
+    count.textContent = data.nodes.length + ' nodes, ' + data.edges.length + ' edges: the most connected of ' +
+      (capped ? 'the newest ' : '') + memories + ' memories, with their neighbours';
+    showAll.textContent = capped ? 'Show the newest ' + memories + ' memories' : 'Show all ' + memories + ' memories';
+    showAll.hidden = false;
+    showAll.addEventListener('click', () => go({ focus: '', size: String(memories) }));
+  }
   // A change of theme recolours the graph.
   const recolour = () => setTimeout(() => {
     if (!cy) return;
     if (webgl) paintBackground(canvas);
-    cy.style(graphStyle(big));
+    cy.style(graphStyle(big, clustered ? maxDegree(cy) : null));
   }, 0);
   const dark = window.matchMedia('(prefers-color-scheme: dark)');
   const picker = document.getElementById('theme-picker');
@@ -216,9 +253,12 @@ async function neighbourhood(ctx, f) {
 }
 
 // namespaceGraph is a namespace's newest live memories, the edges
-// between them and the artefacts they touch, up to limit nodes.
+// between them and the artefacts they touch, up to limit nodes; capped
+// when the namespace has more memories.
 async function namespaceGraph(ctx, limit) {
-  const mems = await newest(ctx, limit);
+  const mems = await newest(ctx, limit + 1);
+  const capped = mems.length > limit;
+  mems.length = Math.min(mems.length, limit);
   const nodes = mems.map((m) => nodeOf(m.id, m, undefined));
   if (!nodes.length) return { nodes, edges: [], capped: false };
   const edges = await ctx.api('POST', '/v1/edges/list', { endpoints: nodes.map((n) => n.id) }) || [];
@@ -233,7 +273,77 @@ async function namespaceGraph(ctx, limit) {
     }
     if (have.has(e.from) && have.has(e.to)) kept.push(e);
   }
-  return { nodes, edges: dedupe(kept), capped: mems.length >= limit };
+  return { nodes, edges: dedupe(kept), capped };
+}
+
+// overview is the namespace's most connected memories among its newest
+// POOL, each with its most connected neighbours, and the edges between
+// them; pool says how many memories it was chosen from, whole that it is
+// all of them (a namespace that small is shown whole, with no button).
+async function overview(ctx) {
+  const data = await namespaceGraph(ctx, POOL);
+  const pool = { memories: data.nodes.filter((n) => n.memory).length, capped: data.capped };
+  if (data.nodes.length <= OVERVIEW_MAX) return { ...data, pool, whole: true };
+  return { ...mostConnected(data), pool, whole: false };
+}
+
+// mostConnected keeps, in order of degree, each node with its
+// OVERVIEW_NEIGHBOURS most connected neighbours, up to OVERVIEW_MAX
+// nodes, and the edges between those; with no edge at all, the first
+// OVERVIEW_MAX nodes (the newest).
+function mostConnected(data) {
+  const adj = new Map(data.nodes.map((n) => [n.id, new Set()]));
+  for (const e of data.edges) {
+    adj.get(e.from).add(e.to);
+    adj.get(e.to).add(e.from);
+  }
+  const deg = (id) => adj.get(id).size;
+  const byDegree = (a, b) => deg(b) - deg(a) || (a < b ? -1 : a > b ? 1 : 0);
+  const keep = new Set();
+  for (const id of [...adj.keys()].filter((id) => deg(id) > 0).sort(byDegree)) {
+    if (keep.size >= OVERVIEW_MAX) break;
+    keep.add(id);
+    const near = [...adj.get(id)].filter((x) => !keep.has(x)).sort(byDegree).slice(0, OVERVIEW_NEIGHBOURS);
+    for (const x of near) if (keep.size < OVERVIEW_MAX) keep.add(x);
+  }
+  if (!keep.size) return { nodes: data.nodes.slice(0, OVERVIEW_MAX), edges: [], capped: false };
+  return {
+    nodes: data.nodes.filter((n) => keep.has(n.id)),
+    edges: data.edges.filter((e) => keep.has(e.from) && keep.has(e.to)),
+    capped: false,
+  };
+}
+
+// clusters finds the graph's clusters by label propagation (each node
+// takes the label most of its neighbours have, a fixed number of rounds,
+// in a fixed order) and returns each node's cluster, numbered from the
+// largest: 0 to CLUSTER_COLOURS - 1, or CLUSTER_COLOURS for the rest.
+function clusters(nodes, edges) {
+  const adj = new Map(nodes.map((n) => [n.id, []]));
+  for (const e of edges) {
+    adj.get(e.source).push(e.target);
+    adj.get(e.target).push(e.source);
+  }
+  const label = new Map(nodes.map((n) => [n.id, n.id]));
+  const order = nodes.map((n) => n.id).sort((a, b) => adj.get(b).length - adj.get(a).length || (a < b ? -1 : 1));
+  for (let round = 0; round < 10; round++) {
+    let moved = false;
+    for (const id of order) {
+      const votes = new Map();
+      for (const x of adj.get(id)) votes.set(label.get(x), (votes.get(label.get(x)) || 0) + 1);
+      let best = label.get(id), most = votes.get(best) || 0;
+      for (const [l, v] of votes) if (v > most || (v === most && l < best)) [best, most] = [l, v];
+      if (best !== label.get(id)) {
+        label.set(id, best);
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+  const size = new Map();
+  for (const l of label.values()) size.set(l, (size.get(l) || 0) + 1);
+  const rank = new Map([...size.keys()].sort((a, b) => size.get(b) - size.get(a) || (a < b ? -1 : 1)).map((l, i) => [l, i]));
+  return new Map([...label].map(([id, l]) => [id, size.get(l) > 1 ? Math.min(rank.get(l), CLUSTER_COLOURS) : CLUSTER_COLOURS]));
 }
 
 // newest lists up to limit live memories of the namespace, newest first,
@@ -336,7 +446,7 @@ function spiralViewport(container, n) {
 // returns Cytoscape's instance and the layout's milliseconds. A large
 // graph is placed on a spiral (the start, then by hops, or the most
 // connected first), a small one by a force-directed layout.
-function draw(cytoscape, container, data, focusId, webgl) {
+function draw(cytoscape, container, data, focusId, webgl, clustered) {
   const degree = new Map();
   for (const e of data.edges) {
     degree.set(e.from, (degree.get(e.from) || 0) + 1);
@@ -361,6 +471,11 @@ function draw(cytoscape, container, data, focusId, webgl) {
     if (!present.has(e.from) || !present.has(e.to)) continue;
     elements.push({ group: 'edges', data: { id: e.id || e.from + ' ' + e.rel + ' ' + e.to, source: e.from, target: e.to, rel: e.rel, edge: e } });
   }
+  if (clustered) {
+    const of = (group) => elements.filter((x) => x.group === group).map((x) => x.data);
+    const cluster = clusters(of('nodes'), of('edges'));
+    for (const x of of('nodes')) x.cluster = cluster.get(x.id);
+  }
   if (webgl) paintBackground(container);
   // The spiral fits the canvas at a zoom known from its radius: asking
   // Cytoscape to fit it would measure every label first.
@@ -380,11 +495,16 @@ function draw(cytoscape, container, data, focusId, webgl) {
     textureOnViewport: big && !webgl,
     pixelRatio: big ? 1 : 'auto',
     renderer: { name: 'canvas', webgl },
-    style: graphStyle(big),
+    style: graphStyle(big, clustered ? Math.max(0, ...degree.values()) : null),
   });
   if (!big) {
     const t1 = performance.now();
-    cy.layout({ name: 'cose', animate: false, fit: true, randomize: true, numIter: 600, nodeRepulsion: () => 8000, idealEdgeLength: () => 60 }).run();
+    // the overview packs its clusters closer, for its labels to be read
+    // with the whole in view
+    const spread = clustered ? { nodeRepulsion: () => 6000, idealEdgeLength: () => 60, componentSpacing: 20, nodeOverlap: 20, gravity: 2 }
+      : { nodeRepulsion: () => 8000, idealEdgeLength: () => 60 };
+    cy.layout({ name: 'cose', animate: false, fit: true, randomize: true, numIter: 600, ...spread }).run();
+    if (clustered) fitOverview(cy, container);
     layoutMs += performance.now() - t1;
   }
   if (focusId) cy.getElementById(focusId).addClass('start');
@@ -410,8 +530,35 @@ function draw(cytoscape, container, data, focusId, webgl) {
   return { cy, layoutMs };
 }
 
-// graphStyle is the graph's style in the theme's colours.
-function graphStyle(big) {
+// fitOverview stretches a layout wider than the container down to the
+// container's proportions, and fits it again: the space below is the
+// labels' (wider than tall, they collide less the farther apart the rows);
+// then zooms in if the labels would not be drawn.
+function fitOverview(cy, container) {
+  const bb = cy.nodes().boundingBox();
+  const w = container.clientWidth || 800;
+  const h = container.clientHeight || 600;
+  const k = (bb.w / Math.max(bb.h, 1)) / (w / h);
+  if (k > 1.05) {
+    const mid = bb.y1 + bb.h / 2;
+    cy.nodes().positions((n) => ({ x: n.position('x'), y: mid + (n.position('y') - mid) * k }));
+    cy.fit(undefined, 30);
+  }
+  if (cy.zoom() < OVERVIEW_MIN_FONT / OVERVIEW_FONT) {
+    cy.zoom(OVERVIEW_MIN_FONT / OVERVIEW_FONT);
+    cy.center();
+  }
+}
+
+// maxDegree is the largest degree of cy's nodes.
+function maxDegree(cy) {
+  return cy.nodes().reduce((m, n) => Math.max(m, n.data('degree')), 0);
+}
+
+// graphStyle is the graph's style in the theme's colours; an overview
+// (maxDeg: its nodes' largest degree, else null) colours its clusters,
+// sizes its nodes by degree and labels them all.
+function graphStyle(big, maxDeg) {
   // The theme's colours are light-dark() pairs, which Cytoscape does not
   // read: an element coloured with each gives the colour in use.
   const probe = document.createElement('span');
@@ -428,13 +575,16 @@ function graphStyle(big) {
   const danger = c('--danger', '#b3261e');
   const warn = c('--warn', '#9a6700');
   const ok = c('--ok', '#1e7d3a');
+  const bg = c('--bg2', '#f4f6f8');
   probe.remove();
+  const overview = maxDeg === null ? null : overviewStyle(maxDeg, { fg, muted, bg });
   return [
     { selector: 'node', style: {
       'background-color': accent, width: big ? BIG_NODE : 12, height: big ? BIG_NODE : 12, label: 'data(label)', color: fg,
       'font-size': 9, 'text-valign': 'bottom', 'text-margin-y': 2, 'min-zoomed-font-size': 7,
       'text-max-width': 120, 'text-wrap': big ? 'none' : 'ellipsis',
     } },
+    ...(overview ? overview.nodes : []),
     // on a large graph drawn with WebGL, labels show once zoomed in
     { selector: 'node.unlabelled', style: { label: '' } },
     { selector: 'node[kind != "memory"]', style: { shape: 'round-rectangle', 'background-color': ok } },
@@ -447,9 +597,34 @@ function graphStyle(big) {
       label: big ? '' : 'data(rel)', 'font-size': 7, color: muted, 'min-zoomed-font-size': 8,
       'text-rotation': 'autorotate',
     } },
+    ...(overview ? overview.edges : []),
     { selector: 'edge[rel = "contradicts"]', style: { 'line-color': danger, 'target-arrow-color': danger } },
     { selector: 'edge[rel = "supersedes"]', style: { 'line-style': 'dashed' } },
   ];
+}
+
+// CLUSTER_PALETTE colours the overview's clusters, largest first (read on
+// a light and a dark background); the rest are grey.
+const CLUSTER_PALETTE = ['#2f6fdb', '#d9822b', '#2e9e5b', '#c2417a', '#8a5cd1', '#1f9bb0', '#b8962e', '#d2533f'];
+
+// overviewStyle is what the overview adds to the rules of nodes and of
+// edges: nodes sized by degree (up to maxDeg) and coloured by cluster,
+// every label drawn on a backing so that it reads over the edges, the
+// most connected labelled larger; edges darker.
+function overviewStyle(maxDeg, { fg, muted, bg }) {
+  const top = Math.max(maxDeg, 1);
+  const nodes = [
+    { selector: 'node', style: {
+      width: 'mapData(degree, 0, ' + top + ', 10, 34)', height: 'mapData(degree, 0, ' + top + ', 10, 34)',
+      'background-color': '#8a93a0', 'font-size': OVERVIEW_FONT, 'min-zoomed-font-size': OVERVIEW_MIN_FONT, color: fg,
+      'text-max-width': 110, 'text-wrap': 'ellipsis',
+      'text-background-color': bg, 'text-background-opacity': 0.75, 'text-background-padding': 1, 'text-background-shape': 'roundrectangle',
+    } },
+    ...CLUSTER_PALETTE.map((colour, i) => ({ selector: 'node[cluster = ' + i + ']', style: { 'background-color': colour } })),
+    { selector: 'node[degree >= ' + Math.max(2, Math.ceil(top / 2)) + ']', style: { 'font-size': 14, 'font-weight': 'bold', 'text-max-width': 160, 'z-index': 2 } },
+  ];
+  const edges = [{ selector: 'edge', style: { 'line-color': muted, 'line-opacity': 0.45, 'target-arrow-color': muted, 'arrow-scale': 0.6 } }];
+  return { nodes, edges };
 }
 
 // showDetails fills the side panel with the node (text only).
