@@ -117,6 +117,8 @@ func TestSimFound(t *testing.T) {
 		{102489, "a restore erases a memory its author gave only to a node revoked since: nobody takes it from there"},
 		{100380, "a restore erases a purge its author gave only to a node revoked since: the memory comes back"},
 		{103270, "a restore erases a revocation before it left its node, which revokes the device again later with a wider frontier"},
+		{110766, "a node purges a memory, is restored from a backup of before, is revoked, and purges it again: the tombstones keep the first purge"},
+		{111911, "a restore erases a purge whose tombstone only nodes revoked since held with it: a tombstone of another purge is not a copy of it"},
 		{105077, "a member links its memory to a revoked node's that every node refuses, while a namespace is local-only: the edge stays with it"},
 	} {
 		r := runSim(t, c.seed)
@@ -904,10 +906,14 @@ func (s *sim) restore(a int) {
 		if op.lost || op.kind == "ns" {
 			continue
 		}
-		var holders []int
+		var holders, keepers []int
 		for _, other := range s.nodes {
 			if s.holds(other.n, op) {
 				holders = append(holders, other.i)
+			}
+			// A tombstone holds this purge only with its author's.
+			if op.kind != "purge" && s.holds(other.n, op) || op.kind == "purge" && s.holdsWork(other.n, op) {
+				keepers = append(keepers, other.i)
 			}
 		}
 		switch {
@@ -915,7 +921,7 @@ func (s *sim) restore(a int) {
 			op.lost = true
 			lost++
 		case !s.holds(sn.n, op):
-			op.keptBy = append(op.keptBy, holders)
+			op.keptBy = append(op.keptBy, keepers)
 			op.away = op.away || op.node == a
 		}
 	}
@@ -1251,6 +1257,15 @@ func (s *sim) beyond(op *simOp, standing judged) bool {
 	return false
 }
 
+// purgedWithin reports whether op is a purge whose node purged the same
+// memory within the frontier before: a tombstone keeps one purge per
+// device (the first), which cannot tell the two apart.
+func (s *sim) purgedWithin(op *simOp, standing judged) bool {
+	return op.kind == "purge" && slices.ContainsFunc(s.ops, func(o *simOp) bool {
+		return o != op && o.kind == "purge" && o.node == op.node && o.id == op.id && !o.lost && !s.beyond(o, standing)
+	})
+}
+
 // goneWithRevoked reports whether op went with revoked nodes: after a
 // restore erased it, only nodes revoked by a standing revocation held it,
 // and no live node holds it now.
@@ -1315,7 +1330,7 @@ func (s *sim) checkInvariants() {
 			author, isLocal := local[op.id]
 			switch {
 			case beyond:
-				if s.holdsWork(sn.n, op) && op.kind != "forget" && op.kind != "link" {
+				if s.holdsWork(sn.n, op) && op.kind != "forget" && op.kind != "link" && !s.purgedWithin(op, standing) {
 					s.failf("%s %s of node %d (event %d), revoked, is on node %d", op.kind, op.id, op.node, op.event, b)
 				}
 			case purged[op.id] || purged[op.from] || purged[op.to]:
