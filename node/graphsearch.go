@@ -47,7 +47,7 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (api.SearchResul
 	if err != nil {
 		return api.SearchResult{}, err
 	}
-	s := spread{fusion: map[string]*api.Fusion{}, session: map[string]string{}, best: map[string]float64{}, explain: map[string]*search.Explanation{}}
+	s := spread{fusion: map[string]*api.Fusion{}, session: map[string]string{}, best: map[string]float64{}, explain: map[string]*api.Explanation{}}
 	for _, h := range res.Hits {
 		s.fusion[h.ID] = &api.Fusion{Text: h.Score}
 		s.session[h.ID] = h.Session
@@ -121,7 +121,7 @@ type spread struct {
 	session map[string]string  // of matches and thread neighbours
 	best    map[string]float64 // the largest share each memory got
 	pulled  []string           // ids that are not text matches, in the order reached
-	explain map[string]*search.Explanation
+	explain map[string]*api.Explanation
 }
 
 // lend gives share of match's text score to id, reached by rel.

@@ -116,7 +116,7 @@ func (n *Node) demoteSuperseded(hits []search.Hit, limit int, order func(a, b se
 }
 
 // demoteExplained weighs a hit's explained text score by supersededWeight.
-func demoteExplained(e *search.Explanation) {
+func demoteExplained(e *api.Explanation) {
 	if e == nil {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -232,7 +233,7 @@ func BenchmarkSearch(b *testing.B) {
 	b.Run("list-pages", func(b *testing.B) {
 		// Paging the whole list, 100 at a time, from a cursor.
 		var lat []time.Duration
-		var after *Cursor
+		var after *api.Cursor
 		for b.Loop() {
 			start := time.Now()
 			res, err := ix.Search(ctx, Query{Now: now, Limit: 100, After: after})

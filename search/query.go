@@ -64,7 +64,7 @@ type Query struct {
 	Limit     int            // 0 = 10; capped at 1000
 	// After, in a listing (a query without text), starts the list after
 	// this place in it; nil starts from the newest.
-	After   *Cursor
+	After   *api.Cursor
 	Explain bool
 	Now     time.Time // for recency and expiry; zero = time.Now()
 	// Derived, when set, gives what the caller derives about a memory
@@ -94,25 +94,17 @@ type Result struct {
 	Total uint64 // matching documents before Limit
 	// Next, for a listing that filled its limit, is the place of its last
 	// hit: Query.After for the next page.
-	Next *Cursor
+	Next *api.Cursor
 }
-
-// Cursor is a place in a listing (api.Cursor, which a page's next
-// cursor is encoded from).
-type Cursor = api.Cursor
 
 // Hit is one matching memory.
 type Hit struct {
 	ID      string
 	Score   float64
-	Session string       // the session that wrote the memory, if any
-	Asks    bool         // the memory asks a question: what follows it in its session may answer
-	Explain *Explanation // when Query.Explain
+	Session string           // the session that wrote the memory, if any
+	Asks    bool             // the memory asks a question: what follows it in its session may answer
+	Explain *api.Explanation // when Query.Explain
 }
-
-// Explanation breaks a hit's score into its components (api.Explanation,
-// which a search's results carry).
-type Explanation = api.Explanation
 
 // rankFields are the stored fields read for reranking.
 var rankFields = []string{fieldTier, fieldStatus, fieldConfidence, fieldUpdated, fieldSession, fieldAsks}
@@ -131,7 +123,7 @@ type plan struct {
 	exclude []query.Query
 
 	hasText bool
-	after   *Cursor
+	after   *api.Cursor
 	terms   []string        // loose terms through analyzerText
 	when    map[string]bool // those of terms that can match the when field
 	words   []string        // loose terms through analyzerWords
@@ -734,7 +726,7 @@ func (ix *Index) list(ctx context.Context, p *plan) (Result, error) {
 		if err != nil || key[min(len(key), timeKeyLen):] != last.ID {
 			return Result{}, fmt.Errorf("search: list: the sort key %q of %s is no time and id", key, last.ID)
 		}
-		res.Next = &Cursor{Updated: time.Unix(0, ns).UTC(), ID: last.ID}
+		res.Next = &api.Cursor{Updated: time.Unix(0, ns).UTC(), ID: last.ID}
 	}
 	return res, nil
 }

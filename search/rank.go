@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -70,12 +71,12 @@ type rankInputs struct {
 }
 
 // explain computes the multipliers of a hit and its final score.
-func explain(bm25 float64, in rankInputs, now time.Time, halfLife time.Duration, match string) Explanation {
+func explain(bm25 float64, in rankInputs, now time.Time, halfLife time.Duration, match string) api.Explanation {
 	status := in.status
 	if in.derivedStale && status == model.StatusActive {
 		status = model.StatusStale
 	}
-	e := Explanation{
+	e := api.Explanation{
 		BM25:       bm25,
 		Confidence: confidenceFloor + (1-confidenceFloor)*min(max(in.confidence*in.decay, 0), 1),
 		Tier:       weight(tierWeights, in.tier),

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -461,7 +462,7 @@ func TestMultipliers(t *testing.T) {
 			t.Errorf("%s ranks below %s: %v", pair[0], pair[1], ids(res))
 		}
 	}
-	byID := map[string]*Explanation{}
+	byID := map[string]*api.Explanation{}
 	for _, h := range res.Hits {
 		byID[h.ID] = h.Explain
 	}
@@ -883,7 +884,7 @@ func TestStoredFieldsCachedAndRead(t *testing.T) {
 	}
 	// BM25 moves with the index's statistics (the updates left deleted
 	// documents behind); the multipliers must not.
-	multipliers := func(e *Explanation) Explanation {
+	multipliers := func(e *api.Explanation) api.Explanation {
 		m := *e
 		m.BM25, m.Final = 0, 0
 		return m
@@ -997,7 +998,7 @@ func TestListingPagesByCursor(t *testing.T) {
 	apply(t, ix, ms...)
 	for _, limit := range []int{1, 7, 10, 35, 45, 50} {
 		var got []string
-		var after *Cursor
+		var after *api.Cursor
 		for pages := 0; ; pages++ {
 			if pages > 50 {
 				t.Fatalf("limit %d: more than 50 pages", limit)
@@ -1018,7 +1019,7 @@ func TestListingPagesByCursor(t *testing.T) {
 	}
 	// The memory a cursor names is gone (deleted, updated): the next page
 	// still starts at its place.
-	res := search(t, ix, Query{After: &Cursor{Updated: same, ID: "m020x"}, Limit: 3})
+	res := search(t, ix, Query{After: &api.Cursor{Updated: same, ID: "m020x"}, Limit: 3})
 	if got := ids(res); !slices.Equal(got, []string{"m020", "m019", "m018"}) {
 		t.Errorf("after a cursor of no memory: %v", got)
 	}
