@@ -1027,11 +1027,6 @@ func (s *sim) live() []*simNode {
 	return s.nodes[:1]
 }
 
-// isLive reports whether node i is among the live nodes.
-func (s *sim) isLive(i int) bool {
-	return slices.ContainsFunc(s.live(), func(sn *simNode) bool { return sn.i == i })
-}
-
 // edgeToPrivate reports whether every digest bucket in which the nodes
 // differ holds an edge to a memory that some node holds in a local-only
 // namespace.
