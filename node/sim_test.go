@@ -50,13 +50,21 @@ var (
 	simLog   = flag.Bool("sim.log", false, "write the nodes' warnings to standard error")
 )
 
-// simDefaultSeeds is how many seeds the suite runs.
-const simDefaultSeeds = 200
+// simDefaultSeeds is how many seeds the suite runs; simShortSeeds, how
+// many it runs under -short (./test -short).
+const (
+	simDefaultSeeds = 200
+	simShortSeeds   = 20
+)
 
 func TestSim(t *testing.T) {
 	first, count := *simFirst, *simSeeds
 	if count <= 0 {
 		count = simDefaultSeeds
+		if testing.Short() {
+			count = simShortSeeds
+			t.Logf("-short: %d of the %d seeds; ./test runs them all", simShortSeeds, simDefaultSeeds)
+		}
 	}
 	if *simSeed != 0 {
 		first, count = *simSeed, 1
