@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/syncbuf"
 )
 
 // The MCP tests drive memmesh through the official TypeScript SDK
@@ -111,7 +113,8 @@ func runNode(tb testing.TB, home string, extra map[string]string, args ...string
 func runNodeFor(tb testing.TB, quiet time.Duration, home string, extra map[string]string, args ...string) (string, error) {
 	tb.Helper()
 	dir := mcpClient(tb)
-	out := &progressBuffer{progress: make(chan struct{}, 1)}
+	var out syncbuf.Buffer
+	progress := make(progressNote, 1)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	cmd := exec.CommandContext(ctx, "node", args...)
@@ -123,7 +126,8 @@ func runNodeFor(tb testing.TB, quiet time.Duration, home string, extra map[strin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Stdout, cmd.Stderr = out, out
+	w := io.MultiWriter(&out, progress)
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -131,7 +135,7 @@ func runNodeFor(tb testing.TB, quiet time.Duration, home string, extra map[strin
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		cancelWhenQuiet(ctx, cancel, out.progress, quiet)
+		cancelWhenQuiet(ctx, cancel, progress, quiet)
 	}()
 	err := cmd.Wait()
 	cancel(nil)
@@ -164,28 +168,15 @@ func cancelWhenQuiet(ctx context.Context, cancel context.CancelCauseFunc, progre
 	}
 }
 
-// progressBuffer is a command's output, noting on progress each time some
-// arrives.
-type progressBuffer struct {
-	mu       sync.Mutex
-	buf      bytes.Buffer
-	progress chan struct{}
-}
+// progressNote is a writer that notes on its channel that output arrived.
+type progressNote chan struct{}
 
-func (b *progressBuffer) Write(p []byte) (int, error) {
+func (p progressNote) Write(b []byte) (int, error) {
 	select {
-	case b.progress <- struct{}{}:
+	case p <- struct{}{}:
 	default: // a note is already pending
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *progressBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return len(b), nil
 }
 
 // nodeTest runs one node:test script and fails with its output when a test
