@@ -666,14 +666,14 @@ func changeObjectsFit(changes ...[]byte) bool {
 // opEditColumns are the integer op columns of a change chunk that
 // FuzzMergeOps rewrites, and whether each holds deltas: the object's
 // actor and counter, the key's (the element an insertion follows), the
-// action, the value's type and length, and the predecessors' count,
-// actors and counters.
+// action, the value's type and length, and the predecessors' count (a
+// group column: type 0), actors and counters.
 var opEditColumns = []struct {
 	id    uint64
 	delta bool
 }{
 	{0<<4 | 1, false}, {0<<4 | 2, false}, {1<<4 | 1, false}, {1<<4 | 3, true},
-	{colAction, false}, {colValueMeta, false}, {7<<4 | 0, false}, {7<<4 | 1, false}, {7<<4 | 3, true},
+	{colAction, false}, {colValueMeta, false}, {7 << 4, false}, {7<<4 | 1, false}, {7<<4 | 3, true},
 }
 
 // FuzzMergeOps rewrites the operations of one of the seed changes cell by

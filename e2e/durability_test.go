@@ -53,7 +53,7 @@ func startServeIn(t testing.TB, wrap []string, home string, extra ...string) (*e
 		cmd.Wait()
 	})
 	c := web.NewClient(filepath.Join(home, "memmesh.sock"), web.ClientOptions{})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {
 			return cmd, c

@@ -110,7 +110,7 @@ func TestStaleGit(t *testing.T) {
 	nextSecond()
 	write("export function checkToken(token: string) {}\n")
 	gitIn(t, repo, "commit", "-q", "-am", "tidy after the hook")
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for {
 		got := staleReasons(t, home, repo)[id]
 		if slices.ContainsFunc(got, func(s string) bool { return strings.HasSuffix(s, " 'tidy after the hook'") }) {

@@ -121,10 +121,10 @@ func TestStoppedDaemon(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGCONT)
 	resumed = true
 	var list struct{ Memories []json.RawMessage }
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for r := mmEnv(t, home, env, "", "list", "--all-ns"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil; r = mmEnv(t, home, env, "", "list", "--all-ns") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no list 30 s after SIGCONT: exit %d, stderr %q", r.code, r.stderr)
+			t.Fatalf("no list %s after SIGCONT: exit %d, stderr %q", hangBound, r.code, r.stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -147,14 +147,14 @@ func TestHookWithoutDaemon(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	hookAnswer(t, r.stdout)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for {
 		r := mmEnv(t, home, nil, "", "context", "--hook")
 		if r.code == 0 && strings.Contains(hookAnswer(t, r.stdout), "what is known about") {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no brief 30 s after the first hook: stdout %q, stderr %q", r.stdout, r.stderr)
+			t.Fatalf("no brief %s after the first hook: stdout %q, stderr %q", hangBound, r.stdout, r.stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

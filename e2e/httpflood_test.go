@@ -19,7 +19,7 @@ import (
 // waitListening waits until addr accepts connections.
 func waitListening(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,7 +19,27 @@ import (
 // binary is the memmesh executable built once for the package's tests.
 var binary string
 
+// hangBound bounds every wait of these tests at least: a memmesh
+// invocation, a browser action, a condition polled until it holds. It is
+// far beyond what any of them takes on a loaded two-core machine, so that
+// a test fails when something makes no progress, never because the machine
+// is slow.
+const hangBound = 5 * time.Minute
+
+// bound is a wait's bound: the one its caller expects, or hangBound when
+// that is longer.
+func bound(expected time.Duration) time.Duration {
+	return max(expected, hangBound)
+}
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// The quick tier leaves out what builds the binary and starts
+		// daemons (minutes on two cores), browsers and Node.js.
+		fmt.Println("e2e: skipped under -short: ./test runs the end-to-end tests")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "memmesh-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -93,7 +114,7 @@ func mm(t *testing.T, home, stdin string, args ...string) result {
 }
 
 // mmEnv is mm with extra environment variables. A memmesh still running
-// after a minute fails the test: it hangs.
+// after hangBound fails the test: it hangs.
 func mmEnv(t *testing.T, home string, extraEnv []string, stdin string, args ...string) result {
 	t.Helper()
 	return mmIn(t, home, home, extraEnv, stdin, args...)
@@ -102,7 +123,7 @@ func mmEnv(t *testing.T, home string, extraEnv []string, stdin string, args ...s
 // mmIn is mmEnv run in the directory dir.
 func mmIn(t *testing.T, home, dir string, extraEnv []string, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--home", home}, args...)...)
 	cmd.Env = append(testEnv(home), extraEnv...)
@@ -112,7 +133,7 @@ func mmIn(t *testing.T, home, dir string, extraEnv []string, stdin string, args 
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("memmesh %s: still running after a minute", strings.Join(args, " "))
+		t.Fatalf("memmesh %s: still running after %s: it hangs", strings.Join(args, " "), hangBound)
 	}
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
 	if exit, ok := err.(*exec.ExitError); ok {

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/syncbuf"
 )
 
 // The MCP tests drive memmesh through the official TypeScript SDK
@@ -32,8 +34,11 @@ import (
 // mcpClientDir is the Node.js project of the SDK-driven tests.
 const mcpClientDir = "mcpclient"
 
-// nodeScriptTimeout bounds one `node --test` run.
-const nodeScriptTimeout = 120 * time.Second
+// nodeQuiet bounds how long a node run may print nothing: node:test's spec
+// reporter prints each test as it ends and the conformance suite each
+// scenario, so a run silent for this long is stuck, however slow the
+// machine (a run that goes on printing is never cut short).
+const nodeQuiet = 3 * time.Minute
 
 var (
 	npmOnce sync.Once
@@ -46,7 +51,7 @@ func mcpClient(tb testing.TB) string {
 	tb.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			tb.Fatalf("%s is not installed: the MCP end-to-end tests need Node.js >= 20 and npm (Debian: apt-get install nodejs npm)", tool)
+			tb.Fatalf("needs Node.js >= 20 and npm: apt-get install nodejs npm (%s is not on PATH)", tool)
 		}
 	}
 	dir, err := filepath.Abs(mcpClientDir)
@@ -76,32 +81,42 @@ func npmInstall(dir string) error {
 	if got, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(got)) == sum {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// npm prints nothing while it fetches: the bound is generous, and says
+	// what did not finish.
+	const npmBound = 15 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), npmBound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("not done after %s", npmBound)
+	}
 	if err != nil {
-		return fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
+		return fmt.Errorf("needs the MCP SDK from the npm registry: npm ci in %s: %v: %s", dir, err, strings.Join(strings.Fields(string(out)), " "))
 	}
 	return os.WriteFile(stamp, []byte(sum+"\n"), 0o644)
 }
 
 // runNode runs node with args in mcpclient/ with home's test environment and
 // the extra variables, and returns its combined output. Every process it
-// starts (node and the servers node spawns) is killed when it ends or times
-// out; daemons started in the background are stopped by the home's cleanup.
+// starts (node and the servers node spawns) is killed when it ends or has
+// printed nothing for nodeQuiet; daemons started in the background are
+// stopped by the home's cleanup.
 func runNode(tb testing.TB, home string, extra map[string]string, args ...string) (string, error) {
 	tb.Helper()
-	return runNodeFor(tb, nodeScriptTimeout, home, extra, args...)
+	return runNodeFor(tb, nodeQuiet, home, extra, args...)
 }
 
-// runNodeFor is runNode with another bound on the run's time.
-func runNodeFor(tb testing.TB, timeout time.Duration, home string, extra map[string]string, args ...string) (string, error) {
+// runNodeFor is runNode with another bound on the time node may print
+// nothing.
+func runNodeFor(tb testing.TB, quiet time.Duration, home string, extra map[string]string, args ...string) (string, error) {
 	tb.Helper()
 	dir := mcpClient(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	var out syncbuf.Buffer
+	progress := make(progressNote, 1)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = dir
 	cmd.Env = append(testEnv(home), "MEMMESH_BIN="+binary, "MEMMESH_HOME="+home)
@@ -111,18 +126,57 @@ func runNodeFor(tb testing.TB, timeout time.Duration, home string, extra map[str
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	w := io.MultiWriter(&out, progress)
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	pgid := cmd.Process.Pid
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		cancelWhenQuiet(ctx, cancel, progress, quiet)
+	}()
 	err := cmd.Wait()
+	cancel(nil)
+	<-exited
 	syscall.Kill(-pgid, syscall.SIGKILL) // whatever node left behind
-	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %s", timeout)
+	if cause := context.Cause(ctx); errors.Is(cause, errNoProgress) {
+		err = cause
 	}
 	return out.String(), err
+}
+
+// errNoProgress is why a run that printed nothing for its bound was stopped.
+var errNoProgress = errors.New("no progress")
+
+// cancelWhenQuiet cancels with errNoProgress when nothing arrives on
+// progress for quiet, and returns when ctx ends.
+func cancelWhenQuiet(ctx context.Context, cancel context.CancelCauseFunc, progress <-chan struct{}, quiet time.Duration) {
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-progress:
+			timer.Reset(quiet)
+		case <-timer.C:
+			cancel(fmt.Errorf("%w: printed nothing for %s", errNoProgress, quiet))
+			return
+		}
+	}
+}
+
+// progressNote is a writer that notes on its channel that output arrived.
+type progressNote chan struct{}
+
+func (p progressNote) Write(b []byte) (int, error) {
+	select {
+	case p <- struct{}{}:
+	default: // a note is already pending
+	}
+	return len(b), nil
 }
 
 // nodeTest runs one node:test script and fails with its output when a test
@@ -134,6 +188,24 @@ func nodeTest(t *testing.T, home, script string, extra map[string]string) {
 		t.Fatalf("node --test %s: %v\n%s", script, err, out)
 	}
 	t.Logf("node --test %s:\n%s", script, out)
+}
+
+// TestNodeRunBoundedByProgress: a node run that goes on printing runs past
+// its quiet bound; one that prints nothing for the bound is stopped, saying
+// so.
+func TestNodeRunBoundedByProgress(t *testing.T) {
+	home := t.TempDir()
+	const quiet = 5 * time.Second
+	// Prints every 100 ms for three quiet bounds.
+	out, err := runNodeFor(t, quiet, home, nil, "-e", `let n = 0; const t = setInterval(() => { console.log("tick", ++n); if (n === 150) clearInterval(t); }, 100);`)
+	if err != nil {
+		t.Fatalf("a run that prints steadily for 15 s with a quiet bound of %s: %v\n%s", quiet, err, out)
+	}
+	out, err = runNodeFor(t, time.Second, home, nil, "-e", `console.log("started"); setInterval(() => {}, 1000);`)
+	if !errors.Is(err, errNoProgress) {
+		t.Fatalf("a silent run: %v, want errNoProgress\n%s", err, out)
+	}
+	t.Logf("a silent run: %v", err)
 }
 
 // freeLoopbackAddr returns a 127.0.0.1 address with a port free right now.
@@ -178,7 +250,7 @@ func startServeHTTP(tb testing.TB, home string) (url, addr string) {
 			<-exited
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -389,8 +461,8 @@ func (s *stdioSession) next(what string) rpcMessage {
 				continue // a notification from the server
 			}
 			return m
-		case <-time.After(30 * time.Second):
-			s.t.Fatalf("%s: no answer in 30 s\nstderr: %s", what, s.stderr.String())
+		case <-time.After(hangBound):
+			s.t.Fatalf("%s: no answer in %s\nstderr: %s", what, hangBound, s.stderr.String())
 		}
 	}
 }
@@ -437,8 +509,8 @@ func TestMCPStdioProtocolOnly(t *testing.T) {
 		if open {
 			t.Fatalf("unexpected output after stdin closed: %q", line)
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("memmesh mcp did not exit when its stdin closed")
+	case <-time.After(hangBound):
+		t.Fatalf("memmesh mcp did not exit in %s when its stdin closed", hangBound)
 	}
 	if err := <-s.exited; err != nil {
 		t.Fatalf("memmesh mcp exited with %v when its stdin closed\nstderr: %s", err, s.stderr.String())

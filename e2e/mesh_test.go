@@ -54,9 +54,11 @@ func (m *machine) states(t *testing.T) map[string]string {
 	return states
 }
 
-// eventually polls cond until it holds, failing the test after timeout.
+// eventually polls cond until it holds, failing the test after timeout
+// (at least hangBound).
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	timeout = bound(timeout)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -156,6 +156,7 @@ func missing(t *testing.T, acked []string, ms []*machine) string {
 // and all exports are identical, and returns how long that took.
 func waitConverged(t *testing.T, timeout time.Duration, acked []string, ms []*machine) time.Duration {
 	t.Helper()
+	timeout = bound(timeout)
 	start := time.Now()
 	for {
 		lacks := missing(t, acked, ms)

@@ -98,10 +98,10 @@ func (n *uiNode) remember(tb testing.TB, req api.RememberRequest) string {
 func joinUINodes(tb testing.TB, a, b *uiNode) {
 	tb.Helper()
 	joinClients(tb, a.client, b.client)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(hangBound)
 	for !alive(a, b) || !alive(b, a) {
 		if time.Now().After(deadline) {
-			tb.Fatal("the two daemons do not see each other alive after a minute")
+			tb.Fatalf("the two daemons do not see each other alive after %s", hangBound)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -168,10 +168,10 @@ func (p *tab) in(tb testing.TB) *tab {
 	return &c
 }
 
-// do runs actions in the tab, each bounded by a minute.
+// do runs actions in the tab, bounded by hangBound.
 func (p *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(p.ctx, hangBound)
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		p.tb.Fatalf("in the browser at %s: %v", p.location(), err)
@@ -192,7 +192,7 @@ func (p *tab) location() string {
 // eval evaluates a JavaScript expression in the tab, awaiting a promise.
 func eval[T any](p *tab, js string) T {
 	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(p.ctx, hangBound)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -202,9 +202,10 @@ func eval[T any](p *tab, js string) T {
 }
 
 // waitFor waits until the JavaScript expression cond is truthy, checked at
-// every change of the page, for at most timeout.
+// every change of the page, for at most timeout (at least hangBound).
 func (p *tab) waitFor(timeout time.Duration, cond string) {
 	p.tb.Helper()
+	timeout = bound(timeout)
 	ctx, cancel := context.WithTimeout(p.ctx, timeout+5*time.Second)
 	defer cancel()
 	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,

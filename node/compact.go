@@ -52,8 +52,7 @@ func (n *Node) CompactCandidates(ctx context.Context, req api.CompactRequest) (a
 	for i := range parent {
 		parent[i] = i
 	}
-	var root func(int) int
-	root = func(i int) int {
+	root := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]

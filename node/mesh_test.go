@@ -288,6 +288,7 @@ func TestMeshDeletionAndStatusPropagate(t *testing.T) {
 // split, both sides keep writing (with packet loss); after the partition
 // heals, every acknowledged write is on every node.
 func TestMeshPartitionFinalRead(t *testing.T) {
+	skipIfShort(t)
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			fn := faultnet.New(seed)
@@ -715,6 +716,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 // good ones, over more than one frame: the refusal is logged, the pull
 // completes and saves its position, and every good document arrives.
 func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
+	skipIfShort(t)
 	b := meshNodeWith(t, "", 2, nil, mesh.Config{SyncInterval: time.Hour})
 	bad := remember(t, b, api.RememberRequest{Content: "served as a document nobody can load"})
 	rec, err := b.store.Get(storage.KindMemory, bad.ID[2:])

@@ -155,6 +155,7 @@ func digestsEqual(t *testing.T, a, b *Node) {
 // others start after that one ends and find nothing left to fetch, so
 // every document comes once, not once per member.
 func TestMeshCatchUpFromOnePeer(t *testing.T) {
+	skipIfShort(t)
 	members := cluster(t, 3, nil)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

@@ -404,17 +404,12 @@ func (n *Node) setStatus(ref string, s model.Status) (api.Memory, error) {
 	})
 }
 
-// errUnchanged tells edit that there is nothing to write.
+// errUnchanged is what a change returns when there is nothing to write.
 var errUnchanged = errors.New("unchanged")
 
-// edit loads a memory's document under its lock, lets change modify it,
-// and commits the result as one durable change. A deleted memory must be
-// restored first.
-func (n *Node) edit(ref string, change func(*crdt.MemoryDoc, *model.Memory) error) (api.Memory, error) {
-	return n.editMemory(ref, false, change)
-}
-
-// editMemory is edit, and changes deleted memories too when deleted is set.
+// editMemory loads a memory's document under its lock, lets change modify
+// it, and commits the result as one durable change. A deleted memory must
+// be restored first, unless deleted is set.
 func (n *Node) editMemory(ref string, deleted bool, change func(*crdt.MemoryDoc, *model.Memory) error) (api.Memory, error) {
 	id, m, doc, release, err := n.openMemory(ref, deleted)
 	if err != nil {

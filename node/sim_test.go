@@ -50,13 +50,21 @@ var (
 	simLog   = flag.Bool("sim.log", false, "write the nodes' warnings to standard error")
 )
 
-// simDefaultSeeds is how many seeds the suite runs.
-const simDefaultSeeds = 200
+// simDefaultSeeds is how many seeds the suite runs; simShortSeeds, how
+// many it runs under -short (./test -short).
+const (
+	simDefaultSeeds = 200
+	simShortSeeds   = 20
+)
 
 func TestSim(t *testing.T) {
 	first, count := *simFirst, *simSeeds
 	if count <= 0 {
 		count = simDefaultSeeds
+		if testing.Short() {
+			count = simShortSeeds
+			t.Logf("-short: %d of the %d seeds; ./test runs them all", simShortSeeds, simDefaultSeeds)
+		}
 	}
 	if *simSeed != 0 {
 		first, count = *simSeed, 1
@@ -1059,11 +1067,6 @@ func (s *sim) live() []*simNode {
 		}
 	}
 	return s.nodes[:1]
-}
-
-// isLive reports whether node i is among the live nodes.
-func (s *sim) isLive(i int) bool {
-	return slices.ContainsFunc(s.live(), func(sn *simNode) bool { return sn.i == i })
 }
 
 // edgeToPrivate reports whether every digest bucket in which the nodes

@@ -106,11 +106,16 @@ func TestIngestTranscriptIncremental(t *testing.T) {
 }
 
 // TestIngestScheduled lets the node find and read the transcript on its
-// own schedule.
+// own schedule. The session is listed once its summary is written, and
+// local once the read that wrote it has stored the session's record too.
 func TestIngestScheduled(t *testing.T) {
 	n, _ := sessionsNode(t, 50*time.Millisecond)
-	s := nodetest.SessionByID(t, n, claudeSession)
-	if s.Turns != 13 || !s.Local {
+	var s api.Session
+	nodetest.WaitUntil(t, "the session read on the node's schedule is local", func() bool {
+		s = nodetest.SessionByID(t, n, claudeSession)
+		return s.Local
+	})
+	if s.Turns != 13 {
 		t.Fatalf("read on the node's schedule: %+v", s)
 	}
 }

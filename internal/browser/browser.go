@@ -6,7 +6,8 @@
 // directory and the flags that keep it off the network on its own
 // (no background networking, component updates, sync or QUIC): the tests
 // talk to loopback only. The test command (./test) installs Chromium on a
-// machine without it; Start fails, saying so, when it is missing.
+// machine without it; Start fails, saying what to install, when it is
+// missing or does not start.
 package browser
 
 import (
@@ -23,11 +24,23 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// Path is where Debian's package chromium installs the browser.
-const Path = "/usr/bin/chromium"
+// DefaultPath is where Debian's package chromium installs the browser.
+const DefaultPath = "/usr/bin/chromium"
+
+// PathEnv names the environment variable that holds another path of the
+// browser than DefaultPath.
+const PathEnv = "MEMMESH_CHROMIUM"
 
 // ErrMissing is returned by Start when Chromium is not installed.
-var ErrMissing = errors.New("browser: " + Path + " is missing: the dashboard's browser tests need Debian's Chromium; run ./test, which installs it, or apt-get install chromium")
+var ErrMissing = errors.New("needs Chromium: apt-get install chromium")
+
+// Path is the browser that Start runs: $MEMMESH_CHROMIUM, or DefaultPath.
+func Path() string {
+	if p := os.Getenv(PathEnv); p != "" {
+		return p
+	}
+	return DefaultPath
+}
 
 // Width and Height are the window's size in CSS pixels.
 const (
@@ -66,12 +79,12 @@ type Browser struct {
 
 // Start runs Chromium and opens its first tab. Close stops it.
 func Start(ctx context.Context) (*Browser, error) {
-	return start(ctx, Path)
+	return start(ctx, Path())
 }
 
 func start(ctx context.Context, path string) (*Browser, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil, ErrMissing
+		return nil, fmt.Errorf("%w (%s is missing)", ErrMissing, path)
 	}
 	dir, err := os.MkdirTemp("", "memmesh-chromium-")
 	if err != nil {
@@ -83,7 +96,7 @@ func start(ctx context.Context, path string) (*Browser, error) {
 	b := &Browser{dir: dir, ctx: tab, cancelTab: cancelTab, cancelAlloc: cancelAlloc}
 	if err := chromedp.Do(tab); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("browser: start %s: %w", path, err)
+		return nil, fmt.Errorf("needs a Chromium that starts: apt-get install chromium (%s: %s)", path, oneLine(err.Error()))
 	}
 	return b, nil
 }
@@ -214,4 +227,10 @@ func pidsUsing(dir string) []int {
 		}
 	}
 	return pids
+}
+
+// oneLine joins the lines of s (Chromium's output when it does not start):
+// a test that needs the browser fails with one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

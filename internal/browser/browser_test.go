@@ -65,6 +65,9 @@ func runPage(t *testing.T, b *Browser, fresh bool, script string) *Watch {
 // (and the dialog dismissed); the browser's processes and its user data
 // directory are gone after Close.
 func TestWatchSeesWhatPagesReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium: ./test runs it, ./test -short does not")
+	}
 	b, err := Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -128,8 +131,33 @@ setTimeout(() => { window.done = true; throw new Error("uncaught"); }, 0);
 	}
 }
 
+// TestStartWithoutChromium: without the browser at $MEMMESH_CHROMIUM,
+// Start fails with one line that says what to install.
 func TestStartWithoutChromium(t *testing.T) {
-	if _, err := start(context.Background(), filepath.Join(t.TempDir(), "chromium")); !errors.Is(err, ErrMissing) {
+	t.Setenv(PathEnv, filepath.Join(t.TempDir(), "chromium"))
+	_, err := Start(context.Background())
+	if !errors.Is(err, ErrMissing) {
 		t.Fatalf("start without the browser: %v, want ErrMissing", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "apt-get install chromium") {
+		t.Errorf("start without the browser: %q, want one line naming the package", msg)
+	}
+}
+
+// TestStartChromiumThatFails: a browser that exits at once fails Start
+// with one line that says what to install and what the browser said.
+func TestStartChromiumThatFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chromium")
+	script := "#!/bin/sh\necho 'error while loading shared libraries' >&2\necho 'second line' >&2\nexit 127\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := start(context.Background(), path)
+	if err == nil {
+		t.Fatal("start of a browser that exits at once succeeded")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "apt-get install chromium") || !strings.Contains(msg, "shared libraries") {
+		t.Errorf("start of a browser that exits at once: %q, want one line naming the package and the browser's error", msg)
 	}
 }

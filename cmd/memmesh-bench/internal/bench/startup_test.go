@@ -9,9 +9,13 @@ import (
 	"testing"
 )
 
-// memmeshBinary builds the memmesh executable into a temporary directory.
+// memmeshBinary builds the memmesh executable into a temporary directory;
+// under -short the test is skipped.
 func memmeshBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary: ./test runs it, ./test -short does not")
+	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build memmesh with")
