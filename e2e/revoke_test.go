@@ -221,7 +221,9 @@ func TestRevokeWhileAway(t *testing.T) {
 // revokes b. When a comes back, the server c takes both revocations (a
 // appeals c's refusal): a is the older member and wins, b is refused and
 // stops. The owner settles it on c by revoking a, and b is a member again
-// by itself.
+// by itself. What b wrote while a was away, and c's edit of it, made while
+// b was stopped, which c took out while a's revocation of b stood, come
+// back: c kept them aside.
 func TestRevokeDispute(t *testing.T) {
 	a, b, c := startRevokeMachine(t, 1, "first"), startRevokeMachine(t, 2, "owner"), startRevokeMachine(t, 3, "server")
 	for _, m := range []*revokeMachine{b, c} {
@@ -232,8 +234,18 @@ func TestRevokeDispute(t *testing.T) {
 	waitAlive(t, time.Minute, []*machine{&a.machine, &b.machine, &c.machine}, []*machine{&a.machine, &b.machine, &c.machine})
 
 	a.stop(t)
+	var owners captureOut
+	okJSON(t, b.home, &owners, "capture", "Release builds are signed on the owner's machine.")
+	eventually(t, time.Minute, "the server holds the owner's memory", func() bool {
+		_, ok := c.show(t, owners.ID)
+		return ok
+	})
 	ok(t, b.home, "revoke", a.id)
 	eventually(t, time.Minute, "the server holds the owner's revocation of a", func() bool { return c.devices(t)[a.id].RevokedBy == b.id })
+	// The server's edit stays on the server alone.
+	b.stop(t)
+	const edited = "Release builds are signed on the owner's machine, with the key in the hardware token."
+	ok(t, c.home, "update", owners.ID, "--content", edited)
 	// The thief, with the mesh off so that a hears nothing first.
 	offline, _ := startServe(t, a.home, "--no-mesh", "--http", "")
 	ok(t, a.home, "revoke", b.id)
@@ -246,6 +258,11 @@ func TestRevokeDispute(t *testing.T) {
 		return d[b.id].RevokedBy == a.id && d[a.id].RevokedBy == "" && len(d[a.id].Revocations) == 1 &&
 			strings.Contains(d[a.id].Revocations[0].Why, "older member")
 	})
+	eventually(t, time.Minute, "the server takes out the owner's memory, made beyond the frontier of the revocation that stands", func() bool {
+		_, ok := c.show(t, owners.ID)
+		return !ok
+	})
+	b.start(t)
 	eventually(t, time.Minute, "the owner's machine says it was revoked", func() bool {
 		var st struct {
 			Errors []string `json:"errors"`
@@ -259,6 +276,12 @@ func TestRevokeDispute(t *testing.T) {
 		d := b.devices(t)
 		return d[a.id].RevokedBy != "" && d[b.id].RevokedBy == "" && c.states(t)[b.id] == "alive" && b.states(t)[c.id] == "alive"
 	})
+	for _, m := range []*revokeMachine{c, b} {
+		eventually(t, time.Minute, "the owner's memory and the server's edit of it are back on "+m.name, func() bool {
+			got, ok := m.show(t, owners.ID)
+			return ok && got.Content == edited
+		})
+	}
 	var captured captureOut
 	okJSON(t, b.home, &captured, "capture", "The owner's machine syncs again after the dispute.")
 	eventually(t, time.Minute, "the owner's capture reaches the server", func() bool {
