@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/memmesh/memmesh/crdt"
@@ -22,8 +23,26 @@ import (
 
 // aside returns what to keep aside for a document of kind whose stored
 // bytes are doc, about to be rebuilt without refused changes: doc merged
-// with what was kept aside of it before.
+// with what was kept aside of it before. When the two cannot merge (this
+// node wrote the document again since, under its actor, with sequence
+// numbers a sweep had freed: Automerge refuses two changes of one actor
+// and seq), what was kept before stays, and this version's changes built
+// on refused work cannot come back.
 func (m *Mesh) aside(kind storage.Kind, id string, doc []byte) ([]byte, error) {
+	merged, err := m.mergeAside(kind, id, doc)
+	if errors.Is(err, errCannotMerge) {
+		m.log.Warn("keeping aside what a sweep took out of a document before; this version's cannot join it", "kind", kind.String(), "id", id, "err", err)
+		return m.store.Aside(kind, id)
+	}
+	return merged, err
+}
+
+// errCannotMerge marks two versions of a document that Automerge cannot
+// merge.
+var errCannotMerge = errors.New("versions cannot merge")
+
+// mergeAside merges doc with what was kept aside of it before.
+func (m *Mesh) mergeAside(kind storage.Kind, id string, doc []byte) ([]byte, error) {
 	old, err := m.store.Aside(kind, id)
 	switch {
 	case notFound(err):
@@ -58,7 +77,7 @@ func (m *Mesh) aside(kind storage.Kind, id string, doc []byte) ([]byte, error) {
 func mergeSaved[D mergeable[D]](actor string, load func(string, []byte) (D, error), a, b []byte) ([]byte, error) {
 	d, err := mergeBytes(actor, load, a, b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errCannotMerge, err)
 	}
 	defer d.Close()
 	return d.Save(), nil
@@ -75,6 +94,8 @@ func (m *Mesh) putBack(v *verdict) error {
 	if err != nil {
 		return err
 	}
+	// One whose merge fails (see aside) is rejected by the merge, logged,
+	// and stays aside.
 	for _, e := range todo {
 		if err := m.putBackOne(v, e); err != nil {
 			return fmt.Errorf("put back %v %s: %w", storage.Kind(e.Kind), e.ID, err)

@@ -127,6 +127,7 @@ func TestSimFound(t *testing.T) {
 		{103270, "a restore erases a revocation before it left its node, which revokes the device again later with a wider frontier"},
 		{110766, "a node purges a memory, is restored from a backup of before, is revoked, and purges it again: the tombstones keep the first purge"},
 		{111911, "a restore erases a purge whose tombstone only nodes revoked since held with it: a tombstone of another purge is not a copy of it"},
+		{117686, "a member edits a memory again after a sweep took out its edit built on refused work: the two versions kept aside cannot merge, and the sweep goes on"},
 		{105077, "a member links its memory to a revoked node's that every node refuses, while a namespace is local-only: the edge stays with it"},
 	} {
 		r := runSim(t, c.seed)
