@@ -46,6 +46,12 @@ func getRecord(r pebble.Reader, kind Kind, id string) (Record, error) {
 // GetDoc returns a document's Automerge bytes. It returns ErrNotFound if no
 // document bytes were ever committed for it.
 func (s *Store) GetDoc(kind Kind, id string) ([]byte, error) {
+	return s.getKindID(kind, id, docKey)
+}
+
+// getKindID reads the value of a document's key in one keyspace (key
+// builds it).
+func (s *Store) getKindID(kind Kind, id string, key func(Kind, string) []byte) ([]byte, error) {
 	if err := checkKindID(kind, id); err != nil {
 		return nil, err
 	}
@@ -53,7 +59,7 @@ func (s *Store) GetDoc(kind Kind, id string) ([]byte, error) {
 		return nil, err
 	}
 	defer s.leave()
-	return s.getValue(docKey(kind, id))
+	return s.getValue(key(kind, id))
 }
 
 // PutLocal stores per-device data (access statistics and the like) under
@@ -462,14 +468,7 @@ func forEach(r pebble.Reader, what string, opts *pebble.IterOptions, fn func(key
 // Aside returns what a record kept aside for a document (Record.Aside),
 // or ErrNotFound.
 func (s *Store) Aside(kind Kind, id string) ([]byte, error) {
-	if err := checkKindID(kind, id); err != nil {
-		return nil, err
-	}
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	return s.getValue(asideKey(kind, id))
+	return s.getKindID(kind, id, asideKey)
 }
 
 // Asides calls fn with every document something is kept aside for, and
