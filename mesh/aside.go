@@ -114,7 +114,7 @@ func (m *Mesh) putBackOne(v *verdict, e transport.Entry) error {
 	if err != nil || !some {
 		return err
 	}
-	// What the merge refuses (a namespace made local-only since, say)
+	// What the merge refuses (versions it cannot merge, see aside)
 	// stays aside; an edge at a purged memory merges as nothing, and goes.
 	rejected, err := (replica{m}).applyPart(m.self, []transport.Entry{e})
 	if err != nil || !whole || rejected > 0 {

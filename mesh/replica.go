@@ -185,10 +185,13 @@ func (r replica) applyPart(peer string, docs []transport.Entry) (rejected int, e
 		ids[i] = d.ID
 	}
 	tombstones := storage.Kind(docs[0].Kind) == storage.KindPurge
+	// This node's own documents, kept aside by a sweep (aside.go), were
+	// here before: a namespace made local-only since does not refuse them.
+	own := peer == m.self
 	merged := make([]mergeResult, len(docs))
 	applied := m.store.Applied()
 	if !tombstones {
-		parallel(len(docs), func(i int) { merged[i] = m.mergeOne(docs[i]) })
+		parallel(len(docs), func(i int) { merged[i] = m.mergeOne(docs[i], own) })
 	}
 	unlock := m.host.Lock(ids...)
 	defer unlock()
@@ -197,7 +200,7 @@ func (r replica) applyPart(peer string, docs []transport.Entry) (rejected int, e
 	quiet := !tombstones && m.store.Applied() == applied
 	for i, d := range docs {
 		if !quiet && (tombstones || m.changedSince(d, merged[i].base)) {
-			merged[i] = m.mergeOne(d)
+			merged[i] = m.mergeOne(d, own)
 		}
 		if quiet && merged[i].base == "" && merged[i].err == nil {
 			merged[i].rec.NoneAt = applied
@@ -206,13 +209,14 @@ func (r replica) applyPart(peer string, docs []transport.Entry) (rejected int, e
 	return r.commitMerged(peer, docs, merged, unlock)
 }
 
-// mergeOne merges one document from a peer.
-func (m *Mesh) mergeOne(e transport.Entry) (r mergeResult) {
+// mergeOne merges one document from a peer, or one of this node's own
+// (own).
+func (m *Mesh) mergeOne(e transport.Entry, own bool) (r mergeResult) {
 	if storage.Kind(e.Kind) == storage.KindPurge {
 		r.rec, r.erase, r.err = m.mergeTombstone(e)
 		return r
 	}
-	return m.merge(e)
+	return m.merge(e, own)
 }
 
 // changedSince reports whether the stored version of e's document is no
@@ -366,7 +370,7 @@ func mergeBytes[D mergeable[D]](actor string, load func(string, []byte) (D, erro
 // merge turns a peer's document into the record to store. A zero record
 // means the merge changed nothing; base is the stored version it merged
 // with (headsKey of its heads, "" when none).
-func (m *Mesh) merge(e transport.Entry) (r mergeResult) {
+func (m *Mesh) merge(e transport.Entry, own bool) (r mergeResult) {
 	kind, err := syncKind(e.Kind)
 	if err != nil {
 		return mergeResult{err: err}
@@ -406,9 +410,9 @@ func (m *Mesh) merge(e transport.Entry) (r mergeResult) {
 	case storage.KindPurge:
 		r.err = errors.New("a tombstone merges through mergeTombstone")
 	case storage.KindMemory:
-		r.rec, r.memory, r.err = m.mergeMemory(e.ID, local, remote)
+		r.rec, r.memory, r.err = m.mergeMemory(e.ID, local, remote, own)
 	case storage.KindEdge:
-		r.rec, r.err = m.mergeEdge(e.ID, local, remote)
+		r.rec, r.err = m.mergeEdge(e.ID, local, remote, own)
 	case storage.KindMesh:
 		r.rec, r.mesh, r.err = m.mergeMesh(e.ID, &old, local, remote)
 	}
@@ -457,7 +461,7 @@ func isRevocation(doc []byte) bool {
 	return err == nil && r.What == model.MeshRevocation
 }
 
-func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, *model.Memory, error) {
+func (m *Mesh) mergeMemory(id string, local, remote []byte, own bool) (storage.Record, *model.Memory, error) {
 	doc, err := mergeBytes(m.actor, crdt.LoadMemoryDoc, local, remote)
 	if err != nil {
 		return storage.Record{}, nil, err
@@ -470,7 +474,7 @@ func (m *Mesh) mergeMemory(id string, local, remote []byte) (storage.Record, *mo
 	if mem.ID != id {
 		return storage.Record{}, nil, fmt.Errorf("document of memory %s sent as %s", mem.ID, id)
 	}
-	if m.LocalOnly(mem.Namespace) {
+	if m.LocalOnly(mem.Namespace) && !own {
 		return storage.Record{}, nil, fmt.Errorf("namespace %q is local-only on this machine", mem.Namespace)
 	}
 	rec, err := m.host.MemoryRecord(&mem, savedOr(local, remote, doc.Save))
@@ -490,7 +494,7 @@ func savedOr(local, remote []byte, save func() []byte) []byte {
 	return save()
 }
 
-func (m *Mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error) {
+func (m *Mesh) mergeEdge(id string, local, remote []byte, own bool) (storage.Record, error) {
 	doc, err := mergeBytes(m.actor, crdt.LoadEdgeDoc, local, remote)
 	if err != nil {
 		return storage.Record{}, err
@@ -507,7 +511,7 @@ func (m *Mesh) mergeEdge(id string, local, remote []byte) (storage.Record, error
 		return storage.Record{}, nil // erased with its memory, for good
 	}
 	for _, end := range []string{e.From, e.To} {
-		if ns := m.endpointNS(end); m.LocalOnly(ns) {
+		if ns := m.endpointNS(end); m.LocalOnly(ns) && !own {
 			return storage.Record{}, fmt.Errorf("edge endpoint %s is in local-only namespace %q", end, ns)
 		}
 	}

@@ -128,6 +128,8 @@ func TestSimFound(t *testing.T) {
 		{110766, "a node purges a memory, is restored from a backup of before, is revoked, and purges it again: the tombstones keep the first purge"},
 		{111911, "a restore erases a purge whose tombstone only nodes revoked since held with it: a tombstone of another purge is not a copy of it"},
 		{117686, "a member edits a memory again after a sweep took out its edit built on refused work: the two versions kept aside cannot merge, and the sweep goes on"},
+		{122037, "a sweep takes a member's edit out for a revocation voided later, after the member made the memory's namespace local-only: its own edit still comes back"},
+		{121813, "a revoked node's purge, lost since in a restore, erased a memory where it reached before the revocation"},
 		{105077, "a member links its memory to a revoked node's that every node refuses, while a namespace is local-only: the edge stays with it"},
 	} {
 		r := runSim(t, c.seed)
@@ -1300,7 +1302,9 @@ func (s *sim) refusedWork(standing judged) (docs map[string]bool, namespaces map
 		revoked[rev.of] = true
 	}
 	for _, op := range s.ops {
-		if op.lost || !revoked[op.node] {
+		// A purge erased what it reached at once, even one a restore
+		// lost since.
+		if op.lost && op.kind != "purge" || !revoked[op.node] {
 			continue
 		}
 		switch {
