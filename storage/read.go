@@ -98,6 +98,19 @@ func (s *Store) writeLocal(set map[string][]byte, del []string, sync bool) error
 			return fmt.Errorf("%w: local value of %d bytes exceeds %d", ErrInvalid, len(v), MaxValueSize)
 		}
 	}
+	return s.writeBatch(sync, func(b *pebble.Batch) {
+		for _, k := range del {
+			b.Delete(localKey(k), nil)
+		}
+		for k, v := range set {
+			b.Set(localKey(k), v, nil)
+		}
+	})
+}
+
+// writeBatch applies one batch that fill writes, outside Commit: local
+// data and what is kept aside, in no change log or digest.
+func (s *Store) writeBatch(sync bool, fill func(*pebble.Batch)) error {
 	if err := s.recover(); err != nil {
 		return err
 	}
@@ -107,12 +120,7 @@ func (s *Store) writeLocal(set map[string][]byte, del []string, sync bool) error
 	defer s.leave()
 	b := s.db.NewBatch()
 	defer b.Close()
-	for _, k := range del {
-		b.Delete(localKey(k), nil)
-	}
-	for k, v := range set {
-		b.Set(localKey(k), v, nil)
-	}
+	fill(b)
 	return s.apply(b, int64(b.Len()), sync, nil)
 }
 
@@ -122,18 +130,8 @@ func (s *Store) DeleteLocalPrefix(prefix string) error {
 	if prefix == "" || len(prefix) > MaxIDLen {
 		return fmt.Errorf("%w: local prefix of %d bytes, want 1 to %d", ErrInvalid, len(prefix), MaxIDLen)
 	}
-	if err := s.recover(); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	b := s.db.NewBatch()
-	defer b.Close()
 	start := localKey(prefix)
-	b.DeleteRange(start, prefixEnd(start), nil)
-	return s.apply(b, int64(b.Len()), true, nil)
+	return s.writeBatch(true, func(b *pebble.Batch) { b.DeleteRange(start, prefixEnd(start), nil) })
 }
 
 // GetLocal returns what PutLocal stored under key, or ErrNotFound.
@@ -490,15 +488,5 @@ func (s *Store) DropAside(kind Kind, id string) error {
 	if err := checkKindID(kind, id); err != nil {
 		return err
 	}
-	if err := s.recover(); err != nil {
-		return err
-	}
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Delete(asideKey(kind, id), nil)
-	return s.apply(b, int64(b.Len()), true, nil)
+	return s.writeBatch(true, func(b *pebble.Batch) { b.Delete(asideKey(kind, id), nil) })
 }
