@@ -349,13 +349,18 @@ func TestLabPartialConnectivity(t *testing.T) {
 func TestLabPeerStates(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	// Probes every 250 ms; a peer failing them stays suspect at least 20
-	// probe intervals before memberlist declares it dead (with one other
-	// member to confirm, about 24 s): the mesh calls a peer suspect once
-	// it missed its probes for about 1.6 s.
+	// Probes every 250 ms, and memberlist keeps a peer failing them
+	// suspect 20 times longer than by default before it declares it dead
+	// (about 5 s with one other member to confirm): the mesh calls a
+	// peer suspect once it missed its probes for about 1.6 s.
 	// With the defaults (500 ms, 3) memberlist declares a dead after
 	// about 2.4 s, before the mesh can call it suspect.
 	const tuning = "log_level = \"debug\"\n[mesh]\nprobe_interval = \"250ms\"\nsuspicion_mult = 20\n"
+	// A peer that joined counts as reached for a grace (two probe rounds
+	// and three reach-report periods of 2 s, about 7.6 s here) until it
+	// answers a probe: the drop starts once that grace is over, so that
+	// it finds a member in its steady state whatever b probed first.
+	const joinGrace = 8 * time.Second
 	var hosts []*labHost
 	var ms []*machine
 	for _, name := range []string{"a", "b", "c"} {
@@ -366,6 +371,7 @@ func TestLabPeerStates(t *testing.T) {
 	a, b, c := ms[0], ms[1], ms[2]
 	join(t, a, b, c)
 	waitAlive(t, 30*time.Second, ms, ms)
+	time.Sleep(joinGrace)
 
 	hosts[0].dropReceived()
 	dropped := time.Now()

@@ -280,8 +280,18 @@ func TestPeersTellSuspectAndIndirect(t *testing.T) {
 	}
 	check(c, "alive") // joined just now: not probed yet
 
+	// A peer that reaches c has a probe window to probe it and a retry
+	// interval to tell: c is not suspect before its report could come.
 	step := m.cfg.ProbeInterval
-	for range 10 { // b answers every probe, c none
+	m.mu.Lock()
+	before := m.probeWindow() + m.cfg.RetryInterval
+	m.mu.Unlock()
+	for elapsed := time.Duration(0); elapsed < before; elapsed += step {
+		clock.Advance(step)
+		acked(b)
+	}
+	check(c, "alive")
+	for range 20 { // b answers every probe, c none, and nobody vouches
 		clock.Advance(step)
 		acked(b)
 	}

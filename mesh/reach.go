@@ -20,7 +20,8 @@ import (
 // interval, which peers answered its own probes lately (a reach report).
 // A peer memberlist holds alive is then
 //   - reached directly when it answered a direct probe lately (or joined
-//     lately, before a probe could reach it);
+//     lately, before a probe, or a report of a peer that reaches it, could
+//     tell: joinGrace);
 //   - reached through others when it did not, but a peer we reach reports
 //     that it does (memberlist's indirect probes through that peer keep it
 //     alive: a machine behind NAT, a broken route);
@@ -91,14 +92,21 @@ func (m *Mesh) probeWindow() time.Duration {
 // reportTTL is how long a reach report counts: three of its periods.
 func (m *Mesh) reportTTL() time.Duration { return 3 * m.cfg.RetryInterval }
 
-// reachedDirectly reports whether the peer answered a direct probe (or
-// joined) within the probe window. Callers hold m.mu.
+// joinGrace is how long a peer that joined, and has answered no direct
+// probe since, counts as reached directly: long enough for a peer that
+// reaches it to probe it (a probe window) and to tell in a reach report
+// (a report TTL). A shorter grace shows a peer reached only through
+// others as suspect for a moment after every join. Callers hold m.mu.
+func (m *Mesh) joinGrace() time.Duration { return m.probeWindow() + m.reportTTL() }
+
+// reachedDirectly reports whether the peer answered a direct probe within
+// the probe window, or joined within the join grace and answered none
+// since. Callers hold m.mu.
 func (m *Mesh) reachedDirectly(p *peerState, now time.Time) bool {
-	last := p.direct
-	if p.joined.After(last) {
-		last = p.joined
+	if p.direct.After(p.joined) {
+		return now.Sub(p.direct) < m.probeWindow()
 	}
-	return now.Sub(last) < m.probeWindow()
+	return now.Sub(p.joined) < m.joinGrace()
 }
 
 // reach is how the peer device is reached, as Peers shows it: its state
