@@ -11,6 +11,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/hashicorp/memberlist v0.7.0
+	github.com/jonboulle/clockwork v0.5.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/quic-go/quic-go v0.65.0
 	github.com/smacker/go-tree-sitter v0.0.0-20240827094217-dd81d9e9be82

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/internal/syncbuf"
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // TestWatch: the loop mirrors at once, then within a poll of an edit of
@@ -38,13 +39,9 @@ func TestWatch(t *testing.T) {
 	}
 }
 
-// hangBound bounds the tests' waits: far beyond what each takes on a
-// loaded machine, so that only a wait that makes no progress fails.
-const hangBound = 2 * time.Minute
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal(what)

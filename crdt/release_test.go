@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // rss returns the resident set size of the process.
@@ -127,14 +129,10 @@ func TestBulkWorkForcesFewerCollections(t *testing.T) {
 	}
 }
 
-// hangBound bounds the tests' waits: far beyond what each takes on a
-// loaded machine, so that only a wait that makes no progress fails.
-const hangBound = 2 * time.Minute
-
 // waitIdle waits until no forced collection runs.
 func waitIdle(t *testing.T) {
 	t.Helper()
-	for deadline := time.Now().Add(hangBound); collecting.Load(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(testwait.Limit); collecting.Load(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a forced collection did not end")
 		}

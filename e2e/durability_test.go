@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -53,7 +54,7 @@ func startServeIn(t testing.TB, wrap []string, home string, extra ...string) (*e
 		cmd.Wait()
 	})
 	c := web.NewClient(filepath.Join(home, "memmesh.sock"), web.ClientOptions{})
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {
 			return cmd, c

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/internal/gittest"
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // gitIn runs git in dir.
@@ -110,7 +111,7 @@ func TestStaleGit(t *testing.T) {
 	nextSecond()
 	write("export function checkToken(token: string) {}\n")
 	gitIn(t, repo, "commit", "-q", "-am", "tidy after the hook")
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for {
 		got := staleReasons(t, home, repo)[id]
 		if slices.ContainsFunc(got, func(s string) bool { return strings.HasSuffix(s, " 'tidy after the hook'") }) {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // clientTimeout is the client timeout of the commands these tests run
@@ -121,10 +123,10 @@ func TestStoppedDaemon(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGCONT)
 	resumed = true
 	var list struct{ Memories []json.RawMessage }
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for r := mmEnv(t, home, env, "", "list", "--all-ns"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil; r = mmEnv(t, home, env, "", "list", "--all-ns") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no list %s after SIGCONT: exit %d, stderr %q", hangBound, r.code, r.stderr)
+			t.Fatalf("no list %s after SIGCONT: exit %d, stderr %q", testwait.Limit, r.code, r.stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -147,14 +149,14 @@ func TestHookWithoutDaemon(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	hookAnswer(t, r.stdout)
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for {
 		r := mmEnv(t, home, nil, "", "context", "--hook")
 		if r.code == 0 && strings.Contains(hookAnswer(t, r.stdout), "what is known about") {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no brief %s after the first hook: stdout %q, stderr %q", hangBound, r.stdout, r.stderr)
+			t.Fatalf("no brief %s after the first hook: stdout %q, stderr %q", testwait.Limit, r.stdout, r.stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -14,12 +14,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // waitListening waits until addr accepts connections.
 func waitListening(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {

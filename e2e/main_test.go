@@ -14,22 +14,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // binary is the memmesh executable built once for the package's tests.
 var binary string
 
-// hangBound bounds every wait of these tests at least: a memmesh
-// invocation, a browser action, a condition polled until it holds. It is
-// far beyond what any of them takes on a loaded two-core machine, so that
-// a test fails when something makes no progress, never because the machine
-// is slow.
-const hangBound = 5 * time.Minute
-
-// bound is a wait's bound: the one its caller expects, or hangBound when
+// bound is a wait's bound: the one its caller expects, or testwait.Limit when
 // that is longer.
 func bound(expected time.Duration) time.Duration {
-	return max(expected, hangBound)
+	return max(expected, testwait.Limit)
 }
 
 func TestMain(m *testing.M) {
@@ -114,7 +109,7 @@ func mm(t *testing.T, home, stdin string, args ...string) result {
 }
 
 // mmEnv is mm with extra environment variables. A memmesh still running
-// after hangBound fails the test: it hangs.
+// after testwait.Limit fails the test: it hangs.
 func mmEnv(t *testing.T, home string, extraEnv []string, stdin string, args ...string) result {
 	t.Helper()
 	return mmIn(t, home, home, extraEnv, stdin, args...)
@@ -123,7 +118,7 @@ func mmEnv(t *testing.T, home string, extraEnv []string, stdin string, args ...s
 // mmIn is mmEnv run in the directory dir.
 func mmIn(t *testing.T, home, dir string, extraEnv []string, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"--home", home}, args...)...)
 	cmd.Env = append(testEnv(home), extraEnv...)
@@ -133,7 +128,7 @@ func mmIn(t *testing.T, home, dir string, extraEnv []string, stdin string, args 
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("memmesh %s: still running after %s: it hangs", strings.Join(args, " "), hangBound)
+		t.Fatalf("memmesh %s: still running after %s: it hangs", strings.Join(args, " "), testwait.Limit)
 	}
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
 	if exit, ok := err.(*exec.ExitError); ok {

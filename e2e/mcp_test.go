@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/internal/syncbuf"
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // The MCP tests drive memmesh through the official TypeScript SDK
@@ -250,7 +251,7 @@ func startServeHTTP(tb testing.TB, home string) (url, addr string) {
 			<-exited
 		}
 	})
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -461,8 +462,8 @@ func (s *stdioSession) next(what string) rpcMessage {
 				continue // a notification from the server
 			}
 			return m
-		case <-time.After(hangBound):
-			s.t.Fatalf("%s: no answer in %s\nstderr: %s", what, hangBound, s.stderr.String())
+		case <-time.After(testwait.Limit):
+			s.t.Fatalf("%s: no answer in %s\nstderr: %s", what, testwait.Limit, s.stderr.String())
 		}
 	}
 }
@@ -509,8 +510,8 @@ func TestMCPStdioProtocolOnly(t *testing.T) {
 		if open {
 			t.Fatalf("unexpected output after stdin closed: %q", line)
 		}
-	case <-time.After(hangBound):
-		t.Fatalf("memmesh mcp did not exit in %s when its stdin closed", hangBound)
+	case <-time.After(testwait.Limit):
+		t.Fatalf("memmesh mcp did not exit in %s when its stdin closed", testwait.Limit)
 	}
 	if err := <-s.exited; err != nil {
 		t.Fatalf("memmesh mcp exited with %v when its stdin closed\nstderr: %s", err, s.stderr.String())

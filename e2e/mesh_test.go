@@ -55,7 +55,7 @@ func (m *machine) states(t *testing.T) map[string]string {
 }
 
 // eventually polls cond until it holds, failing the test after timeout
-// (at least hangBound).
+// (at least testwait.Limit).
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	timeout = bound(timeout)

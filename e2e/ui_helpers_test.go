@@ -13,6 +13,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/browser"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -98,10 +99,10 @@ func (n *uiNode) remember(tb testing.TB, req api.RememberRequest) string {
 func joinUINodes(tb testing.TB, a, b *uiNode) {
 	tb.Helper()
 	joinClients(tb, a.client, b.client)
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for !alive(a, b) || !alive(b, a) {
 		if time.Now().After(deadline) {
-			tb.Fatalf("the two daemons do not see each other alive after %s", hangBound)
+			tb.Fatalf("the two daemons do not see each other alive after %s", testwait.Limit)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -168,10 +169,10 @@ func (p *tab) in(tb testing.TB) *tab {
 	return &c
 }
 
-// do runs actions in the tab, bounded by hangBound.
+// do runs actions in the tab, bounded by testwait.Limit.
 func (p *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, hangBound)
+	ctx, cancel := context.WithTimeout(p.ctx, testwait.Limit)
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		p.tb.Fatalf("in the browser at %s: %v", p.location(), err)
@@ -192,7 +193,7 @@ func (p *tab) location() string {
 // eval evaluates a JavaScript expression in the tab, awaiting a promise.
 func eval[T any](p *tab, js string) T {
 	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, hangBound)
+	ctx, cancel := context.WithTimeout(p.ctx, testwait.Limit)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -202,7 +203,7 @@ func eval[T any](p *tab, js string) T {
 }
 
 // waitFor waits until the JavaScript expression cond is truthy, checked at
-// every change of the page, for at most timeout (at least hangBound).
+// every change of the page, for at most timeout (at least testwait.Limit).
 func (p *tab) waitFor(timeout time.Duration, cond string) {
 	p.tb.Helper()
 	timeout = bound(timeout)

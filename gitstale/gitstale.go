@@ -83,7 +83,7 @@ func (c *Checker) Check(ctx context.Context, root string) (res api.GitCheck, cha
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := time.Now()
-	res = api.GitCheck{Root: root, At: c.now().UTC()}
+	res = api.GitCheck{Root: root, At: c.clock.Now().UTC()}
 	defer func() { res.TookMS = float64(time.Since(start).Microseconds()) / 1000 }()
 	note := func(format string, args ...any) { res.Notes = append(res.Notes, fmt.Sprintf(format, args...)) }
 	if !isTreeRoot(root) {
@@ -363,7 +363,7 @@ func (c *Checker) Queue(root string) bool {
 // interval is not positive), and the trees queued by background requests
 // (a post-commit hook) as they come, until ctx is done.
 func (c *Checker) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTimer(cmp.Or(max(interval, 0), time.Hour))
+	t := c.clock.NewTimer(cmp.Or(max(interval, 0), time.Hour))
 	if interval <= 0 {
 		t.Stop()
 	}
@@ -375,7 +375,7 @@ func (c *Checker) Run(ctx context.Context, interval time.Duration) {
 			return
 		case root := <-c.queue:
 			roots = []string{root}
-		case <-t.C:
+		case <-t.Chan():
 			t.Reset(interval)
 			all, err := c.AllTrees()
 			if err != nil {

@@ -3,8 +3,8 @@ package gitstale
 import (
 	"log/slog"
 	"sync"
-	"time"
 
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/symbols"
 )
@@ -38,8 +38,9 @@ type Config struct {
 	Symbols Symbols
 	// Namespace checks a namespace as the node's service does.
 	Namespace func(ns string) (string, error)
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// Clock schedules the checks and dates them.
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Checker reads and keeps the git histories of the trees of every
@@ -49,7 +50,7 @@ type Checker struct {
 	store     Store
 	symbols   Symbols
 	namespace func(ns string) (string, error)
-	now       func() time.Time
+	clock     clock.Clock
 	log       *slog.Logger
 	mu        sync.Mutex  // one check at a time
 	queue     chan string // roots of trees to check in the background
@@ -57,7 +58,7 @@ type Checker struct {
 
 // New returns a Checker; Run runs its schedule.
 func New(cfg Config) *Checker {
-	return &Checker{home: cfg.Home, store: cfg.Store, symbols: cfg.Symbols, namespace: cfg.Namespace, now: cfg.Now, log: cfg.Logger,
+	return &Checker{home: cfg.Home, store: cfg.Store, symbols: cfg.Symbols, namespace: cfg.Namespace, clock: cfg.Clock, log: cfg.Logger,
 		queue: make(chan string, maxQueuedGitChecks)}
 }
 

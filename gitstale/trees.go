@@ -133,7 +133,7 @@ func (c *Checker) AddTree(ctx context.Context, ns, dir, source string) (api.GitT
 	if len(root) > maxTreeRoot {
 		return api.GitTree{}, api.Invalidf("tree path of %d bytes: at most %d", len(root), maxTreeRoot)
 	}
-	data, err := json.Marshal(treeRecord{Source: source, Added: c.now().UTC()})
+	data, err := json.Marshal(treeRecord{Source: source, Added: c.clock.Now().UTC()})
 	if err != nil {
 		return api.GitTree{}, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/gitstale"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/gittest"
 	"github.com/memmesh/memmesh/internal/nodetest"
 	"github.com/memmesh/memmesh/internal/projmap"
@@ -25,7 +26,7 @@ func newChecker(t *testing.T, home string) *gitstale.Checker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return gitstale.New(gitstale.Config{Home: home, Store: store, Namespace: node.NormalizeNamespace, Now: time.Now, Logger: nodetest.Logger(t)})
+	return gitstale.New(gitstale.Config{Home: home, Store: store, Namespace: node.NormalizeNamespace, Clock: clock.System(), Logger: nodetest.Logger(t)})
 }
 
 func TestTrees(t *testing.T) {

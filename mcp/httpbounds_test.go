@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -189,7 +190,7 @@ func rawHTTP(t *testing.T, addr, head string, more func(io.Writer)) (int, string
 	if more != nil {
 		go more(conn)
 	}
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	conn.SetReadDeadline(time.Now().Add(testwait.Limit))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("no answer: %v", err)
@@ -210,7 +211,7 @@ func TestHTTPStalledBodyDropped(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":", HTTPPath, addr, testToken)
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	conn.SetReadDeadline(time.Now().Add(testwait.Limit))
 	if _, err := io.Copy(io.Discard, conn); err != nil {
 		t.Fatalf("the stalled connection was not closed: %v", err)
 	}

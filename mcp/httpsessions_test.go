@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // countedServer returns an MCP server that counts its live sessions, as
@@ -61,18 +63,6 @@ func newSession(t *testing.T, url string) string {
 	return id
 }
 
-// eventually waits until cond holds, or fails with what.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestHTTPSessionsCapped: past the cap, a new session drops the least
 // recently used one, whose client gets 404 (and starts anew) and whose
 // state the transport frees; the others go on.
@@ -96,7 +86,7 @@ func TestHTTPSessionsCapped(t *testing.T) {
 	if n := h.sessions.len(); n != 3 {
 		t.Errorf("%d sessions kept, want 3", n)
 	}
-	eventually(t, "the transport holds 3 sessions", func() bool { return live.Load() == 3 })
+	testwait.Until(t, "the transport holds 3 sessions", func() bool { return live.Load() == 3 })
 }
 
 // TestHTTPSessionsExpire: a session idle for the TTL is dropped (404,
@@ -109,7 +99,7 @@ func TestHTTPSessionsExpire(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	url := serveHTTP(t, s, func(hs *HTTPServer) { hs.sessions.now = clock })
 	used, idle := newSession(t, url), newSession(t, url)
-	eventually(t, "the transport holds 2 sessions", func() bool { return live.Load() == 2 })
+	testwait.Until(t, "the transport holds 2 sessions", func() bool { return live.Load() == 2 })
 	for range 2 {
 		advance(sessionIdleTTL - time.Second)
 		if status, _ := sessionCall(t, url, http.MethodPost, used, pingBody); status != http.StatusOK {
@@ -119,12 +109,12 @@ func TestHTTPSessionsExpire(t *testing.T) {
 	if status, _ := sessionCall(t, url, http.MethodPost, idle, pingBody); status != http.StatusNotFound {
 		t.Fatalf("a session idle past the TTL: %d, want 404", status)
 	}
-	eventually(t, "the transport holds 1 session", func() bool { return live.Load() == 1 })
+	testwait.Until(t, "the transport holds 1 session", func() bool { return live.Load() == 1 })
 	advance(sessionIdleTTL)
 	if status, _ := sessionCall(t, url, http.MethodPost, used, pingBody); status != http.StatusNotFound {
 		t.Fatalf("the other session, idle past the TTL: %d, want 404", status)
 	}
-	eventually(t, "the transport holds no session", func() bool { return live.Load() == 0 })
+	testwait.Until(t, "the transport holds no session", func() bool { return live.Load() == 0 })
 }
 
 // TestHTTPStreamNeedsALiveSession: a GET stream is opened only for a live

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
@@ -339,10 +340,6 @@ type rawSession struct {
 	w io.Writer
 }
 
-// hangBound bounds the tests' waits: far beyond what each takes on a
-// loaded machine, so that only a wait that makes no progress fails.
-const hangBound = 2 * time.Minute
-
 func (s *rawSession) send(line string) map[string]any {
 	s.t.Helper()
 	if _, err := io.WriteString(s.w, line+"\n"); err != nil {
@@ -360,8 +357,8 @@ func (s *rawSession) send(line string) map[string]any {
 			s.t.Fatalf("answer to %q is not JSON: %q", line, l)
 		}
 		return msg
-	case <-time.After(hangBound):
-		s.t.Fatalf("no answer to %q in %s", line, hangBound)
+	case <-time.After(testwait.Limit):
+		s.t.Fatalf("no answer to %q in %s", line, testwait.Limit)
 		return nil
 	}
 }
@@ -517,7 +514,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 		})
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
 	defer cancel()
 	if err := h.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
@@ -481,15 +482,10 @@ func TestPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var text string
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.Until(t, "desk shows alive", func() bool {
 		text = call(t, c, "status", nil, &st)
-		if len(out.Peers) == 1 && out.Peers[0].State == "alive" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("desk never shows alive: %+v", out)
-		}
-	}
+		return len(out.Peers) == 1 && out.Peers[0].State == "alive"
+	})
 	if p := out.Peers[0]; p.Device != b.DeviceID() || p.Name != "desk" {
 		t.Errorf("peer = %+v", p)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -68,7 +69,7 @@ type Config struct {
 	NoRelay bool
 	// Clock is the time the mesh's scheduling reads (default: the
 	// system's).
-	Clock Clock
+	Clock clock.Clock
 	// Network and Members, when both set, stand in for the QUIC endpoint
 	// and memberlist: Start then opens nothing and starts no loop, and
 	// the caller drives the mesh one step at a time from one goroutine
@@ -101,7 +102,7 @@ func (c *Config) withDefaults() Config {
 		d.RetryInterval = 2 * time.Second
 	}
 	if d.Clock == nil {
-		d.Clock = SystemClock(nil)
+		d.Clock = clock.System()
 	}
 	if d.Rand == nil {
 		d.Rand = rand.Reader
@@ -141,7 +142,7 @@ type Mesh struct {
 	host     Host
 	store    Store
 	registry *Registry
-	clock    Clock
+	clock    clock.Clock
 	log      *slog.Logger
 	ep       *transport.Endpoint                   // nil when stepped
 	ml       atomic.Pointer[memberlist.Memberlist] // nil when stepped; new when a revoked device is reinstated

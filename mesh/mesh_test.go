@@ -16,7 +16,9 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/secrets/secretstest"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
@@ -36,7 +38,7 @@ func testStore(t *testing.T) *storage.Store {
 
 // testMesh is a mesh over store that is not started: no endpoint, no
 // membership, only the state its scheduling and pushing read.
-func testMesh(t testing.TB, store Store, clock Clock) *Mesh {
+func testMesh(t testing.TB, store Store, clk clock.Clock) *Mesh {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
@@ -44,11 +46,11 @@ func testMesh(t testing.TB, store Store, clock Clock) *Mesh {
 	}
 	self := strings.Repeat("A", 52)
 	host := &recordHost{}
-	reg, err := NewRegistry(self, crdt.ActorID(self), host, store, clock, nil)
+	reg, err := NewRegistry(self, crdt.ActorID(self), host, store, clk, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Name: "test", SyncInterval: time.Hour, Clock: clock}, Identity{Key: key, Device: self},
+	m, err := New(Config{Name: "test", SyncInterval: time.Hour, Clock: clk}, Identity{Key: key, Device: self},
 		host, store, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +219,7 @@ func TestFailedPushRetried(t *testing.T) {
 			if got != id {
 				t.Fatalf("sent %s, want %s", got, id)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(testwait.Limit):
 			t.Fatalf("%s was not sent", id)
 		}
 	}
@@ -350,7 +352,7 @@ func TestMembershipEventsDoNotWaitForTheDisk(t *testing.T) {
 	}()
 	select {
 	case <-returned:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Limit):
 		close(st.release)
 		t.Fatal("a join event waited for a durable write")
 	}
@@ -387,10 +389,7 @@ func TestRevokedDeviceStopsSyncing(t *testing.T) {
 	clock.Advance(time.Minute)
 	p.push <- []transport.Entry{{ID: "y"}}
 	p.push <- []transport.Entry{{ID: "z"}}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(p.push) > 0 && time.Now().Before(deadline) { // y is done once z is taken
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, "the pushes taken", func() bool { return len(p.push) == 0 }) // y is done once z is taken
 	select {
 	case got := <-sent:
 		t.Fatalf("a revoked device sent %s", got)
@@ -432,7 +431,7 @@ func TestSlowPullHoldsBackOthersNoLongerThanAWait(t *testing.T) {
 		if err == nil {
 			t.Fatal("a pull over a network that opens nothing succeeded")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testwait.Limit):
 		t.Fatal("the pull still waits for the slow one")
 	}
 }

@@ -25,7 +25,7 @@ func (m *Mesh) pullLoop() {
 			return
 		case device := <-m.kick:
 			m.startPull(device)
-		case <-tick.C():
+		case <-tick.Chan():
 			for _, device := range m.aliveDevices() {
 				m.startPull(device)
 			}

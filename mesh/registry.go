@@ -15,6 +15,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/transport"
@@ -30,7 +31,7 @@ type Registry struct {
 	actor string // its Automerge actor since the store opened
 	host  Host
 	store Store
-	clock Clock
+	clock clock.Clock
 	rand  io.Reader // nonces of revocation records
 
 	judgeMu sync.Mutex // one evaluation at a time, so that the newest is kept
@@ -46,14 +47,14 @@ type Registry struct {
 // Automerge actor actor (see Identity), over store; host takes the write
 // locks and learns of commits. A nil clock is the system's, a nil rnd
 // crypto/rand. It reads the revocations the store holds.
-func NewRegistry(self, actor string, host Host, store Store, clock Clock, rnd io.Reader) (*Registry, error) {
-	if clock == nil {
-		clock = SystemClock(nil)
+func NewRegistry(self, actor string, host Host, store Store, clk clock.Clock, rnd io.Reader) (*Registry, error) {
+	if clk == nil {
+		clk = clock.System()
 	}
 	if rnd == nil {
 		rnd = rand.Reader
 	}
-	g := &Registry{self: self, actor: actor, host: host, store: store, clock: clock, rand: rnd,
+	g := &Registry{self: self, actor: actor, host: host, store: store, clock: clk, rand: rnd,
 		revs: make(map[string]*revocation), members: make(map[string]admission), legacy: make(map[string]bool)}
 	err := store.All(storage.KindMesh, func(rec storage.Record) error {
 		var r model.MeshRecord

@@ -20,7 +20,7 @@ func (m *Mesh) retryLoop() {
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-tick.C():
+		case <-tick.Chan():
 		}
 		if m.revokedBy.Load() != nil {
 			m.appealAll()

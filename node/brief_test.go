@@ -11,6 +11,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/model"
@@ -289,12 +290,12 @@ func TestBriefAimedAtQuery(t *testing.T) {
 func TestBriefRankingAges(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now().UTC()
-	clock := func() time.Time {
+	at := func() time.Time {
 		mu.Lock()
 		defer mu.Unlock()
 		return now
 	}
-	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Now: clock})
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clock.WithNow(at)})
 	if err != nil {
 		t.Fatal(err)
 	}

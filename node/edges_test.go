@@ -10,6 +10,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -84,7 +85,7 @@ func TestLinkTraverseUnlink(t *testing.T) {
 func TestInvalidatedEdgesStayAsHistory(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	n, err := New(Config{Home: t.TempDir(), Now: func() time.Time { return now }})
+	n, err := New(Config{Home: t.TempDir(), Clock: clock.WithNow(func() time.Time { return now })})
 	if err != nil {
 		t.Fatal(err)
 	}

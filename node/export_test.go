@@ -15,6 +15,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/internal/mutate"
 	"github.com/memmesh/memmesh/model"
@@ -371,7 +372,7 @@ func TestImportKeepsSecretsOut(t *testing.T) {
 func TestBriefFromPeersInTheSameMillisecond(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 5, 1, 12, 0, 0, 123_456_789, time.UTC)
-	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Now: func() time.Time { return at }})
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clock.WithNow(func() time.Time { return at })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/gitstale"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/gittest"
 )
 
@@ -24,7 +25,7 @@ func gitFixture(t *testing.T) (n *Node, repo *gittest.Repo, t0 time.Time, now *a
 	t0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	now = new(atomic.Int64)
 	now.Store(t0.UnixNano())
-	n = startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	n = startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clock.WithNow(func() time.Time { return time.Unix(0, now.Load()) })})
 	return n, gittest.NewRepo(t, t0.Add(-time.Hour)), t0, now
 }
 
@@ -329,20 +330,20 @@ func gitState(t *testing.T, n *Node, root string) map[string]any {
 	return st
 }
 
-// eventuallyChecked waits until the node's git state of root reaches head.
-func eventuallyChecked(t *testing.T, n *Node, root, head string) {
+// eventuallyChecked waits until the node's git state of root reaches
+// head, advancing clk (when not nil) a tenth of an hour at each look: the
+// time for scheduled checks to come.
+func eventuallyChecked(t *testing.T, n *Node, clk *clock.Fake, root, head string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		at := gitState(t, n, root)["head"]
-		if at == head {
-			return
+	waitUntil(t, "the tree checked up to "+head, func() bool {
+		if gitState(t, n, root)["head"] == head {
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the tree was checked up to %v, want %s", at, head)
+		if clk != nil {
+			clk.Advance(6 * time.Minute)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 func TestGitChecksInTheBackground(t *testing.T) {
@@ -357,19 +358,21 @@ func TestGitChecksInTheBackground(t *testing.T) {
 	if err != nil || len(res) != 1 || !res[0].Pending || res[0].Commits != 0 {
 		t.Fatalf("a background check: %+v, %v", res, err)
 	}
-	eventuallyChecked(t, n, repo.Dir, first)
+	eventuallyChecked(t, n, nil, repo.Dir, first)
 	if trees, err := n.git.Trees("bg"); err != nil || len(trees) != 1 || trees[0].Source != api.TreeFromHook {
 		t.Fatalf("trees after a hook's check: %+v, %v", trees, err)
 	}
 
-	// Scheduled: a node checking every 20 ms reads a new commit alone.
-	sched := startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), GitCheckInterval: 20 * time.Millisecond})
+	// Scheduled: a node checking every hour reads a new commit alone (on
+	// a fake clock: the hours pass without waiting).
+	clk := clock.NewFake(time.Now())
+	sched := startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clk, GitCheckInterval: time.Hour})
 	if _, err := sched.git.AddTree(ctx, "bg", repo.Dir, api.TreeFromStale); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyChecked(t, sched, repo.Dir, first)
+	eventuallyChecked(t, sched, clk, repo.Dir, first)
 	repo.Write("a.go", "package a // two\n")
-	eventuallyChecked(t, sched, repo.Dir, repo.Commit("second"))
+	eventuallyChecked(t, sched, clk, repo.Dir, repo.Commit("second"))
 }
 
 func TestGitHistoryAcrossChecks(t *testing.T) {

@@ -69,7 +69,7 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (api.SearchResul
 		f.Score = f.Text + f.Linked + f.Session
 		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: s.explain[id]})
 	}
-	err = n.demoteSuperseded(hits, limit, func(a, b search.Hit) int {
+	err = n.demoteSuperseded(ctx, hits, limit, func(a, b search.Hit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(s.fusion[b.ID].Text, s.fusion[a.ID].Text), strings.Compare(a.ID, b.ID))
 	}, func(h *search.Hit) {
 		f := s.fusion[h.ID]

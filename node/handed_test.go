@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
@@ -105,7 +106,8 @@ func TestIndexerIndexesAlongsideAPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer index.Close()
-	ix := newIndexer(store, index, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	clk := clock.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+	ix := newIndexer(store, index, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -144,11 +146,27 @@ func TestIndexerIndexesAlongsideAPull(t *testing.T) {
 		}
 		return n
 	}
+	// gathering waits until the indexer waits out its gather delay.
+	gathering := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := clk.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatalf("the indexer no longer waits out a gather delay (%d memories indexed): %v", count(), err)
+		}
+	}
+	// waitFor lets gather delays pass until cond holds; it fails once a
+	// minute went by with no memory indexed.
 	waitFor := func(what string, cond func() bool) {
-		for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d memories indexed", what, count())
+		last, since := count(), time.Now()
+		for !cond() {
+			if n := count(); n != last {
+				last, since = n, time.Now()
 			}
+			if time.Since(since) > time.Minute {
+				t.Fatalf("%s: %d memories indexed, none for a minute", what, count())
+			}
+			clk.Advance(gatherDelay)
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 
@@ -159,7 +177,11 @@ func TestIndexerIndexesAlongsideAPull(t *testing.T) {
 
 	release := ix.hold()
 	pull(100)
-	time.Sleep(4 * gatherDelay)
+	for range 4 { // the indexer takes each gather delay, and waits again
+		gathering()
+		clk.Advance(gatherDelay)
+	}
+	gathering()
 	if n := count(); n != 1 {
 		t.Fatalf("%d memories indexed while the pull holds less than a batch", n-1)
 	}

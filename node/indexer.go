@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/internal/bulkgc"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
@@ -39,6 +40,7 @@ const gatherDelay = 250 * time.Millisecond
 type indexer struct {
 	store *storage.Store
 	index *search.Index
+	clock clock.Clock // the gather delay and the retry after a failure
 	log   *slog.Logger
 	// indexed, when set, is told of every memory indexed anew.
 	indexed func(m *model.Memory)
@@ -54,10 +56,11 @@ type indexer struct {
 	changed chan struct{} // closed and replaced whenever done or err moves
 }
 
-func newIndexer(store *storage.Store, index *search.Index, log *slog.Logger) *indexer {
+func newIndexer(store *storage.Store, index *search.Index, clk clock.Clock, log *slog.Logger) *indexer {
 	return &indexer{
 		store:   store,
 		index:   index,
+		clock:   clk,
 		log:     log,
 		wake:    make(chan struct{}, 1),
 		hurry:   make(chan struct{}, 1),
@@ -110,7 +113,7 @@ func (ix *indexer) run(ctx context.Context) {
 	if behind := ix.store.DurableSeq() - wm; behind > 0 {
 		ix.log.Info("search index behind storage; catching up", "watermark", wm, "changes", behind)
 	}
-	retry := time.NewTimer(time.Hour)
+	retry := ix.clock.NewTimer(time.Hour)
 	retry.Stop()
 	whole := true
 	for {
@@ -129,7 +132,7 @@ func (ix *indexer) run(ctx context.Context) {
 			}
 		case <-ix.hurry:
 			whole = true
-		case <-retry.C:
+		case <-retry.Chan():
 			whole = true
 		}
 	}
@@ -141,7 +144,7 @@ func (ix *indexer) run(ctx context.Context) {
 // index every change (false: whole batches only); ok is false when ctx
 // ends.
 func (ix *indexer) gather(ctx context.Context) (whole, ok bool) {
-	timer := time.NewTimer(gatherDelay)
+	timer := ix.clock.NewTimer(gatherDelay)
 	defer timer.Stop()
 	for {
 		select {
@@ -149,7 +152,7 @@ func (ix *indexer) gather(ctx context.Context) (whole, ok bool) {
 			return false, false
 		case <-ix.hurry:
 			return true, true
-		case <-timer.C:
+		case <-timer.Chan():
 			if !ix.holding() {
 				return true, true
 			}

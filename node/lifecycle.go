@@ -147,7 +147,7 @@ func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 		return api.LifecycleReport{}, err
 	}
 	// Every memory is judged: read each edge once, not each memory's.
-	rules := n.staleRules()
+	rules := n.staleRules(ctx)
 	defer rules.close()
 	rules.linked = func(id string) (bool, error) { return linked[id], nil }
 	rules.supersededBy = func(id string) ([]string, error) { return superseded[id], nil }
@@ -307,23 +307,23 @@ func (n *Node) linkedMemories(ctx context.Context, now time.Time) (map[string]bo
 // until ctx ends.
 // A failed pass is logged and tried again at the next tick.
 func (n *Node) runLifecycle(ctx context.Context, interval time.Duration) {
-	every(ctx, min(interval, lifecycleStartDelay), interval, func(ctx context.Context) {
+	n.every(ctx, min(interval, lifecycleStartDelay), interval, func(ctx context.Context) {
 		if _, err := n.RunLifecycle(ctx); err != nil && ctx.Err() == nil {
 			n.log.Warn("lifecycle pass failed", "err", err)
 		}
 	})
 }
 
-// every calls fn once first has passed, then every interval after it
-// returns, until ctx ends.
-func every(ctx context.Context, first, interval time.Duration, fn func(context.Context)) {
-	t := time.NewTimer(first)
+// every calls fn once first has passed on the node's clock, then every
+// interval after it returns, until ctx ends.
+func (n *Node) every(ctx context.Context, first, interval time.Duration, fn func(context.Context)) {
+	t := n.clock.NewTimer(first)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.Chan():
 		}
 		fn(ctx)
 		t.Reset(interval)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -116,22 +117,43 @@ func TestDecayAndMaturity(t *testing.T) {
 	}
 }
 
+// TestLifecycleRunsOnSchedule: the daemon runs a lifecycle pass a minute
+// after start, then one every LifecycleInterval, on the node's clock
+// (a fake one here: the hours pass without waiting).
 func TestLifecycleRunsOnSchedule(t *testing.T) {
-	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), LifecycleInterval: 50 * time.Millisecond})
+	clk := clock.NewFake(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
+	started := clk.Now()
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clk, LifecycleInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	remember(t, n, api.RememberRequest{Content: "Stored before the node starts its passes", Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -100)})
+	remember(t, n, api.RememberRequest{Content: "Stored before the node starts its passes", Tier: model.TierHuman, At: clk.Now().AddDate(0, 0, -100)})
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the first scheduled pass", func() bool { return !n.LastLifecycle().At.IsZero() })
-	first := n.LastLifecycle()
+	passAfter := func(what string, after time.Time, step time.Duration) api.LifecycleReport {
+		t.Helper()
+		waitUntil(t, what, func() bool {
+			if n.LastLifecycle().At.After(after) {
+				return true
+			}
+			clk.Advance(step)
+			return false
+		})
+		return n.LastLifecycle()
+	}
+	first := passAfter("the first scheduled pass", time.Time{}, 10*time.Second)
 	if first.Live != 1 || first.Stale != 1 {
 		t.Errorf("first pass: %+v", first)
 	}
-	waitUntil(t, "a later pass", func() bool { return n.LastLifecycle().At.After(first.At) })
+	if first.At.Before(started.Add(lifecycleStartDelay)) {
+		t.Errorf("first pass at %s, before the start delay (%s) since the start at %s", first.At, lifecycleStartDelay, started)
+	}
+	later := passAfter("a later pass", first.At, 10*time.Minute)
+	if later.At.Before(first.At.Add(time.Hour)) {
+		t.Errorf("a pass at %s, within the interval (1h) of the one at %s", later.At, first.At)
+	}
 }
 
 // TestLearnedMemoryPromotedWhenRecalled: a learned memory read twice is

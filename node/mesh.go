@@ -18,7 +18,7 @@ import (
 func (n *Node) startMesh(ctx context.Context, cfg mesh.Config) error {
 	id := mesh.Identity{Key: n.id.Key, Cert: n.id.Cert, Device: n.id.DeviceID, Actor: n.actor}
 	if cfg.Clock == nil {
-		cfg.Clock = mesh.SystemClock(n.now)
+		cfg.Clock = n.clock
 	}
 	if cfg.Rand == nil && n.cfg.Rand != nil {
 		cfg.Rand = lockedReader{&n.randMu, n.cfg.Rand}

@@ -19,9 +19,11 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/faultnet"
 	"github.com/memmesh/memmesh/internal/mutate"
 	"github.com/memmesh/memmesh/internal/nodetest"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -61,12 +63,12 @@ func meshNodeWith(tb testing.TB, home string, host int, fn *faultnet.Net, mc mes
 	if fn != nil {
 		mc.WrapConn = fn.Wrap
 	}
-	clock := new(skewedClock)
-	n, err := New(Config{Home: home, Logger: testLogger(tb), Mesh: &mc, Now: clock.now})
+	skew := new(skewedClock)
+	n, err := New(Config{Home: home, Logger: testLogger(tb), Mesh: &mc, Clock: clock.WithNow(skew.now)})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	clocks.Store(n, clock)
+	clocks.Store(n, skew)
 	if err := n.Start(context.Background()); err != nil {
 		n.Close()
 		tb.Fatal(err)
@@ -143,7 +145,7 @@ func alivePeers(n *Node) int {
 	return k
 }
 
-var waitUntil = nodetest.WaitUntil
+var waitUntil = testwait.Until
 
 func found(n *Node, query, ns string) []string {
 	res, err := n.Search(context.Background(), api.SearchRequest{Query: query, Namespace: ns})
@@ -579,7 +581,7 @@ func TestMeshBadFrames(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			s.CloseWrite()
-			s.SetReadDeadline(time.Now().Add(5 * time.Second))
+			s.SetReadDeadline(time.Now().Add(testwait.Limit))
 			for { // a is expected to answer with an error frame or close
 				if _, _, err := s.ReadFrame(transport.MaxFrame); err != nil {
 					break

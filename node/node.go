@@ -18,6 +18,7 @@ import (
 
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/gitstale"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
@@ -34,8 +35,11 @@ type Config struct {
 	// Logger receives the node's logs, with their secrets redacted (see
 	// secrets.ScrubLogs); nil discards them.
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now. Tests inject a fake.
-	Now func() time.Time
+	// Clock is the time every loop of the node and its mesh reads (the
+	// indexer, lifecycle, expunger, session ingest, git checks, sync);
+	// nil is the system's. Tests advance a clock.Fake, or set the time
+	// with clock.WithNow.
+	Clock clock.Clock
 	// RecencyHalfLife is the age at which the recency boost of a search
 	// result halves; 0 means the search package's default.
 	RecencyHalfLife time.Duration
@@ -93,7 +97,7 @@ func (c *Config) validate() error {
 type Node struct {
 	cfg   Config
 	log   *slog.Logger
-	now   func() time.Time
+	clock clock.Clock
 	id    Identity
 	actor string
 
@@ -147,9 +151,9 @@ func New(cfg Config) (*Node, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	log = slog.New(secrets.ScrubLogs(log.Handler()))
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.System()
 	}
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("node: create home: %w", err)
@@ -189,7 +193,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:         cfg,
 		log:         log.With("component", "node"),
-		now:         now,
+		clock:       clk,
 		id:          id,
 		actor:       actor,
 		store:       store,
@@ -208,9 +212,9 @@ func New(cfg Config) (*Node, error) {
 		symbolLimits = cfg.Symbols.Limits
 	}
 	n.symbols = symbols.NewIndex(store, symbolLimits)
-	n.git = gitstale.New(gitstale.Config{Home: cfg.Home, Store: store, Symbols: n.symbols, Namespace: NormalizeNamespace, Now: now, Logger: n.log})
-	n.sessions = sessions.New(cfg.Sessions, sessionsHost{n}, store, id.DeviceID, now, n.log)
-	n.indexer = newIndexer(store, index, log.With("component", "indexer"))
+	n.git = gitstale.New(gitstale.Config{Home: cfg.Home, Store: store, Symbols: n.symbols, Namespace: NormalizeNamespace, Clock: clk, Logger: n.log})
+	n.sessions = sessions.New(cfg.Sessions, sessionsHost{n}, store, id.DeviceID, clk, n.log)
+	n.indexer = newIndexer(store, index, clk, log.With("component", "indexer"))
 	n.indexer.indexed = func(m *model.Memory) {
 		n.life.changed(m)
 		n.dups.note(m)
@@ -219,13 +223,16 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Rand != nil {
 		nonces = lockedReader{&n.randMu, cfg.Rand}
 	}
-	if n.registry, err = mesh.NewRegistry(id.DeviceID, n.actor, meshHost{n}, store, mesh.SystemClock(now), nonces); err != nil {
+	if n.registry, err = mesh.NewRegistry(id.DeviceID, n.actor, meshHost{n}, store, clk, nonces); err != nil {
 		index.Close()
 		store.Close()
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	return n, nil
 }
+
+// now is the time as the node's clock reads it.
+func (n *Node) now() time.Time { return n.clock.Now() }
 
 // openIndex opens the search index, rebuilding it from scratch when it
 // cannot be opened: the index holds nothing that storage does not.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/nodetest"
 	"github.com/memmesh/memmesh/model"
 )
@@ -35,6 +36,25 @@ func startNode(tb testing.TB, cfg Config) *Node {
 var testLogger = nodetest.Logger
 
 var remember = nodetest.Remember
+
+// TestRememberGivenUpWritesNothing: a caller that gave up (its context
+// is done) gets the context's error, and nothing is stored.
+func TestRememberGivenUpWritesNothing(t *testing.T) {
+	n := testNode(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := n.Remember(ctx, api.RememberRequest{Namespace: "backend", Content: "Use pgx, not lib/pq."})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("remember with a context done: %v, want context.Canceled", err)
+	}
+	list, err := n.List(context.Background(), api.ListRequest{Namespace: "backend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 0 {
+		t.Fatalf("%d memories stored by a remember given up", len(list))
+	}
+}
 
 func TestRememberDefaultsAndRules(t *testing.T) {
 	ctx := context.Background()
@@ -302,7 +322,7 @@ func TestExpiredMemoriesLeaveSearchAndList(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	now := time.Now()
-	n, err := New(Config{Home: home, Now: func() time.Time { return now }})
+	n, err := New(Config{Home: home, Clock: clock.WithNow(func() time.Time { return now })})
 	if err != nil {
 		t.Fatal(err)
 	}

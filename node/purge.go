@@ -299,14 +299,14 @@ func (n *Node) expungeBeforeClose() {
 // runExpunger expunges in the background what peers' tombstones, imports
 // and a crash before an expunge left to do.
 func (n *Node) runExpunger(ctx context.Context) {
-	retry := time.NewTimer(0) // an erasure may be pending from before a crash
+	retry := n.clock.NewTimer(0) // an erasure may be pending from before a crash
 	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-n.expungeWake:
-		case <-retry.C:
+		case <-retry.Chan():
 		}
 		if err := n.expunge(ctx); err != nil && ctx.Err() == nil {
 			n.log.Error("removing erased memories from the files failed; retrying", "err", err, "retry", expungeRetry)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -24,8 +25,8 @@ const (
 // label sets the labels of hits (matches first, then related memories)
 // and ranks every superseded memory below its successors within its part
 // of the results (demoteSuperseded weighed its score before the cut).
-func (n *Node) label(hits []api.SearchHit) error {
-	rules := n.staleRules()
+func (n *Node) label(ctx context.Context, hits []api.SearchHit) error {
+	rules := n.staleRules(ctx)
 	defer rules.close()
 	successors := map[string][]string{} // short id -> short ids of its successors
 	for i := range hits {
@@ -80,8 +81,8 @@ var supersededWeight = search.StatusWeight(model.StatusStale) / search.StatusWei
 // cut to limit then leaves a superseded memory's slot to its successor
 // and the other matches. Only the best limit are checked, so the cost is
 // that of labelling them.
-func (n *Node) demoteSuperseded(hits []search.Hit, limit int, order func(a, b search.Hit) int, demote func(h *search.Hit)) error {
-	rules := n.staleRules()
+func (n *Node) demoteSuperseded(ctx context.Context, hits []search.Hit, limit int, order func(a, b search.Hit) int, demote func(h *search.Hit)) error {
+	rules := n.staleRules(ctx)
 	checked := map[string]bool{}
 	for {
 		slices.SortStableFunc(hits, order)

@@ -29,6 +29,9 @@ func (n *Node) Remember(ctx context.Context, req api.RememberRequest) (api.Remem
 	if err != nil {
 		return api.RememberResult{}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return api.RememberResult{}, err
+	}
 	words := wordSet(m.Content)
 	hash := contentHash(m.Namespace, m.Content)
 
@@ -43,6 +46,9 @@ func (n *Node) Remember(ctx context.Context, req api.RememberRequest) (api.Remem
 	n.justChecked(targets)
 	unlock := n.lockAll(append([]string{hash, m.ID}, targets...))
 	defer unlock()
+	if err := ctx.Err(); err != nil { // a caller that gave up while the locks were held: nothing is written
+		return api.RememberResult{}, err
+	}
 	if dup, err := n.findDuplicate(m.Namespace, hash); err != nil {
 		return api.RememberResult{}, err
 	} else if dup != "" {
@@ -678,7 +684,7 @@ func (n *Node) Search(ctx context.Context, req api.SearchRequest) (api.SearchRes
 	if err != nil {
 		return api.SearchResult{}, err
 	}
-	if err := n.label(res.Results); err != nil {
+	if err := n.label(ctx, res.Results); err != nil {
 		return api.SearchResult{}, err
 	}
 	needles := n.index.Needles(q.Text)
@@ -801,7 +807,7 @@ func (n *Node) runSearch(ctx context.Context, q search.Query) (api.SearchResult,
 		return api.SearchResult{}, err
 	}
 	byScore := func(a, b search.Hit) int { return cmp.Compare(b.Score, a.Score) }
-	err = n.demoteSuperseded(res.Hits, limit, byScore, func(h *search.Hit) {
+	err = n.demoteSuperseded(ctx, res.Hits, limit, byScore, func(h *search.Hit) {
 		h.Score *= supersededWeight
 		demoteExplained(h.Explain)
 	})

@@ -28,6 +28,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -391,7 +392,7 @@ func (s *sim) open(sn *simNode) {
 	n, err := New(Config{
 		Home:   sn.home,
 		Logger: log,
-		Now:    func() time.Time { return s.now },
+		Clock:  clock.WithNow(func() time.Time { return s.now }),
 		Rand:   sn.ids,
 		// A small ballast: the sim's homes are many and small.
 		MinFreeSpace: 1 << 20,

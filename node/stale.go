@@ -45,7 +45,7 @@ func (n *Node) Stale(ctx context.Context, req api.StaleRequest) ([]api.StaleMemo
 	if err != nil {
 		return nil, err
 	}
-	rules := n.staleRules()
+	rules := n.staleRules(ctx)
 	defer rules.close()
 	for i := range active {
 		reasons, err := rules.reasons(&active[i].Memory)
@@ -80,9 +80,9 @@ type staleRules struct {
 
 // staleRules returns the rules as they stand now, reading a memory's
 // edges when they are asked about it.
-func (n *Node) staleRules() *staleRules {
+func (n *Node) staleRules(ctx context.Context) *staleRules {
 	r := &staleRules{now: n.now(), days: map[string]int{}, settings: n.namespaceSettings, valid: map[string][]model.Edge{},
-		git: n.git.NewJudge(context.Background())}
+		git: n.git.NewJudge(ctx)}
 	r.supersededBy = func(id string) ([]string, error) {
 		edges, err := n.edgesAt(r, id)
 		if err != nil {

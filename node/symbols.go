@@ -103,7 +103,7 @@ func optionalNamespace(ns string) (string, error) {
 // runSymbols indexes the known trees again on the schedule: a minute
 // after start (or after the interval, if shorter), then every interval.
 func (n *Node) runSymbols(ctx context.Context, interval time.Duration) {
-	every(ctx, min(time.Minute, interval), interval, n.reindexSymbols)
+	n.every(ctx, min(time.Minute, interval), interval, n.reindexSymbols)
 }
 
 // reindexSymbols indexes the git working trees of every namespace (Trees:

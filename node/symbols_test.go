@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/gittest"
 	"github.com/memmesh/memmesh/internal/projmap"
 )
@@ -179,10 +181,11 @@ func TestGraphOfSymbol(t *testing.T) {
 	}
 }
 
-// TestSymbolsSchedule: the node indexes its trees again on its schedule,
-// and drops a tree whose directory is gone.
+// TestSymbolsSchedule: the node indexes its trees again on its schedule
+// (hourly, on a fake clock), and drops a tree whose directory is gone.
 func TestSymbolsSchedule(t *testing.T) {
-	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Symbols: &SymbolsConfig{Interval: 20 * time.Millisecond}})
+	clk := clock.NewFake(time.Now())
+	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clk, Symbols: &SymbolsConfig{Interval: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,30 +197,27 @@ func TestSymbolsSchedule(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "src/late.py"), []byte("def late():\n    pass\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitSymbols(t, n, "late", 1)
+	waitSymbols(t, n, clk, "late", 1)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	waitSymbols(t, n, "late", 0)
+	waitSymbols(t, n, clk, "late", 0)
 	if trees, err := n.SymbolTrees(context.Background()); err != nil || len(trees) != 0 {
 		t.Errorf("trees after the tree went: %+v, %v", trees, err)
 	}
 }
 
-// waitSymbols waits until a name has want definitions, for up to 10 s.
-func waitSymbols(t *testing.T, n *Node, name string, want int) {
+// waitSymbols waits until a name has want definitions, advancing clk a
+// tenth of an hour at each look: the time for the schedule to come.
+func waitSymbols(t *testing.T, n *Node, clk *clock.Fake, name string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := n.Where(name, "")
-		if err == nil && len(got) == want {
-			return
+	waitUntil(t, fmt.Sprintf("%d definitions of %s", want, name), func() bool {
+		if got, err := n.Where(name, ""); err == nil && len(got) == want {
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Where(%s) = %v, %v; want %d definitions", name, got, err, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		clk.Advance(6 * time.Minute)
+		return false
+	})
 }
 
 // TestSymbolsOfMappedTrees: the schedule indexes the git working trees a
@@ -230,7 +230,8 @@ func TestSymbolsOfMappedTrees(t *testing.T) {
 	if err := projmap.Save(home, []projmap.Mapping{{Glob: repo.Dir, Namespace: "mapped"}}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(Config{Home: home, Logger: testLogger(t), Symbols: &SymbolsConfig{Interval: 20 * time.Millisecond}})
+	clk := clock.NewFake(time.Now())
+	n, err := New(Config{Home: home, Logger: testLogger(t), Clock: clk, Symbols: &SymbolsConfig{Interval: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestSymbolsOfMappedTrees(t *testing.T) {
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitSymbols(t, n, "FromRoot", 1)
+	waitSymbols(t, n, clk, "FromRoot", 1)
 	got, err := n.Where("FromRoot", "mapped")
 	if err != nil || len(got) != 1 || got[0].Root != repo.Dir {
 		t.Errorf("Where(FromRoot) in mapped = %+v, %v", got, err)

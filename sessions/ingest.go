@@ -272,7 +272,7 @@ func (ss *Sessions) Ingest(ctx context.Context, req api.IngestRequest) ([]api.In
 // Run scans the readers' locations every interval (never when
 // negative), and reads what Ingest queued, until ctx is done.
 func (ss *Sessions) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTimer(0)
+	t := ss.clock.NewTimer(0)
 	if interval < 0 {
 		t.Stop()
 	}
@@ -288,7 +288,7 @@ func (ss *Sessions) Run(ctx context.Context, interval time.Duration) {
 				}
 				continue
 			}
-		case <-t.C:
+		case <-t.Chan():
 			t.Reset(interval)
 		}
 		reps, err := ss.IngestAll(ctx)

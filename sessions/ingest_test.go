@@ -11,6 +11,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/nodetest"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/sessions"
 	"github.com/memmesh/memmesh/transcript"
@@ -111,7 +112,7 @@ func TestIngestTranscriptIncremental(t *testing.T) {
 func TestIngestScheduled(t *testing.T) {
 	n, _ := sessionsNode(t, 50*time.Millisecond)
 	var s api.Session
-	nodetest.WaitUntil(t, "the session read on the node's schedule is local", func() bool {
+	testwait.Until(t, "the session read on the node's schedule is local", func() bool {
 		s = nodetest.SessionByID(t, n, claudeSession)
 		return s.Local
 	})
@@ -169,7 +170,7 @@ func TestLearnFromTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	var correction api.Memory
-	nodetest.WaitUntil(t, "the correction is learned", func() bool {
+	testwait.Until(t, "the correction is learned", func() bool {
 		for _, m := range learnedMemories(t, n) {
 			if strings.Contains(m.Content, "fake clock") {
 				correction = m

@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
@@ -69,7 +70,7 @@ type Sessions struct {
 	mem    Memories
 	store  Store
 	device string // this machine's device id
-	now    func() time.Time
+	clock  clock.Clock
 	log    *slog.Logger
 	// mu serialises the reading of sessions, which writes memories (and
 	// so takes document locks) while it reads.
@@ -81,8 +82,8 @@ type Sessions struct {
 // New returns the sessions of the machine device, kept in store, whose
 // summaries and lessons are written to mem. cfg, when not nil, names the
 // transcripts to read.
-func New(cfg *Config, mem Memories, store Store, device string, now func() time.Time, log *slog.Logger) *Sessions {
-	return &Sessions{cfg: cfg, mem: mem, store: store, device: device, now: now, log: log,
+func New(cfg *Config, mem Memories, store Store, device string, clk clock.Clock, log *slog.Logger) *Sessions {
+	return &Sessions{cfg: cfg, mem: mem, store: store, device: device, clock: clk, log: log,
 		queue: make(chan api.IngestRequest, maxQueuedIngests)}
 }
 
@@ -172,7 +173,7 @@ func (ss *Sessions) ingestSession(ctx context.Context, s transcript.Session, ns 
 		added++
 	}
 	if meta.Start.IsZero() {
-		meta.Start = ss.now()
+		meta.Start = ss.clock.Now()
 	}
 	meta.End = latest(meta.End, meta.Start)
 	if added > 0 || meta.SummaryID == "" {

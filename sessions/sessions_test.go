@@ -9,6 +9,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/nodetest"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/sessions"
 )
 
@@ -50,7 +51,7 @@ func TestIngestSessionListsShowsAndScrubs(t *testing.T) {
 	}
 	handoff := nodetest.Remember(t, n, api.RememberRequest{Namespace: "app", Kind: "summary", Title: "Handoff: login test fixed",
 		Content: "Done: clock skew allowed. Open: nothing.", Tags: []string{api.SessionTag(s.ID)}})
-	nodetest.WaitUntil(t, "the handoff is listed with its session", func() bool {
+	testwait.Until(t, "the handoff is listed with its session", func() bool {
 		d, err = n.Session(ctx, s.ID)
 		return err == nil && len(d.Handoffs) == 1 && d.Handoffs[0].ID == handoff.ID
 	})

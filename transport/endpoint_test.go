@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // members is a set of authorised devices that tests change.
@@ -74,12 +76,8 @@ func listen(t *testing.T, cfg Config) *Endpoint {
 	return e
 }
 
-// hangBound bounds the tests' waits: far beyond what each takes on a
-// loaded machine, so that only a wait that makes no progress fails.
-const hangBound = 2 * time.Minute
-
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -266,10 +264,10 @@ func TestMemberlistOverQUIC(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("condition not reached in %s", hangBound)
+			t.Fatalf("condition not reached in %s", testwait.Limit)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

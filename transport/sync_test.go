@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // memReplica is an in-memory Replica: documents by id, a change log, and
@@ -371,7 +373,7 @@ func TestPeerThatStopsDoesNotHang(t *testing.T) {
 }
 
 // endsWithContext runs fn with a context that ends after 200 ms and fails
-// the test if fn succeeds, or still runs hangBound later.
+// the test if fn succeeds, or still runs testwait.Limit later.
 func endsWithContext(t *testing.T, what string, fn func(context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -383,8 +385,8 @@ func endsWithContext(t *testing.T, what string, fn func(context.Context) error) 
 		if err == nil {
 			t.Errorf("%s with a peer that stopped succeeded", what)
 		}
-	case <-time.After(hangBound):
-		t.Fatalf("%s still waits %s after its context ended", what, hangBound)
+	case <-time.After(testwait.Limit):
+		t.Fatalf("%s still waits %s after its context ended", what, testwait.Limit)
 	}
 }
 

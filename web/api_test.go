@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/node"
@@ -269,17 +270,10 @@ func TestMeshCalls(t *testing.T) {
 		t.Fatalf("Devices = %+v, %v", devices, err)
 	}
 	var peers []api.Peer
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.Until(t, "b alive on a", func() bool {
 		peers, err = a.Peers(ctx)
-		if err == nil && len(peers) == 1 && peers[0].State == "alive" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b is not alive on a: %+v, %v", peers, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && len(peers) == 1 && peers[0].State == "alive"
+	})
 	if peers[0].Device != b.DeviceID() || peers[0].Name != "b" {
 		t.Errorf("peer = %+v", peers[0])
 	}

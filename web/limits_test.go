@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/node"
 )
 
@@ -41,7 +42,7 @@ func rawConn(t *testing.T, sock, head, body string) net.Conn {
 // the connection, within a deadline generous enough for a loaded machine.
 func answer(t *testing.T, conn net.Conn) (status int, body string, closed bool) {
 	t.Helper()
-	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	conn.SetReadDeadline(time.Now().Add(testwait.Limit))
 	r := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(r, nil)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // socketIn returns a unix socket path in a fresh short directory.
@@ -70,8 +71,8 @@ func within(t *testing.T, what string, call func() error) error {
 	select {
 	case err := <-res:
 		return err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: no return after 30 s", what)
+	case <-time.After(testwait.Limit):
+		t.Fatalf("%s: no return after %v", what, testwait.Limit)
 		return nil
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // TestHookAlwaysSucceeds: `memmesh context --hook` exits 0 with a hook
@@ -57,8 +59,8 @@ func TestHookAlwaysSucceeds(t *testing.T) {
 				if c != exitOK {
 					t.Fatalf("exit %d, want 0; stderr %q", c, stderr.String())
 				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("no exit after 30 s")
+			case <-time.After(testwait.Limit):
+				t.Fatalf("no exit after %v", testwait.Limit)
 			}
 			var out struct {
 				HookSpecificOutput struct {

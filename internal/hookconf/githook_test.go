@@ -9,16 +9,13 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/internal/gittest"
+	"github.com/memmesh/memmesh/internal/testwait"
 )
-
-// hangBound bounds the tests' waits: far beyond what each takes on a
-// loaded machine, so that only a wait that makes no progress fails.
-const hangBound = 2 * time.Minute
 
 // waitFile waits for a file a background command writes.
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(hangBound)
+	deadline := time.Now().Add(testwait.Limit)
 	for {
 		data, err := os.ReadFile(path)
 		if err == nil && len(data) > 0 {

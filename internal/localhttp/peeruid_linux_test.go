@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // acceptOne listens on addr and returns the server's side of one
@@ -24,7 +26,7 @@ func acceptOne(t *testing.T, addr string, dial func(addr string)) (net.Conn, boo
 	}
 	t.Cleanup(func() { ln.Close() })
 	go dial(ln.Addr().String())
-	ln.(*net.TCPListener).SetDeadline(time.Now().Add(30 * time.Second))
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(testwait.Limit))
 	c, err := ln.Accept()
 	if err != nil {
 		t.Fatalf("accept: %v", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/internal/syncbuf"
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 // testToken is what tokenHandler accepts.
@@ -159,7 +160,7 @@ func TestRefusedConnectionsClosedAtOnce(t *testing.T) {
 						}
 					}()
 					defer func() { close(stop); <-trickled }()
-					c.SetReadDeadline(time.Now().Add(60 * time.Second))
+					c.SetReadDeadline(time.Now().Add(testwait.Limit))
 					br := bufio.NewReader(c)
 					resp, err := http.ReadResponse(br, nil)
 					if err != nil {
@@ -207,7 +208,7 @@ func TestAnonymousConnectionServesOneRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(60 * time.Second))
+	c.SetDeadline(time.Now().Add(testwait.Limit))
 	br := bufio.NewReader(c)
 	get := func(auth string) *http.Response {
 		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n%s\r\n", addr, auth)
@@ -230,7 +231,7 @@ func TestAnonymousConnectionServesOneRequest(t *testing.T) {
 	}
 	defer c2.Close()
 	c, br = c2, bufio.NewReader(c2)
-	c.SetDeadline(time.Now().Add(60 * time.Second))
+	c.SetDeadline(time.Now().Add(testwait.Limit))
 	if resp := get(""); resp.StatusCode != http.StatusUnauthorized || !resp.Close {
 		t.Fatalf("anonymous request: %d, close %v; want 401 and close", resp.StatusCode, resp.Close)
 	}
@@ -296,7 +297,7 @@ func TestFloodFromAnotherUserSparesTheOwner(t *testing.T) {
 			}
 			flood = append(flood, c)
 			wg.Go(func() {
-				c.SetReadDeadline(time.Now().Add(120 * time.Second))
+				c.SetReadDeadline(time.Now().Add(testwait.Limit))
 				if _, err := io.Copy(io.Discard, c); closedByServer(err) {
 					closed.Add(1)
 				}
@@ -314,7 +315,7 @@ func TestFloodFromAnotherUserSparesTheOwner(t *testing.T) {
 	if status := ownerGet(t, addr); status != http.StatusOK {
 		t.Fatalf("the owner's new connection after the flood: %d", status)
 	}
-	owner.SetDeadline(time.Now().Add(60 * time.Second))
+	owner.SetDeadline(time.Now().Add(testwait.Limit))
 	fmt.Fprintf(owner, "GET / HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n\r\n", addr, testToken)
 	resp, err := http.ReadResponse(bufio.NewReader(owner), nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -322,10 +323,7 @@ func TestFloodFromAnotherUserSparesTheOwner(t *testing.T) {
 	}
 	resp.Body.Close()
 	want := int64(80 - limits.AnonymousPerUser)
-	deadline := time.Now().Add(60 * time.Second)
-	for closed.Load() < want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, "the other user's idle connections closed", func() bool { return closed.Load() >= want })
 	if got := closed.Load(); got != want {
 		t.Fatalf("the server closed %d of the other user's 80 idle connections, want %d (all but its cap)", got, want)
 	}

@@ -13,24 +13,9 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/transcript"
 )
-
-// WaitLimit bounds every wait for convergence in tests and benchmarks;
-// it is not a performance assertion.
-const WaitLimit = 5 * time.Minute
-
-// WaitUntil polls cond until it holds, for at most WaitLimit.
-func WaitUntil(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(WaitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("not reached in %v: %s", WaitLimit, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
 
 // Logger logs to the test's log at info level; a fuzz target's logs are
 // discarded (a fuzz function may not log through its *testing.F).
@@ -117,7 +102,7 @@ type SessionLister interface {
 func SessionByID(tb testing.TB, n SessionLister, id string) api.Session {
 	tb.Helper()
 	var got api.Session
-	WaitUntil(tb, "the session is listed", func() bool {
+	testwait.Until(tb, "the session is listed", func() bool {
 		all, err := n.Sessions(context.Background(), api.SessionsRequest{})
 		if err != nil {
 			tb.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
@@ -152,7 +153,7 @@ type serverMemoryAnswer struct {
 // other messages.
 func (s *serverMemorySession) answer(id any) serverMemoryAnswer {
 	s.t.Helper()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(testwait.Limit)
 	for {
 		select {
 		case line, ok := <-s.lines:
@@ -1070,16 +1071,11 @@ func TestServerMemoryFollowsEveryWriter(t *testing.T) {
 
 	remote := serverMemoryConnect(t, b, "")
 	remote.ok("create_entities", map[string]any{"entities": []Entity{{Name: "Carol", EntityType: "person", Observations: []string{}}}}, nil)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testwait.Until(t, "an entity made on the other machine shows", func() bool {
 		var found Graph
 		mine.ok("open_nodes", map[string]any{"names": []string{"Carol"}}, &found)
-		if len(found.Entities) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("an entity made on the other machine never shows")
-		}
-	}
+		return len(found.Entities) == 1
+	})
 
 	mems, err := a.List(ctx, api.ListRequest{Namespace: DefaultNamespace, Kind: "entity", Limit: 10})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/node"
 )
@@ -547,7 +548,7 @@ func (d *dash) stream(c *http.Client) *sse {
 // await waits for an event that match accepts.
 func (s *sse) await(t *testing.T, what string, match func(name, data string) bool) string {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(testwait.Limit)
 	for {
 		select {
 		case ev := <-s.events:
@@ -672,7 +673,7 @@ func TestSlowListenerIsDroppedNotWaitedFor(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(testwait.Limit):
 		t.Fatal("publish blocked on a full listener")
 	}
 	select {
