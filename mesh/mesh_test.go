@@ -421,7 +421,7 @@ func TestSlowPullHoldsBackOthersNoLongerThanAWait(t *testing.T) {
 	m.pullSlot <- struct{}{} // the slow pull
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.pull("B", "127.0.0.2:7420")
+		_, err := m.pull(context.Background(), "B", "127.0.0.2:7420")
 		done <- err
 	}()
 	waitPending(t, clock, 1)
@@ -433,5 +433,34 @@ func TestSlowPullHoldsBackOthersNoLongerThanAWait(t *testing.T) {
 		}
 	case <-time.After(testwait.Limit):
 		t.Fatal("the pull still waits for the slow one")
+	}
+}
+
+// TestPullEndsWithItsContext: a pull whose caller gives up (a CLI's sync
+// interrupted) ends with the context's error, even while it waits for the
+// pull slot a slow pull holds.
+func TestPullEndsWithItsContext(t *testing.T) {
+	clock := newFakeClock()
+	m := testMesh(t, testStore(t), clock)
+	m.net = refusingNetwork{}
+	m.mu.Lock()
+	m.peer("B").addr = "127.0.0.2:7420"
+	m.mu.Unlock()
+	m.pullSlot <- struct{}{} // the slow pull
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.PullFrom(ctx, "B")
+		done <- err
+	}()
+	waitPending(t, clock, 1) // waiting for the slot
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a pull given up: %v, want context.Canceled", err)
+		}
+	case <-time.After(testwait.Limit):
+		t.Fatal("a pull given up goes on")
 	}
 }

@@ -53,7 +53,7 @@ func (m *Mesh) startPull(device string) {
 	p.pulling = true
 	m.mu.Unlock()
 	m.goLoop(func() {
-		m.pull(device, addr)
+		m.pull(m.ctx, device, addr)
 		m.mu.Lock()
 		p.pulling = false
 		m.mu.Unlock()
@@ -69,9 +69,12 @@ const pullSlotWait = 30 * time.Second
 
 // pull runs one anti-entropy pull from the device at addr, once no other
 // pull runs or the one running has run for pullSlotWait, and records and
-// logs how it went.
-func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
-	held, err := m.takePullSlot(device)
+// logs how it went. It ends early when ctx or the mesh ends.
+func (m *Mesh) pull(ctx context.Context, device, addr string) (transport.SyncStats, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(m.ctx, cancel)()
+	held, err := m.takePullSlot(ctx, device)
 	if err != nil {
 		return transport.SyncStats{}, err
 	}
@@ -83,7 +86,7 @@ func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
 	p.pulls++
 	p.pulledAt = m.clock.Now()
 	m.mu.Unlock()
-	stats, err := m.pullFrom(device, addr)
+	stats, err := m.pullFrom(ctx, device, addr)
 	m.pulledBytes.Add(stats.Bytes)
 	m.mu.Lock()
 	if err != nil {
@@ -105,7 +108,7 @@ func (m *Mesh) pull(device, addr string) (transport.SyncStats, error) {
 
 // takePullSlot waits for the pull slot, and reports whether it took it:
 // after pullSlotWait the pull from device goes ahead without it.
-func (m *Mesh) takePullSlot(device string) (bool, error) {
+func (m *Mesh) takePullSlot(ctx context.Context, device string) (bool, error) {
 	select {
 	case m.pullSlot <- struct{}{}:
 		return true, nil
@@ -117,8 +120,8 @@ func (m *Mesh) takePullSlot(device string) (bool, error) {
 	case <-m.clock.After(pullSlotWait):
 		m.log.Info("a pull is slow; pulling beside it", "peer", device)
 		return false, nil
-	case <-m.ctx.Done():
-		return false, m.ctx.Err()
+	case <-ctx.Done():
+		return false, ctx.Err()
 	}
 }
 
@@ -128,8 +131,8 @@ func (m *Mesh) takePullSlot(device string) (bool, error) {
 // were saved (a namespace that became shared, documents lost here), every
 // document of the buckets that differ is compared, so any divergence is
 // repaired. The peer's own pull back repairs the other direction.
-func (m *Mesh) pullFrom(device, addr string) (transport.SyncStats, error) {
-	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Minute)
+func (m *Mesh) pullFrom(ctx context.Context, device, addr string) (transport.SyncStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	var since transport.Position
 	if data, err := m.store.GetLocal(localPosPrefix + device); err == nil {
@@ -165,8 +168,8 @@ func (m *Mesh) pullOnce(ctx context.Context, device, addr string, since transpor
 	return transport.Pull(ctx, s, replica{m}, since)
 }
 
-// Pull runs one anti-entropy pull from every live peer and waits for it;
-// it returns the first error.
+// Pull runs one anti-entropy pull from every live peer and waits for it,
+// or until ctx ends; it returns the first error.
 func (m *Mesh) Pull(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -177,7 +180,7 @@ func (m *Mesh) Pull(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := m.pull(device, addr); err != nil {
+			if _, err := m.pull(ctx, device, addr); err != nil {
 				select {
 				case errs <- fmt.Errorf("pull from %s: %w", device, err):
 				default:

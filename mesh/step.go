@@ -63,11 +63,11 @@ func (m *Mesh) Serve(typ transport.StreamType, s transport.FrameStream) {
 }
 
 // PullFrom runs one anti-entropy pull from device, as the pull loop does.
-func (m *Mesh) PullFrom(device string) (transport.SyncStats, error) {
+func (m *Mesh) PullFrom(ctx context.Context, device string) (transport.SyncStats, error) {
 	m.mu.Lock()
 	addr := m.peer(device).addr
 	m.mu.Unlock()
-	return m.pull(device, addr)
+	return m.pull(ctx, device, addr)
 }
 
 // Kicked returns, in order, the devices that the mesh asked to pull from

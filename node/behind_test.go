@@ -169,7 +169,7 @@ func (r *behindRun) push(a int) {
 func (r *behindRun) pull(a, b int) {
 	s := r.sim
 	disagreed := r.disagree(a, b)
-	st, err := s.nodes[a].n.mesh.PullFrom(s.device(b))
+	st, err := s.nodes[a].n.mesh.PullFrom(context.Background(), s.device(b))
 	s.serve.Wait()
 	s.nodes[b].n.mesh.Kicked() // pulls back are not run: the seed draws pulls
 	if err != nil {

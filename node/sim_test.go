@@ -764,7 +764,7 @@ func (s *sim) push(a int) {
 
 // pull runs one anti-entropy pull of node a from node b.
 func (s *sim) pull(a, b int) {
-	st, err := s.nodes[a].n.mesh.PullFrom(s.device(b))
+	st, err := s.nodes[a].n.mesh.PullFrom(context.Background(), s.device(b))
 	s.serve.Wait()
 	s.logf("pull %d<-%d: offered %d received %d rejected %d err %v", a, b, st.Offered, st.Received, st.Rejected, err != nil)
 	s.appealIfRefused(a, b, err)
@@ -1015,7 +1015,7 @@ func (s *sim) syncUntilQuiet() bool {
 		for a := range s.nodes {
 			for b := range s.nodes {
 				if a != b {
-					st, err := s.nodes[a].n.mesh.PullFrom(s.device(b))
+					st, err := s.nodes[a].n.mesh.PullFrom(context.Background(), s.device(b))
 					s.serve.Wait()
 					s.appealIfRefused(a, b, err)
 					moved += st.Received
