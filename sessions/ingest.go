@@ -192,11 +192,7 @@ func (ss *Sessions) resetSession(client, id string) error {
 	}
 	meta.Turns, meta.Failures, meta.FilesChanged, meta.Commands = 0, 0, []string{}, []string{}
 	meta.Prompt, meta.Outcome = "", ""
-	data, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	return ss.store.PutLocalDurable(metaKey, data)
+	return ss.putSession(metaKey, meta, true)
 }
 
 // IngestAll reads what is new in every transcript the readers find.

@@ -143,6 +143,13 @@ func (ss *Sessions) ingestSession(ctx context.Context, s transcript.Session, ns 
 	case errors.Is(err, storage.ErrNotFound):
 		meta = sessionRecord{Session: api.Session{ID: id, Client: s.Client, Namespace: ns, Device: ss.device, Local: true,
 			FilesChanged: []string{}, Commands: []string{}}}
+		// Stored before its summary: a listing, which finds sessions by
+		// their summaries, never shows one of this machine's as held
+		// elsewhere while it is read. It holds no turn yet, so a read
+		// that stops before the end reads them all again.
+		if err := ss.putSession(metaKey, meta, false); err != nil {
+			return api.Session{}, fmt.Errorf("store session %s: %w", id, err)
+		}
 	case err != nil:
 		return api.Session{}, err
 	}
@@ -188,15 +195,23 @@ func (ss *Sessions) ingestSession(ctx context.Context, s transcript.Session, ns 
 		}
 		meta.Learned, meta.Strengthened = meta.Learned+learned, meta.Strengthened+strengthened
 	}
-	data, err := json.Marshal(meta)
-	if err != nil {
-		return api.Session{}, err
-	}
 	// Durable: it also syncs the turns written before it.
-	if err := ss.store.PutLocalDurable(metaKey, data); err != nil {
+	if err := ss.putSession(metaKey, meta, true); err != nil {
 		return api.Session{}, fmt.Errorf("store session %s: %w", id, err)
 	}
 	return meta.Session, nil
+}
+
+// putSession stores a session's record under key, durably or not.
+func (ss *Sessions) putSession(key string, meta sessionRecord, durable bool) error {
+	data, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	if durable {
+		return ss.store.PutLocalDurable(key, data)
+	}
+	return ss.store.PutLocal(key, data)
 }
 
 // sessionTurn is t scrubbed of secrets and bounded.
