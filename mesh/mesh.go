@@ -250,7 +250,7 @@ type peerState struct {
 func New(cfg Config, id Identity, host Host, store Store, reg *Registry, log *slog.Logger) (*Mesh, error) {
 	given := cfg.Name
 	cfg = cfg.withDefaults()
-	name, err := checkDeviceName(cfg.Name)
+	name, err := CheckDeviceName(cfg.Name)
 	switch {
 	case err != nil && given != "":
 		return nil, err
@@ -463,12 +463,12 @@ func (m *Mesh) position() (transport.Position, error) {
 // maxDeviceName caps the characters of a device's name.
 const maxDeviceName = 64
 
-// checkDeviceName checks a device's name: 1 to maxDeviceName printable
+// CheckDeviceName checks a device's name, and returns it trimmed: 1 to maxDeviceName printable
 // characters (no control or bidi formatting character: every member shows
 // it) and no secret. A name holding a secret is refused, as other names of
 // a strict syntax are: it is shown to every member, and its owner chooses
 // another.
-func checkDeviceName(name string) (string, error) {
+func CheckDeviceName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxDeviceName ||
 		strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
@@ -483,7 +483,7 @@ func checkDeviceName(name string) (string, error) {
 // peerDeviceName returns the device name a peer sent when it is a good
 // one, else fallback: a peer cannot be asked to choose another.
 func peerDeviceName(name, fallback string) string {
-	if name, err := checkDeviceName(name); err == nil {
+	if name, err := CheckDeviceName(name); err == nil {
 		return name
 	}
 	return fallback

@@ -64,7 +64,7 @@ func meshNodeWith(tb testing.TB, home string, host int, fn *faultnet.Net, mc mes
 		mc.WrapConn = fn.Wrap
 	}
 	skew := new(skewedClock)
-	n, err := New(Config{Home: home, Logger: testLogger(tb), Mesh: &mc, Clock: clock.WithNow(skew.now)})
+	n, err := New(Config{Home: home, Logger: testLogger(tb), Mesh: &mc, Clock: clock.WithNow(skew.now), IndexFlushDelay: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}

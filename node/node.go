@@ -89,6 +89,12 @@ func (c *Config) validate() error {
 	if c.RecencyHalfLife < 0 || c.ConfidenceHalfLife < 0 || c.LifecycleInterval < 0 || c.MinFreeSpace < 0 || c.GitCheckInterval < 0 {
 		return errors.New("node: config: half-lives, the lifecycle and git check intervals and the free space must not be negative")
 	}
+	// Checked before anything opens: Start would refuse it.
+	if c.Mesh != nil && c.Mesh.Name != "" {
+		if _, err := mesh.CheckDeviceName(c.Mesh.Name); err != nil {
+			return fmt.Errorf("node: config: %w", err)
+		}
+	}
 	return nil
 }
 

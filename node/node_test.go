@@ -26,9 +26,15 @@ func testNode(tb testing.TB, home string) *Node {
 	return startNode(tb, Config{Home: home, Logger: testLogger(tb)})
 }
 
-// startNode starts a node with cfg, closed when the test ends.
+// startNode starts a node with cfg, closed when the test ends. Unless
+// cfg says otherwise, its search index writes each batch at once: a close
+// then does not wait out the second the index gathers batches for (the
+// search package tests that delay, e2e runs the daemon with it).
 func startNode(tb testing.TB, cfg Config) *Node {
 	tb.Helper()
+	if cfg.IndexFlushDelay == 0 {
+		cfg.IndexFlushDelay = -1
+	}
 	n, err := New(cfg)
 	return nodetest.Start(tb, n, err)
 }

@@ -188,8 +188,8 @@ func TestSearchHoldsItsTokenBudget(t *testing.T) {
 	ctx := context.Background()
 	n := testNode(t, "")
 	long := strings.Repeat("Each deploy drains the old pool first, then shifts traffic in steps of ten percent. ", 40)
-	for i := range 12 {
-		remember(t, n, api.RememberRequest{Namespace: "ops", Content: fmt.Sprintf("Rollout %d: %s", i, long)})
+	for i := range 12 { // the matches score apart: their order is not a tie
+		remember(t, n, api.RememberRequest{Namespace: "ops", Content: fmt.Sprintf("Rollout %d: %s%s", i, strings.Repeat("Pool deploy. ", i+1), long)})
 	}
 	whole, err := n.Search(ctx, api.SearchRequest{Query: "deploy pool", Namespace: "ops"})
 	if err != nil {

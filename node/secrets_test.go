@@ -132,6 +132,15 @@ func TestSecretCanary(t *testing.T) {
 	if len(cases) < 40 {
 		t.Fatalf("%d secret forms, want at least 40", len(cases))
 	}
+	if testing.Short() {
+		const every = 5
+		var some []canaryCase
+		for i := 0; i < len(cases); i += every {
+			some = append(some, cases[i])
+		}
+		t.Logf("-short: %d of the %d secret forms (every %dth); ./test tries them all", len(some), len(cases), every)
+		cases = some
+	}
 	home := t.TempDir()
 	logFile, err := os.Create(filepath.Join(home, "memmesh.log"))
 	if err != nil {
@@ -275,11 +284,10 @@ func checkHomeHoldsNoSecret(t *testing.T, home string, cases []canaryCase) {
 func TestDeviceNameHoldsNoSecret(t *testing.T) {
 	for _, c := range canaryCases(t) {
 		n, err := New(Config{Home: t.TempDir(), Mesh: &mesh.Config{Listen: "127.0.0.1:0", Name: c.line}})
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			err = n.Start(context.Background())
+			n.Close()
 		}
-		err = n.Start(context.Background())
-		n.Close()
 		if !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("%s: device name %q: %v, want ErrInvalid", c.Name, c.line, err)
 		} else if s := leaked(err.Error(), c.secrets); s != "" {
