@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
@@ -95,7 +96,7 @@ func briefScore(e *rankEntry, confidenceNow float64, degree int, maturity api.Ma
 	if e.kind == "decision" {
 		kind = 1.3
 	}
-	return kind * tier * (0.5 + 0.5*confidenceNow) * centrality * (0.7 + 0.3*math.Exp2(-age/30)) * maturityWeights[maturity]
+	return kind * tier * (0.5 + 0.5*confidenceNow) * centrality * (0.7 + 0.3*math.Exp2(-age/30)) * aging.Weight(maturity)
 }
 
 // candidate is a memory the brief may show, and where.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -47,7 +48,7 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (ite
 	}
 	p := rankParams{now: now, staleDays: int(n.namespaceSettings(ns).StaleDays), halfLife: n.confidenceHalfLife()}
 	if p.staleDays == 0 {
-		p.staleDays = defaultStaleDays
+		p.staleDays = aging.DefaultStaleDays
 	}
 	r := n.ranking(ns, p)
 	var cycles []api.Cycle
@@ -172,13 +173,13 @@ func (n *Node) score(id string, e *rankEntry, p rankParams) *candidate {
 	}
 	c.why.supersededBy = sum.supersededBy
 	c.dup = sum.dup
-	c.score = briefScore(e, e.confidence*decay(e.evergreen, e.updated, p.now, p.halfLife), sum.degree, maturityOf(n.life.readsOf(id)), p.now)
+	c.score = briefScore(e, e.confidence*aging.Decay(e.evergreen, e.updated, p.now, p.halfLife), sum.degree, aging.Maturity(n.life.readsOf(id)), p.now)
 	c.why.marked = e.status == model.StatusStale
 	if !e.evergreen {
 		if age := p.now.Sub(e.updated); age > time.Duration(p.staleDays)*24*time.Hour {
 			c.why.ageDays, c.why.staleDays = int(age.Hours()/24), p.staleDays
 		}
-		c.why.orphan = p.now.Sub(e.created) > orphanAge && !sum.linked
+		c.why.orphan = p.now.Sub(e.created) > aging.OrphanAge && !sum.linked
 	}
 	switch {
 	case e.conflict && e.status == model.StatusActive:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/internal/touches"
 	"github.com/memmesh/memmesh/model"
@@ -324,7 +325,7 @@ func (n *Node) load(id string) (model.Memory, error) {
 
 func (n *Node) view(m model.Memory) api.Memory {
 	reads := n.life.readsOf(m.ID)
-	return api.Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Reads: reads, Maturity: maturityOf(reads),
+	return api.Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Reads: reads, Maturity: aging.Maturity(reads),
 		ConfidenceNow: m.Confidence * confidenceDecay(&m, n.now(), n.confidenceHalfLife())}
 }
 
