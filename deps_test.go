@@ -52,6 +52,32 @@ func TestOnlySearchLinksBleve(t *testing.T) {
 	}
 }
 
+// TestBriefKnowsNoNode holds the brief apart from what composes it: it
+// reads the node through brief.Host and the store through brief.Store,
+// so it imports neither node nor the parts the node composes, and links
+// neither the mesh's transport nor Automerge or tree-sitter (cgo).
+func TestBriefKnowsNoNode(t *testing.T) {
+	banned := []string{
+		"github.com/memmesh/memmesh/node",
+		"github.com/memmesh/memmesh/mesh",
+		"github.com/memmesh/memmesh/transport",
+		"github.com/memmesh/memmesh/sessions",
+		"github.com/memmesh/memmesh/gitstale",
+		"github.com/memmesh/memmesh/crdt",
+		"github.com/quic-go/quic-go",
+		"github.com/hashicorp/memberlist",
+		"github.com/automerge/automerge-go",
+		"github.com/smacker/go-tree-sitter",
+	}
+	for _, dep := range deps(t, "./brief") {
+		for _, b := range banned {
+			if dep == b {
+				t.Errorf("brief depends on %s", b)
+			}
+		}
+	}
+}
+
 // deps lists the packages pkg imports, directly or not, and pkg itself.
 func deps(t *testing.T, pkg string) []string {
 	t.Helper()
