@@ -8,11 +8,12 @@ import (
 
 // TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
 // the packages they share with node, extract (pure rules over a session),
-// transcript (readers of files), bridge (auto memory's files) and
-// agentfiles (agent instruction files, through the API) link neither the
+// transcript (readers of files), bridge (auto memory's files),
+// agentfiles (agent instruction files, through the API) and rules (the
+// rules of a memory's fields, which a front end may check) link neither the
 // store, nor the mesh's transport, nor Automerge or tree-sitter (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./mcp/servermemory", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
+	light := []string{"./api", "./model", "./mcp", "./mcp/servermemory", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles", "./rules"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",

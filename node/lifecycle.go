@@ -12,6 +12,7 @@ import (
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/rules"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -196,7 +197,7 @@ const promoteReads = 2
 // live from now; one forgotten or purged since is skipped.
 func (n *Node) promote(ctx context.Context, ids []string) (int, error) {
 	tier := model.TierAgent
-	ttl := fmt.Sprintf("%dd", int(tierDefaults[tier].ttl.Hours()/24))
+	ttl := fmt.Sprintf("%dd", int(rules.TierDefaults(tier).TTL.Hours()/24))
 	done := 0
 	for _, id := range ids {
 		_, err := n.Update(ctx, DisplayID(id), api.UpdateRequest{Tier: &tier, TTL: &ttl})
