@@ -27,6 +27,7 @@ import (
 	"github.com/memmesh/memmesh/sessions"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/symbols"
+	"github.com/memmesh/memmesh/transport"
 )
 
 // Config configures a Node. Home is required; everything else has a default.
@@ -99,7 +100,7 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	clock clock.Clock
-	id    Identity
+	id    transport.Identity
 	actor string
 
 	store    *storage.Store
@@ -158,7 +159,7 @@ func New(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("node: create home: %w", err)
 	}
-	id, err := loadIdentity(cfg.Home)
+	id, err := transport.LoadIdentity(cfg.Home)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
