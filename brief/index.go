@@ -166,7 +166,8 @@ type rankEdge struct {
 	validFrom, validTo    time.Time
 }
 
-// valid reports whether e holds at t (see validAt).
+// valid reports whether e holds at t: from validFrom and before validTo,
+// where they are set.
 func (e *rankEdge) valid(t time.Time) bool {
 	return (e.validFrom.IsZero() || !t.Before(e.validFrom)) && (e.validTo.IsZero() || t.Before(e.validTo))
 }
