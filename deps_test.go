@@ -8,11 +8,12 @@ import (
 
 // TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
 // the packages they share with node, extract (pure rules over a session),
-// transcript (readers of files), bridge (auto memory's files) and
-// agentfiles (agent instruction files, through the API) link neither the
+// transcript (readers of files), bridge (auto memory's files),
+// agentfiles (agent instruction files, through the API) and rules (the
+// rules of a memory's fields, which a front end may check) link neither the
 // store, nor the mesh's transport, nor Automerge or tree-sitter (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./mcp/servermemory", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles"}
+	light := []string{"./api", "./model", "./mcp", "./mcp/servermemory", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles", "./rules"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",
@@ -48,6 +49,32 @@ func TestOnlySearchLinksBleve(t *testing.T) {
 		}
 		if len(bleve) > 0 {
 			t.Errorf("%s links %d packages of bleve, e.g. %s", pkg, len(bleve), bleve[0])
+		}
+	}
+}
+
+// TestBriefKnowsNoNode holds the brief apart from what composes it: it
+// reads the node through brief.Host and the store through brief.Store,
+// so it imports neither node nor the parts the node composes, and links
+// neither the mesh's transport nor Automerge or tree-sitter (cgo).
+func TestBriefKnowsNoNode(t *testing.T) {
+	banned := []string{
+		"github.com/memmesh/memmesh/node",
+		"github.com/memmesh/memmesh/mesh",
+		"github.com/memmesh/memmesh/transport",
+		"github.com/memmesh/memmesh/sessions",
+		"github.com/memmesh/memmesh/gitstale",
+		"github.com/memmesh/memmesh/crdt",
+		"github.com/quic-go/quic-go",
+		"github.com/hashicorp/memberlist",
+		"github.com/automerge/automerge-go",
+		"github.com/smacker/go-tree-sitter",
+	}
+	for _, dep := range deps(t, "./brief") {
+		for _, b := range banned {
+			if dep == b {
+				t.Errorf("brief depends on %s", b)
+			}
 		}
 	}
 }

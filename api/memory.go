@@ -8,6 +8,10 @@ import (
 	"github.com/memmesh/memmesh/model"
 )
 
+// IDPrefix starts every memory id shown to people and agents: "m-" and
+// the stored id.
+const IDPrefix = "m-"
+
 // Memory is a memory as the service shows it: the materialised document with
 // its display ids.
 type Memory struct {

@@ -129,7 +129,10 @@ func partsCount(b *api.Brief) int {
 		sum := tokens.Count(string(empty.JSON()))
 		for _, it := range items {
 			for i := range *it {
-				sum += new(tokenCache).jsonItemTokens(&(*it)[i])
+				// The item's object without its braces, and one token
+				// for them and the comma between items.
+				j := api.CompactJSON(&(*it)[i])
+				sum += tokens.Count(string(j[1:len(j)-1])) + 1
 			}
 		}
 		return sum

@@ -6,11 +6,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/rules"
 )
 
 // maxDeviceRef bounds a device filter: a device id is 52 characters, a
 // name a label.
-const maxDeviceRef = maxLabelLen
+const maxDeviceRef = rules.MaxLabelLen
 
 // findDevice resolves a device filter (api.SearchRequest.Device) to the
 // id the search index holds: a device id, a unique prefix of one (in any

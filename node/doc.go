@@ -28,7 +28,7 @@
 // # Rules
 //
 // Remember validates its input (content 1 byte to 1 MiB of UTF-8, namespace,
-// tags and kind syntax, tier, confidence, TTL), scrubs secrets (Scrub) from
+// tags and kind syntax, tier, confidence, TTL; package rules), scrubs secrets (Scrub) from
 // content and title before anything is stored, returns the existing memory for
 // an exact duplicate in the same namespace, reports near-duplicates (MinHash
 // over words, confirmed by Jaccard similarity) as Similar, and extracts the
@@ -57,13 +57,13 @@
 // RunLifecycle (lifecycle.go; on a schedule with Config.LifecycleInterval)
 // derives, without writing a memory, what ages: staleness (Stale's rules),
 // TTL expiry, confidence decay (Config.ConfidenceHalfLife) and maturity
-// from local read counts. Search ranks by its verdicts; Get shows a
+// from local read counts (internal/aging, which the brief shares). Search ranks by its verdicts; Get shows a
 // memory's reads, maturity and decayed confidence.
 //
 // # The brief
 //
-// Context (brief.go, briefrank.go, briefindex.go, briefrender.go) gives
-// what an agent should read first: every live memory of a namespace ranked
+// Context (brief.go, asking package brief) gives what an agent should
+// read first: every live memory of a namespace ranked
 // from an in-memory index that follows the change log, cut to a budget
 // counted with a real tokenizer on the text emitted:
 //

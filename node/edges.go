@@ -14,6 +14,7 @@ import (
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/rules"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -66,7 +67,7 @@ var artefactPrefixes = []string{"file:", "code:", "url:"}
 
 func checkRel(rel string) (string, error) {
 	rel = strings.TrimSpace(rel)
-	if err := checkName("relation", rel, maxRelLen); err != nil {
+	if err := rules.CheckName("relation", rel, maxRelLen); err != nil {
 		return "", err
 	}
 	if !relRE.MatchString(rel) {
@@ -91,7 +92,7 @@ func checkOrigin(origin string) (string, error) {
 	if origin == "" {
 		return "manual", nil
 	}
-	if err := checkName("origin", origin, maxRelLen); err != nil {
+	if err := rules.CheckName("origin", origin, maxRelLen); err != nil {
 		return "", err
 	}
 	if !relRE.MatchString(origin) {

@@ -19,6 +19,7 @@ import (
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/internal/touches"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/rules"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -770,22 +771,22 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 	if m.Namespace, err = NormalizeNamespace(m.Namespace); err != nil {
 		return m, err
 	}
-	if m.Kind, err = normalizeKind(m.Kind); err != nil {
+	if m.Kind, err = rules.NormalizeKind(m.Kind); err != nil {
 		return m, err
 	}
-	if m.Tags, err = normalizeTags(m.Tags); err != nil {
+	if m.Tags, err = rules.NormalizeTags(m.Tags); err != nil {
 		return m, err
 	}
-	if m.Tier, err = normalizeTier(m.Tier, model.TierAgent); err != nil {
+	if m.Tier, err = rules.NormalizeTier(m.Tier, model.TierAgent); err != nil {
 		return m, err
 	}
-	if err := checkConfidence(m.Confidence); err != nil {
+	if err := rules.CheckConfidence(m.Confidence); err != nil {
 		return m, err
 	}
 	if !m.Status.Valid() {
 		return m, fmt.Errorf("status %q: use active, stale, archived, compacted or deleted", api.Echo(string(m.Status)))
 	}
-	if m.Title, err = checkTitle(m.Title); err != nil {
+	if m.Title, err = rules.CheckTitle(m.Title); err != nil {
 		return m, err
 	}
 	m.Title, _ = secrets.Scrub(m.Title)
@@ -794,7 +795,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 		what  string
 		value *string
 	}{{"device", &p.Device}, {"agent", &p.Agent}, {"session", &p.Session}} {
-		if *l.value, _, err = checkLabel(l.what, *l.value); err != nil {
+		if *l.value, _, err = rules.CheckLabel(l.what, *l.value); err != nil {
 			return m, err
 		}
 	}
@@ -802,7 +803,7 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 		return m, fmt.Errorf("provenance.created_at is missing")
 	}
 	if len(m.Revisions) == 0 {
-		content, err := checkContent(m.Content)
+		content, err := rules.CheckContent(m.Content)
 		if err != nil {
 			return m, err
 		}
@@ -818,15 +819,15 @@ func parseMemoryLine(text []byte) (model.Memory, error) {
 				return m, fmt.Errorf("revision %s refers to %q, which is not a revision id", r.ID, api.Echo(ref))
 			}
 		}
-		text, err := checkContent(r.Text)
+		text, err := rules.CheckContent(r.Text)
 		if err != nil {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}
 		r.Text, _ = secrets.Scrub(text)
-		if r.Device, _, err = checkLabel("device", r.Device); err != nil {
+		if r.Device, _, err = rules.CheckLabel("device", r.Device); err != nil {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}
-		if r.Agent, _, err = checkLabel("agent", r.Agent); err != nil {
+		if r.Agent, _, err = rules.CheckLabel("agent", r.Agent); err != nil {
 			return m, fmt.Errorf("revision %s: %w", r.ID, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // IDPrefix starts every memory id shown to people and agents.
-const IDPrefix = "m-"
+const IDPrefix = api.IDPrefix
 
 // minShortID is the fewest id characters shown in a short id.
 const minShortID = 8

@@ -5,23 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/rules"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
 
 // Lifecycle defaults.
-const (
-	establishedReads          = 3
-	provenReads               = 10
-	defaultConfidenceHalfLife = 180 * 24 * time.Hour
-)
+const defaultConfidenceHalfLife = 180 * 24 * time.Hour
 
 // DefaultLifecycleInterval is how often the daemon runs a lifecycle pass.
 const DefaultLifecycleInterval = time.Hour
@@ -31,23 +28,6 @@ const DefaultLifecycleInterval = time.Hour
 // seconds of CPU on a large store, which a daemon that just started
 // should spend answering instead.
 const lifecycleStartDelay = time.Minute
-
-// maturityWeights are the search ranking multipliers of each maturity.
-var maturityWeights = map[api.Maturity]float64{
-	api.MaturityCandidate:   1,
-	api.MaturityEstablished: 1.1,
-	api.MaturityProven:      1.2,
-}
-
-func maturityOf(reads int) api.Maturity {
-	switch {
-	case reads >= provenReads:
-		return api.MaturityProven
-	case reads >= establishedReads:
-		return api.MaturityEstablished
-	}
-	return api.MaturityCandidate
-}
 
 // derivedLife is what a lifecycle pass derives about one live memory.
 type derivedLife struct {
@@ -73,7 +53,7 @@ func (l *lifecycle) derive(id string) search.Derived {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	d := l.derived[id]
-	return search.Derived{Stale: d.stale, Decay: d.decay, Maturity: maturityWeights[maturityOf(l.reads[id])]}
+	return search.Derived{Stale: d.stale, Decay: d.decay, Maturity: aging.Weight(aging.Maturity(l.reads[id]))}
 }
 
 // changed drops what a pass derived about a memory that has changed
@@ -111,21 +91,10 @@ func (l *lifecycle) readsOf(id string) int {
 	return l.reads[id]
 }
 
-// confidenceDecay is the factor a memory's stated confidence has decayed
-// by at now: it halves every halfLife since the memory was last updated,
-// counted in whole days so that it holds still within a day. Evergreen
-// memories do not decay.
+// confidenceDecay is the factor m's stated confidence has decayed by at
+// now (aging.Decay).
 func confidenceDecay(m *model.Memory, now time.Time, halfLife time.Duration) float64 {
-	return decay(m.Evergreen, m.Provenance.UpdatedAt, now, halfLife)
-}
-
-// decay is confidenceDecay of a memory last updated at updated.
-func decay(evergreen bool, updated, now time.Time, halfLife time.Duration) float64 {
-	if evergreen {
-		return 1
-	}
-	age := max(now.Sub(updated), 0).Truncate(24 * time.Hour)
-	return math.Exp2(-float64(age) / float64(halfLife))
+	return aging.Decay(m.Evergreen, m.Provenance.UpdatedAt, now, halfLife)
 }
 
 // RunLifecycle runs a lifecycle pass now: it judges every live memory's
@@ -178,7 +147,7 @@ func (n *Node) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 		}
 		r.Live++
 		r.Namespaces[m.Namespace]++
-		r.Maturity[maturityOf(n.life.readsOf(m.ID))]++
+		r.Maturity[aging.Maturity(n.life.readsOf(m.ID))]++
 		if m.Tier == model.TierAuto && n.life.readsOf(m.ID) >= promoteReads {
 			promote = append(promote, m.ID)
 		}
@@ -228,7 +197,7 @@ const promoteReads = 2
 // live from now; one forgotten or purged since is skipped.
 func (n *Node) promote(ctx context.Context, ids []string) (int, error) {
 	tier := model.TierAgent
-	ttl := fmt.Sprintf("%dd", int(tierDefaults[tier].ttl.Hours()/24))
+	ttl := fmt.Sprintf("%dd", int(rules.TierDefaults(tier).TTL.Hours()/24))
 	done := 0
 	for _, id := range ids {
 		_, err := n.Update(ctx, DisplayID(id), api.UpdateRequest{Tier: &tier, TTL: &ttl})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/model"
 )
@@ -72,7 +73,7 @@ func TestDecayAndMaturity(t *testing.T) {
 	if m.Reads != 1 || m.Maturity != api.MaturityCandidate {
 		t.Errorf("after one read: %d reads, %s", m.Reads, m.Maturity)
 	}
-	for range provenReads {
+	for range aging.ProvenReads {
 		if m, err = n.Get(ctx, kept.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func TestDecayAndMaturity(t *testing.T) {
 		t.Fatalf("search: %+v %v", res, err)
 	}
 	top, second := res.Results[0], res.Results[1]
-	if top.ID != kept.ID || top.Explain.Maturity != maturityWeights[api.MaturityProven] || second.Explain.Maturity != 1 {
+	if top.ID != kept.ID || top.Explain.Maturity != aging.Weight(api.MaturityProven) || second.Explain.Maturity != 1 {
 		t.Errorf("the proven memory should rank first by maturity: %s %+v, %s %+v", top.ID, *top.Explain, second.ID, *second.Explain)
 	}
 	if second.Explain.Confidence >= top.Explain.Confidence {
@@ -112,8 +113,8 @@ func TestDecayAndMaturity(t *testing.T) {
 	// Read counts are this machine's and outlive a restart.
 	n.Close()
 	n = testNode(t, home)
-	if m, err = n.Get(ctx, kept.ID); err != nil || m.Reads != provenReads+1 {
-		t.Errorf("after restart: %d reads, %v; want %d", m.Reads, err, provenReads+1)
+	if m, err = n.Get(ctx, kept.ID); err != nil || m.Reads != aging.ProvenReads+1 {
+		t.Errorf("after restart: %d reads, %v; want %d", m.Reads, err, aging.ProvenReads+1)
 	}
 }
 

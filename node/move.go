@@ -6,6 +6,7 @@ import (
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/rules"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -38,7 +39,7 @@ func (n *Node) moveOutOfLocal(id string, doc *crdt.MemoryDoc, m *model.Memory, r
 		return api.Memory{}, fmt.Errorf("materialise memory: %w", err)
 	}
 	now := n.now().UTC()
-	agent, _, _ := checkLabel("agent", req.Agent) // applyUpdate checked it
+	agent, _, _ := rules.CheckLabel("agent", req.Agent) // applyUpdate checked it
 	moved.ID = crdt.NewID()
 	moved.Revisions = []model.Revision{{ID: crdt.NewID(), Text: moved.Content, Device: n.id.DeviceID, Agent: agent, At: now}}
 	moved.Conflict, moved.Heads = nil, nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/memmesh/memmesh/brief"
 	"github.com/memmesh/memmesh/crdt"
 	"github.com/memmesh/memmesh/gitstale"
 	"github.com/memmesh/memmesh/internal/clock"
@@ -26,6 +27,7 @@ import (
 	"github.com/memmesh/memmesh/sessions"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/symbols"
+	"github.com/memmesh/memmesh/transport"
 )
 
 // Config configures a Node. Home is required; everything else has a default.
@@ -104,7 +106,7 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	clock clock.Clock
-	id    Identity
+	id    transport.Identity
 	actor string
 
 	store    *storage.Store
@@ -119,9 +121,8 @@ type Node struct {
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
 
-	symbols     *symbols.Index // the symbols of the working trees indexed here
-	ranks       *rankIndex     // what the brief ranks memories by
-	tokenCounts tokenCache     // token counts of brief items
+	symbols *symbols.Index // the symbols of the working trees indexed here
+	briefs  *brief.Maker   // the briefs of the namespaces, with what they rank memories by
 
 	locks     [256]sync.Mutex // per-document write locks, striped by id hash
 	importMu  sync.Mutex      // one import at a time
@@ -164,7 +165,7 @@ func New(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("node: create home: %w", err)
 	}
-	id, err := loadIdentity(cfg.Home)
+	id, err := transport.LoadIdentity(cfg.Home)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -205,7 +206,6 @@ func New(cfg Config) (*Node, error) {
 		store:       store,
 		index:       index,
 		expungeWake: make(chan struct{}, 1),
-		ranks:       newRankIndex(),
 		dups:        newDuplicateLinker(),
 	}
 	if n.life.reads, err = n.loadReads(); err != nil {
@@ -220,6 +220,7 @@ func New(cfg Config) (*Node, error) {
 	n.symbols = symbols.NewIndex(store, symbolLimits)
 	n.git = gitstale.New(gitstale.Config{Home: cfg.Home, Store: store, Symbols: n.symbols, Namespace: NormalizeNamespace, Clock: clk, Logger: n.log})
 	n.sessions = sessions.New(cfg.Sessions, sessionsHost{n}, store, id.DeviceID, clk, n.log)
+	n.briefs = brief.New(brief.Config{Store: store, Host: briefHost{n}, Device: id.DeviceID, HalfLife: n.confidenceHalfLife(), Now: clk.Now, Logger: n.log})
 	n.indexer = newIndexer(store, index, clk, log.With("component", "indexer"))
 	n.indexer.indexed = func(m *model.Memory) {
 		n.life.changed(m)
@@ -279,9 +280,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.ranks.mu.Lock()
-		defer n.ranks.mu.Unlock()
-		if err := n.ranks.sync(ctx, n.store); err != nil && ctx.Err() == nil {
+		if err := n.briefs.Sync(ctx); err != nil && ctx.Err() == nil {
 			n.log.Warn("the brief's index will be built when a brief is asked for", "err", err)
 		}
 	}()

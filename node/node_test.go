@@ -15,6 +15,7 @@ import (
 	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/nodetest"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/rules"
 )
 
 // testNode starts a node on a temporary home, closed when the test ends.
@@ -74,7 +75,7 @@ func TestRememberDefaultsAndRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Namespace != "backend" || m.Title != "Retries" || m.Kind != DefaultKind || m.Tier != model.TierAgent || m.Status != model.StatusActive {
+	if m.Namespace != "backend" || m.Title != "Retries" || m.Kind != rules.DefaultKind || m.Tier != model.TierAgent || m.Status != model.StatusActive {
 		t.Errorf("defaults: %+v", m.Memory)
 	}
 	if strings.Join(m.Tags, ",") != "go,net" {
@@ -484,8 +485,8 @@ func TestRevisionsRecordTheirAgent(t *testing.T) {
 		}
 	}
 	bad := "refused"
-	if _, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &bad, Agent: strings.Repeat("x", maxLabelLen+1)}); !errors.Is(err, api.ErrInvalid) {
-		t.Errorf("an agent of %d bytes: %v, want invalid", maxLabelLen+1, err)
+	if _, err := n.Update(ctx, res.ID, api.UpdateRequest{Content: &bad, Agent: strings.Repeat("x", rules.MaxLabelLen+1)}); !errors.Is(err, api.ErrInvalid) {
+		t.Errorf("an agent of %d bytes: %v, want invalid", rules.MaxLabelLen+1, err)
 	}
 	m, err := n.Get(ctx, res.ID)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/memmesh/memmesh/internal/secrets/secretstest"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/rules"
 )
 
 // canaryCase is a sample of the secret corpus made fit for every field: line
@@ -179,7 +180,7 @@ func TestSecretCanary(t *testing.T) {
 			u, err = n.Update(ctx, res.ID, api.UpdateRequest{Title: &line})
 			canary(t, c, "update title", u, err)
 		}
-		if len(line) <= maxLabelLen {
+		if len(line) <= rules.MaxLabelLen {
 			again := "Again: " + c.Input
 			u, err = n.Update(ctx, res.ID, api.UpdateRequest{Content: &again, Agent: line})
 			canary(t, c, "update content as an agent", u, err)
@@ -195,7 +196,7 @@ func TestSecretCanary(t *testing.T) {
 		a := remember(t, n, api.RememberRequest{Namespace: "canary", Content: "first member of " + c.Name})
 		b := remember(t, n, api.RememberRequest{Namespace: "canary", Content: "second member of " + c.Name})
 		label := line
-		if len(label) > maxLabelLen {
+		if len(label) > rules.MaxLabelLen {
 			label = "" // refused, as the capture above was
 		}
 		sum, err := n.CompactApply(ctx, api.CompactApplyRequest{Members: []string{a.ID, b.ID}, Summary: c.Input, Agent: label, Session: label})

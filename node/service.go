@@ -15,9 +15,11 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/internal/touches"
 	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/rules"
 	"github.com/memmesh/memmesh/search"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -75,7 +77,7 @@ func (n *Node) Remember(ctx context.Context, req api.RememberRequest) (api.Remem
 // newMemory applies the domain rules to a request: validation, defaults and
 // secret scrubbing. It reads nothing and writes nothing.
 func (n *Node) newMemory(req api.RememberRequest) (model.Memory, []string, error) {
-	content, err := checkContent(req.Content)
+	content, err := rules.CheckContent(req.Content)
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
@@ -83,31 +85,31 @@ func (n *Node) newMemory(req api.RememberRequest) (model.Memory, []string, error
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
-	title, err := checkTitle(req.Title)
+	title, err := rules.CheckTitle(req.Title)
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
-	kind, err := normalizeKind(req.Kind)
+	kind, err := rules.NormalizeKind(req.Kind)
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
-	tags, err := normalizeTags(req.Tags)
+	tags, err := rules.NormalizeTags(req.Tags)
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
-	tier, err := normalizeTier(req.Tier, model.TierAgent)
+	tier, err := rules.NormalizeTier(req.Tier, model.TierAgent)
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
-	def := tierDefaults[tier]
-	confidence := def.confidence
+	def := rules.TierDefaults(tier)
+	confidence := def.Confidence
 	if req.Confidence != nil {
 		confidence = *req.Confidence
-		if err := checkConfidence(confidence); err != nil {
+		if err := rules.CheckConfidence(confidence); err != nil {
 			return model.Memory{}, nil, err
 		}
 	}
-	ttl := def.ttl
+	ttl := def.TTL
 	if req.TTL != "" {
 		if ttl, err = api.ParseTTL(req.TTL); err != nil {
 			return model.Memory{}, nil, err
@@ -122,11 +124,11 @@ func (n *Node) newMemory(req api.RememberRequest) (model.Memory, []string, error
 	}
 	at = at.UTC().Truncate(time.Millisecond)
 
-	agent, agentRedacted, err := checkLabel("agent", req.Agent)
+	agent, agentRedacted, err := rules.CheckLabel("agent", req.Agent)
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
-	session, sessionRedacted, err := checkLabel("session", req.Session)
+	session, sessionRedacted, err := rules.CheckLabel("session", req.Session)
 	if err != nil {
 		return model.Memory{}, nil, err
 	}
@@ -134,7 +136,7 @@ func (n *Node) newMemory(req api.RememberRequest) (model.Memory, []string, error
 	title, titleRedacted := secrets.Scrub(title)
 	redacted = mergeKinds(mergeKinds(mergeKinds(redacted, titleRedacted), agentRedacted), sessionRedacted)
 	if title == "" {
-		title = deriveTitleFrom(content)
+		title = rules.TitleFrom(content)
 	}
 	m := model.Memory{
 		ID:         n.newID(),
@@ -324,7 +326,7 @@ func (n *Node) load(id string) (model.Memory, error) {
 
 func (n *Node) view(m model.Memory) api.Memory {
 	reads := n.life.readsOf(m.ID)
-	return api.Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Reads: reads, Maturity: maturityOf(reads),
+	return api.Memory{Memory: m, ID: DisplayID(m.ID), ShortID: n.shortID(m.ID), Reads: reads, Maturity: aging.Maturity(reads),
 		ConfidenceNow: m.Confidence * confidenceDecay(&m, n.now(), n.confidenceHalfLife())}
 }
 
@@ -481,12 +483,12 @@ func (n *Node) changeMemory(id string, doc *crdt.MemoryDoc, m *model.Memory, rel
 // a bad field changes nothing.
 func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateRequest) error {
 	var ops []func() error
-	agent, _, err := checkLabel("agent", req.Agent)
+	agent, _, err := rules.CheckLabel("agent", req.Agent)
 	if err != nil {
 		return err
 	}
 	if req.Title != nil {
-		title, err := checkTitle(*req.Title)
+		title, err := rules.CheckTitle(*req.Title)
 		if err != nil {
 			return err
 		}
@@ -494,7 +496,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		ops = append(ops, func() error { return doc.SetTitle(title) })
 	}
 	if req.Content != nil {
-		content, err := checkContent(*req.Content)
+		content, err := rules.CheckContent(*req.Content)
 		if err != nil {
 			return err
 		}
@@ -519,22 +521,22 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		ops = append(ops, func() error { return doc.SetNamespace(ns) })
 	}
 	if req.Kind != nil {
-		kind, err := normalizeKind(*req.Kind)
+		kind, err := rules.NormalizeKind(*req.Kind)
 		if err != nil {
 			return err
 		}
 		ops = append(ops, func() error { return doc.SetKind(kind) })
 	}
-	add, err := normalizeTags(req.AddTags)
+	add, err := rules.NormalizeTags(req.AddTags)
 	if err != nil {
 		return err
 	}
-	remove, err := normalizeTags(req.RemoveTags)
+	remove, err := rules.NormalizeTags(req.RemoveTags)
 	if err != nil {
 		return err
 	}
 	if len(add) > 0 {
-		if all, _ := normalizeTags(append(m.Tags, add...)); len(all) > api.MaxTags {
+		if all, _ := rules.NormalizeTags(append(m.Tags, add...)); len(all) > api.MaxTags {
 			return api.Invalidf("a memory has at most %d tags", api.MaxTags)
 		}
 		ops = append(ops, func() error { return doc.AddTags(add...) })
@@ -543,7 +545,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		ops = append(ops, func() error { return doc.RemoveTags(remove...) })
 	}
 	if req.Tier != nil {
-		tier, err := normalizeTier(*req.Tier, m.Tier)
+		tier, err := rules.NormalizeTier(*req.Tier, m.Tier)
 		if err != nil {
 			return err
 		}
@@ -554,7 +556,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 	}
 	if req.Confidence != nil {
 		c := *req.Confidence
-		if err := checkConfidence(c); err != nil {
+		if err := rules.CheckConfidence(c); err != nil {
 			return err
 		}
 		ops = append(ops, func() error { return doc.SetConfidence(c) })
@@ -582,7 +584,7 @@ func (n *Node) applyUpdate(doc *crdt.MemoryDoc, m *model.Memory, req api.UpdateR
 		ops = append(ops, func() error { return doc.SetStatus(s, "") })
 	}
 	if req.Confirm || req.ConfirmedBy != "" {
-		by, _, err := checkLabel("confirmer", req.ConfirmedBy)
+		by, _, err := rules.CheckLabel("confirmer", req.ConfirmedBy)
 		if err != nil {
 			return err
 		}
@@ -618,8 +620,8 @@ func (n *Node) followContent(doc *crdt.MemoryDoc, m *model.Memory, content strin
 	if err := doc.AddTouches(found...); err != nil {
 		return err
 	}
-	if deriveTitle && m.Title == deriveTitleFrom(m.Content) {
-		return doc.SetTitle(deriveTitleFrom(content))
+	if deriveTitle && m.Title == rules.TitleFrom(m.Content) {
+		return doc.SetTitle(rules.TitleFrom(content))
 	}
 	return nil
 }
@@ -632,13 +634,13 @@ func (n *Node) tierDefaults(doc *crdt.MemoryDoc, m *model.Memory, tier model.Tie
 	var ops []func() error
 	if req.TTL == nil && !m.Evergreen && (req.Evergreen == nil || !*req.Evergreen) {
 		var at time.Time
-		if ttl := tierDefaults[tier].ttl; ttl > 0 {
+		if ttl := rules.TierDefaults(tier).TTL; ttl > 0 {
 			at = n.now().UTC().Add(ttl)
 		}
 		ops = append(ops, func() error { return doc.SetExpiresAt(at) })
 	}
-	if req.Confidence == nil && m.Confidence == tierDefaults[m.Tier].confidence {
-		c := tierDefaults[tier].confidence
+	if req.Confidence == nil && m.Confidence == rules.TierDefaults(m.Tier).Confidence {
+		c := rules.TierDefaults(tier).Confidence
 		ops = append(ops, func() error { return doc.SetConfidence(c) })
 	}
 	return ops
@@ -713,6 +715,10 @@ func excerpt(h *api.SearchHit, needles []string, size int) {
 	}
 }
 
+// NormalizeNamespace lower-cases a namespace and checks it, as the
+// service does; "" is api.DefaultNamespace.
+var NormalizeNamespace = rules.NormalizeNamespace
+
 // CheckQuery checks search text against the bounds of a query (its bytes,
 // words, word length and phrases) without searching, so that every
 // boundary can refuse oversized text before any work.
@@ -752,7 +758,7 @@ func (n *Node) searchQuery(ctx context.Context, req api.SearchRequest) (search.Q
 		}
 		q.Namespace = ns
 	}
-	tags, err := normalizeTags(req.Tags)
+	tags, err := rules.NormalizeTags(req.Tags)
 	if err != nil {
 		return q, err
 	}
@@ -761,7 +767,7 @@ func (n *Node) searchQuery(ctx context.Context, req api.SearchRequest) (search.Q
 		return q, err
 	}
 	if req.Kind != "" {
-		if q.Kind, err = normalizeKind(req.Kind); err != nil {
+		if q.Kind, err = rules.NormalizeKind(req.Kind); err != nil {
 			return q, err
 		}
 	}

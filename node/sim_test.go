@@ -372,7 +372,7 @@ func writeSimIdentity(home string, seed [32]byte) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(home, identityFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+	return os.WriteFile(filepath.Join(home, transport.IdentityFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
 }
 
 func (s *sim) logf(format string, args ...any) {

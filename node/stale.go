@@ -8,17 +8,13 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/gitstale"
+	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
 
-// Staleness by age, unless a namespace sets its own (memmesh ns set NS
-// --stale-after).
-const (
-	defaultStaleDays = 60
-	orphanAge        = 30 * 24 * time.Hour // a memory nothing links is stale this old
-	staleListLimit   = 1000                // active memories Stale examines
-)
+// staleListLimit is how many active memories Stale examines.
+const staleListLimit = 1000
 
 // Stale lists the memories of a namespace that may no longer hold, with
 // the reasons: marked stale; superseded by a live memory (a valid
@@ -168,14 +164,14 @@ func (r *staleRules) reasons(m *model.Memory) ([]staleReason, error) {
 	if !ok {
 		days = int(r.settings(m.Namespace).StaleDays)
 		if days == 0 {
-			days = defaultStaleDays
+			days = aging.DefaultStaleDays
 		}
 		r.days[m.Namespace] = days
 	}
 	if age := r.now.Sub(m.Provenance.UpdatedAt); age > time.Duration(days)*24*time.Hour {
 		reasons = append(reasons, staleReason{Rule: api.StaleByAge, Text: fmt.Sprintf("not updated for %d days (stale after %dd)", int(age.Hours()/24), days)})
 	}
-	if r.now.Sub(m.Provenance.CreatedAt) > orphanAge {
+	if r.now.Sub(m.Provenance.CreatedAt) > aging.OrphanAge {
 		linked, err := r.linked(m.ID)
 		if err != nil {
 			return nil, err

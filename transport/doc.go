@@ -10,7 +10,8 @@
 // it; its device id is the unpadded base32 SHA-256 of the public key (52
 // characters). Each side of a connection checks the other's certificate
 // signature and derives the id from the key, so an id cannot be claimed
-// without its key.
+// without its key. LoadIdentity keeps the key and certificate in a home's
+// files, made on first use.
 //
 // # Connections
 //

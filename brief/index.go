@@ -1,4 +1,4 @@
-package node
+package brief
 
 import (
 	"context"
@@ -14,6 +14,10 @@ import (
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
+
+// syncBatch is the most changes the index takes from the change log at
+// once.
+const syncBatch = 2048
 
 // rankIndex holds, in memory, what the brief ranks memories by: for every
 // live memory of every namespace the fields its score and section come
@@ -42,7 +46,7 @@ type rankIndex struct {
 	acyclic map[string]*rankEdge
 	// acyclicVer counts the changes to acyclic; the cycles found at
 	// cycleVer and cycleAt are kept until the next such change or
-	// factsMaxAge (validity windows end without a change).
+	// rankMaxAge (validity windows end without a change).
 	acyclicVer uint64
 	cycleVer   uint64
 	cycleAt    time.Time
@@ -162,7 +166,8 @@ type rankEdge struct {
 	validFrom, validTo    time.Time
 }
 
-// valid reports whether e holds at t (see validAt).
+// valid reports whether e holds at t: from validFrom and before validTo,
+// where they are set.
 func (e *rankEdge) valid(t time.Time) bool {
 	return (e.validFrom.IsZero() || !t.Before(e.validFrom)) && (e.validTo.IsZero() || t.Before(e.validTo))
 }
@@ -184,7 +189,7 @@ func newRankIndex() *rankIndex {
 // sync brings the index up to date with every durable change: at the
 // first call it reads every memory and edge record, then only the changes
 // since. Call it with ri.mu held.
-func (ri *rankIndex) sync(ctx context.Context, store *storage.Store) error {
+func (ri *rankIndex) sync(ctx context.Context, store Store) error {
 	if !ri.built {
 		seq := store.DurableSeq()
 		for _, kind := range []storage.Kind{storage.KindMemory, storage.KindEdge} {
@@ -200,7 +205,7 @@ func (ri *rankIndex) sync(ctx context.Context, store *storage.Store) error {
 		ri.built, ri.done = true, seq
 	}
 	for ri.done < store.DurableSeq() {
-		last, err := store.Changes(ri.done, indexBatch, ri.apply)
+		last, err := store.Changes(ri.done, syncBatch, ri.apply)
 		if err != nil {
 			return fmt.Errorf("update the brief's index: %w", err)
 		}
@@ -252,11 +257,11 @@ func (ri *rankIndex) apply(rec storage.Record) error {
 			return fmt.Errorf("decode edge %s: %w", rec.ID, err)
 		}
 		ri.removeEdge(e.ID)
-		from, isMem := strings.CutPrefix(e.From, IDPrefix)
+		from, isMem := strings.CutPrefix(e.From, api.IDPrefix)
 		if !isMem {
 			from = ""
 		}
-		to, isMem := strings.CutPrefix(e.To, IDPrefix)
+		to, isMem := strings.CutPrefix(e.To, api.IDPrefix)
 		if !isMem {
 			to = ""
 		}
@@ -329,7 +334,7 @@ func (ri *rankIndex) active(id string) bool {
 // of ns.
 func (ri *rankIndex) touchesNamespace(endpoints []string, ns string) bool {
 	for _, end := range endpoints {
-		if id, ok := strings.CutPrefix(end, IDPrefix); ok {
+		if id, ok := strings.CutPrefix(end, api.IDPrefix); ok {
 			if e, ok := ri.mems[id]; ok && e.ns == ns {
 				return true
 			}
@@ -347,7 +352,7 @@ func nearDuplicate(e *rankEdge) bool {
 // cycles returns the cycles of every acyclic relation among the edges
 // valid at now.
 func (ri *rankIndex) cycles(now time.Time) []api.Cycle {
-	if ri.cycleList != nil && ri.cycleVer == ri.acyclicVer && !now.Before(ri.cycleAt) && now.Sub(ri.cycleAt) < factsMaxAge {
+	if ri.cycleList != nil && ri.cycleVer == ri.acyclicVer && !now.Before(ri.cycleAt) && now.Sub(ri.cycleAt) < rankMaxAge {
 		return ri.cycleList
 	}
 	byRel := map[string][]graph.Edge{}

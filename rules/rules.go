@@ -1,4 +1,11 @@
-package node
+// Package rules holds the rules of a memory's fields that need nothing
+// but the field: the syntax and bounds of names (namespaces, tags, kinds;
+// relations and origins through CheckName) and the refusal of a name that
+// holds a secret, the defaults of each trust tier, and the checks of
+// content, titles and the labels (agent, session) a write records. The
+// node applies them before it changes anything; a front end may check a
+// name as the node will.
+package rules
 
 import (
 	"regexp"
@@ -17,7 +24,7 @@ const (
 	maxNameLen       = 64  // bytes of a tag
 	maxNamespaceLen  = 128 // bytes of a namespace
 	maxKindLen       = 32  // bytes of a kind
-	maxLabelLen      = 256 // bytes of the agent or session of a write
+	MaxLabelLen      = 256 // bytes of the agent or session of a write
 	titleFromContent = 80  // runes of the first line used when no title is given
 )
 
@@ -30,16 +37,23 @@ var (
 	kindRE      = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 )
 
-// tierDefaults holds, per trust tier, the confidence and time to live of a
-// memory that does not set them. Human knowledge does not expire.
-var tierDefaults = map[model.Tier]struct {
-	confidence float64
-	ttl        time.Duration
-}{
-	model.TierHuman: {confidence: 0.9, ttl: 0},
-	model.TierAgent: {confidence: 0.7, ttl: 90 * 24 * time.Hour},
-	model.TierAuto:  {confidence: 0.5, ttl: 30 * 24 * time.Hour},
+// Defaults are the confidence and time to live (0: none) of a memory
+// that does not set them.
+type Defaults struct {
+	Confidence float64
+	TTL        time.Duration
 }
+
+// tierDefaults holds the defaults of each trust tier. Human knowledge
+// does not expire.
+var tierDefaults = map[model.Tier]Defaults{
+	model.TierHuman: {Confidence: 0.9, TTL: 0},
+	model.TierAgent: {Confidence: 0.7, TTL: 90 * 24 * time.Hour},
+	model.TierAuto:  {Confidence: 0.5, TTL: 30 * 24 * time.Hour},
+}
+
+// TierDefaults returns the defaults of tier t.
+func TierDefaults(t model.Tier) Defaults { return tierDefaults[t] }
 
 // refuseSecret fails when a name with a strict syntax (a namespace, tag,
 // kind, relation, origin or device name) holds a secret. Such names are
@@ -54,23 +68,24 @@ func refuseSecret(what, name string) error {
 	return nil
 }
 
-// checkName bounds a name of a strict syntax and refuses one that holds a
+// CheckName bounds a name of a strict syntax and refuses one that holds a
 // secret, before the syntax is checked on its lower-case form: a secret
 // is found in the name as given.
-func checkName(what, name string, maxLen int) error {
+func CheckName(what, name string, maxLen int) error {
 	if len(name) > maxLen {
 		return api.Invalidf("the %s is %d bytes long: at most %d are allowed", what, len(name), maxLen)
 	}
 	return refuseSecret(what, name)
 }
 
-// NormalizeNamespace lower-cases ns and checks it; "" becomes DefaultNamespace.
+// NormalizeNamespace lower-cases ns and checks it; "" becomes
+// api.DefaultNamespace.
 func NormalizeNamespace(ns string) (string, error) {
 	ns = strings.TrimSpace(ns)
 	if ns == "" {
 		return api.DefaultNamespace, nil
 	}
-	if err := checkName("namespace", ns, maxNamespaceLen); err != nil {
+	if err := CheckName("namespace", ns, maxNamespaceLen); err != nil {
 		return "", err
 	}
 	ns = strings.ToLower(ns)
@@ -80,15 +95,15 @@ func NormalizeNamespace(ns string) (string, error) {
 	return ns, nil
 }
 
-// normalizeTags lower-cases, checks, sorts and deduplicates tags.
-func normalizeTags(tags []string) ([]string, error) {
+// NormalizeTags lower-cases, checks, sorts and deduplicates tags.
+func NormalizeTags(tags []string) ([]string, error) {
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
 		t = strings.TrimSpace(t)
 		if t == "" {
 			continue
 		}
-		if err := checkName("tag", t, maxNameLen); err != nil {
+		if err := CheckName("tag", t, maxNameLen); err != nil {
 			return nil, err
 		}
 		t = strings.ToLower(t)
@@ -105,13 +120,13 @@ func normalizeTags(tags []string) ([]string, error) {
 	return out, nil
 }
 
-// normalizeKind lower-cases and checks a kind; "" becomes DefaultKind.
-func normalizeKind(kind string) (string, error) {
+// NormalizeKind lower-cases and checks a kind; "" becomes DefaultKind.
+func NormalizeKind(kind string) (string, error) {
 	kind = strings.TrimSpace(kind)
 	if kind == "" {
 		return DefaultKind, nil
 	}
-	if err := checkName("kind", kind, maxKindLen); err != nil {
+	if err := CheckName("kind", kind, maxKindLen); err != nil {
 		return "", err
 	}
 	kind = strings.ToLower(kind)
@@ -121,7 +136,8 @@ func normalizeKind(kind string) (string, error) {
 	return kind, nil
 }
 
-func normalizeTier(t model.Tier, fallback model.Tier) (model.Tier, error) {
+// NormalizeTier lower-cases and checks a trust tier; "" becomes fallback.
+func NormalizeTier(t model.Tier, fallback model.Tier) (model.Tier, error) {
 	t = model.Tier(strings.ToLower(strings.TrimSpace(string(t))))
 	if t == "" {
 		return fallback, nil
@@ -132,15 +148,16 @@ func normalizeTier(t model.Tier, fallback model.Tier) (model.Tier, error) {
 	return t, nil
 }
 
-func checkConfidence(c float64) error {
+// CheckConfidence refuses a confidence outside 0 to 1 (and NaN).
+func CheckConfidence(c float64) error {
 	if !(c >= 0 && c <= 1) {
 		return api.Invalidf("confidence %v: use a number from 0 to 1", c)
 	}
 	return nil
 }
 
-// checkContent validates content as given, before secrets are scrubbed.
-func checkContent(content string) (string, error) {
+// CheckContent validates content as given, before secrets are scrubbed.
+func CheckContent(content string) (string, error) {
 	if len(content) > api.MaxContentBytes {
 		return "", api.Invalidf("content is %d bytes: at most %d (1 MiB) are allowed; split it into several memories", len(content), api.MaxContentBytes)
 	}
@@ -154,20 +171,22 @@ func checkContent(content string) (string, error) {
 	return content, nil
 }
 
-// checkLabel checks the agent or session a write records (one line of at
-// most maxLabelLen bytes) and redacts its secrets, returning their kinds.
+// CheckLabel checks the agent or session a write records (one line of at
+// most MaxLabelLen bytes) and redacts its secrets, returning their kinds.
 // Unlike a name, a label is only shown, never matched: a marker in it
 // harms nothing.
-func checkLabel(what, label string) (string, []string, error) {
+func CheckLabel(what, label string) (string, []string, error) {
 	label = strings.TrimSpace(label)
-	if len(label) > maxLabelLen || !utf8.ValidString(label) || strings.ContainsAny(label, "\n\r") {
-		return "", nil, api.Invalidf("the %s must be one line of at most %d bytes of UTF-8 text", what, maxLabelLen)
+	if len(label) > MaxLabelLen || !utf8.ValidString(label) || strings.ContainsAny(label, "\n\r") {
+		return "", nil, api.Invalidf("the %s must be one line of at most %d bytes of UTF-8 text", what, MaxLabelLen)
 	}
 	label, kinds := secrets.Scrub(label)
 	return label, kinds, nil
 }
 
-func checkTitle(title string) (string, error) {
+// CheckTitle trims a title and checks that it is one line of UTF-8 text
+// within api.MaxTitleRunes.
+func CheckTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if !utf8.ValidString(title) || strings.ContainsAny(title, "\n\r\x00") {
 		return "", api.Invalidf("title must be one line of UTF-8 text")
@@ -178,8 +197,8 @@ func checkTitle(title string) (string, error) {
 	return title, nil
 }
 
-// deriveTitleFrom makes a title from the first non-empty line of content.
-func deriveTitleFrom(content string) string {
+// TitleFrom makes a title from the first non-empty line of content.
+func TitleFrom(content string) string {
 	line, _, _ := strings.Cut(content, "\n")
 	line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#>*- "))
 	if utf8.RuneCountInString(line) <= titleFromContent {

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"crypto/ed25519"
@@ -11,29 +11,27 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/memmesh/memmesh/transport"
 )
 
-// The identity files, mode 0600: the Ed25519 private key (PKCS #8, PEM)
-// and its self-signed certificate (PEM), which peers check at every
-// connection.
+// The identity files in a memmesh home, mode 0600: the Ed25519 private
+// key (PKCS #8, PEM) and its self-signed certificate (PEM), which peers
+// check at every connection.
 const (
-	identityFile    = "identity.key"
+	IdentityFile    = "identity.key"
 	certificateFile = "identity.crt"
 )
 
 // Identity is this machine's key pair, certificate and the device id
-// derived from the key.
+// derived from the key, as kept in its home.
 type Identity struct {
 	Key      ed25519.PrivateKey
 	Cert     tls.Certificate
 	DeviceID string
 }
 
-// loadIdentity reads or creates the key, then reads or creates its
-// certificate.
-func loadIdentity(dir string) (Identity, error) {
+// LoadIdentity reads the key in dir or creates it, then reads or creates
+// its certificate.
+func LoadIdentity(dir string) (Identity, error) {
 	id, err := loadOrCreateIdentity(dir)
 	if err != nil {
 		return Identity{}, err
@@ -41,7 +39,7 @@ func loadIdentity(dir string) (Identity, error) {
 	path := filepath.Join(dir, certificateFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if id.Cert, err = transport.Certificate(id.Key); err != nil {
+		if id.Cert, err = Certificate(id.Key); err != nil {
 			return Identity{}, err
 		}
 		pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: id.Cert.Certificate[0]})
@@ -57,7 +55,7 @@ func loadIdentity(dir string) (Identity, error) {
 	if block == nil || block.Type != "CERTIFICATE" {
 		return Identity{}, fmt.Errorf("certificate %s: not a PEM certificate", path)
 	}
-	if id.Cert, err = transport.CertificateFromDER(block.Bytes, id.Key); err != nil {
+	if id.Cert, err = CertificateFromDER(block.Bytes, id.Key); err != nil {
 		return Identity{}, fmt.Errorf("certificate %s: %w", path, err)
 	}
 	return id, nil
@@ -65,7 +63,7 @@ func loadIdentity(dir string) (Identity, error) {
 
 // loadOrCreateIdentity reads the key in dir, creating one on first use.
 func loadOrCreateIdentity(dir string) (Identity, error) {
-	path := filepath.Join(dir, identityFile)
+	path := filepath.Join(dir, IdentityFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return createIdentity(path)
@@ -85,7 +83,7 @@ func loadOrCreateIdentity(dir string) (Identity, error) {
 	if !ok {
 		return Identity{}, fmt.Errorf("identity %s: not an Ed25519 key", path)
 	}
-	return Identity{Key: key, DeviceID: transport.DeviceID(key.Public().(ed25519.PublicKey))}, nil
+	return Identity{Key: key, DeviceID: DeviceID(key.Public().(ed25519.PublicKey))}, nil
 }
 
 func createIdentity(path string) (Identity, error) {
@@ -101,7 +99,7 @@ func createIdentity(path string) (Identity, error) {
 	if err := writeFileSync(path, data, 0o600); err != nil {
 		return Identity{}, fmt.Errorf("write identity: %w", err)
 	}
-	return Identity{Key: key, DeviceID: transport.DeviceID(pub)}, nil
+	return Identity{Key: key, DeviceID: DeviceID(pub)}, nil
 }
 
 // writeFileSync writes data to path atomically and durably: a synced

@@ -1,12 +1,14 @@
-package node
+package brief
 
 import (
+	"cmp"
 	"context"
 	"iter"
 	"slices"
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -38,25 +40,22 @@ type rankParams struct {
 // budget, and the cycles through ns. Conflicts come first, then the top
 // open task and the top stale alert, then the rest in order; a cluster of
 // near duplicates shows as its best-ranked member, counting the others.
-// Call it with n.ranks.mu held; the sequence reads the ranking, so use it
+// Call it with mk.ranks.mu held; the sequence reads the ranking, so use it
 // before releasing the lock.
-func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (iter.Seq[candidate], []api.Cycle, error) {
-	ri := n.ranks
-	if err := ri.sync(ctx, n.store); err != nil {
+func (mk *Maker) rankNamespace(ctx context.Context, ns string, now time.Time) (iter.Seq[candidate], []api.Cycle, error) {
+	ri := mk.ranks
+	if err := ri.sync(ctx, mk.cfg.Store); err != nil {
 		return nil, nil, err
 	}
-	p := rankParams{now: now, staleDays: int(n.namespaceSettings(ns).StaleDays), halfLife: n.confidenceHalfLife()}
-	if p.staleDays == 0 {
-		p.staleDays = defaultStaleDays
-	}
-	r := n.ranking(ns, p)
+	p := rankParams{now: now, staleDays: cmp.Or(mk.cfg.Host.StaleDays(ns), aging.DefaultStaleDays), halfLife: mk.cfg.HalfLife}
+	r := mk.ranking(ns, p)
 	var cycles []api.Cycle
 	for _, c := range ri.cycles(now) {
 		if ri.touchesNamespace(c.Members, ns) {
 			cycles = append(cycles, c)
 		}
 	}
-	since := n.lastAsked(ns, now)
+	since := mk.lastAsked(ns, now)
 	return func(yield func(candidate) bool) {
 		seen := map[string]bool{} // near duplicates of a memory shown
 		emit := func(c *candidate) bool {
@@ -69,11 +68,11 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (ite
 			}
 			out := *c
 			if c.dup && c.section != api.SectionConflicts {
-				out.similar = n.cluster(r, c.id, now, seen)
+				out.similar = mk.cluster(r, c.id, now, seen)
 			}
 			switch {
 			case out.section != api.SectionActive:
-			case e.device != n.id.DeviceID && !e.updated.Before(since):
+			case e.device != mk.cfg.Device && !e.updated.Before(since):
 				out.section = api.SectionFromPeers
 			case e.kind == "decision" && now.Sub(e.updated) <= recentDecisions:
 				out.section = api.SectionDecisions
@@ -107,8 +106,8 @@ func (n *Node) rankNamespace(ctx context.Context, ns string, now time.Time) (ite
 
 // ranking returns the ranking of ns as of p.now: the kept one with the
 // memories changed since re-scored, or a new one.
-func (n *Node) ranking(ns string, p rankParams) *nsRanking {
-	ri := n.ranks
+func (mk *Maker) ranking(ns string, p rankParams) *nsRanking {
+	ri := mk.ranks
 	// Every kept ranking takes the changes to its memories.
 	for id := range ri.timed {
 		ri.dirty[id] = struct{}{}
@@ -127,7 +126,7 @@ func (n *Node) ranking(ns string, p rankParams) *nsRanking {
 		if r := ri.ranked[e.ns]; r != nil {
 			// Scored now: a change may be an edge whose validity ended
 			// now.
-			r.insert(n.score(id, e, rankParams{now: p.now, staleDays: r.staleDays, halfLife: p.halfLife}))
+			r.insert(mk.score(id, e, rankParams{now: p.now, staleDays: r.staleDays, halfLife: p.halfLife}))
 		}
 	}
 	clear(ri.dirty)
@@ -137,7 +136,7 @@ func (n *Node) ranking(ns string, p rankParams) *nsRanking {
 	entries := ri.byNS[ns]
 	r := &nsRanking{at: p.now, staleDays: p.staleDays, byID: make(map[string]*candidate, len(entries)), order: make([]*candidate, 0, len(entries))}
 	for id, e := range entries {
-		c := n.score(id, e, p)
+		c := mk.score(id, e, p)
 		r.byID[id] = c
 		r.order = append(r.order, c)
 	}
@@ -164,21 +163,21 @@ func (r *nsRanking) insert(c *candidate) {
 // score makes the candidate of memory id: its class, score, section
 // (conflicts, stale alerts, open tasks or the others: what other machines
 // learned and recent decisions are told apart when shown) and why.
-func (n *Node) score(id string, e *rankEntry, p rankParams) *candidate {
+func (mk *Maker) score(id string, e *rankEntry, p rankParams) *candidate {
 	c := &candidate{id: id, class: rankClass(e.kind, e.tier)}
-	sum := n.ranks.summary(id, e.adj, p.now)
+	sum := mk.ranks.summary(id, e.adj, p.now)
 	if e.status == model.StatusActive {
 		c.why.contradicts = sum.contradicts
 	}
 	c.why.supersededBy = sum.supersededBy
 	c.dup = sum.dup
-	c.score = briefScore(e, e.confidence*decay(e.evergreen, e.updated, p.now, p.halfLife), sum.degree, maturityOf(n.life.readsOf(id)), p.now)
+	c.score = briefScore(e, e.confidence*aging.Decay(e.evergreen, e.updated, p.now, p.halfLife), sum.degree, aging.Maturity(mk.cfg.Host.Reads(id)), p.now)
 	c.why.marked = e.status == model.StatusStale
 	if !e.evergreen {
 		if age := p.now.Sub(e.updated); age > time.Duration(p.staleDays)*24*time.Hour {
 			c.why.ageDays, c.why.staleDays = int(age.Hours()/24), p.staleDays
 		}
-		c.why.orphan = p.now.Sub(e.created) > orphanAge && !sum.linked
+		c.why.orphan = p.now.Sub(e.created) > aging.OrphanAge && !sum.linked
 	}
 	switch {
 	case e.conflict && e.status == model.StatusActive:
@@ -200,14 +199,14 @@ func (n *Node) score(id string, e *rankEntry, p rankParams) *candidate {
 // cluster marks as seen the near duplicates of memory id (the memories
 // of r joined to it by auto-links valid at now, but conflicts) and
 // returns how many there are besides it.
-func (n *Node) cluster(r *nsRanking, id string, now time.Time, seen map[string]bool) int {
+func (mk *Maker) cluster(r *nsRanking, id string, now time.Time, seen map[string]bool) int {
 	seen[id] = true
 	count := 0
 	queue := []string{id}
 	for len(queue) > 0 {
 		at := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
-		for _, ed := range n.ranks.adjOf(at).edges {
+		for _, ed := range mk.ranks.adjOf(at).edges {
 			if !nearDuplicate(ed) || !ed.valid(now) {
 				continue
 			}

@@ -1,6 +1,7 @@
-package node
+package brief
 
 import (
+	"errors"
 	"hash/fnv"
 	"iter"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/inert"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/storage"
 )
 
 // A brief is filled here to its budget, counted on the tokens of the text
@@ -59,13 +61,13 @@ const maxMisses = 32
 // fill puts candidates into b in order while they fit its budget,
 // counting each item's rendered text once and summing, then counts the
 // whole text and drops the last items should it exceed the budget.
-func (n *Node) fill(b *api.Brief, order iter.Seq[candidate]) error {
+func (mk *Maker) fill(b *api.Brief, order iter.Seq[candidate]) error {
 	sections := b.Sections()
 	cost := func(it *api.BriefItem) int {
 		if b.Format == api.FormatJSON {
-			return n.tokenCounts.jsonItemTokens(it)
+			return mk.tokens.jsonItemTokens(it)
 		}
-		return n.tokenCounts.count(inert.Text(it.Markdown()))
+		return mk.tokens.count(inert.Text(it.Markdown()))
 	}
 	cycles := b.Cycles
 	b.Cycles = []api.Cycle{}
@@ -97,15 +99,15 @@ func (n *Node) fill(b *api.Brief, order iter.Seq[candidate]) error {
 		if misses >= maxMisses || b.Budget-used < 10 {
 			break
 		}
-		m, err := n.load(c.id)
+		m, err := mk.cfg.Host.Memory(c.id)
 		if err != nil {
-			if storageNotFound(err) {
+			if errors.Is(err, storage.ErrNotFound) {
 				continue // removed since it was ranked
 			}
 			return err
 		}
-		it := n.briefItem(&m)
-		it.Reason, it.Similar = n.reason(&c.why), c.similar
+		it := mk.briefItem(&m)
+		it.Reason, it.Similar = mk.reason(&c.why), c.similar
 		if c.section != api.SectionFromPeers {
 			it.Device = ""
 		}
