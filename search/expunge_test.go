@@ -9,6 +9,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/model"
 )
 
@@ -130,7 +131,7 @@ func TestExpungeWhileASearchHoldsOldSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- ix.Expunge(ctx) }()

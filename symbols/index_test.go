@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/memmesh/memmesh/internal/gittest"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/storage"
 )
 
@@ -296,7 +297,7 @@ func TestIndexFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	ix, _ := newTestIndex(t, Limits{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
 	defer cancel()
 	rep, err := ix.Update(ctx, dir, "", nil)
 	if err != nil || rep.Files != 1 || rep.Skipped.Special != 1 {

@@ -11,9 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/memmesh/memmesh/internal/testwait"
 )
 
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'"
@@ -41,7 +42,7 @@ func runPage(t *testing.T, b *Browser, fresh bool, script string) *Watch {
 		t.Fatal(err)
 	}
 	defer cancel()
-	ctx, cancelTime := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancelTime := context.WithTimeout(ctx, testwait.Limit)
 	defer cancelTime()
 	w, err := NewWatch(ctx)
 	if err != nil {

@@ -69,7 +69,7 @@ func TestPeerUIDOtherUser(t *testing.T) {
 	if os.Geteuid() != 0 || err1 != nil || err2 != nil {
 		t.Skip("needs root, setpriv and curl to connect as nobody")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
 	defer cancel()
 	done := make(chan struct{})
 	server, _ := acceptOne(t, "127.0.0.1:0", func(a string) {
