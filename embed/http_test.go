@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/memmesh/memmesh/embed"
 	"github.com/memmesh/memmesh/internal/clock"
+	"github.com/memmesh/memmesh/internal/syncbuf"
 	"github.com/memmesh/memmesh/internal/testwait"
 )
 
@@ -672,5 +674,50 @@ func TestNormalisedVectorsHaveUnitLength(t *testing.T) {
 		if math.Abs(sum-1) > 1e-6 {
 			t.Errorf("vector %d: squared length %v", i, sum)
 		}
+	}
+}
+
+func TestRetriesAreLoggedWithoutTheKey(t *testing.T) {
+	const key = "sk-secret-key-0123456789"
+	for _, p := range providers {
+		t.Run(p.name, func(t *testing.T) {
+			s := newServer(t, p.fail(http.StatusInternalServerError, "no such key "+key), p.ok([]float32{1}))
+			var logs syncbuf.Buffer
+			fake := newFake()
+			cfg := p.config(s, fake)
+			cfg.APIKey = key
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			if r := drive(t, fake, embedAll(p.embedder(t, cfg), "a")); r.err != nil {
+				t.Fatal(r.err)
+			}
+			out := logs.String()
+			if !strings.Contains(out, "retrying") || !strings.Contains(out, "no such key") {
+				t.Errorf("the retry is not logged with its cause: %s", out)
+			}
+			if strings.Contains(out, key) {
+				t.Errorf("the key is in the logs: %s", out)
+			}
+		})
+	}
+}
+
+func TestConcurrentCallsLearnOneSize(t *testing.T) {
+	p := providers[0]
+	s := newServer(t, p.ok([]float32{1, 1}))
+	e := p.embedder(t, p.config(s, newFake()))
+	errs := make(chan error, 8)
+	for range cap(errs) {
+		go func() {
+			_, err := e.Embed(context.Background(), []string{"a"})
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := wait(t, errs); err != nil {
+			t.Error(err)
+		}
+	}
+	if d := e.Info().Dims; d != 2 {
+		t.Errorf("Dims = %d, want 2", d)
 	}
 }
