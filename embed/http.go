@@ -2,8 +2,19 @@ package embed
 
 // What the HTTP providers (Ollama, OpenAI-compatible) share: their
 // configuration, the bounded call with its retries, and the checks of
-// an answer's vectors. Each provider only says how its request and its
-// answer are shaped (a wire).
+// an answer's vectors. Each provider only says where it is asked and
+// how its answer is shaped (a wire).
+//
+// An Embed call fails with
+//   - ErrBadInput: out of CheckBatch's bounds (nothing is sent), or
+//     refused by the server as a bad request (400, 413, 422);
+//   - ErrUnavailable: the server unreachable, failing (5xx, 429) or
+//     timing out after every attempt, refusing otherwise (401, 404:
+//     its message says why, e.g. a model not pulled), or answering
+//     what is not an answer (too large, malformed, the wrong count,
+//     values that are not finite);
+//   - ErrDims: vectors of another size than the model's;
+//   - the context's error when the caller's context ends first.
 
 import (
 	"bytes"

@@ -20,7 +20,10 @@ import (
 // DefaultOllamaURL is where Ollama listens unless told otherwise.
 const DefaultOllamaURL = "http://127.0.0.1:11434"
 
-// NewOllama returns an Embedder that asks the Ollama server at cfg.URL.
+// NewOllama returns an Embedder that asks the Ollama server at cfg.URL
+// (DefaultOllamaURL if empty) through POST /api/embed, as documented at
+// https://github.com/ollama/ollama/blob/main/docs/api.md#generate-embeddings.
+// cfg.APIKey is sent as a bearer token if set (a proxy in front of Ollama).
 func NewOllama(cfg HTTPConfig) (Embedder, error) {
 	return newHTTP(ollamaWire, cfg)
 }

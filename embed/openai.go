@@ -23,7 +23,9 @@ import (
 const DefaultOpenAIURL = "https://api.openai.com/v1"
 
 // NewOpenAI returns an Embedder that asks the OpenAI-compatible API whose
-// base URL (ending in /v1) is cfg.URL.
+// base URL (ending in /v1) is cfg.URL (DefaultOpenAIURL if empty)
+// through POST /embeddings, as documented at
+// https://platform.openai.com/docs/api-reference/embeddings/create.
 func NewOpenAI(cfg HTTPConfig) (Embedder, error) {
 	return newHTTP(openaiWire, cfg)
 }
