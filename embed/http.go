@@ -224,10 +224,8 @@ func (e *httpEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	if len(texts) == 0 {
 		return [][]float32{}, nil
 	}
-	body, err := json.Marshal(request{Model: e.model, Input: texts, EncodingFormat: e.wire.encoding})
-	if err != nil {
-		return nil, fmt.Errorf("embed: %s: %w", e.wire.provider, err)
-	}
+	// Strings alone: Marshal cannot fail.
+	body, _ := json.Marshal(request{Model: e.model, Input: texts, EncodingFormat: e.wire.encoding})
 	call, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
@@ -235,33 +233,47 @@ func (e *httpEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 		if err == nil {
 			return e.check(vecs, len(texts))
 		}
-		var t *transient
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("embed: %s: %w", e.wire.provider, ctx.Err())
-		}
-		if !errors.As(err, &t) {
+		if err := e.backoff(ctx, call, attempt, err); err != nil {
 			return nil, err
-		}
-		if attempt == e.attempts || call.Err() != nil {
-			return nil, e.unavailable(attempt, t.err)
-		}
-		wait := retryDelay(attempt, t.retryAfter, rand.Float64())
-		if deadline, _ := call.Deadline(); time.Until(deadline) < wait {
-			// Waiting would outlast the call: fail now rather than late.
-			return nil, e.unavailable(attempt, t.err)
-		}
-		e.log.Debug("embed: retrying", "attempt", attempt, "wait", wait, "err", t.err)
-		if err := e.sleep(call, wait); err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("embed: %s: %w", e.wire.provider, ctx.Err())
-			}
-			return nil, e.unavailable(attempt, t.err)
 		}
 	}
 }
 
+// backoff waits before the attempt after one that failed with err, or
+// returns why there is none: the caller's context ended, a final error,
+// or ErrUnavailable when the attempts or the call's time are spent.
+func (e *httpEmbedder) backoff(ctx, call context.Context, attempt int, err error) error {
+	var t *transient
+	switch {
+	case ctx.Err() != nil:
+		return e.ended(ctx)
+	case !errors.As(err, &t):
+		return err
+	case attempt == e.attempts || call.Err() != nil:
+		return e.unavailable(attempt, t.err)
+	}
+	wait := retryDelay(attempt, t.retryAfter, rand.Float64())
+	if deadline, _ := call.Deadline(); time.Until(deadline) < wait {
+		// Waiting would outlast the call: fail now rather than late.
+		return e.unavailable(attempt, fmt.Errorf("%w (the next attempt, in %v, would be past the call's timeout)", t.err, wait))
+	}
+	e.log.Debug("embed: retrying", "attempt", attempt, "wait", wait, "err", t.err)
+	if e.sleep(call, wait) != nil {
+		if ctx.Err() != nil {
+			return e.ended(ctx)
+		}
+		return e.unavailable(attempt, t.err)
+	}
+	return nil
+}
+
+// ended is the error of a call whose caller's context ended.
+func (e *httpEmbedder) ended(ctx context.Context) error {
+	return fmt.Errorf("embed: %s: %w", e.wire.provider, ctx.Err())
+}
+
 func (e *httpEmbedder) unavailable(attempts int, last error) error {
-	return fmt.Errorf("%w: %s at %s, %d attempts: %w", ErrUnavailable, e.wire.provider, e.shown, attempts, last)
+	return fmt.Errorf("%w: %s at %s (attempts: %d): %w", ErrUnavailable, e.wire.provider, e.shown, attempts, last)
 }
 
 // sleep waits d on the clock, or until ctx ends.

@@ -333,6 +333,25 @@ func TestEmbedHonoursRetryAfter(t *testing.T) {
 	}
 }
 
+// TestEmbedFailsAtOnceWhenTheWaitOutlastsTheCall: a Retry-After past the
+// call's timeout fails the call now, not when the timeout ends.
+func TestEmbedFailsAtOnceWhenTheWaitOutlastsTheCall(t *testing.T) {
+	p := providers[1]
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "20")
+		p.fail(http.StatusTooManyRequests, "rate limited")(w, r)
+	}, p.ok([]float32{1}))
+	cfg := p.config(s, newFake())
+	cfg.Timeout = 10 * time.Second
+	_, err := p.embedder(t, cfg).Embed(context.Background(), []string{"a"})
+	if !errors.Is(err, embed.ErrUnavailable) || !strings.Contains(err.Error(), "past the call's timeout") {
+		t.Errorf("err = %v, want ErrUnavailable: the wait is past the timeout", err)
+	}
+	if n := s.requests.Load(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
 func TestEmbedGivesUpAfterItsAttempts(t *testing.T) {
 	for _, p := range providers {
 		t.Run(p.name, func(t *testing.T) {
