@@ -1,0 +1,206 @@
+package model2vec
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/memmesh/memmesh/embed"
+)
+
+func loadTiny(t *testing.T, f modelFiles) *Model {
+	t.Helper()
+	m, err := Load(f.write(t, "potion-tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// unit is v divided by its length: the vectors below are worked out by
+// hand from tinyRows (the sum of the rows of a text's tokens), and unit
+// normalises them as a mean would be.
+func unit(v ...float64) []float32 {
+	var n float64
+	for _, x := range v {
+		n += x * x
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		if n > 0 {
+			out[i] = float32(x / math.Sqrt(n))
+		}
+	}
+	return out
+}
+
+func near(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > 1e-6 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEmbedKnownTexts(t *testing.T) {
+	m := loadTiny(t, tinyFiles(t))
+	tests := []struct {
+		name, text string
+		want       []float32
+	}{
+		{"words and punctuation", "Hello worlds!", unit(1, 1, 1, 1)}, // hello world ##s !
+		{"repeated word weighs more", "hello hello world", unit(2, 1, 0, 0)},
+		{"unknown word left out", "hello xyzzy", unit(1, 0, 0, 0)},
+		{"word with an unknown rest is unknown whole", "hello worldx", unit(1, 0, 0, 0)},
+		{"continuation piece", "Playing", unit(1, 1, -1, -1)}, // play ##ing
+		{"accents stripped, lowercased", "CAFÉ au lait", unit(3, 0, 4, 0)},
+		{"CJK spaced out", "hello中国", unit(1, 2, 0, 0)}, // hello 中, 国 unknown
+		{"controls and format characters dropped", "hel\u200blo\x00 \tworld", unit(1, 1, 0, 0)},
+		{"no special tokens added", "world", unit(0, 1, 0, 0)},
+		{"empty text", "", unit(0, 0, 0, 0)},
+		{"only unknown words", "xyzzy plugh", unit(0, 0, 0, 0)},
+		{"first 512 tokens", strings.Repeat("hello ", 512) + "world", unit(1, 0, 0, 0)},
+		{"512 tokens in all", strings.Repeat("hello ", 511) + "world", unit(511, 1, 0, 0)},
+	}
+	texts := make([]string, len(tests))
+	for i, tt := range tests {
+		texts[i] = tt.text
+	}
+	got, err := m.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(tests) {
+		t.Fatalf("%d vectors for %d texts", len(got), len(tests))
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !near(got[i], tt.want) {
+				t.Errorf("Embed(%.40q) = %v, want %v", tt.text, got[i], tt.want)
+			}
+		})
+	}
+}
+
+func TestInfo(t *testing.T) {
+	f := tinyFiles(t)
+	if got, want := loadTiny(t, f).Info(), (embed.Info{Provider: "builtin", Model: "potion-tiny", Dims: 4}); got != want {
+		t.Errorf("Info() = %+v, want %+v (the folder's name)", got, want)
+	}
+	f.config = []byte(`{"model_name":"potion-base-8M"}`)
+	if got := loadTiny(t, f).Info().Model; got != "potion-base-8M" {
+		t.Errorf("Info().Model = %q, want config.json's model_name", got)
+	}
+}
+
+func TestEmbedBounds(t *testing.T) {
+	m := loadTiny(t, tinyFiles(t))
+	for name, texts := range map[string][]string{
+		"too many texts": make([]string, embed.MaxBatch+1),
+		"too long text":  {"hello", strings.Repeat("a", embed.MaxTextBytes+1)},
+	} {
+		if _, err := m.Embed(context.Background(), texts); !errors.Is(err, embed.ErrBadInput) {
+			t.Errorf("%s: err = %v, want ErrBadInput", name, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Embed(ctx, []string{"hello"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: err = %v, want context.Canceled", err)
+	}
+}
+
+// f16 encodes v, which must be exact in half precision.
+func f16(v float32) uint16 {
+	b := math.Float32bits(v)
+	if b<<1 == 0 {
+		return uint16(b >> 16)
+	}
+	exp := int(b>>23&0xff) - 127 + 15
+	return uint16(b>>16&0x8000) | uint16(exp)<<10 | uint16(b>>13&0x3ff)
+}
+
+func TestF16Matrix(t *testing.T) {
+	f := tinyFiles(t)
+	m32 := loadTiny(t, f)
+	var data []byte
+	for _, row := range tinyRows {
+		for _, x := range row {
+			data = binary.LittleEndian.AppendUint16(data, f16(x))
+		}
+	}
+	f.tensors = safetensors(t, stTensor{name: "embeddings", dtype: "F16", shape: []int{len(tinyRows), 4}, data: data})
+	m16 := loadTiny(t, f)
+	texts := []string{"Hello worlds!", "Playing CAFÉ"}
+	want, _ := m32.Embed(context.Background(), texts)
+	got, err := m16.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range texts {
+		if !near(got[i], want[i]) {
+			t.Errorf("F16 %q = %v, want %v as from F32", texts[i], got[i], want[i])
+		}
+	}
+}
+
+func TestFloat16(t *testing.T) {
+	for _, tt := range []struct {
+		h    uint16
+		want float64
+	}{
+		{0x3c00, 1}, {0xc000, -2}, {0x0000, 0}, {0x7bff, 65504},
+		{0x0001, math.Pow(2, -24)}, {0x8001, -math.Pow(2, -24)}, {0x0400, math.Pow(2, -14)},
+		{0x7c00, math.Inf(1)}, {0xfc00, math.Inf(-1)},
+	} {
+		if got := float16(tt.h); float64(got) != tt.want {
+			t.Errorf("float16(%#04x) = %v, want %v", tt.h, got, tt.want)
+		}
+	}
+	if got := float16(0x7e00); !math.IsNaN(float64(got)) {
+		t.Errorf("float16(0x7e00) = %v, want NaN", got)
+	}
+}
+
+func TestWeightsAndMapping(t *testing.T) {
+	f := tinyFiles(t)
+	weights := make([]float32, len(tinyVocab))
+	for i := range weights {
+		weights[i] = 1
+	}
+	weights[5] = 2 // hello
+	f.tensors = safetensors(t, tinyMatrix(), f32("weights", []int{len(weights)}, weights...))
+	got, err := loadTiny(t, f).Embed(context.Background(), []string{"hello world"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := unit(2, 1, 0, 0); !near(got[0], want) {
+		t.Errorf("weighted: %v, want %v", got[0], want)
+	}
+
+	// A quantized vocabulary: tokens share rows through the mapping.
+	mapping := make([]byte, 0, 8*len(tinyVocab))
+	for i := range tinyVocab {
+		row := uint64(0)
+		if tinyVocab[i] == "world" || tinyVocab[i] == "play" {
+			row = 1
+		}
+		mapping = binary.LittleEndian.AppendUint64(mapping, row)
+	}
+	f.tensors = safetensors(t, f32("embeddings", []int{2, 4}, 1, 0, 0, 0, 0, 1, 0, 0),
+		stTensor{name: "mapping", dtype: "I64", shape: []int{len(tinyVocab)}, data: mapping})
+	got, err = loadTiny(t, f).Embed(context.Background(), []string{"hello world play"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := unit(1, 2, 0, 0); !near(got[0], want) {
+		t.Errorf("mapped: %v, want %v", got[0], want)
+	}
+}
