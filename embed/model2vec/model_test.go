@@ -1,6 +1,7 @@
 package model2vec
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -61,6 +62,10 @@ func TestEmbedKnownTexts(t *testing.T) {
 		{"word with an unknown rest is unknown whole", "hello worldx", unit(1, 0, 0, 0)},
 		{"continuation piece", "Playing", unit(1, 1, -1, -1)}, // play ##ing
 		{"accents stripped, lowercased", "CAFÉ au lait", unit(3, 0, 4, 0)},
+		{"accented word with a continuation", "CAFÉS", unit(3, 0, 5, 0)}, // cafe ##s
+		{"punctuation split off beside accents", "Hèllo, WORLD!", unit(1, 1, 0, 1)},
+		{"vertical tab is a control, dropped", "hel\vlo", unit(1, 0, 0, 0)},
+		{"no-break space separates", "hello\u00a0world", unit(1, 1, 0, 0)},
 		{"CJK spaced out", "hello中国", unit(1, 2, 0, 0)}, // hello 中, 国 unknown
 		{"controls and format characters dropped", "hel\u200blo\x00 \tworld", unit(1, 1, 0, 0)},
 		{"no special tokens added", "world", unit(0, 1, 0, 0)},
@@ -202,5 +207,20 @@ func TestWeightsAndMapping(t *testing.T) {
 	}
 	if want := unit(1, 2, 0, 0); !near(got[0], want) {
 		t.Errorf("mapped: %v, want %v", got[0], want)
+	}
+}
+
+// TestUnknownTokenDropped: Model2Vec leaves out every id of the unknown
+// token, also where the text itself holds it (a word-level vocabulary
+// whose unknown token is a word).
+func TestUnknownTokenDropped(t *testing.T) {
+	f := tinyFiles(t)
+	f.tokenizer = bytes.Replace(f.tokenizer, []byte(`"unk_token":"[UNK]"`), []byte(`"unk_token":"cafe"`), 1)
+	got, err := loadTiny(t, f).Embed(context.Background(), []string{"hello cafe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := unit(1, 0, 0, 0); !near(got[0], want) {
+		t.Errorf("Embed(hello cafe) = %v, want %v: the unknown token cafe left out", got[0], want)
 	}
 }
