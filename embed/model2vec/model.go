@@ -146,15 +146,15 @@ func readMatrix(r io.ReaderAt, tensors map[string]tensor) (*Model, error) {
 // readMapping reads the token → row mapping of a model whose vocabulary
 // was quantized; without one, each token id is its row.
 func (m *Model) readMapping(r io.ReaderAt, tensors map[string]tensor, ids int) error {
-	t, ok := tensors["mapping"]
+	t, ok, err := perToken(tensors, "mapping", ids)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		if ids > m.rows() {
 			return fmt.Errorf("%d rows for %d token ids", m.rows(), ids)
 		}
 		return nil
-	}
-	if len(t.Shape) != 1 || t.Shape[0] < ids {
-		return fmt.Errorf("mapping of shape %v for %d token ids", t.Shape, ids)
 	}
 	v, err := readInts(r, t)
 	if err != nil {
@@ -172,12 +172,9 @@ func (m *Model) readMapping(r io.ReaderAt, tensors map[string]tensor, ids int) e
 
 // readWeights reads the per-token weights, if the model has them.
 func (m *Model) readWeights(r io.ReaderAt, tensors map[string]tensor, ids int) error {
-	t, ok := tensors["weights"]
-	if !ok {
-		return nil
-	}
-	if len(t.Shape) != 1 || t.Shape[0] < ids {
-		return fmt.Errorf("weights of shape %v for %d token ids", t.Shape, ids)
+	t, ok, err := perToken(tensors, "weights", ids)
+	if !ok || err != nil {
+		return err
 	}
 	v, err := readFloats(r, t)
 	if err != nil {
@@ -188,6 +185,16 @@ func (m *Model) readWeights(r io.ReaderAt, tensors map[string]tensor, ids int) e
 	}
 	m.weights = v
 	return nil
+}
+
+// perToken is the tensor name, if the file has it, checked to hold a
+// value for each of ids token ids.
+func perToken(tensors map[string]tensor, name string, ids int) (tensor, bool, error) {
+	t, ok := tensors[name]
+	if ok && (len(t.Shape) != 1 || t.Shape[0] < ids) {
+		return t, false, fmt.Errorf("%s of shape %v for %d token ids", name, t.Shape, ids)
+	}
+	return t, ok, nil
 }
 
 func (m *Model) rows() int { return len(m.vectors) / m.dims }
