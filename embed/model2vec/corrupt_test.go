@@ -63,6 +63,10 @@ func TestCorruptModelsRefused(t *testing.T) {
 			[]string{tensorFile, "no tensor named embeddings"}},
 		{"embeddings not a matrix", func(f *modelFiles) { f.tensors = safetensors(t, f32("embeddings", []int{4}, 1, 2, 3, 4)) },
 			[]string{tensorFile, "want rows × dims"}},
+		{"vectors too long", func(f *modelFiles) {
+			f.tensors = safetensors(t, f32("embeddings", []int{1, 5000}, make([]float32, 5000)...))
+		},
+			[]string{tensorFile, "5000 dims, at most 4096"}},
 		{"fewer rows than tokens", func(f *modelFiles) { f.tensors = safetensors(t, f32("embeddings", []int{2, 2}, 1, 2, 3, 4)) },
 			[]string{tensorFile, "2 rows for 13 token ids"}},
 		{"NaN in the matrix", func(f *modelFiles) { f.tensors = safetensors(t, nan) },

@@ -27,6 +27,10 @@ const (
 	maxTokenizerBytes = 128 << 20
 )
 
+// maxDims caps a vector's size, since each text embedded allocates one
+// (potion models have 256; large embedding models 4096).
+const maxDims = 4096
+
 // maxTokens is how many tokens of a text are embedded, Model2Vec's
 // default max_length.
 const maxTokens = 512
@@ -132,6 +136,9 @@ func readMatrix(r io.ReaderAt, tensors map[string]tensor) (*Model, error) {
 	}
 	if len(t.Shape) != 2 || t.Shape[0] == 0 || t.Shape[1] == 0 {
 		return nil, fmt.Errorf("embeddings of shape %v, want rows × dims", t.Shape)
+	}
+	if t.Shape[1] > maxDims {
+		return nil, fmt.Errorf("embeddings of %d dims, at most %d", t.Shape[1], maxDims)
 	}
 	v, err := readFloats(r, t)
 	if err != nil {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/memmesh/memmesh/embed"
@@ -222,5 +224,40 @@ func TestUnknownTokenDropped(t *testing.T) {
 	}
 	if want := unit(1, 0, 0, 0); !near(got[0], want) {
 		t.Errorf("Embed(hello cafe) = %v, want %v: the unknown token cafe left out", got[0], want)
+	}
+}
+
+// TestEmbedConcurrent: calls at once share the model and give what calls
+// one at a time give (run with -race).
+func TestEmbedConcurrent(t *testing.T) {
+	m := loadTiny(t, tinyFiles(t))
+	texts := []string{"Hello worlds!", "CAFÉS", "hello中国", strings.Repeat("play ", 100)}
+	want, err := m.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				got, err := m.Embed(context.Background(), texts)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i := range texts {
+					if !near(got[i], want[i]) {
+						errs <- fmt.Errorf("%q: %v, want %v", texts[i], got[i], want[i])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
