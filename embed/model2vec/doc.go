@@ -37,12 +37,13 @@
 // controls, whitespace to spaces, CJK ideographs spaced out, accents
 // stripped by NFD, lowercase), the BertPreTokenizer (split on whitespace
 // and punctuation) and WordPiece (greedy longest match, "##" continuation
-// pieces, a word with no match is [UNK] whole). That subset is implemented
-// here from tokenizer.json's fields; other models (BPE, Unigram),
-// normalizers and pre-tokenizers are refused by name. Two differences with
-// the tokenizers library remain: added tokens written in a text ("[CLS]")
-// are tokenized as plain text, and the text is not first cut to 512 ×
-// the median token length in characters (only the 512-token cut is made).
+// pieces, a word with no match is [UNK] whole), after the added tokens
+// (the special ones such as [CLS] as written, the multiword ones Model2Vec
+// adds in the normalized text) are found. That subset is implemented here
+// from tokenizer.json's fields; other models (BPE, Unigram), normalizers
+// and pre-tokenizers are refused by name. One difference with Model2Vec
+// remains: the text is not first cut to 512 × the median token length in
+// characters (only the 512-token cut is made).
 //
 // github.com/sugarme/tokenizer v0.3.0, which loads tokenizer.json, was
 // tried on the same tiny model and not chosen: it tokenized "Café" as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -71,6 +72,9 @@ func TestEmbedKnownTexts(t *testing.T) {
 		{"CJK spaced out", "hello中国", unit(1, 2, 0, 0)}, // hello 中, 国 unknown
 		{"controls and format characters dropped", "hel\u200blo\x00 \tworld", unit(1, 1, 0, 0)},
 		{"no special tokens added", "world", unit(0, 1, 0, 0)},
+		{"special token written in the text", "[CLS]hello", unit(1, 0, 9, 0)},
+		{"unknown token written in the text", "[UNK] hello", unit(1, 0, 0, 0)},
+		{"special tokens match as written", "[cls] hello", unit(1, 0, 0, 0)},
 		{"empty text", "", unit(0, 0, 0, 0)},
 		{"only unknown words", "xyzzy plugh", unit(0, 0, 0, 0)},
 		{"first 512 tokens", strings.Repeat("hello ", 512) + "world", unit(1, 0, 0, 0)},
@@ -260,4 +264,69 @@ func TestEmbedConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestAddedTokens: tokens added to the vocabulary (multiword ones, as
+// Model2Vec adds) are found before the text is split into words: as
+// written, or in the normalized text, or only as a word of their own.
+func TestAddedTokens(t *testing.T) {
+	f := tinyFiles(t)
+	var tok map[string]any
+	if err := json.Unmarshal(f.tokenizer, &tok); err != nil {
+		t.Fatal(err)
+	}
+	tok["added_tokens"] = append(tok["added_tokens"].([]any),
+		map[string]any{"id": 9, "content": "Hello World", "normalized": true},
+		map[string]any{"id": 10, "content": "zh", "single_word": true, "normalized": false})
+	var err error
+	if f.tokenizer, err = json.Marshal(tok); err != nil {
+		t.Fatal(err)
+	}
+	m := loadTiny(t, f)
+	for _, tt := range []struct {
+		text string
+		want []float32
+	}{
+		{"HELLO World", unit(0, 0, 0, 1)},       // matches once normalized: the row of id 9
+		{"say HELLO   World", unit(1, 1, 0, 0)}, // not the normalized content
+		{"hello zh", unit(1, 2, 0, 0)},          // id 10 alone
+		{"hello zhx", unit(1, 0, 0, 0)},         // within a word: zhx unknown
+		{"hello_zh", unit(1, 0, 0, 0)},
+	} {
+		got, err := m.Embed(context.Background(), []string{tt.text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !near(got[0], tt.want) {
+			t.Errorf("Embed(%q) = %v, want %v", tt.text, got[0], tt.want)
+		}
+	}
+}
+
+// FuzzEmbed embeds any text: no panic, and a vector of the model's size
+// that is of unit length, or zero when no token is known.
+func FuzzEmbed(f *testing.F) {
+	m, err := Load(tinyFiles(f).write(f, "potion-tiny"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"Hello worlds!", "CAFÉS [CLS]", "hello中国\u200b", "\xff\xfe[UNK]##s", strings.Repeat("play", 40)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > embed.MaxTextBytes {
+			return
+		}
+		got, err := m.Embed(context.Background(), []string{text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n float64
+		for _, x := range got[0] {
+			n += float64(x) * float64(x)
+		}
+		if len(got[0]) != 4 || (n != 0 && math.Abs(n-1) > 1e-5) {
+			t.Fatalf("Embed(%q) = %v, squared length %v", text, got[0], n)
+		}
+	})
 }

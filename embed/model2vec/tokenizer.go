@@ -22,6 +22,7 @@ var errTokenizer = errors.New("bad tokenizer")
 // tokenizerJSON is the part of a Hugging Face tokenizer.json that a
 // WordPiece model with the BERT normalizer and pre-tokenizer uses.
 type tokenizerJSON struct {
+	AddedTokens  []addedJSON       `json:"added_tokens"`
 	Normalizer   *normalizerConfig `json:"normalizer"`
 	PreTokenizer *struct {
 		Type string `json:"type"`
@@ -54,7 +55,9 @@ type wordPiece struct {
 	cont     map[string]int32 // continuation pieces, without their prefix
 	unk      int32            // -1 when the vocabulary has no unknown token
 	maxID    int32
-	longest  int // bytes of the longest piece: no longer match is tried
+	longest  int      // bytes of the longest piece: no longer match is tried
+	raw      addedSet // added tokens matched in the text as written
+	normed   addedSet // added tokens matched in the normalized text
 }
 
 // parseTokenizer builds the tokenizer that tokenizer.json describes, or
@@ -98,6 +101,9 @@ func parseTokenizer(data []byte) (*wordPiece, error) {
 	if err := t.setVocab(vocab, prefix); err != nil {
 		return nil, err
 	}
+	if err := t.setAdded(f.AddedTokens); err != nil {
+		return nil, err
+	}
 	if id, ok := vocab[f.Model.UnkToken]; ok {
 		t.unk = int32(id)
 	}
@@ -129,10 +135,40 @@ func (t *wordPiece) setVocab(vocab map[string]int64, prefix string) error {
 }
 
 // appendIDs appends the ids of text's tokens to ids, leaving out the
-// unknown token as Model2Vec does, up to limit ids in all.
+// unknown token as Model2Vec does, up to limit ids in all. Added tokens
+// are found first, in the raw text, then in the normalized text; what is
+// between them is split into words and those into pieces.
 func (t *wordPiece) appendIDs(ids []int32, text string, limit int, scratch []byte) ([]int32, []byte) {
-	norm := t.normalize(scratch[:0], text)
-	s := string(norm) // one copy, so that map lookups take substrings
+	norm := scratch[:0]
+	for rest := text; rest != "" && len(ids) < limit; {
+		before, id, ok, after := t.raw.cut(rest)
+		norm = t.normalize(norm[:0], before)
+		ids = t.appendNormalized(ids, string(norm), limit) // one copy, so that map lookups take substrings
+		if ok {
+			ids = t.appendID(ids, id)
+		}
+		rest = after
+	}
+	return ids[:min(len(ids), limit)], norm
+}
+
+// appendNormalized appends the ids of a normalized text.
+func (t *wordPiece) appendNormalized(ids []int32, s string, limit int) []int32 {
+	for rest := s; rest != "" && len(ids) < limit; {
+		before, id, ok, after := t.normed.cut(rest)
+		ids = t.appendWords(ids, before, limit)
+		if ok {
+			ids = t.appendID(ids, id)
+		}
+		rest = after
+	}
+	return ids
+}
+
+// appendWords splits a normalized text as the BERT pre-tokenizer does, on
+// spaces and around each punctuation character, and appends its words'
+// ids.
+func (t *wordPiece) appendWords(ids []int32, s string, limit int) []int32 {
 	for start := 0; start < len(s) && len(ids) < limit; {
 		r, size := utf8.DecodeRuneInString(s[start:])
 		if r == ' ' {
@@ -152,7 +188,15 @@ func (t *wordPiece) appendIDs(ids []int32, text string, limit int, scratch []byt
 		ids = t.word(ids, s[start:end])
 		start = end
 	}
-	return ids[:min(len(ids), limit)], norm
+	return ids
+}
+
+// appendID appends id unless it is the unknown token's.
+func (t *wordPiece) appendID(ids []int32, id int32) []int32 {
+	if id == t.unk {
+		return ids
+	}
+	return append(ids, id)
 }
 
 // word appends the WordPiece ids of one word: the longest piece in the
@@ -180,9 +224,7 @@ func (t *wordPiece) word(ids []int32, w string) []int32 {
 		if !ok {
 			return ids[:n]
 		}
-		if id != t.unk {
-			ids = append(ids, id)
-		}
+		ids = t.appendID(ids, id)
 		start = end
 	}
 	return ids
