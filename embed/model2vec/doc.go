@@ -41,7 +41,10 @@
 // (the special ones such as [CLS] as written, the multiword ones Model2Vec
 // adds in the normalized text) are found. That subset is implemented here
 // from tokenizer.json's fields; other models (BPE, Unigram), normalizers
-// and pre-tokenizers are refused by name. One difference with Model2Vec
+// and pre-tokenizers are refused by name. Its ids are those of the
+// tokenizers library itself on hard texts (testdata/reference.json, made
+// by testdata/reference.mjs through the library's Node binding). One
+// difference with Model2Vec
 // remains: the text is not first cut to 512 × the median token length in
 // characters (only the 512-token cut is made).
 //
