@@ -67,6 +67,9 @@ func TestCorruptModelsRefused(t *testing.T) {
 			f.tensors = safetensors(t, f32("embeddings", []int{1, 5000}, make([]float32, 5000)...))
 		},
 			[]string{tensorFile, "5000 dims, at most 4096"}},
+		{"more rows than tokens", func(f *modelFiles) {
+			f.tensors = safetensors(t, f32("embeddings", []int{len(tinyRows) + 1, 4}, make([]float32, 4*(len(tinyRows)+1))...))
+		}, []string{tensorFile, "14 rows for 13 token ids"}},
 		{"fewer rows than tokens", func(f *modelFiles) { f.tensors = safetensors(t, f32("embeddings", []int{2, 2}, 1, 2, 3, 4)) },
 			[]string{tensorFile, "2 rows for 13 token ids"}},
 		{"NaN in the matrix", func(f *modelFiles) { f.tensors = safetensors(t, nan) },

@@ -16,20 +16,23 @@
 // offsets within the data section; an optional __metadata__ entry), then
 // the data section. Load checks the header length against the file's real
 // size and a cap before reading it, each tensor's offsets against the data
-// section, and its shape × dtype size against its offsets, so a corrupt or
-// hostile file cannot make it allocate what it announces. Embeddings and
-// weights may be F32, F16 or F64 (converted to float32 at load), a mapping
-// I64 or I32; NaN and infinities are refused.
+// section, and its shape × dtype size against its offsets, so a corrupt
+// or hostile file cannot make it allocate what it announces. As in
+// Model2Vec, the matrix has a row per token id unless a mapping says which
+// row each token takes. Embeddings and weights may be F32, F16 or F64
+// (converted to float32 at load), a mapping I64 or I32; NaN and infinities
+// are refused.
 //
 // # Embedding a text
 //
-// As Model2Vec's StaticModel.encode does: tokenize without special tokens
-// ([CLS], [SEP]), drop the unknown token's ids (so an unknown word adds
-// nothing), keep the first 512 tokens, take each token's row (through the
-// mapping if any, scaled by its weight if any), average, L2-normalise. A
-// text with no known token gets the zero vector. Vectors are always
-// normalised, whatever config.json's normalize says, since embed.Embedder
-// promises unit vectors; the direction is the same.
+// As Model2Vec's StaticModel.encode does: cut the text to 512 × the
+// vocabulary's median token length in characters, tokenize it without
+// special tokens ([CLS], [SEP]), drop the unknown token's ids (so an
+// unknown word adds nothing), keep the first 512 tokens, take each token's
+// row (through the mapping if any, scaled by its weight if any), average,
+// L2-normalise. A text with no known token gets the zero vector. Vectors
+// are always normalised, whatever config.json's normalize says, since
+// embed.Embedder promises unit vectors; the direction is the same.
 //
 // # The tokenizer
 //
@@ -43,10 +46,7 @@
 // from tokenizer.json's fields; other models (BPE, Unigram), normalizers
 // and pre-tokenizers are refused by name. Its ids are those of the
 // tokenizers library itself on hard texts (testdata/reference.json, made
-// by testdata/reference.mjs through the library's Node binding). One
-// difference with Model2Vec
-// remains: the text is not first cut to 512 × the median token length in
-// characters (only the 512-token cut is made).
+// by testdata/reference.mjs through the library's Node binding).
 //
 // github.com/sugarme/tokenizer v0.3.0, which loads tokenizer.json, was
 // tried on the same tiny model and not chosen: it tokenized "Café" as

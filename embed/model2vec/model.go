@@ -158,7 +158,7 @@ func (m *Model) readMapping(r io.ReaderAt, tensors map[string]tensor, ids int) e
 		return err
 	}
 	if !ok {
-		if ids > m.rows() {
+		if ids != m.rows() {
 			return fmt.Errorf("%d rows for %d token ids", m.rows(), ids)
 		}
 		return nil
@@ -238,7 +238,7 @@ func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		b.ids, b.norm = m.tok.appendIDs(b.ids[:0], text, maxTokens, b.norm)
+		b.ids, b.norm = m.tok.appendIDs(b.ids[:0], m.tok.cut(text, maxTokens), maxTokens, b.norm)
 		out[i] = m.pool(b.ids)
 	}
 	return out, nil

@@ -77,8 +77,13 @@ func TestEmbedKnownTexts(t *testing.T) {
 		{"special tokens match as written", "[cls] hello", unit(1, 0, 0, 0)},
 		{"empty text", "", unit(0, 0, 0, 0)},
 		{"only unknown words", "xyzzy plugh", unit(0, 0, 0, 0)},
-		{"first 512 tokens", strings.Repeat("hello ", 512) + "world", unit(1, 0, 0, 0)},
-		{"512 tokens in all", strings.Repeat("hello ", 511) + "world", unit(511, 1, 0, 0)},
+		// The tiny vocabulary's median token is 5 characters long: a text
+		// is cut to 512 × 5 characters, then to 512 tokens.
+		{"first 512 tokens", strings.Repeat("! ", 512) + "world", unit(0, 0, 0, 1)},
+		{"512 tokens in all", strings.Repeat("! ", 511) + "world", unit(0, 1, 0, 511)},
+		{"first 2560 characters", strings.Repeat("hello ", 426) + "world", unit(1, 0, 0, 0)}, // "worl"
+		{"2560 characters in all", strings.Repeat("hello ", 425) + "world", unit(425, 1, 0, 0)},
+		{"characters, not bytes", strings.Repeat("é", 2554) + " world", unit(0, 1, 0, 0)},
 	}
 	texts := make([]string, len(tests))
 	for i, tt := range tests {

@@ -56,6 +56,7 @@ type wordPiece struct {
 	unk      int32            // -1 when the vocabulary has no unknown token
 	maxID    int32
 	longest  int      // bytes of the longest piece: no longer match is tried
+	median   int      // the median token's length in characters
 	raw      addedSet // added tokens matched in the text as written
 	normed   addedSet // added tokens matched in the normalized text
 }
@@ -104,6 +105,7 @@ func parseTokenizer(data []byte) (*wordPiece, error) {
 	if err := t.setAdded(f.AddedTokens); err != nil {
 		return nil, err
 	}
+	t.setMedian(vocab, f.AddedTokens)
 	if id, ok := vocab[f.Model.UnkToken]; ok {
 		t.unk = int32(id)
 	}
@@ -132,6 +134,50 @@ func (t *wordPiece) setVocab(vocab map[string]int64, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// setMedian finds the median length in characters of the vocabulary's
+// tokens (with their ## and the added tokens), rounded down, as Model2Vec
+// does to cut texts before tokenizing them. Lengths are at most
+// maxTokenBytes, so they are counted, not sorted.
+func (t *wordPiece) setMedian(vocab map[string]int64, added []addedJSON) {
+	var count [maxTokenBytes + 1]int
+	n := 0
+	for tok := range vocab {
+		count[utf8.RuneCountInString(tok)]++
+		n++
+	}
+	for _, a := range added {
+		if _, ok := vocab[a.Content]; !ok {
+			count[utf8.RuneCountInString(a.Content)]++
+			n++
+		}
+	}
+	t.median = (nth(count[:], (n-1)/2) + nth(count[:], n/2)) / 2
+}
+
+// nth is the length of rank k (from 0) in a count of lengths.
+func nth(count []int, k int) int {
+	for length, c := range count {
+		if k < c {
+			return length
+		}
+		k -= c
+	}
+	return 0
+}
+
+// cut is the beginning of text that Model2Vec tokenizes for at most limit
+// tokens: limit × the median token length, in characters.
+func (t *wordPiece) cut(text string, limit int) string {
+	chars := 0
+	for i := range text {
+		if chars == limit*t.median {
+			return text[:i]
+		}
+		chars++
+	}
+	return text
 }
 
 // appendIDs appends the ids of text's tokens to ids, leaving out the
