@@ -3,13 +3,15 @@ package model2vec
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 )
 
-// benchModel writes and loads a model of potion-base-8M's size: a
-// vocabulary of 30k pieces (words and ## continuations), 256 dims.
-func benchModel(b *testing.B, rng *rand.Rand) (*Model, []string) {
+// benchModel writes a model of potion-base-8M's size, a vocabulary of
+// 30k pieces (words and ## continuations) and 256 dims, and returns its
+// directory and the words of its vocabulary.
+func benchModel(b *testing.B, rng *rand.Rand) (string, []string) {
 	b.Helper()
 	const vocabSize, dims = 30000, 256
 	vocab := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
@@ -29,20 +31,30 @@ func benchModel(b *testing.B, rng *rand.Rand) (*Model, []string) {
 			words = append(words, w)
 		}
 	}
-	matrix := make([]float32, vocabSize*dims)
-	for i := range matrix {
-		matrix[i] = rng.Float32()*2 - 1
-	}
 	f := modelFiles{
 		config:    []byte(`{"normalize":true}`),
 		tokenizer: tokenizerJSONFor(b, vocab),
-		tensors:   safetensors(b, f32("embeddings", []int{vocabSize, dims}, matrix...)),
+		tensors:   randomMatrix(b, rng, vocabSize, dims),
 	}
-	m, err := Load(f.write(b, "potion-bench"))
+	return f.write(b, "potion-bench"), words
+}
+
+func loadBench(b *testing.B, dir string) *Model {
+	b.Helper()
+	m, err := Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m, words
+	return m
+}
+
+// randomMatrix is a safetensors file of a rows × dims embeddings matrix.
+func randomMatrix(b *testing.B, rng *rand.Rand, rows, dims int) []byte {
+	matrix := make([]float32, rows*dims)
+	for i := range matrix {
+		matrix[i] = rng.Float32()*2 - 1
+	}
+	return safetensors(b, f32("embeddings", []int{rows, dims}, matrix...))
 }
 
 func randomWord(rng *rand.Rand, n int) string {
@@ -79,7 +91,8 @@ func BenchmarkEmbed(b *testing.B) {
 	seed := rand.Uint64()
 	b.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	m, words := benchModel(b, rng)
+	dir, words := benchModel(b, rng)
+	m := loadBench(b, dir)
 	texts := make([]string, 64)
 	for i := range texts {
 		texts[i] = memoryText(rng, words)
@@ -91,5 +104,39 @@ func BenchmarkEmbed(b *testing.B) {
 		if _, err := m.Embed(ctx, texts[i%len(texts):i%len(texts)+1]); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEmbedProse embeds a memory of English prose (270 bytes) with
+// the BERT vocabulary of testdata (8,503 tokens) and 256 dims.
+func BenchmarkEmbedProse(b *testing.B) {
+	seed := rand.Uint64()
+	b.Logf("seed %d", seed)
+	tokenizer, err := os.ReadFile("testdata/bert-tokenizer.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := modelFiles{config: []byte(`{}`), tokenizer: tokenizer, tensors: randomMatrix(b, rand.New(rand.NewPCG(seed, 0)), 8503, 256)}
+	m := loadBench(b, f.write(b, "bert-bench"))
+	text := []string{"Decision: we store vectors per machine, tagged with the model, never replicated. " +
+		"The index is rebuilt from storage when its watermark is behind; a crash between the commit and the " +
+		"index update is repaired at startup. Pitfall: run tests with -count=1."}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Embed(ctx, text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoad loads a model of potion-base-8M's size (30k × 256, F32).
+func BenchmarkLoad(b *testing.B) {
+	seed := rand.Uint64()
+	b.Logf("seed %d", seed)
+	dir, _ := benchModel(b, rand.New(rand.NewPCG(seed, 0)))
+	b.ReportAllocs()
+	for b.Loop() {
+		loadBench(b, dir)
 	}
 }
