@@ -91,6 +91,10 @@ func TestCorruptModelsRefused(t *testing.T) {
 			f.tokenizer = bytes.Replace(f.tokenizer, []byte(`"hello":5`), []byte(`"hello":-5`), 1)
 		}, []string{tokenizerFile, `token "hello" has id -5`}},
 		{"config not JSON", func(f *modelFiles) { f.config = []byte("{") }, []string{configFile}},
+		{"model name with a terminal escape", func(f *modelFiles) { f.config = []byte(`{"model_name":"\u001b[31mred"}`) },
+			[]string{`model name "\x1b[31mred"`}},
+		{"model name too long", func(f *modelFiles) { f.config = []byte(`{"model_name":"` + strings.Repeat("a", 129) + `"}`) },
+			[]string{"model name", "1 to 128"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

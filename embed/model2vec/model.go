@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/memmesh/memmesh/embed"
@@ -86,6 +87,9 @@ func Load(dir string) (*Model, error) {
 	name := cfg.ModelName
 	if name == "" {
 		name = filepath.Base(filepath.Clean(dir))
+	}
+	if err := checkName(name); err != nil {
+		return nil, err
 	}
 	m.info = embed.Info{Provider: "builtin", Model: name, Dims: m.dims}
 	m.tok = tok
@@ -290,6 +294,22 @@ func addScaled(v, row []float32, w float32) {
 	for ; j < len(v); j++ {
 		v[j] += w * row[j]
 	}
+}
+
+// maxNameBytes caps a model's name.
+const maxNameBytes = 128
+
+// checkName keeps a model's name, which tags vectors and is shown to
+// people, to letters, digits and . _ - / (as in minishlab/potion-base-8M).
+func checkName(name string) error {
+	ok := name != "" && len(name) <= maxNameBytes
+	for _, c := range []byte(name) {
+		ok = ok && ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._-/", c) >= 0)
+	}
+	if !ok {
+		return fmt.Errorf("%w: model name %.40q: 1 to %d letters, digits and . _ - /", ErrModel, name, maxNameBytes)
+	}
+	return nil
 }
 
 // readJSON decodes a bounded JSON file.
