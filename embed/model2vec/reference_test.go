@@ -2,7 +2,6 @@ package model2vec
 
 import (
 	"encoding/json"
-	"os"
 	"slices"
 	"testing"
 )
@@ -15,7 +14,9 @@ import (
 // them), less the unknown token's, which Model2Vec drops.
 func TestTokenizerMatchesReference(t *testing.T) {
 	var tokenizer map[string]any
-	readJSONFile(t, "testdata/bert-tokenizer.json", &tokenizer)
+	if err := readJSON("testdata/bert-tokenizer.json", maxTokenizerBytes, &tokenizer); err != nil {
+		t.Fatal(err)
+	}
 	var groups []struct {
 		Normalizer json.RawMessage
 		Cases      []struct {
@@ -23,7 +24,9 @@ func TestTokenizerMatchesReference(t *testing.T) {
 			IDs  []int32
 		}
 	}
-	readJSONFile(t, "testdata/reference.json", &groups)
+	if err := readJSON("testdata/reference.json", maxTokenizerBytes, &groups); err != nil {
+		t.Fatal(err)
+	}
 	if len(groups) != 2 || len(groups[0].Cases) < 20 {
 		t.Fatalf("%d groups of reference cases", len(groups))
 	}
@@ -44,16 +47,5 @@ func TestTokenizerMatchesReference(t *testing.T) {
 				t.Errorf("normalizer %s, ids of %.60q:\n got %v\nwant %v", g.Normalizer, c.Text, got, want)
 			}
 		}
-	}
-}
-
-func readJSONFile(t *testing.T, path string, v any) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
 	}
 }
