@@ -9,11 +9,12 @@ import (
 // TestFrontEndsLinkNoStorageOrMesh holds the package map: the front ends,
 // the packages they share with node, extract (pure rules over a session),
 // transcript (readers of files), bridge (auto memory's files),
-// agentfiles (agent instruction files, through the API) and rules (the
-// rules of a memory's fields, which a front end may check) link neither the
+// agentfiles (agent instruction files, through the API), rules (the
+// rules of a memory's fields, which a front end may check) and embed (the
+// embedders search by meaning calls, builtin and over HTTP) link neither the
 // store, nor the mesh's transport, nor Automerge or tree-sitter (cgo).
 func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
-	light := []string{"./api", "./model", "./mcp", "./mcp/servermemory", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles", "./rules"}
+	light := []string{"./api", "./model", "./mcp", "./mcp/servermemory", "./web", "./web/ui", "./internal/localhttp", "./search", "./graph", "./internal/secrets", "./extract", "./transcript", "./bridge", "./agentfiles", "./rules", "./embed", "./embed/model2vec"}
 	heavy := []string{
 		"github.com/cockroachdb/pebble/v2",
 		"github.com/quic-go/quic-go",
@@ -35,9 +36,9 @@ func TestFrontEndsLinkNoStorageOrMesh(t *testing.T) {
 // TestOnlySearchLinksBleve holds that the index stays behind search: api
 // owns the shapes search answers in (search imports api, never the
 // reverse), so the packages that speak api (the front ends, bridge,
-// agentfiles and the mesh) link none of bleve.
+// agentfiles, the mesh and the embedders) link none of bleve.
 func TestOnlySearchLinksBleve(t *testing.T) {
-	for _, pkg := range []string{"./api", "./mcp", "./mcp/servermemory", "./web", "./bridge", "./agentfiles", "./mesh"} {
+	for _, pkg := range []string{"./api", "./mcp", "./mcp/servermemory", "./web", "./bridge", "./agentfiles", "./mesh", "./embed", "./embed/model2vec"} {
 		var bleve []string
 		for _, dep := range deps(t, pkg) {
 			if dep == "github.com/memmesh/memmesh/search" {
