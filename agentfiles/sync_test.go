@@ -15,7 +15,7 @@ import (
 // testNode starts a real node on a temporary home.
 func testNode(t testing.TB) *node.Node {
 	t.Helper()
-	n, err := node.New(node.Config{Home: t.TempDir(), Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	n, err := node.New(node.Config{Home: t.TempDir(), IndexFlushDelay: -1, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,9 @@ func testNode(tb testing.TB) *node.Node {
 // ends.
 func startNode(tb testing.TB, cfg node.Config) *node.Node {
 	tb.Helper()
+	if cfg.IndexFlushDelay == 0 { // a close need not wait out the index's gathering
+		cfg.IndexFlushDelay = -1
+	}
 	n, err := node.New(cfg)
 	if err != nil {
 		tb.Fatal(err)

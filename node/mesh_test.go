@@ -769,6 +769,7 @@ func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
 // the restore reuse numbers a peer already pulled. Every one of them must
 // still reach the peer.
 func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
+	skipIfShort(t)
 	ctx := context.Background()
 	homeA, backup := t.TempDir(), filepath.Join(t.TempDir(), "backup")
 	hourly := mesh.Config{SyncInterval: time.Hour}
@@ -829,6 +830,7 @@ func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 // records when the new one announces itself, and the reports must not
 // read those records (go test -race reports it when they do).
 func TestMeshReachReportsWhileAPeerMoves(t *testing.T) {
+	skipIfShort(t)
 	fast := mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 5 * time.Millisecond, SyncInterval: time.Hour}
 	homeB := t.TempDir()
 	a := meshNodeWith(t, "", 1, nil, fast)
@@ -894,6 +896,7 @@ func peerView(t testing.TB, n *Node, device string) (string, []string) {
 // both reach c (a laptop behind NAT, a desktop, an always-on machine), and
 // joins a and b through c.
 func partialMesh(t *testing.T, mc mesh.Config) (a, b, c *Node) {
+	skipIfShort(t) // three daemons waiting on probes and reports: seconds each
 	fn := faultnet.New(1)
 	a, b, c = meshNodeWith(t, "", 1, fn, mc), meshNodeWith(t, "", 2, fn, mc), meshNodeWith(t, "", 3, fn, mc)
 	fn.Cut(addr(a), addr(b))

@@ -137,6 +137,7 @@ func TestDeleteIsUndoneByRestore(t *testing.T) {
 // keeps editing the memory: the purge reaches every node, the cut-off
 // node's edits do not bring the memory back, and no home's files hold it.
 func TestMeshPurge(t *testing.T) {
+	skipIfShort(t)
 	ctx := context.Background()
 	fn := faultnet.New(1)
 	homes := []string{t.TempDir(), t.TempDir(), t.TempDir()}

@@ -24,6 +24,7 @@ type revocationMesh struct {
 var revocationTimings = mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 300 * time.Millisecond, SyncInterval: 2 * time.Second}
 
 func newRevocationMesh(t *testing.T) *revocationMesh {
+	skipIfShort(t) // real daemons revoking and appealing: seconds each
 	r := &revocationMesh{t: t}
 	for i := range r.homes {
 		r.homes[i] = t.TempDir()

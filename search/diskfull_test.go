@@ -42,6 +42,9 @@ func persistAttempts(t *testing.T, ix *Index) uint64 {
 // instead of merging and failing again every second, Close does not wait
 // for it, and once space is back the data reaches the disk.
 func TestFullDiskUnderIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long (it watches the persister for seconds): ./test runs it, ./test -short does not")
+	}
 	dir := filepath.Join(tmpfs.Mount(t, "8m"), "index")
 	ix := openDir(t, dir)
 	filler := filepath.Join(filepath.Dir(dir), "filler")

@@ -27,9 +27,12 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// testOptions are the options of a test's index: its batches are written
+// at once, so that a close does not wait out the second the index
+// gathers them for (the tests of that delay set it).
 func testOptions(tb testing.TB) Options {
 	tb.Helper()
-	return Options{Logger: slog.New(slog.NewTextHandler(testLogWriter{tb}, nil))}
+	return Options{Logger: slog.New(slog.NewTextHandler(testLogWriter{tb}, nil)), FlushDelay: -1}
 }
 
 // openTest opens an index in a fresh directory, closed at cleanup.

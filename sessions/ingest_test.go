@@ -41,7 +41,7 @@ func sessionsNode(t *testing.T, interval time.Duration) (*node.Node, string) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.New(node.Config{Home: t.TempDir(), Logger: nodetest.Logger(t), Sessions: &sessions.Config{
+	n, err := node.New(node.Config{Home: t.TempDir(), IndexFlushDelay: -1, Logger: nodetest.Logger(t), Sessions: &sessions.Config{
 		Readers:  []transcript.Adapter{transcript.ClaudeCode{}},
 		Home:     home,
 		Interval: interval,

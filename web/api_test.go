@@ -43,6 +43,9 @@ func serveNode(t *testing.T, cfg node.Config) (*Client, *node.Node, string) {
 // serveWith is serveNode with a server bounded by timeouts.
 func serveWith(t *testing.T, cfg node.Config, timeouts Timeouts) (*Client, *node.Node, string) {
 	t.Helper()
+	if cfg.IndexFlushDelay == 0 { // a close need not wait out the index's gathering
+		cfg.IndexFlushDelay = -1
+	}
 	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -132,6 +132,9 @@ func fakeDaemon(t *testing.T, handler http.Handler) string {
 // however long they take in all; a long call whose daemon stops
 // answering is.
 func TestClientWaitsWhileAlive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long (a call outlives its timeout several times): ./test runs it, ./test -short does not")
+	}
 	const timeout = time.Second
 	healthy := make(chan bool, 1)
 	healthy <- true

@@ -51,6 +51,9 @@ func serverMemoryMeshNode(t *testing.T, name string) *node.Node {
 // when the test ends.
 func serverMemoryStartNode(t *testing.T, cfg node.Config) *node.Node {
 	t.Helper()
+	if cfg.IndexFlushDelay == 0 { // a close need not wait out the index's gathering
+		cfg.IndexFlushDelay = -1
+	}
 	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
