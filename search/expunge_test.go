@@ -151,7 +151,10 @@ func TestExpungeWhileASearchHoldsOldSegments(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // the persist that could not delete them is over
+	// The persist that wrote it, and could not delete the old files, is
+	// over once the persister begins its loop again.
+	wrote := persistAttempts(t, ix)
+	testwait.Until(t, "the persister loops again", func() bool { return persistAttempts(t, ix) > wrote })
 	if err := reader.Close(); err != nil {
 		t.Fatal(err)
 	}
