@@ -15,6 +15,7 @@ import (
 // documents must still merge (Automerge refuses two different changes with
 // one actor's same number, for good).
 func TestRestoredHomeWritesChangesPeersCanMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)

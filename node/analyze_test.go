@@ -9,6 +9,7 @@ import (
 )
 
 func TestAnalyze(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	var ids []string
@@ -46,6 +47,7 @@ func TestAnalyze(t *testing.T) {
 }
 
 func TestReflect(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	linkedA := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "Backups of the Postgres cluster run nightly"})

@@ -62,6 +62,7 @@ func checkTokens(t *testing.T, b *api.Brief) {
 // contradiction) were written before hundreds of notes, a 2,000-token brief
 // shows every key memory, in Markdown, within its budget by the tokenizer.
 func TestBriefShowsKeyMemories(t *testing.T) {
+	t.Parallel()
 	const seed = 1
 	t.Logf("seed %d", seed)
 	n := testNode(t, "")
@@ -92,6 +93,7 @@ func TestBriefShowsKeyMemories(t *testing.T) {
 // count of the text emitted, in Markdown and JSON, and says how many
 // tokens it holds within 2 %.
 func TestBriefTokensAreCounted(t *testing.T) {
+	t.Parallel()
 	const seed = 2
 	t.Logf("seed %d", seed)
 	n := testNode(t, "")
@@ -153,6 +155,7 @@ func partsCount(b *api.Brief) int {
 // as one memory with the count of the others, and their links to each
 // other do not rank them above a memory with a real link.
 func TestBriefNearDuplicates(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour)
@@ -186,6 +189,7 @@ func TestBriefNearDuplicates(t *testing.T) {
 // forgotten leaves it, a supersedes link makes a stale alert, a memory
 // restored comes back.
 func TestBriefFollowsChanges(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	old := remember(t, n, api.RememberRequest{Namespace: "p", Kind: "decision", Tier: model.TierHuman, Content: "Sessions are stored in Postgres"})
@@ -234,6 +238,7 @@ func TestBriefFollowsChanges(t *testing.T) {
 // TestBriefTitleNotRepeated: a title that is the start of the content is
 // not shown again.
 func TestBriefTitleNotRepeated(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	remember(t, n, api.RememberRequest{Namespace: "p", Content: "Releases are tagged from main after the smoke tests pass"})
 	remember(t, n, api.RememberRequest{Namespace: "p", Title: "Release tags", Content: "Tag from main after the smoke tests pass"})
@@ -251,6 +256,7 @@ func TestBriefTitleNotRepeated(t *testing.T) {
 // the memories that match it well, within 600 tokens by default, and
 // nothing when nothing matches well.
 func TestBriefAimedAtQuery(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	pgx := remember(t, n, api.RememberRequest{Namespace: "shop", Kind: "decision", Content: "Use pgx, not lib/pq, for every Postgres connection: lib/pq is in maintenance mode."})
@@ -291,6 +297,7 @@ func TestBriefAimedAtQuery(t *testing.T) {
 // a memory that crosses its stale-after age with no change at all is a
 // stale alert once the ranking is a minute old.
 func TestBriefRankingAges(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Now().UTC()
 	at := func() time.Time {

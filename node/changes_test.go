@@ -13,6 +13,7 @@ import (
 // every memory of its namespace, edge and erasure committed since, and of
 // the memories of other namespaces by id only.
 func TestChanges(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, t.TempDir())
 	ctx := context.Background()
 	start, err := n.Changes(ctx, api.ChangesRequest{After: ^uint64(0), Namespace: "kg"})

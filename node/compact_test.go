@@ -38,6 +38,7 @@ func staleCluster(t *testing.T, n *Node, ns string) ([]api.RememberResult, api.R
 }
 
 func TestCompaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	members, user := staleCluster(t, n, "api")
@@ -106,6 +107,7 @@ func TestCompaction(t *testing.T) {
 }
 
 func TestCompactApplyRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	members, _ := staleCluster(t, n, "api")

@@ -19,6 +19,7 @@ import (
 // leaves the private share out, with the share of every document it
 // compares with peers (mayGo).
 func TestDigestIsARecount(t *testing.T) {
+	t.Parallel()
 	first := uint64(time.Now().UnixNano())
 	t.Logf("first seed %d", first)
 	for seed := first; seed < first+6; seed++ {

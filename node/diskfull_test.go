@@ -18,6 +18,7 @@ const fullDisk = 1 << 60
 // reserve: every write fails with ErrDiskFull, saying what to do, and
 // changes nothing; every read goes on.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)

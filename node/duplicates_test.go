@@ -41,6 +41,7 @@ func waitForEdges(t *testing.T, n *Node, id string, what string, want func([]api
 }
 
 func TestCopiesOfOneTextAreLinkedOnceAndAnUnlinkStays(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const text = "Run make migrate before starting the API"
 	n, first, later := copiesOf(t, text)
@@ -67,6 +68,7 @@ func TestCopiesOfOneTextAreLinkedOnceAndAnUnlinkStays(t *testing.T) {
 // of two texts (and a text of its own on each) at once, so that the
 // linker finds the copies of several texts in one pass over the index.
 func TestCopiesOfSeveralTextsAreLinkedInOnePass(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	texts := []string{"Run make migrate before starting the API", "The staging database is reset every night"}
 	n := testNode(t, "")

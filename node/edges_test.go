@@ -15,6 +15,7 @@ import (
 )
 
 func TestLinkTraverseUnlink(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	a := remember(t, n, api.RememberRequest{Content: "Adopt sqlc for queries"})
@@ -83,6 +84,7 @@ func TestLinkTraverseUnlink(t *testing.T) {
 }
 
 func TestInvalidatedEdgesStayAsHistory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	n, err := New(Config{Home: t.TempDir(), Clock: clock.WithNow(func() time.Time { return now })})
@@ -110,6 +112,7 @@ func TestInvalidatedEdgesStayAsHistory(t *testing.T) {
 }
 
 func TestLinkRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	a := remember(t, n, api.RememberRequest{Content: "one"})
@@ -147,6 +150,7 @@ func TestLinkRejectsBadInput(t *testing.T) {
 }
 
 func TestContextBrief(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	human := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Never log request bodies: they hold tokens", Tier: model.TierHuman})
@@ -184,6 +188,7 @@ func TestContextBrief(t *testing.T) {
 }
 
 func TestEdgesAtManyEndpoints(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	a := remember(t, n, api.RememberRequest{Content: "alpha"})
@@ -217,6 +222,7 @@ func TestEdgesAtManyEndpoints(t *testing.T) {
 // the refusal changes nothing; a cycle of other relations is fine, and an
 // edge that no longer holds (unlinked or invalidated) does not count.
 func TestLinkRefusesCycles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	a := remember(t, n, api.RememberRequest{Content: "Use pgx v5"})
@@ -256,6 +262,7 @@ func TestLinkRefusesCycles(t *testing.T) {
 // TestRestore: an archived memory comes back to active and is found
 // again; a deleted one stays deleted.
 func TestRestore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	m := remember(t, n, api.RememberRequest{Content: "Pin the Node version in .nvmrc"})
@@ -284,6 +291,7 @@ func TestRestore(t *testing.T) {
 // to the memory it repeats with a related_to edge of origin auto-link,
 // made in the same commit; a looser match is only reported as similar.
 func TestAutoLink(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	first := remember(t, n, api.RememberRequest{Namespace: "api", Content: "Run database migrations with goose before starting the API server in development mode"})
@@ -313,6 +321,7 @@ func TestAutoLink(t *testing.T) {
 // TestTraverseDerivedTouches: the files a memory's text mentions are
 // artefact nodes of the graph, both ways, without any stored edge.
 func TestTraverseDerivedTouches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	m := remember(t, n, api.RememberRequest{Content: "The retry budget lives in internal/client/retry.go and is read by `NewClient`"})
@@ -345,6 +354,7 @@ func TestTraverseDerivedTouches(t *testing.T) {
 // its stale alerts; invalidating the edge brings it back. Nothing is
 // written into the superseded memory.
 func TestSupersededIsStale(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	old := remember(t, n, api.RememberRequest{Namespace: "db", Content: "Use lib/pq as the Postgres driver"})
@@ -382,6 +392,7 @@ func TestSupersededIsStale(t *testing.T) {
 // as conflicts in the brief and by Doctor, not as active, until the edge
 // is invalidated.
 func TestContradictsIsConflict(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	a := remember(t, n, api.RememberRequest{Namespace: "ci", Content: "CI runs on two cores"})
@@ -423,6 +434,7 @@ func TestContradictsIsConflict(t *testing.T) {
 // TestBriefSections: decisions and tasks have their own sections, and a
 // small budget keeps the most urgent: the open task.
 func TestBriefSections(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	dec := remember(t, n, api.RememberRequest{Namespace: "p", Kind: "decision", Content: "We deploy on Tuesdays"})
@@ -450,6 +462,7 @@ func TestBriefSections(t *testing.T) {
 // nothing after 30 days; evergreen ones are not; the namespace setting and
 // a link change the verdict; nothing is written into the memories.
 func TestStaleByAge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	old := remember(t, n, api.RememberRequest{Namespace: "ops", Content: "The VPN concentrator is in rack 4", Tier: model.TierHuman, At: time.Now().AddDate(0, 0, -90)})
@@ -493,6 +506,7 @@ func TestStaleByAge(t *testing.T) {
 }
 
 func TestBriefRanksCentralMemoriesFirst(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour)

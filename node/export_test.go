@@ -189,6 +189,7 @@ func graphAnswers(t *testing.T, n *Node, starts []string) string {
 }
 
 func TestExportImportRoundTripsTheWholeGraph(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := testNode(t, "")
 	purged := richHome(t, a)
@@ -240,6 +241,7 @@ func TestExportImportRoundTripsTheWholeGraph(t *testing.T) {
 }
 
 func TestImportNeverBringsBackAPurgedMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	id := remember(t, n, api.RememberRequest{Content: "The staging password rotates monthly"}).ID
@@ -281,6 +283,7 @@ func TestImportNeverBringsBackAPurgedMemory(t *testing.T) {
 // of its lines, and after a bad line; importing the whole file again
 // completes it.
 func TestInterruptedImportCompletesWhenRunAgain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := testNode(t, "")
 	richHome(t, a)
@@ -313,6 +316,7 @@ func TestInterruptedImportCompletesWhenRunAgain(t *testing.T) {
 }
 
 func TestCheckImportFindsTheFirstBadLine(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	richHome(t, n)
 	file := exportOf(t, n)
@@ -346,6 +350,7 @@ func TestCheckImportFindsTheFirstBadLine(t *testing.T) {
 // secrets in its text, labels and edge notes are scrubbed, and an error
 // about a line does not quote them.
 func TestImportKeepsSecretsOut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	const token = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
@@ -370,6 +375,7 @@ func TestImportKeepsSecretsOut(t *testing.T) {
 // that arrives in the millisecond the brief was last read is new to the
 // next brief (memories keep their times to the millisecond).
 func TestBriefFromPeersInTheSameMillisecond(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	at := time.Date(2026, 5, 1, 12, 0, 0, 123_456_789, time.UTC)
 	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clock.WithNow(func() time.Time { return at })})
@@ -448,6 +454,7 @@ func FuzzCheckImport(f *testing.F) {
 // commits while the next one is read and built; a memory that the file
 // holds twice, once in each, is stored once.
 func TestImportSkipsAMemoryWhileItsBatchCommits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var file bytes.Buffer
 	if err := corpus.New(7).WriteImport(&file, importBatch+100); err != nil {

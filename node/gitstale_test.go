@@ -64,6 +64,7 @@ func gitReasons(t *testing.T, n *Node, ns string) map[string][]string {
 }
 
 func TestGitStaleness(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n, repo, t0, now := gitFixture(t)
 	repo.Write(
@@ -167,6 +168,7 @@ func TestGitStaleness(t *testing.T) {
 }
 
 func TestGitStalenessFollowsRenames(t *testing.T) {
+	t.Parallel()
 	n, repo, t0, _ := gitFixture(t)
 	repo.Write("a/old.go", "package a\n\nfunc Serve() {}\n")
 	repo.Commit("first")
@@ -347,6 +349,7 @@ func eventuallyChecked(t *testing.T, n *Node, clk *clock.Fake, root, head string
 }
 
 func TestGitChecksInTheBackground(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	repo := gittest.NewRepo(t, time.Now().Add(-time.Hour))
 	repo.Write("a.go", "package a\n")
@@ -376,6 +379,7 @@ func TestGitChecksInTheBackground(t *testing.T) {
 }
 
 func TestGitHistoryAcrossChecks(t *testing.T) {
+	t.Parallel()
 	n, repo, t0, _ := gitFixture(t)
 	repo.Write("x.go", "package x\n")
 	repo.Commit("first")
@@ -400,6 +404,7 @@ func TestGitHistoryAcrossChecks(t *testing.T) {
 }
 
 func TestGitCheckReadAgainAfterAFailure(t *testing.T) {
+	t.Parallel()
 	n, repo, t0, _ := gitFixture(t)
 	repo.Write("x.go", "package x\n")
 	first := repo.Commit("first")
@@ -431,6 +436,7 @@ func TestGitCheckReadAgainAfterAFailure(t *testing.T) {
 }
 
 func TestGitChangesCountedByTheirOwnTime(t *testing.T) {
+	t.Parallel()
 	n, repo, t0, _ := gitFixture(t)
 	repo.Write("x.go", "package x\n")
 	repo.Commit("first")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestGraphSearchPullsInNeighbours(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	hit := remember(t, n, api.RememberRequest{Namespace: "pay", Content: "Webhooks are retried with exponential backoff for three days"})
@@ -64,6 +65,7 @@ func ids(hits []api.SearchHit) []string {
 }
 
 func TestGraphSearchFollowsTheSessionThread(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour)
@@ -115,6 +117,7 @@ func TestGraphSearchFollowsTheSessionThread(t *testing.T) {
 }
 
 func TestGraphSearchQuestionLendsMoreToWhatFollows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour)

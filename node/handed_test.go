@@ -23,6 +23,7 @@ import (
 // the document holds (tags, touches, expiry, confirmation, revisions,
 // a sync conflict).
 func TestHandedOverMemoryEqualsItsRecord(t *testing.T) {
+	t.Parallel()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewSource(seed))
@@ -96,6 +97,7 @@ func TestHandedOverMemoryEqualsItsRecord(t *testing.T) {
 // whole batches as they come, without waiting for the pull to end; less
 // than a batch waits for the end.
 func TestIndexerIndexesAlongsideAPull(t *testing.T) {
+	t.Parallel()
 	store, err := storage.Open(t.TempDir(), storage.Options{})
 	if err != nil {
 		t.Fatal(err)

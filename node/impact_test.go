@@ -9,6 +9,7 @@ import (
 )
 
 func TestImpact(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	mentions := remember(t, n, api.RememberRequest{Content: "The pool size in internal/db/pool.go must stay below the pgbouncer limit"})

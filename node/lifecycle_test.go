@@ -13,6 +13,7 @@ import (
 )
 
 func TestLifecyclePassDerivesWithoutWriting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	ago := func(days int) time.Time { return time.Now().AddDate(0, 0, -days) }
@@ -58,6 +59,7 @@ func TestLifecyclePassDerivesWithoutWriting(t *testing.T) {
 }
 
 func TestDecayAndMaturity(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)
@@ -122,6 +124,7 @@ func TestDecayAndMaturity(t *testing.T) {
 // after start, then one every LifecycleInterval, on the node's clock
 // (a fake one here: the hours pass without waiting).
 func TestLifecycleRunsOnSchedule(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
 	started := clk.Now()
 	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clk, LifecycleInterval: time.Hour})
@@ -161,6 +164,7 @@ func TestLifecycleRunsOnSchedule(t *testing.T) {
 // promoted to tier agent by the next lifecycle pass; one never read stays
 // auto.
 func TestLearnedMemoryPromotedWhenRecalled(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	ctx := context.Background()
 	read := remember(t, n, api.RememberRequest{Namespace: "app", Content: "Always run the race detector on the cache package", Tier: "auto"})

@@ -16,6 +16,7 @@ import (
 // in their provenance or in any revision, the device named by its id, a
 // unique prefix in any case; an unknown or ambiguous one is refused.
 func TestListDeviceFilter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	// Two other machines whose ids share a prefix, through an import of
@@ -93,6 +94,7 @@ func TestListDeviceFilter(t *testing.T) {
 // millisecond are listed once each across pages, in the list's order;
 // a cursor that is no cursor is refused.
 func TestListPagesThroughOneMillisecond(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)

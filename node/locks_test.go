@@ -74,6 +74,7 @@ func importWhilePulling(t *testing.T, file []byte, id string, pulled transport.E
 // arrives from a peer before the import stores it; the peer's version
 // stays, not the file's.
 func TestImportKeepsAVersionPulledMeanwhile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := testNode(t, "")
 	m := remember(t, src, api.RememberRequest{Content: "The deploy key lives in the vault under ops/deploy"})
@@ -100,6 +101,7 @@ func TestImportKeepsAVersionPulledMeanwhile(t *testing.T) {
 // arrives from a peer after an import found the memory absent and not
 // purged; the import does not store it again.
 func TestImportDoesNotBringBackAMemoryPurgedMeanwhile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := testNode(t, "")
 	m := remember(t, src, api.RememberRequest{Content: "The staging database password is in 1Password, vault ops"})
@@ -144,6 +146,7 @@ func edgesAt(t *testing.T, n *Node, id string) []string {
 // after an import found it stored, about to store an edge at it; the edge
 // is not stored.
 func TestImportLeavesNoEdgeAtAMemoryPurgedMeanwhile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := testNode(t, "")
 	a := remember(t, src, api.RememberRequest{Content: "Releases are cut from the main branch every Tuesday"}).ID
@@ -184,6 +187,7 @@ func TestImportLeavesNoEdgeAtAMemoryPurgedMeanwhile(t *testing.T) {
 // purged after a new memory found it, before its auto-link is stored; the
 // memory is stored without the link, and does not report it as similar.
 func TestAutoLinkIsNotLeftAtAMemoryPurgedMeanwhile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	text := "Run the integration tests with make itest before pushing to the release branch"
@@ -215,6 +219,7 @@ func TestAutoLinkIsNotLeftAtAMemoryPurgedMeanwhile(t *testing.T) {
 // an import found absent arrive from a peer before the import stores the
 // file's; the peer's (newer) settings stay.
 func TestImportKeepsNamespaceSettingsPulledMeanwhile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := testNode(t, "")
 	local, all := model.SyncLocal, model.SyncAll

@@ -26,6 +26,7 @@ const (
 // with a member and writes memories of its own; restarted, it catches up,
 // and every write it acknowledged before the kill reaches the member.
 func TestMeshCrashDuringSync(t *testing.T) {
+	t.Parallel()
 	skipIfShort(t)
 	if home := os.Getenv(crashHomeEnv); home != "" {
 		crashChild(t, home, os.Getenv(crashTokenEnv))

@@ -160,6 +160,7 @@ func found(n *Node, query, ns string) []string {
 }
 
 func TestMeshCaptureSearchableEverywhere(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 3, nil)
 	res := remember(t, nodes[0], api.RememberRequest{Namespace: "proj", Content: "Deploys go through the blue-green pipeline in deploy/pipeline.yaml"})
 	for i, n := range nodes[1:] {
@@ -170,6 +171,7 @@ func TestMeshCaptureSearchableEverywhere(t *testing.T) {
 }
 
 func TestMeshRefusesStrangers(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	stranger := meshNode(t, "", 9, nil)
 	if _, err := stranger.JoinAddr(context.Background(), addr(nodes[0])); err == nil {
@@ -220,6 +222,7 @@ func settled(n *Node) bool {
 }
 
 func TestMeshConcurrentEditsConverge(t *testing.T) {
+	t.Parallel()
 	fn := faultnet.New(1)
 	nodes := cluster(t, 3, fn)
 	a, b := nodes[0], nodes[1]
@@ -264,6 +267,7 @@ func TestMeshConcurrentEditsConverge(t *testing.T) {
 }
 
 func TestMeshDeletionAndStatusPropagate(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
@@ -290,6 +294,7 @@ func TestMeshDeletionAndStatusPropagate(t *testing.T) {
 // split, both sides keep writing (with packet loss); after the partition
 // heals, every acknowledged write is on every node.
 func TestMeshPartitionFinalRead(t *testing.T) {
+	t.Parallel()
 	skipIfShort(t)
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
@@ -341,6 +346,7 @@ func TestMeshPartitionFinalRead(t *testing.T) {
 }
 
 func TestMeshSecurity(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 3, nil)
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	ctx := context.Background()
@@ -416,6 +422,7 @@ func TestMeshSecurity(t *testing.T) {
 }
 
 func TestMeshLocalOnlyNamespace(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
@@ -446,6 +453,7 @@ func TestMeshLocalOnlyNamespace(t *testing.T) {
 // TestApplyRejectsBadDocuments sends what a broken or hostile peer might:
 // nothing of it is stored, and the node keeps working.
 func TestApplyRejectsBadDocuments(t *testing.T) {
+	t.Parallel()
 	a := meshNode(t, "", 1, nil)
 	b := testNode(t, "")
 	good := remember(t, b, api.RememberRequest{Content: "a good memory"})
@@ -549,6 +557,7 @@ func FuzzApplyDocs(f *testing.F) {
 // TestMeshBadFrames: a member that sends truncated, oversized, garbled or
 // unexpected frames gets its stream closed; the node keeps serving.
 func TestMeshBadFrames(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
@@ -600,6 +609,7 @@ func TestMeshBadFrames(t *testing.T) {
 // B links y supersedes x; each is fine alone. After the heal both nodes
 // hold both edges, and Doctor reports the cycle on each.
 func TestMeshCycleAfterMerge(t *testing.T) {
+	t.Parallel()
 	fn := faultnet.New(5)
 	nodes := cluster(t, 2, fn)
 	a, b := nodes[0], nodes[1]
@@ -644,6 +654,7 @@ func TestMeshCycleAfterMerge(t *testing.T) {
 // TestMeshSupersedesStaleOnPeer: a supersedes edge made on A makes its
 // target stale on B once the edge arrives.
 func TestMeshSupersedesStaleOnPeer(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
@@ -661,6 +672,7 @@ func TestMeshSupersedesStaleOnPeer(t *testing.T) {
 // TestMeshCompactionOnPeer: a compaction on A reaches B whole: the
 // summary, the members compacted into it and the re-pointed edge.
 func TestMeshCompactionOnPeer(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
@@ -685,6 +697,7 @@ func TestMeshCompactionOnPeer(t *testing.T) {
 // TestMeshBriefFromPeers: B's brief lists what A learned since B last
 // asked, within the budget; asked again, it no longer calls it new.
 func TestMeshBriefFromPeers(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	ctx := context.Background()
@@ -718,6 +731,7 @@ func TestMeshBriefFromPeers(t *testing.T) {
 // good ones, over more than one frame: the refusal is logged, the pull
 // completes and saves its position, and every good document arrives.
 func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
+	t.Parallel()
 	skipIfShort(t)
 	b := meshNodeWith(t, "", 2, nil, mesh.Config{SyncInterval: time.Hour})
 	bad := remember(t, b, api.RememberRequest{Content: "served as a document nobody can load"})
@@ -769,6 +783,7 @@ func TestMeshPullGoesOnPastARefusedDocument(t *testing.T) {
 // the restore reuse numbers a peer already pulled. Every one of them must
 // still reach the peer.
 func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
+	t.Parallel()
 	skipIfShort(t)
 	ctx := context.Background()
 	homeA, backup := t.TempDir(), filepath.Join(t.TempDir(), "backup")
@@ -830,6 +845,7 @@ func TestMeshWritesAfterRestoreReplicate(t *testing.T) {
 // records when the new one announces itself, and the reports must not
 // read those records (go test -race reports it when they do).
 func TestMeshReachReportsWhileAPeerMoves(t *testing.T) {
+	t.Parallel()
 	skipIfShort(t)
 	fast := mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 5 * time.Millisecond, SyncInterval: time.Hour}
 	homeB := t.TempDir()
@@ -847,6 +863,7 @@ func TestMeshReachReportsWhileAPeerMoves(t *testing.T) {
 // TestMeshPeersTellACleanStop: a peer that stops cleanly is shown as left,
 // not dead.
 func TestMeshPeersTellACleanStop(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
 	b.Close()
@@ -909,6 +926,7 @@ func partialMesh(t *testing.T, mc mesh.Config) (a, b, c *Node) {
 // TestMeshPeersThroughOthers: a peer reached only through another is
 // shown alive, through that peer; one reached directly, with no via.
 func TestMeshPeersThroughOthers(t *testing.T) {
+	t.Parallel()
 	a, b, c := partialMesh(t, mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour})
 	for _, n := range []*Node{a, b} {
 		other := map[*Node]*Node{a: b, b: a}[n]
@@ -937,6 +955,7 @@ func behindOf(t testing.TB, n *Node, device string) int {
 // applied them are not counted as behind, and a peer reached only
 // through another is not behind once it holds everything.
 func TestMeshBehindCountsWhatThePeerLacks(t *testing.T) {
+	t.Parallel()
 	cfg := mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour}
 	a, b, c := partialMesh(t, cfg)
 	var ids []string
@@ -969,6 +988,7 @@ func TestMeshBehindCountsWhatThePeerLacks(t *testing.T) {
 // edit of one it wrote before, which stays as it was, whatever the
 // device's clock says.
 func TestMeshRefusesWritesOfARevokedDevice(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 3, nil)
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	ctx := context.Background()
@@ -1015,6 +1035,7 @@ func TestMeshRefusesWritesOfARevokedDevice(t *testing.T) {
 // both reach c; a write on a reaches b by push, through c, with no
 // anti-entropy pull (the sync interval is an hour), and the other way.
 func TestMeshPushCrossesAPartialPartition(t *testing.T) {
+	t.Parallel()
 	a, b, c := partialMesh(t, mesh.Config{ProbeInterval: 200 * time.Millisecond, RetryInterval: 500 * time.Millisecond, SyncInterval: time.Hour})
 	for _, n := range []*Node{a, b} { // each knows the other reaches c only
 		other := map[*Node]*Node{a: b, b: a}[n]
@@ -1034,6 +1055,7 @@ func TestMeshPushCrossesAPartialPartition(t *testing.T) {
 // the member it retries, and says so in its status; it then stops its
 // membership, joins, pushes and pulls.
 func TestMeshRevokedDeviceIsTold(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := cluster(t, 2, nil)
 	a, b := nodes[0], nodes[1]
@@ -1049,6 +1071,7 @@ func TestMeshRevokedDeviceIsTold(t *testing.T) {
 // TestMeshSessionSummaryReachesPeers ingests a session on one machine:
 // the other lists it (from its summary) without its turns.
 func TestMeshSessionSummaryReachesPeers(t *testing.T) {
+	t.Parallel()
 	nodes := cluster(t, 2, nil)
 	s := nodetest.SampleSession()
 	if _, err := nodes[0].IngestSession(context.Background(), s, "app"); err != nil {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestMoveOutOfALocalNamespaceLeavesItsHistoryBehind(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	local := model.SyncLocal

@@ -47,6 +47,7 @@ var remember = nodetest.Remember
 // TestRememberGivenUpWritesNothing: a caller that gave up (its context
 // is done) gets the context's error, and nothing is stored.
 func TestRememberGivenUpWritesNothing(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -64,6 +65,7 @@ func TestRememberGivenUpWritesNothing(t *testing.T) {
 }
 
 func TestRememberDefaultsAndRules(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	res := remember(t, n, api.RememberRequest{
@@ -103,6 +105,7 @@ func TestRememberDefaultsAndRules(t *testing.T) {
 }
 
 func TestRememberScrubsSecrets(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	key := "AKIA" + "ABCDEFGHIJKLMNOP"
 	res := remember(t, n, api.RememberRequest{Title: "creds " + key, Content: "The deploy key is " + key + " for now"})
@@ -116,6 +119,7 @@ func TestRememberScrubsSecrets(t *testing.T) {
 }
 
 func TestDuplicatesAndSimilar(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	text := "Run database migrations with goose before starting the API server in development"
 	first := remember(t, n, api.RememberRequest{Namespace: "api", Content: text})
@@ -138,6 +142,7 @@ func TestDuplicatesAndSimilar(t *testing.T) {
 }
 
 func TestConcurrentDuplicateCapturesMakeOneMemory(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	var wg sync.WaitGroup
 	ids := make([]string, 8)
@@ -162,6 +167,7 @@ func TestConcurrentDuplicateCapturesMakeOneMemory(t *testing.T) {
 }
 
 func TestRememberRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	bad := 1.5
 	cases := []struct {
@@ -199,6 +205,7 @@ func TestRememberRejectsBadInput(t *testing.T) {
 // refused by Remember, Update and Import with an error that says what was
 // found and where, and nothing changes; it is never stored with U+FFFD.
 func TestBinaryContentRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	kept := remember(t, n, api.RememberRequest{Content: "kept as it is"})
@@ -235,6 +242,7 @@ func TestBinaryContentRefused(t *testing.T) {
 }
 
 func TestShortIDsResolve(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	res := remember(t, n, api.RememberRequest{Content: "short ids work like git's"})
@@ -254,6 +262,7 @@ func TestShortIDsResolve(t *testing.T) {
 }
 
 func TestUpdateIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	res := remember(t, n, api.RememberRequest{Content: "original text", Tags: []string{"keep"}})
@@ -279,6 +288,7 @@ func TestUpdateIsAllOrNothing(t *testing.T) {
 // since is kept beside the newer edit as a sync conflict (doctor lists
 // it); a base the memory lacks is refused.
 func TestUpdateFromAnOldBase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	res := remember(t, n, api.RememberRequest{Content: "deploy on fridays"})
@@ -306,6 +316,7 @@ func TestUpdateFromAnOldBase(t *testing.T) {
 }
 
 func TestSearchSeesEveryAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	for i := range 200 {
@@ -326,6 +337,7 @@ func TestSearchSeesEveryAcknowledgedWrite(t *testing.T) {
 }
 
 func TestExpiredMemoriesLeaveSearchAndList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	now := time.Now()
@@ -355,6 +367,7 @@ func TestExpiredMemoriesLeaveSearchAndList(t *testing.T) {
 }
 
 func TestIndexRepairedAfterLoss(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	n, err := New(Config{Home: home})
@@ -389,6 +402,7 @@ func TestIndexRepairedAfterLoss(t *testing.T) {
 // title and touches (a given title stays), and a new trust tier brings its
 // expiry and, when the memory had the old tier's default, its confidence.
 func TestUpdateFollowsContentAndTier(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	id := remember(t, n, api.RememberRequest{Content: "Retry uploads in internal/upload/retry.go\nwith backoff"}).ID
@@ -435,6 +449,7 @@ func TestUpdateFollowsContentAndTier(t *testing.T) {
 }
 
 func TestZeroTTLIsRefused(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	for _, ttl := range []string{"0", "0d", "0s", "nand", "-1d"} {
 		if _, err := n.Remember(context.Background(), api.RememberRequest{Content: "x " + ttl, TTL: ttl}); !errors.Is(err, api.ErrInvalid) {
@@ -447,6 +462,7 @@ func TestZeroTTLIsRefused(t *testing.T) {
 // (an imported file's "file:PATH" too), in the namespace asked, with the
 // other filters, and none for a session nothing names.
 func TestListBySession(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	a := remember(t, n, api.RememberRequest{Namespace: "acme", Content: "Run go vet before pushing", Session: "file:CLAUDE.md"})
@@ -476,6 +492,7 @@ func TestListBySession(t *testing.T) {
 // the capture, each edit the agent of its update (none for a person); an
 // agent that is no label is refused and changes nothing.
 func TestRevisionsRecordTheirAgent(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	ctx := context.Background()
 	res := remember(t, n, api.RememberRequest{Content: "Use pgx for Postgres", Agent: "claude-code/2.0"})

@@ -43,6 +43,7 @@ func withCanary(t *testing.T, n *Node, canary string) (secret, other string) {
 }
 
 func TestPurgeErasesEverywhereOnThisNode(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)
@@ -112,6 +113,7 @@ func TestPurgeErasesEverywhereOnThisNode(t *testing.T) {
 }
 
 func TestDeleteIsUndoneByRestore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	id := remember(t, n, api.RememberRequest{Content: "Staging runs on the second cluster"}).ID
@@ -137,6 +139,7 @@ func TestDeleteIsUndoneByRestore(t *testing.T) {
 // keeps editing the memory: the purge reaches every node, the cut-off
 // node's edits do not bring the memory back, and no home's files hold it.
 func TestMeshPurge(t *testing.T) {
+	t.Parallel()
 	skipIfShort(t)
 	ctx := context.Background()
 	fn := faultnet.New(1)

@@ -21,6 +21,7 @@ import (
 )
 
 func TestSearchListsMatchesBeforeRelated(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	strong := remember(t, n, api.RememberRequest{Namespace: "pay", Content: "Webhooks are retried with exponential backoff"})
@@ -72,6 +73,7 @@ func TestSearchListsMatchesBeforeRelated(t *testing.T) {
 }
 
 func TestSearchThreadNeighbourThatMatchesIsAMatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	// Many strong matches of another session fill the text candidates;
@@ -103,6 +105,7 @@ func TestSearchThreadNeighbourThatMatchesIsAMatch(t *testing.T) {
 }
 
 func TestSearchFindsWhatTheStoreAssociatesWithTheQuery(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	remember(t, n, api.RememberRequest{Namespace: "db", Content: "Postgres access goes through pgx and its connection pool"})
@@ -137,6 +140,7 @@ func TestSearchFindsWhatTheStoreAssociatesWithTheQuery(t *testing.T) {
 }
 
 func TestSearchLabelsResultsAndRanksSupersededAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	old := remember(t, n, api.RememberRequest{Namespace: "db", Content: "The postgres driver is lib/pq: every postgres driver call goes through it"})
@@ -185,6 +189,7 @@ func TestSearchLabelsResultsAndRanksSupersededAtOnce(t *testing.T) {
 }
 
 func TestSearchHoldsItsTokenBudget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	long := strings.Repeat("Each deploy drains the old pool first, then shifts traffic in steps of ten percent. ", 40)
@@ -226,6 +231,7 @@ func TestSearchHoldsItsTokenBudget(t *testing.T) {
 }
 
 func TestSearchDemotesSupersededBeforeTheCut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	// The superseded memory matches best by text; once it weighs as a
@@ -312,6 +318,7 @@ func damage(t *testing.T, n *Node, home string, texts ...string) *Node {
 }
 
 func TestReadErrorsAreNotTakenForNoSuccessorOrNoContradiction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	home := t.TempDir()
 	n := testNode(t, home)

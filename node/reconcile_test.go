@@ -51,6 +51,7 @@ func pullBoth(t *testing.T, a, b *Node) {
 // the digests they compare are equal: what never leaves a machine does
 // not make two nodes differ for good.
 func TestMeshLocalOnlyKeepsDigestsEqual(t *testing.T) {
+	t.Parallel()
 	a, b := hourlyPair(t)
 	setSync(t, a, "a-private", model.SyncLocal, a, b)
 	setSync(t, b, "b-private", model.SyncLocal, a, b)
@@ -76,6 +77,7 @@ func TestMeshLocalOnlyKeepsDigestsEqual(t *testing.T) {
 // namespace was local-only reach the peer once it is shared, without
 // being edited, at the next anti-entropy round.
 func TestMeshNamespaceSharedAfterLocal(t *testing.T) {
+	t.Parallel()
 	a, b := hourlyPair(t)
 	setSync(t, a, "notes", model.SyncLocal, a, b)
 	var ids []string
@@ -101,6 +103,7 @@ func TestMeshNamespaceSharedAfterLocal(t *testing.T) {
 // by hand, as a restore or a bug might): the next anti-entropy round, one
 // pull each way, brings them back.
 func TestMeshRepairsAnyDivergence(t *testing.T) {
+	t.Parallel()
 	a, b := hourlyPair(t)
 	var ids []string
 	for i := range 40 {
@@ -155,6 +158,7 @@ func digestsEqual(t *testing.T, a, b *Node) {
 // others start after that one ends and find nothing left to fetch, so
 // every document comes once, not once per member.
 func TestMeshCatchUpFromOnePeer(t *testing.T) {
+	t.Parallel()
 	skipIfShort(t)
 	members := cluster(t, 3, nil)
 	seed := uint64(time.Now().UnixNano())
@@ -197,6 +201,7 @@ func TestMeshCatchUpFromOnePeer(t *testing.T) {
 // change log, yet the peer lacks them: behind counts them (one per digest
 // bucket at least) until the peer holds them.
 func TestMeshBehindWhenANamespaceIsShared(t *testing.T) {
+	t.Parallel()
 	a, b := hourlyPair(t)
 	setSync(t, a, "notes", model.SyncLocal, a, b)
 	var ids []string

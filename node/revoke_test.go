@@ -70,6 +70,7 @@ func (r *revocationMesh) meet(i, j int) {
 // after its revocation; a is not locked out, and what a and c wrote
 // stands.
 func TestRevocationWhileAway(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newRevocationMesh(t)
 	a, b, c := r.nodes[0], r.nodes[1], r.nodes[2]
@@ -193,6 +194,7 @@ func undone(n *Node, owners, members, laptops api.RememberResult, planted api.Re
 // settles it by revoking a: b appeals again, takes c's revocation, and
 // is a member again with no step on b.
 func TestRevocationStolenOlderDevice(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newRevocationMesh(t)
 	a, b, c := r.nodes[0], r.nodes[1], r.nodes[2]

@@ -19,6 +19,7 @@ const logToken = "ghp_QM72jLQ0dYgUM46mCNEFuodXmzxe4dcm0q5D"
 // holds a token: they are refused, and the log line that says so does not
 // carry the token.
 func TestRefusedPeerDocumentLogsNoSecret(t *testing.T) {
+	t.Parallel()
 	var out syncbuf.Buffer // the node's goroutines write at once
 	n, err := New(Config{Home: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&out, nil)),
 		Mesh: &mesh.Config{Listen: "127.0.0.1:0", Name: "canary"}})

@@ -13,6 +13,7 @@ import (
 // TestSearchQueryBounded: a query past the bounds is refused with a
 // message that says which bound, before the index does any work.
 func TestSearchQueryBounded(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	remember(t, n, api.RememberRequest{Content: "postgres connection pools"})
 	const want = "invalid input: query is 61440 bytes: at most 4096 are allowed; search for a few words"
@@ -31,6 +32,7 @@ func TestSearchQueryBounded(t *testing.T) {
 // TestReflectSkipsLongWords: reflect searches with a memory's words; a
 // word too long to search for is left out instead of failing the pass.
 func TestReflectSkipsLongWords(t *testing.T) {
+	t.Parallel()
 	n := testNode(t, "")
 	remember(t, n, api.RememberRequest{Namespace: "proj", Content: "Deploy notes: checksum " + strings.Repeat("f0e1d2c3", 600) + " of the release artefact"})
 	remember(t, n, api.RememberRequest{Namespace: "proj", Content: "The release artefact checksum is published with each deploy"})
@@ -52,6 +54,7 @@ func TestReflectSkipsLongWords(t *testing.T) {
 // around the matched words, flagged, and no revisions; Get and List still
 // return the whole memory.
 func TestSearchHitsAreExcerpts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	filler := strings.Repeat("the quick brown fox jumps over the lazy dog ", 10000) // 440 KB
@@ -103,6 +106,7 @@ func TestSearchHitsAreExcerpts(t *testing.T) {
 // TestSearchLooseQuote: a quoted phrase that no memory holds is searched
 // as loose words, and the result says so; one that a memory holds is not.
 func TestSearchLooseQuote(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	book := remember(t, n, api.RememberRequest{Namespace: "proj", Content: "Tim loved reading Harry Potter and the Sorcerer's Stone as a kid"})
@@ -130,6 +134,7 @@ func TestSearchLooseQuote(t *testing.T) {
 // memory pulled in by a link that holds the phrase's words but not the
 // phrase is related, not a match.
 func TestSearchQuotePulledIn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	match := remember(t, n, api.RememberRequest{Namespace: "proj", Content: "Retry webhooks with exponential backoff"})
@@ -153,6 +158,7 @@ func TestSearchQuotePulledIn(t *testing.T) {
 // few memories, the feedback pass adds what the store associates with
 // them, and the result still says that the quote was loosened.
 func TestSearchLooseQuoteWithFeedback(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	remember(t, n, api.RememberRequest{Namespace: "db", Content: "Postgres access goes through pgx and its connection pool"})

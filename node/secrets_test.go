@@ -129,6 +129,7 @@ func canary(t *testing.T, c canaryCase, what string, v any, err error) bool {
 // every secret's bytes in every file of the home: Pebble's WAL and tables,
 // the search index and the log.
 func TestSecretCanary(t *testing.T) {
+	t.Parallel()
 	cases := canaryCases(t)
 	if len(cases) < 40 {
 		t.Fatalf("%d secret forms, want at least 40", len(cases))
@@ -283,6 +284,7 @@ func checkHomeHoldsNoSecret(t *testing.T, home string, cases []canaryCase) {
 // config.toml): every one is refused before anything listens, in an error
 // that does not echo it.
 func TestDeviceNameHoldsNoSecret(t *testing.T) {
+	t.Parallel()
 	for _, c := range canaryCases(t) {
 		n, err := New(Config{Home: t.TempDir(), Mesh: &mesh.Config{Listen: "127.0.0.1:0", Name: c.line}})
 		if err == nil {
@@ -302,6 +304,7 @@ func TestDeviceNameHoldsNoSecret(t *testing.T) {
 // token, both edges have the same id (so they merge into one), and the
 // endpoint as given still finds the edge.
 func TestEndpointSecretsScrubbedBeforeEdgeID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	raw := "url:https://git.example.com/acme/api?token=" + logToken
 	want := "url:https://git.example.com/acme/api?token=[REDACTED:github-token]"

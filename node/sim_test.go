@@ -59,6 +59,7 @@ const (
 )
 
 func TestSim(t *testing.T) {
+	t.Parallel()
 	first, count := *simFirst, *simSeeds
 	if count <= 0 {
 		count = simDefaultSeeds
@@ -107,6 +108,7 @@ func TestSim(t *testing.T) {
 // local-only (only a node that holds the memory can tell whether it is
 // private), so the edge need not be everywhere.
 func TestSimEdgeAtALostMemory(t *testing.T) {
+	t.Parallel()
 	r := runSimWith(t, 86358, false)
 	for _, f := range r.failures {
 		t.Error(f)
@@ -118,6 +120,7 @@ func TestSimEdgeAtALostMemory(t *testing.T) {
 
 // TestSimFound replays seeds that long runs found failing.
 func TestSimFound(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		seed uint64
 		what string
@@ -145,6 +148,7 @@ func TestSimFound(t *testing.T) {
 
 // TestSimReplays runs seeds twice: each gives the same trace.
 func TestSimReplays(t *testing.T) {
+	t.Parallel()
 	for _, seed := range []uint64{7} {
 		a, b := runSim(t, seed), runSim(t, seed)
 		if a.hash != b.hash {
@@ -1435,6 +1439,7 @@ func firstDiff(a, b string) string {
 // their sequence numbers; every merge of the memory then failed ("duplicate
 // seq"), and the copies differed for good.
 func TestSimRestoreThenEdit(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, 1032, rand.New(rand.NewPCG(1032, 0)), 2)
 	defer s.close()
 	s.healed = true // pushes arrive, once each, in order
@@ -1465,6 +1470,7 @@ func TestSimRestoreThenEdit(t *testing.T) {
 // machine), so its author does not get it back: the policy holds, and the
 // simulation must not expect the link on its author.
 func TestSimRestoreLosesLocalEdge(t *testing.T) {
+	t.Parallel()
 	s := newSim(t, 741, rand.New(rand.NewPCG(741, 0)), 2)
 	defer s.close()
 	s.healed = true // pushes arrive, once each, in order

@@ -45,6 +45,7 @@ func symbolTree(t *testing.T, n *Node, ns string) string {
 }
 
 func TestSymbols(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	dir := symbolTree(t, n, "App")
@@ -78,6 +79,7 @@ func TestSymbols(t *testing.T) {
 // TestImpactOfSymbol: a symbol's memories are those that mention it,
 // those linked to it, and those of the file that defines it.
 func TestImpactOfSymbol(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	symbolTree(t, n, "app")
@@ -135,6 +137,7 @@ func TestImpactOfSymbol(t *testing.T) {
 // TestGraphOfSymbol: code:NAME is a node linked to the file that defines
 // it and to the memories that mention it.
 func TestGraphOfSymbol(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := testNode(t, "")
 	symbolTree(t, n, "app")
@@ -184,6 +187,7 @@ func TestGraphOfSymbol(t *testing.T) {
 // TestSymbolsSchedule: the node indexes its trees again on its schedule
 // (hourly, on a fake clock), and drops a tree whose directory is gone.
 func TestSymbolsSchedule(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Now())
 	n, err := New(Config{Home: t.TempDir(), Logger: testLogger(t), Clock: clk, Symbols: &SymbolsConfig{Interval: time.Hour}})
 	if err != nil {
@@ -223,6 +227,7 @@ func waitSymbols(t *testing.T, n *Node, clk *clock.Fake, name string, want int) 
 // TestSymbolsOfMappedTrees: the schedule indexes the git working trees a
 // project mapping names, in the mapping's namespace, never indexed by hand.
 func TestSymbolsOfMappedTrees(t *testing.T) {
+	t.Parallel()
 	repo := gittest.NewRepo(t, time.Now())
 	repo.Write("root.go", "package r\n\nfunc FromRoot() {}\n")
 	repo.Commit("first")
@@ -250,6 +255,7 @@ func TestSymbolsOfMappedTrees(t *testing.T) {
 // memory names is looked up in the symbol index; the reason says where it
 // is now, once the file there names it at the checked commit.
 func TestGitStalenessSaysWhereASymbolWent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n, repo, t0, _ := gitFixture(t)
 	repo.Write("src/auth.ts", "export function validateToken(t: string) {}\n", "src/token.ts", "export const ttl = 60;\n")

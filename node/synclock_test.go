@@ -91,6 +91,7 @@ func lockFreeAtSync(t *testing.T, n *Node, fs *syncHookFS, id string) (disarm fu
 // wait for its fsync after, so that other writes of those lock stripes do
 // not queue behind fsyncs. The write still returns only once durable.
 func TestWriteUnlocksBeforeItsFsync(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := &syncHookFS{FS: vfs.Default}
 	mc := mesh.Config{Listen: "127.0.0.1:0", Name: "node1", SyncInterval: time.Hour}
