@@ -39,6 +39,9 @@ type SearchHit struct {
 	Memory
 	Score   float64      `json:"score"`
 	Explain *Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
+	// Semantic is set on a memory found by meaning alone, not by the
+	// query's words: the cosine of its vector to the query's.
+	Semantic float64 `json:"semantic,omitempty"`
 	Fusion  *Fusion      `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
 	// Related is set on a memory that does not match the query and was
 	// pulled in through a link to a match: why, e.g. "linked from m-… by
@@ -59,7 +62,10 @@ type SearchHit struct {
 // Final = BM25 * Confidence * Tier * Recency * Status * Maturity. A memory
 // that only the feedback pass found (Match "associated") has the BM25
 // and multipliers of that pass, and Final is Associated, their product
-// scaled to the best match of the query's words.
+// scaled to the best match of the query's words. When the query was also
+// searched by meaning, Final is the score of the fused lists, and a
+// memory found by meaning alone (Match "meaning") has its cosine as
+// Semantic, in place of a BM25.
 type Explanation struct {
 	BM25       float64 `json:"bm25"`                 // bleve's text score
 	Confidence float64 `json:"confidence"`           // multiplier, after decay
@@ -68,6 +74,7 @@ type Explanation struct {
 	Status     float64 `json:"status"`               // multiplier
 	Maturity   float64 `json:"maturity"`             // multiplier
 	Associated float64 `json:"associated,omitempty"` // the score of a memory found through associations alone
+	Semantic   float64 `json:"semantic,omitempty"`   // the cosine of a memory found by meaning alone (its BM25 is 0)
 	Final      float64 `json:"final"`
 	Match      string  `json:"match"` // search's match kinds: terms, phrase, fuzzy, filter or associated
 }

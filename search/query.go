@@ -76,6 +76,10 @@ type Query struct {
 	// matches share with each other find the memories that say the same
 	// in other words (pseudo-relevance feedback, feedback.go).
 	Feedback func(ids []string) []string
+	// Near, when set, holds the memories whose vectors are nearest the
+	// query's, best first: search by meaning, fused with the matches of
+	// the words (meaning.go). Only a query with text uses it.
+	Near []Near
 }
 
 // Derived is what a node derives locally about a memory, outside the
@@ -101,9 +105,12 @@ type Result struct {
 type Hit struct {
 	ID      string
 	Score   float64
-	Session string           // the session that wrote the memory, if any
-	Asks    bool             // the memory asks a question: what follows it in its session may answer
-	Explain *api.Explanation // when Query.Explain
+	Session string // the session that wrote the memory, if any
+	Asks    bool   // the memory asks a question: what follows it in its session may answer
+	// Semantic is the cosine of a memory found by meaning alone (the
+	// words did not find it); 0 otherwise.
+	Semantic float64
+	Explain  *api.Explanation // when Query.Explain
 }
 
 // rankFields are the stored fields read for reranking.
@@ -143,38 +150,50 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if !p.hasText {
 		return ix.list(ctx, p)
 	}
-	res, found, err := ix.searchWords(ctx, p)
+	res, strong, err := ix.byWords(ctx, p)
+	if err != nil || len(q.Near) == 0 {
+		return res, err
+	}
+	return ix.withMeaning(ctx, p, res, q.Near, strong)
+}
+
+// byWords ranks the memories that match the words of p; strong reports
+// that they hold every term (or every phrase) of the query.
+func (ix *Index) byWords(ctx context.Context, p *plan) (res Result, strong bool, err error) {
+	res, found, strong, err := ix.searchWords(ctx, p)
 	if err != nil || found {
-		return ix.feedbackOn(ctx, p, res, err)
+		res, err = ix.feedbackOn(ctx, p, res, err)
+		return res, strong, err
 	}
 	if len(p.phrases) > 0 {
 		// No memory holds every quoted phrase: their words, loose, may
 		// still find what was meant (a title misremembered by a letter).
 		// Quoted words stay exact: no typo-tolerant pass follows.
 		if !ix.loosen(p) {
-			return Result{Hits: []Hit{}}, nil
+			return Result{Hits: []Hit{}}, false, nil
 		}
-		res, found, err = ix.searchWords(ctx, p)
+		res, found, _, err = ix.searchWords(ctx, p)
 		if err != nil || !found {
-			return Result{Hits: []Hit{}}, err
+			return Result{Hits: []Hit{}}, false, err
 		}
 		res, err = ix.feedback(ctx, p, res)
 		res.Loose = true
-		return res, err
+		return res, false, err
 	}
 	fuzzy, err := ix.fuzzyQuery(ctx, p)
 	if err != nil || fuzzy == nil {
-		return Result{Hits: []Hit{}}, err
+		return Result{Hits: []Hit{}}, false, err
 	}
 	res, _, err = ix.rank(ctx, p, fuzzy, MatchFuzzy)
 	res.Fuzzy = len(res.Hits) > 0
-	return res, err
+	return res, false, err
 }
 
 // searchWords ranks the memories that hold every loose term, when there
 // are enough of them, else those that hold any; found reports that it
-// found any. Phrases are required in both.
-func (ix *Index) searchWords(ctx context.Context, p *plan) (res Result, found bool, err error) {
+// found any, strong that some hold every term. Phrases are required in
+// both.
+func (ix *Index) searchWords(ctx context.Context, p *plan) (res Result, found, strong bool, err error) {
 	match := MatchTerms
 	if len(p.phrases) > 0 {
 		match = MatchPhrase
@@ -182,14 +201,16 @@ func (ix *Index) searchWords(ctx context.Context, p *plan) (res Result, found bo
 	if all := p.allTermsQuery(); all != nil {
 		res, full, err := ix.rank(ctx, p, all, match)
 		if err != nil || full {
-			return res, true, err
+			return res, true, true, err
 		}
+		strong = len(res.Hits) > 0
 	}
 	if exact := p.exactQuery(); exact != nil {
 		res, _, err := ix.rank(ctx, p, exact, match)
-		return res, len(res.Hits) > 0, err
+		found = len(res.Hits) > 0
+		return res, found, found && (strong || len(p.terms) < 2), err
 	}
-	return Result{}, false, nil
+	return Result{}, false, false, nil
 }
 
 // loosen turns the phrases of p into loose terms. It reports false, and
