@@ -284,12 +284,38 @@ func measureOne(t *testing.T, seed uint64, n, dims int) []row {
 	add("int8 loop 2 cores", func(q []float32) []hit {
 		return split(n, func(lo, hi int) []hit { return d.exactInt8(lo, hi, q) })
 	}, int8Bytes)
+	add("Exact (vek, split)", exactSearcher(t, d), floatBytes)
 	if n <= *hnswMaxN {
 		for _, m := range []int{16, 32} {
 			rows = append(rows, measureHNSW(t, d, truth, m, 128)...)
 		}
 	}
 	return rows
+}
+
+// exactSearcher searches d with this package's Exact, ids being slots.
+func exactSearcher(t *testing.T, d *dataset) searcher {
+	e, err := NewExact(d.dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.n() {
+		if err := e.Add(strconv.Itoa(i), d.vec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(q []float32) []hit {
+		found, err := e.Search(q, measureK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits := make([]hit, len(found))
+		for i, f := range found {
+			slot, _ := strconv.Atoi(f.ID)
+			hits[i] = hit{slot, f.Score}
+		}
+		return hits
+	}
 }
 
 // measureHNSW builds a graph of m neighbours per node, searching buildEf
