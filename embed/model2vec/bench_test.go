@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
 )
 
 // benchModel writes a model of potion-base-8M's size, a vocabulary of
@@ -31,12 +33,12 @@ func benchModel(b *testing.B, rng *rand.Rand) (string, []string) {
 			words = append(words, w)
 		}
 	}
-	f := modelFiles{
-		config:    []byte(`{"normalize":true}`),
-		tokenizer: tokenizerJSONFor(b, vocab),
-		tensors:   randomMatrix(b, rng, vocabSize, dims),
+	f := m2vtest.Files{
+		Config:    []byte(`{"normalize":true}`),
+		Tokenizer: m2vtest.Tokenizer(b, vocab),
+		Tensors:   randomMatrix(b, rng, vocabSize, dims),
 	}
-	return f.write(b, "potion-bench"), words
+	return f.Write(b, "potion-bench"), words
 }
 
 func loadBench(b *testing.B, dir string) *Model {
@@ -54,7 +56,7 @@ func randomMatrix(b *testing.B, rng *rand.Rand, rows, dims int) []byte {
 	for i := range matrix {
 		matrix[i] = rng.Float32()*2 - 1
 	}
-	return safetensors(b, f32("embeddings", []int{rows, dims}, matrix...))
+	return m2vtest.Safetensors(b, m2vtest.F32("embeddings", []int{rows, dims}, matrix...))
 }
 
 func randomWord(rng *rand.Rand, n int) string {
@@ -116,8 +118,8 @@ func BenchmarkEmbedProse(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := modelFiles{config: []byte(`{}`), tokenizer: tokenizer, tensors: randomMatrix(b, rand.New(rand.NewPCG(seed, 0)), 8503, 256)}
-	m := loadBench(b, f.write(b, "bert-bench"))
+	f := m2vtest.Files{Config: []byte(`{}`), Tokenizer: tokenizer, Tensors: randomMatrix(b, rand.New(rand.NewPCG(seed, 0)), 8503, 256)}
+	m := loadBench(b, f.Write(b, "bert-bench"))
 	text := []string{"Decision: we store vectors per machine, tagged with the model, never replicated. " +
 		"The index is rebuilt from storage when its watermark is behind; a crash between the commit and the " +
 		"index update is repaired at startup. Pitfall: run tests with -count=1."}

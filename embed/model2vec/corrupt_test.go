@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
 	"github.com/memmesh/memmesh/internal/mutate"
 )
 
@@ -19,88 +20,94 @@ func rawSafetensors(header string, data []byte) []byte {
 }
 
 func TestCorruptModelsRefused(t *testing.T) {
-	valid := tinyFiles(t).tensors
-	matrix := tinyMatrix().data // 13 × 4 F32: 208 bytes
+	valid := tinyFiles(t).Tensors
+	matrix := tinyMatrix().Data // 13 × 4 F32: 208 bytes
 	withLen := func(n uint64) []byte {
 		b := bytes.Clone(valid)
 		binary.LittleEndian.PutUint64(b, n)
 		return b
 	}
 	nan := tinyMatrix()
-	binary.LittleEndian.PutUint32(nan.data[4*5:], math.Float32bits(float32(math.NaN())))
+	binary.LittleEndian.PutUint32(nan.Data[4*5:], math.Float32bits(float32(math.NaN())))
 	tests := []struct {
 		name  string
-		edit  func(*modelFiles)
+		edit  func(*m2vtest.Files)
 		wants []string // in the error's text
 	}{
-		{"truncated header length", func(f *modelFiles) { f.tensors = valid[:5] },
+		{"truncated header length", func(f *m2vtest.Files) { f.Tensors = valid[:5] },
 			[]string{tensorFile, "shorter than the 8-byte header length"}},
-		{"truncated header", func(f *modelFiles) { f.tensors = valid[:20] },
+		{"truncated header", func(f *m2vtest.Files) { f.Tensors = valid[:20] },
 			[]string{tensorFile, "beyond the file"}},
-		{"header length beyond the file", func(f *modelFiles) { f.tensors = withLen(1 << 62) },
+		{"header length beyond the file", func(f *m2vtest.Files) { f.Tensors = withLen(1 << 62) },
 			[]string{tensorFile, "beyond the file"}},
-		{"header not JSON", func(f *modelFiles) { f.tensors = rawSafetensors("[1, 2]", matrix) },
+		{"header not JSON", func(f *m2vtest.Files) { f.Tensors = rawSafetensors("[1, 2]", matrix) },
 			[]string{tensorFile, "not a JSON object"}},
-		{"offsets outside the data", func(f *modelFiles) {
-			f.tensors = rawSafetensors(`{"embeddings":{"dtype":"F32","shape":[13,4],"data_offsets":[0,2080]}}`, matrix)
+		{"offsets outside the data", func(f *m2vtest.Files) {
+			f.Tensors = rawSafetensors(`{"embeddings":{"dtype":"F32","shape":[13,4],"data_offsets":[0,2080]}}`, matrix)
 		}, []string{tensorFile, `"embeddings"`, "outside the data section of 208 bytes"}},
-		{"offsets reversed", func(f *modelFiles) {
-			f.tensors = rawSafetensors(`{"embeddings":{"dtype":"F32","shape":[0,4],"data_offsets":[8,0]}}`, matrix)
+		{"offsets reversed", func(f *m2vtest.Files) {
+			f.Tensors = rawSafetensors(`{"embeddings":{"dtype":"F32","shape":[0,4],"data_offsets":[8,0]}}`, matrix)
 		}, []string{tensorFile, "outside the data section"}},
-		{"shape and dtype do not match the offsets", func(f *modelFiles) {
-			f.tensors = rawSafetensors(`{"embeddings":{"dtype":"F16","shape":[13,4],"data_offsets":[0,208]}}`, matrix)
+		{"shape and dtype do not match the offsets", func(f *m2vtest.Files) {
+			f.Tensors = rawSafetensors(`{"embeddings":{"dtype":"F16","shape":[13,4],"data_offsets":[0,208]}}`, matrix)
 		}, []string{tensorFile, "needs 104 bytes", "span 208"}},
-		{"shape beyond any file", func(f *modelFiles) {
-			f.tensors = rawSafetensors(`{"embeddings":{"dtype":"F32","shape":[2147483647,2147483647,2147483647],"data_offsets":[0,208]}}`, matrix)
+		{"shape beyond any file", func(f *m2vtest.Files) {
+			f.Tensors = rawSafetensors(`{"embeddings":{"dtype":"F32","shape":[2147483647,2147483647,2147483647],"data_offsets":[0,208]}}`, matrix)
 		}, []string{tensorFile, "larger than the data section"}},
-		{"unknown dtype", func(f *modelFiles) {
-			f.tensors = rawSafetensors(`{"embeddings":{"dtype":"F8","shape":[13,4],"data_offsets":[0,52]}}`, matrix[:52])
+		{"unknown dtype", func(f *m2vtest.Files) {
+			f.Tensors = rawSafetensors(`{"embeddings":{"dtype":"F8","shape":[13,4],"data_offsets":[0,52]}}`, matrix[:52])
 		}, []string{tensorFile, `unknown dtype "F8"`}},
-		{"unsupported dtype", func(f *modelFiles) {
-			f.tensors = rawSafetensors(`{"embeddings":{"dtype":"I8","shape":[13,4],"data_offsets":[0,52]}}`, matrix[:52])
+		{"unsupported dtype", func(f *m2vtest.Files) {
+			f.Tensors = rawSafetensors(`{"embeddings":{"dtype":"I8","shape":[13,4],"data_offsets":[0,52]}}`, matrix[:52])
 		}, []string{tensorFile, "dtype I8 not supported"}},
-		{"no embeddings", func(f *modelFiles) { f.tensors = safetensors(t, f32("other", []int{1, 1}, 1)) },
+		{"no embeddings", func(f *m2vtest.Files) { f.Tensors = m2vtest.Safetensors(t, m2vtest.F32("other", []int{1, 1}, 1)) },
 			[]string{tensorFile, "no tensor named embeddings"}},
-		{"embeddings not a matrix", func(f *modelFiles) { f.tensors = safetensors(t, f32("embeddings", []int{4}, 1, 2, 3, 4)) },
+		{"embeddings not a matrix", func(f *m2vtest.Files) {
+			f.Tensors = m2vtest.Safetensors(t, m2vtest.F32("embeddings", []int{4}, 1, 2, 3, 4))
+		},
 			[]string{tensorFile, "want rows × dims"}},
-		{"vectors too long", func(f *modelFiles) {
-			f.tensors = safetensors(t, f32("embeddings", []int{1, 5000}, make([]float32, 5000)...))
+		{"vectors too long", func(f *m2vtest.Files) {
+			f.Tensors = m2vtest.Safetensors(t, m2vtest.F32("embeddings", []int{1, 5000}, make([]float32, 5000)...))
 		},
 			[]string{tensorFile, "5000 dims, at most 4096"}},
-		{"more rows than tokens", func(f *modelFiles) {
-			f.tensors = safetensors(t, f32("embeddings", []int{len(tinyRows) + 1, 4}, make([]float32, 4*(len(tinyRows)+1))...))
+		{"more rows than tokens", func(f *m2vtest.Files) {
+			f.Tensors = m2vtest.Safetensors(t, m2vtest.F32("embeddings", []int{len(tinyRows) + 1, 4}, make([]float32, 4*(len(tinyRows)+1))...))
 		}, []string{tensorFile, "14 rows for 13 token ids"}},
-		{"fewer rows than tokens", func(f *modelFiles) { f.tensors = safetensors(t, f32("embeddings", []int{2, 2}, 1, 2, 3, 4)) },
+		{"fewer rows than tokens", func(f *m2vtest.Files) {
+			f.Tensors = m2vtest.Safetensors(t, m2vtest.F32("embeddings", []int{2, 2}, 1, 2, 3, 4))
+		},
 			[]string{tensorFile, "2 rows for 13 token ids"}},
-		{"NaN in the matrix", func(f *modelFiles) { f.tensors = safetensors(t, nan) },
+		{"NaN in the matrix", func(f *m2vtest.Files) { f.Tensors = m2vtest.Safetensors(t, nan) },
 			[]string{tensorFile, "is NaN"}},
-		{"mapping outside the rows", func(f *modelFiles) {
-			f.tensors = safetensors(t, tinyMatrix(), stTensor{name: "mapping", dtype: "I64", shape: []int{13}, data: bytes.Repeat([]byte{0xff}, 13*8)})
+		{"mapping outside the rows", func(f *m2vtest.Files) {
+			f.Tensors = m2vtest.Safetensors(t, tinyMatrix(), m2vtest.Tensor{Name: "mapping", DType: "I64", Shape: []int{13}, Data: bytes.Repeat([]byte{0xff}, 13*8)})
 		}, []string{tensorFile, "to row -1"}},
-		{"weights too short", func(f *modelFiles) { f.tensors = safetensors(t, tinyMatrix(), f32("weights", []int{2}, 1, 1)) },
+		{"weights too short", func(f *m2vtest.Files) {
+			f.Tensors = m2vtest.Safetensors(t, tinyMatrix(), m2vtest.F32("weights", []int{2}, 1, 1))
+		},
 			[]string{tensorFile, "weights of shape [2] for 13 token ids"}},
-		{"tokenizer model not WordPiece", func(f *modelFiles) {
-			f.tokenizer = []byte(`{"normalizer":null,"pre_tokenizer":{"type":"Metaspace"},"model":{"type":"Unigram","vocab":[["a",0]]}}`)
+		{"tokenizer model not WordPiece", func(f *m2vtest.Files) {
+			f.Tokenizer = []byte(`{"normalizer":null,"pre_tokenizer":{"type":"Metaspace"},"model":{"type":"Unigram","vocab":[["a",0]]}}`)
 		}, []string{tokenizerFile, "tokenizer model Unigram not supported"}},
-		{"tokenizer normalizer not BERT's", func(f *modelFiles) {
-			f.tokenizer = bytes.Replace(f.tokenizer, []byte(`"BertNormalizer"`), []byte(`"NFKC"`), 1)
+		{"tokenizer normalizer not BERT's", func(f *m2vtest.Files) {
+			f.Tokenizer = bytes.Replace(f.Tokenizer, []byte(`"BertNormalizer"`), []byte(`"NFKC"`), 1)
 		}, []string{tokenizerFile, "normalizer NFKC not supported"}},
-		{"tokenizer not JSON", func(f *modelFiles) { f.tokenizer = f.tokenizer[:100] },
+		{"tokenizer not JSON", func(f *m2vtest.Files) { f.Tokenizer = f.Tokenizer[:100] },
 			[]string{tokenizerFile, "unexpected end of JSON"}},
-		{"tokenizer id negative", func(f *modelFiles) {
-			f.tokenizer = bytes.Replace(f.tokenizer, []byte(`"hello":5`), []byte(`"hello":-5`), 1)
+		{"tokenizer id negative", func(f *m2vtest.Files) {
+			f.Tokenizer = bytes.Replace(f.Tokenizer, []byte(`"hello":5`), []byte(`"hello":-5`), 1)
 		}, []string{tokenizerFile, `token "hello" has id -5`}},
-		{"config not JSON", func(f *modelFiles) { f.config = []byte("{") }, []string{configFile}},
-		{"model name with a terminal escape", func(f *modelFiles) { f.config = []byte(`{"model_name":"\u001b[31mred"}`) },
+		{"config not JSON", func(f *m2vtest.Files) { f.Config = []byte("{") }, []string{configFile}},
+		{"model name with a terminal escape", func(f *m2vtest.Files) { f.Config = []byte(`{"model_name":"\u001b[31mred"}`) },
 			[]string{`model name "\x1b[31mred"`}},
-		{"model name too long", func(f *modelFiles) { f.config = []byte(`{"model_name":"` + strings.Repeat("a", 129) + `"}`) },
+		{"model name too long", func(f *m2vtest.Files) { f.Config = []byte(`{"model_name":"` + strings.Repeat("a", 129) + `"}`) },
 			[]string{"model name", "1 to 128"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tinyFiles(t)
 			tt.edit(&f)
-			m, err := Load(f.write(t, "potion-tiny"))
+			m, err := Load(f.Write(t, "potion-tiny"))
 			if err == nil {
 				t.Fatalf("Load = %+v, want an error", m.Info())
 			}
@@ -121,13 +128,13 @@ func TestMissingFilesRefused(t *testing.T) {
 		f := tinyFiles(t)
 		switch name {
 		case configFile:
-			f.config = nil
+			f.Config = nil
 		case tokenizerFile:
-			f.tokenizer = nil
+			f.Tokenizer = nil
 		case tensorFile:
-			f.tensors = nil
+			f.Tensors = nil
 		}
-		_, err := Load(f.write(t, "potion-tiny"))
+		_, err := Load(f.Write(t, "potion-tiny"))
 		if !errors.Is(err, ErrModel) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), name) {
 			t.Errorf("without %s: err = %v, want ErrModel and ErrNotExist naming the file", name, err)
 		}
@@ -137,7 +144,7 @@ func TestMissingFilesRefused(t *testing.T) {
 // FuzzSafetensorsHeader feeds the header reader any file: it must refuse
 // or accept without panicking, and what it accepts lies inside the file.
 func FuzzSafetensorsHeader(f *testing.F) {
-	valid := tinyFiles(f).tensors
+	valid := tinyFiles(f).Tensors
 	f.Add(valid)
 	f.Add(rawSafetensors(`{"embeddings":{"dtype":"F16","shape":[13,4],"data_offsets":[0,104]},"weights":{"dtype":"F32","shape":[13],"data_offsets":[104,156]}}`, make([]byte, 156)))
 	mutate.Seeds(f, 300, valid)

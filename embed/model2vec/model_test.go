@@ -13,11 +13,12 @@ import (
 	"testing"
 
 	"github.com/memmesh/memmesh/embed"
+	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
 )
 
-func loadTiny(t *testing.T, f modelFiles) *Model {
+func loadTiny(t *testing.T, f m2vtest.Files) *Model {
 	t.Helper()
-	m, err := Load(f.write(t, "potion-tiny"))
+	m, err := Load(f.Write(t, "potion-tiny"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestInfo(t *testing.T) {
 	if got, want := loadTiny(t, f).Info(), (embed.Info{Provider: "builtin", Model: "potion-tiny", Dims: 4}); got != want {
 		t.Errorf("Info() = %+v, want %+v (the folder's name)", got, want)
 	}
-	f.config = []byte(`{"model_name":"potion-base-8M"}`)
+	f.Config = []byte(`{"model_name":"potion-base-8M"}`)
 	if got := loadTiny(t, f).Info().Model; got != "potion-base-8M" {
 		t.Errorf("Info().Model = %q, want config.json's model_name", got)
 	}
@@ -152,7 +153,7 @@ func TestF16Matrix(t *testing.T) {
 			data = binary.LittleEndian.AppendUint16(data, f16(x))
 		}
 	}
-	f.tensors = safetensors(t, stTensor{name: "embeddings", dtype: "F16", shape: []int{len(tinyRows), 4}, data: data})
+	f.Tensors = m2vtest.Safetensors(t, m2vtest.Tensor{Name: "embeddings", DType: "F16", Shape: []int{len(tinyRows), 4}, Data: data})
 	m16 := loadTiny(t, f)
 	texts := []string{"Hello worlds!", "Playing CAFÉ"}
 	want, _ := m32.Embed(context.Background(), texts)
@@ -192,7 +193,7 @@ func TestWeightsAndMapping(t *testing.T) {
 		weights[i] = 1
 	}
 	weights[5] = 2 // hello
-	f.tensors = safetensors(t, tinyMatrix(), f32("weights", []int{len(weights)}, weights...))
+	f.Tensors = m2vtest.Safetensors(t, tinyMatrix(), m2vtest.F32("weights", []int{len(weights)}, weights...))
 	got, err := loadTiny(t, f).Embed(context.Background(), []string{"hello world"})
 	if err != nil {
 		t.Fatal(err)
@@ -210,8 +211,8 @@ func TestWeightsAndMapping(t *testing.T) {
 		}
 		mapping = binary.LittleEndian.AppendUint64(mapping, row)
 	}
-	f.tensors = safetensors(t, f32("embeddings", []int{2, 4}, 1, 0, 0, 0, 0, 1, 0, 0),
-		stTensor{name: "mapping", dtype: "I64", shape: []int{len(tinyVocab)}, data: mapping})
+	f.Tensors = m2vtest.Safetensors(t, m2vtest.F32("embeddings", []int{2, 4}, 1, 0, 0, 0, 0, 1, 0, 0),
+		m2vtest.Tensor{Name: "mapping", DType: "I64", Shape: []int{len(tinyVocab)}, Data: mapping})
 	got, err = loadTiny(t, f).Embed(context.Background(), []string{"hello world play"})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestWeightsAndMapping(t *testing.T) {
 // whose unknown token is a word).
 func TestUnknownTokenDropped(t *testing.T) {
 	f := tinyFiles(t)
-	f.tokenizer = bytes.Replace(f.tokenizer, []byte(`"unk_token":"[UNK]"`), []byte(`"unk_token":"cafe"`), 1)
+	f.Tokenizer = bytes.Replace(f.Tokenizer, []byte(`"unk_token":"[UNK]"`), []byte(`"unk_token":"cafe"`), 1)
 	got, err := loadTiny(t, f).Embed(context.Background(), []string{"hello cafe"})
 	if err != nil {
 		t.Fatal(err)
@@ -277,14 +278,14 @@ func TestEmbedConcurrent(t *testing.T) {
 func TestAddedTokens(t *testing.T) {
 	f := tinyFiles(t)
 	var tok map[string]any
-	if err := json.Unmarshal(f.tokenizer, &tok); err != nil {
+	if err := json.Unmarshal(f.Tokenizer, &tok); err != nil {
 		t.Fatal(err)
 	}
 	tok["added_tokens"] = append(tok["added_tokens"].([]any),
 		map[string]any{"id": 9, "content": "Hello World", "normalized": true},
 		map[string]any{"id": 10, "content": "zh", "single_word": true, "normalized": false})
 	var err error
-	if f.tokenizer, err = json.Marshal(tok); err != nil {
+	if f.Tokenizer, err = json.Marshal(tok); err != nil {
 		t.Fatal(err)
 	}
 	m := loadTiny(t, f)
@@ -311,7 +312,7 @@ func TestAddedTokens(t *testing.T) {
 // FuzzEmbed embeds any text: no panic, and a vector of the model's size
 // that is of unit length, or zero when no token is known.
 func FuzzEmbed(f *testing.F) {
-	m, err := Load(tinyFiles(f).write(f, "potion-tiny"))
+	m, err := Load(tinyFiles(f).Write(f, "potion-tiny"))
 	if err != nil {
 		f.Fatal(err)
 	}
