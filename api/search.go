@@ -125,3 +125,16 @@ const (
 	MinSearchBudget = 100
 	MaxSearchBudget = 100_000
 )
+
+// EmbedStatus says how far the vectors of search by meaning are on this
+// machine (memmesh embed status).
+type EmbedStatus struct {
+	Provider string `json:"provider"` // off, builtin, ollama or openai
+	Model    string `json:"model,omitempty"`
+	Dims     int    `json:"dims,omitempty"`
+	Embedded int    `json:"embedded"` // memories whose vector is up to date
+	Total    int    `json:"total"`    // memories to embed
+	// Error is the embedder's last failure, cleared by its next success;
+	// meanwhile search goes on by words alone.
+	Error string `json:"error,omitempty"`
+}

@@ -47,11 +47,12 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (api.SearchResul
 	if err != nil {
 		return api.SearchResult{}, err
 	}
-	s := spread{fusion: map[string]*api.Fusion{}, session: map[string]string{}, best: map[string]float64{}, explain: map[string]*api.Explanation{}}
+	s := spread{fusion: map[string]*api.Fusion{}, session: map[string]string{}, best: map[string]float64{}, explain: map[string]*api.Explanation{}, semantic: map[string]float64{}}
 	for _, h := range res.Hits {
 		s.fusion[h.ID] = &api.Fusion{Text: h.Score}
 		s.session[h.ID] = h.Session
 		s.explain[h.ID] = h.Explain
+		s.semantic[h.ID] = h.Semantic
 	}
 	if err := n.spreadLinks(&s, res.Hits); err != nil {
 		return api.SearchResult{}, err
@@ -67,7 +68,7 @@ func (n *Node) graphSearch(ctx context.Context, q search.Query) (api.SearchResul
 	hits := make([]search.Hit, 0, len(s.fusion))
 	for id, f := range s.fusion {
 		f.Score = f.Text + f.Linked + f.Session
-		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: s.explain[id]})
+		hits = append(hits, search.Hit{ID: id, Score: f.Score, Explain: s.explain[id], Semantic: s.semantic[id]})
 	}
 	err = n.demoteSuperseded(ctx, hits, limit, func(a, b search.Hit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(s.fusion[b.ID].Text, s.fusion[a.ID].Text), strings.Compare(a.ID, b.ID))
@@ -122,6 +123,8 @@ type spread struct {
 	best    map[string]float64 // the largest share each memory got
 	pulled  []string           // ids that are not text matches, in the order reached
 	explain map[string]*api.Explanation
+	// semantic holds the cosine of the matches found by meaning alone.
+	semantic map[string]float64
 }
 
 // lend gives share of match's text score to id, reached by rel.

@@ -44,6 +44,9 @@ type indexer struct {
 	log   *slog.Logger
 	// indexed, when set, is told of every memory indexed anew.
 	indexed func(m *model.Memory)
+	// applied, when set, is told of each batch applied to the index:
+	// the memories indexed and the ids removed.
+	applied func(put []model.Memory, del []string)
 	wake    chan struct{} // new changes in storage
 	hurry   chan struct{} // a search waits for the index
 
@@ -213,6 +216,9 @@ func (ix *indexer) catchUp(ctx context.Context, whole bool) error {
 		}
 		if err := ix.index.Apply(put, del, last); err != nil {
 			return err
+		}
+		if ix.applied != nil {
+			ix.applied(put, del)
 		}
 		ix.setDone(last, nil)
 	}

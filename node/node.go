@@ -18,12 +18,14 @@ import (
 
 	"github.com/memmesh/memmesh/brief"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/embed"
 	"github.com/memmesh/memmesh/gitstale"
 	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/mesh"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/semantic"
 	"github.com/memmesh/memmesh/sessions"
 	"github.com/memmesh/memmesh/storage"
 	"github.com/memmesh/memmesh/symbols"
@@ -78,6 +80,10 @@ type Config struct {
 	// every namespace's working trees (CheckGit) each interval; checks
 	// asked for in the background (a post-commit hook) run either way.
 	GitCheckInterval time.Duration
+	// Embedder, when set, makes the vectors of search by meaning (package
+	// semantic), kept under the home's vectors folder; nil searches by
+	// words alone.
+	Embedder embed.Embedder
 	// Rand, when set, is where new memory and revision ids, the Automerge
 	// actor and the mesh's epochs come from instead of crypto/rand: a
 	// simulation seeds it so that a run replays. Production leaves it nil.
@@ -117,6 +123,7 @@ type Node struct {
 	life     lifecycle
 	dups     *duplicateLinker
 	sessions *sessions.Sessions
+	meaning  *semantic.Index // the vectors of search by meaning
 
 	factsMu sync.Mutex
 	facts   *graphFacts // the last graphFacts, nil until asked
@@ -221,7 +228,9 @@ func New(cfg Config) (*Node, error) {
 	n.git = gitstale.New(gitstale.Config{Home: cfg.Home, Store: store, Symbols: n.symbols, Namespace: NormalizeNamespace, Clock: clk, Logger: n.log})
 	n.sessions = sessions.New(cfg.Sessions, sessionsHost{n}, store, id.DeviceID, clk, n.log)
 	n.briefs = brief.New(brief.Config{Store: store, Host: briefHost{n}, Device: id.DeviceID, HalfLife: n.confidenceHalfLife(), Now: clk.Now, Logger: n.log})
+	n.meaning = semantic.New(semantic.Config{Dir: filepath.Join(cfg.Home, "vectors"), Embedder: cfg.Embedder, Source: semanticSource{n}, Clock: clk, Logger: n.log.With("component", "semantic")})
 	n.indexer = newIndexer(store, index, clk, log.With("component", "indexer"))
+	n.indexer.applied = n.embedChanged
 	n.indexer.indexed = func(m *model.Memory) {
 		n.life.changed(m)
 		n.dups.note(m)
@@ -271,6 +280,11 @@ func (n *Node) Start(ctx context.Context) error {
 	go func() {
 		defer n.wg.Done()
 		n.runExpunger(ctx)
+	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.meaning.Run(ctx)
 	}()
 	n.wg.Add(1)
 	go func() {
@@ -332,7 +346,7 @@ func (n *Node) Close() error {
 			n.cancel()
 		}
 		n.wg.Wait()
-		n.closeErr = errors.Join(err, n.index.Close(), n.store.Close())
+		n.closeErr = errors.Join(err, n.meaning.Close(), n.index.Close(), n.store.Close())
 	})
 	return n.closeErr
 }

@@ -830,6 +830,7 @@ func (n *Node) indexSearch(ctx context.Context, q search.Query) (search.Result, 
 	if err := n.indexer.waitFor(ctx, n.store.DurableSeq()); err != nil {
 		return search.Result{}, err
 	}
+	q.Near = n.near(ctx, q)
 	res, err := n.index.Search(ctx, q)
 	if errors.Is(err, search.ErrInvalidQuery) {
 		return search.Result{}, invalidQuery(err)
@@ -851,7 +852,7 @@ func (n *Node) hydrate(res search.Result, fusion map[string]*api.Fusion) (api.Se
 		} else if err != nil {
 			return api.SearchResult{}, err
 		}
-		out.Results = append(out.Results, api.SearchHit{Memory: n.view(m), Score: h.Score, Explain: h.Explain, Fusion: fusion[h.ID]})
+		out.Results = append(out.Results, api.SearchHit{Memory: n.view(m), Score: h.Score, Explain: h.Explain, Fusion: fusion[h.ID], Semantic: h.Semantic})
 	}
 	return out, nil
 }

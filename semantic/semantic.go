@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/embed"
 	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/vector"
@@ -41,16 +42,6 @@ type Config struct {
 	Source   Source
 	Clock    clock.Clock  // nil: the system's
 	Logger   *slog.Logger // nil: slog.Default()
-}
-
-// Status says how far the vectors are.
-type Status struct {
-	Provider string `json:"provider"` // off, builtin, ollama or openai
-	Model    string `json:"model,omitempty"`
-	Dims     int    `json:"dims,omitempty"`
-	Embedded int    `json:"embedded"` // memories whose vector is up to date
-	Total    int    `json:"total"`    // memories to embed
-	Error    string `json:"error,omitempty"`
 }
 
 const (
@@ -212,12 +203,12 @@ func (ix *Index) Reindex() error {
 }
 
 // Status says how far the vectors are.
-func (ix *Index) Status() Status {
+func (ix *Index) Status() api.EmbedStatus {
 	if ix.emb == nil {
-		return Status{Provider: "off"}
+		return api.EmbedStatus{Provider: "off"}
 	}
 	info := ix.emb.Info()
-	st := Status{Provider: info.Provider, Model: info.Model, Dims: info.Dims}
+	st := api.EmbedStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	st.Total = len(ix.known)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/embed"
 	"github.com/memmesh/memmesh/embed/model2vec"
 	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
@@ -222,7 +223,7 @@ func TestOffDoesNothing(t *testing.T) {
 	ix := New(Config{Dir: t.TempDir(), Source: &memories{}})
 	ix.Run(context.Background()) // returns at once
 	ix.Changed(map[string]string{"a": "text"}, nil)
-	if st := ix.Status(); st != (Status{Provider: "off"}) {
+	if st := ix.Status(); st != (api.EmbedStatus{Provider: "off"}) {
 		t.Errorf("status %+v", st)
 	}
 	if ix.Near(context.Background(), "text", 5) != nil {

@@ -342,6 +342,18 @@ func (c *Client) Doctor(ctx context.Context) (api.DoctorReport, error) {
 	return res, c.send(ctx, http.MethodGet, "/v1/doctor", nil, &res)
 }
 
+// EmbedStatus says how far the vectors of search by meaning are.
+func (c *Client) EmbedStatus(ctx context.Context) (api.EmbedStatus, error) {
+	var res api.EmbedStatus
+	return res, c.send(ctx, http.MethodGet, "/v1/embed/status", nil, &res)
+}
+
+// EmbedReindex makes the vectors of search by meaning again.
+func (c *Client) EmbedReindex(ctx context.Context) (api.EmbedStatus, error) {
+	var res api.EmbedStatus
+	return res, c.send(ctx, http.MethodPost, "/v1/embed/reindex", nil, &res)
+}
+
 // RunLifecycle runs a lifecycle pass now.
 func (c *Client) RunLifecycle(ctx context.Context) (api.LifecycleReport, error) {
 	var res api.LifecycleReport

@@ -30,6 +30,8 @@
 //	POST   /v1/symbols/index          index a tree now (api.SymbolsIndexRequest); JSON lines:
 //	                                  {"progress":...} while it runs, then {"report":...} or {"error","code"}
 //	GET    /v1/doctor                 cycles in acyclic relations, sync conflicts
+//	GET    /v1/embed/status           how far the vectors of search by meaning are (api.EmbedStatus)
+//	POST   /v1/embed/reindex          make the vectors again, in the background (api.EmbedStatus)
 //	POST   /v1/lifecycle              run a lifecycle pass now (api.LifecycleReport)
 //	POST   /v1/compact                clusters of stale memories to compact (api.CompactRequest)
 //	POST   /v1/compact/apply          replace memories with a summary (api.CompactApplyRequest)

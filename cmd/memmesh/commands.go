@@ -332,7 +332,10 @@ share. The best matches lend part of their score to the memories linked to
 them and to their neighbours in their session (--explain shows how;
 --no-graph turns it off). Matches come first; a memory that does not match
 and was pulled in through a link is listed under Related, with the link.
-Each result says when it is stale, superseded or contradicted. --budget
+With an embedder set ('memmesh embed --help'), memories near the query's
+meaning are fused with the matches of its words; one found by meaning
+alone says so. Each result says when it is stale, superseded or
+contradicted. --budget
 bounds the tokens of the answer (as JSON): long memories shrink to excerpts
 and the weakest results are left out.`,
 		Example: `  memmesh search "connection pool" postgres
@@ -407,6 +410,9 @@ func printSearch(w io.Writer, req api.SearchRequest, res api.SearchResult) {
 		fmt.Fprintf(w, "%d. %s  %s\n   %s · %s · score %.2f", i+1, h.ShortID, h.Title, h.Namespace, h.Kind, h.Score)
 		if h.Related != "" {
 			fmt.Fprintf(w, " · %s", h.Related)
+		}
+		if h.Semantic > 0 {
+			fmt.Fprintf(w, " · found by meaning (cosine %.2f)", h.Semantic)
 		}
 		fmt.Fprintln(w)
 		for _, l := range h.Labels {

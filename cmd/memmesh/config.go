@@ -56,6 +56,7 @@ type Config struct {
 	Mesh         MeshTuning     `toml:"mesh"`
 	Git          GitConfig      `toml:"git"`
 	UI           UIConfig       `toml:"ui"`
+	Embed        EmbedConfig    `toml:"embed"`
 }
 
 // GitConfig says how often the daemon checks memories against the git
@@ -221,7 +222,7 @@ func mergeConfigFile(cfg *Config, path string) error {
 		for i, k := range undecoded {
 			keys[i] = k.String()
 		}
-		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, http, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult, ui.enabled)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("config %s: unknown key %s (known: namespace, log_level, listen, advertise, http, name, min_free_space, search.recency_half_life, sessions.interval, sessions.off, sessions.roots, bridge.claude_code, bridge.interval, mesh.probe_interval, mesh.suspicion_mult, ui.enabled, embed.provider, embed.url, embed.model, embed.api_key_env)", path, strings.Join(keys, ", "))
 	}
 	return nil
 }
@@ -251,6 +252,9 @@ func (c Config) validate() error {
 		return err
 	}
 	if _, err := c.probeInterval(); err != nil {
+		return err
+	}
+	if err := c.Embed.check(); err != nil {
 		return err
 	}
 	if m := c.Mesh.SuspicionMult; m < 0 || m > maxSuspicionMult {

@@ -143,6 +143,9 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	if !mc.off {
 		ncfg.Mesh = &mc.Config
 	}
+	if ncfg.Embedder, err = cfg.Embed.embedder(home); err != nil {
+		return err
+	}
 	// The node stops in Close, once the API has drained, not when a signal
 	// arrives.
 	n, err := openNode(context.WithoutCancel(ctx), ncfg, mc.required, log)

@@ -114,7 +114,7 @@ sent to the terminal; JSON escapes them.`,
 		a.mcpCommand(), a.httpTokenCommand(), a.uiCommand(),
 		a.idCommand(), a.inviteCommand(), a.joinCommand(), a.devicesCommand(), a.revokeCommand(),
 		a.peersCommand(), a.meshStatusCommand(), a.nsCommand(),
-		a.linkCommand(), a.unlinkCommand(), a.invalidateCommand(), a.graphCommand(), a.impactCommand(), a.symbolsCommand(), a.doctorCommand(), a.mapCommand(), a.contextCommand(), a.staleCommand(), a.lifecycleCommand(), a.compactCommand(), a.analyzeCommand(), a.reflectCommand(), a.sessionsCommand(), a.hooksCommand(), a.bridgeCommand(),
+		a.linkCommand(), a.unlinkCommand(), a.invalidateCommand(), a.graphCommand(), a.impactCommand(), a.symbolsCommand(), a.doctorCommand(), a.mapCommand(), a.contextCommand(), a.staleCommand(), a.lifecycleCommand(), a.compactCommand(), a.analyzeCommand(), a.reflectCommand(), a.sessionsCommand(), a.hooksCommand(), a.bridgeCommand(), a.embedCommand(),
 		a.benchCommand(),
 	)
 	return root

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
+	"github.com/memmesh/memmesh/internal/testwait"
+)
+
+// topicModel writes a Model2Vec model whose words of one topic share an
+// axis: texts about one topic are near each other whatever their words.
+func topicModel(t *testing.T) string {
+	topics := [][]string{
+		{"postgres", "database", "driver", "pgx", "sql", "library"},
+		{"kafka", "queue", "message", "broker", "events", "topics"},
+		{"deploy", "release", "staging", "rollout", "ship"},
+	}
+	words := map[string][]float32{}
+	for axis, topic := range topics {
+		for i, w := range topic {
+			v := make([]float32, 4)
+			v[axis], v[3] = 1, float32(i)/20
+			words[w] = v
+		}
+	}
+	return m2vtest.Model(t, "topics", words)
+}
+
+// TestSearchByMeaning: a user installs a builtin model, turns search by
+// meaning on in config.toml, and finds by meaning what no word of the
+// query matches, while a home without it finds nothing.
+func TestSearchByMeaning(t *testing.T) {
+	home := newHome(t)
+	r := mm(t, home, "", "embed", "enable")
+	if r.code == 0 || !strings.Contains(r.stderr, "--from DIR") {
+		t.Fatalf("embed enable without --from: exit %d, stderr %q: want a usage error naming --from", r.code, r.stderr)
+	}
+	out := ok(t, home, "embed", "enable", "--from", topicModel(t), "--format", "human")
+	if !strings.Contains(out, `provider = "builtin"`) || !strings.Contains(out, `model = "topics"`) {
+		t.Fatalf("embed enable says:\n%s\nwant the lines to put in config.toml", out)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[embed]\nprovider = \"builtin\"\nmodel = \"topics\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var kafka captureOut
+	for _, text := range []string{"Use pgx, not lib/pq", "Ship to staging before every release"} {
+		ok(t, home, "capture", "--ns", "shop", text)
+	}
+	okJSON(t, home, &kafka, "capture", "--ns", "shop", "Order events go through Kafka")
+
+	var st api.EmbedStatus
+	testwait.Until(t, "every memory embedded", func() bool {
+		okJSON(t, home, &st, "embed", "status", "--format", "json")
+		return st.Total == 3 && st.Embedded == 3
+	})
+	if st.Provider != "builtin" || st.Model != "topics" || st.Dims != 4 || st.Error != "" {
+		t.Errorf("embed status: %+v", st)
+	}
+	if human := ok(t, home, "embed", "status", "--format", "human"); !strings.Contains(human, "3 of 3 memories embedded") {
+		t.Errorf("embed status says %q", human)
+	}
+
+	var res struct {
+		Results []struct {
+			ID       string  `json:"id"`
+			Semantic float64 `json:"semantic"`
+		} `json:"results"`
+	}
+	okJSON(t, home, &res, "search", "--ns", "shop", "message queue", "--format", "json")
+	if len(res.Results) == 0 || res.Results[0].ID != kafka.ID || res.Results[0].Semantic < 0.9 {
+		t.Fatalf("search by meaning for a message queue: %+v, want %s first with its cosine", res.Results, kafka.ID)
+	}
+	if human := ok(t, home, "search", "--ns", "shop", "message queue", "--format", "human"); !strings.Contains(human, "by meaning") {
+		t.Errorf("the human output does not say the result was found by meaning:\n%s", human)
+	}
+
+	// The same memories without an embedder: words alone find nothing.
+	plain := newHome(t)
+	for _, text := range []string{"Use pgx, not lib/pq", "Order events go through Kafka"} {
+		ok(t, plain, "capture", "--ns", "shop", text)
+	}
+	okJSON(t, plain, &res, "search", "--ns", "shop", "message queue", "--format", "json")
+	if len(res.Results) != 0 {
+		t.Errorf("words alone found %+v", res.Results)
+	}
+	if human := ok(t, plain, "embed", "status", "--format", "human"); !strings.Contains(human, "off") {
+		t.Errorf("embed status without an embedder says %q", human)
+	}
+}
+
+// TestEmbedConfigRefusesAKey: api_key_env takes a variable's name; a key
+// there is refused before anything starts, and the key is not echoed.
+func TestEmbedConfigRefusesAKey(t *testing.T) {
+	home := newHome(t)
+	key := "sk-proj-" + strings.Repeat("Ab3", 16)
+	config := fmt.Sprintf("[embed]\nprovider = \"openai\"\napi_key_env = %q\n", key)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := mm(t, home, "", "search", "anything")
+	if r.code == 0 || !strings.Contains(r.stderr, "api_key_env") || strings.Contains(r.stderr, key) {
+		t.Fatalf("a key in api_key_env: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,94 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/model"
+	"github.com/memmesh/memmesh/search"
+	"github.com/memmesh/memmesh/semantic"
+	"github.com/memmesh/memmesh/storage"
+)
+
+// semanticSource is the store as the vectors of search by meaning see it:
+// every memory not deleted, by the text it is embedded from.
+type semanticSource struct{ *Node }
+
+var _ semantic.Source = semanticSource{}
+
+func (s semanticSource) Each(ctx context.Context, fn func(id, text string) error) error {
+	return s.store.All(storage.KindMemory, func(rec storage.Record) error {
+		var m model.Memory
+		if err := json.Unmarshal(rec.Value, &m); err != nil {
+			return fmt.Errorf("decode memory %s: %w", rec.ID, err)
+		}
+		if m.Status == model.StatusDeleted {
+			return ctx.Err()
+		}
+		return fn(m.ID, semantic.TextOf(m.Title, m.Content))
+	})
+}
+
+func (s semanticSource) Text(id string) (string, bool, error) {
+	m, err := s.load(id)
+	if storageNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil || m.Status == model.StatusDeleted {
+		return "", false, err
+	}
+	return semantic.TextOf(m.Title, m.Content), true, nil
+}
+
+// embedChanged tells the vectors of the memories the indexer indexed
+// (put) and removed (del).
+func (n *Node) embedChanged(put []model.Memory, del []string) {
+	if !n.meaning.Enabled() || len(put)+len(del) == 0 {
+		return
+	}
+	texts := make(map[string]string, len(put))
+	for i := range put {
+		m := &put[i]
+		if m.Status == model.StatusDeleted {
+			del = append(del, m.ID)
+			continue
+		}
+		texts[m.ID] = semantic.TextOf(m.Title, m.Content)
+	}
+	n.meaning.Changed(texts, del)
+}
+
+// near returns the memories nearest the meaning of q's text, as the
+// search index takes them; none when search by meaning is off or not
+// ready.
+func (n *Node) near(ctx context.Context, q search.Query) []search.Near {
+	if !n.meaning.Enabled() || q.Text == "" {
+		return nil
+	}
+	hits := n.meaning.Near(ctx, q.Text, max(search.DefaultLimit, q.Limit)*nearPerResult)
+	near := make([]search.Near, len(hits))
+	for i, h := range hits {
+		near[i] = search.Near{ID: h.ID, Cosine: h.Cosine}
+	}
+	return near
+}
+
+// nearPerResult is how many memories by meaning a search takes per
+// result it returns: enough for those that the filters leave out.
+const nearPerResult = 5
+
+// EmbedStatus says how far the vectors of search by meaning are.
+func (n *Node) EmbedStatus(context.Context) (api.EmbedStatus, error) {
+	return n.meaning.Status(), nil
+}
+
+// EmbedReindex discards the vectors of search by meaning and makes them
+// again, in the background.
+func (n *Node) EmbedReindex(context.Context) (api.EmbedStatus, error) {
+	if err := n.meaning.Reindex(); err != nil {
+		return api.EmbedStatus{}, api.Invalidf("%v", err)
+	}
+	return n.meaning.Status(), nil
+}
