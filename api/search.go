@@ -39,10 +39,11 @@ type SearchHit struct {
 	Memory
 	Score   float64      `json:"score"`
 	Explain *Explanation `json:"explain,omitempty"` // the text score; nil for a memory found only through the graph
-	// Semantic is set on a memory found by meaning alone, not by the
-	// query's words: the cosine of its vector to the query's.
+	// Semantic is set on a memory near the query by meaning: the cosine
+	// of its vector to the query's. A memory found by meaning alone (no
+	// word of the query matched it) has it and no other reason.
 	Semantic float64 `json:"semantic,omitempty"`
-	Fusion  *Fusion      `json:"fusion,omitempty"`  // with Explain, when graph expansion took part
+	Fusion   *Fusion `json:"fusion,omitempty"` // with Explain, when graph expansion took part
 	// Related is set on a memory that does not match the query and was
 	// pulled in through a link to a match: why, e.g. "linked from m-… by
 	// depends_on". Related memories come after the matches and are not

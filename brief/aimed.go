@@ -13,14 +13,29 @@ import (
 
 // A memory matches a query well enough for an aimed brief when it holds
 // at least minMatchedTerms of the query's terms (all of them for a
-// shorter query) and a share minMatchedShare of them, and scores at least
-// minRelativeScore of the best match. Typo-tolerant matches never do.
+// shorter query) and a share minMatchedShare of them, or is near its
+// meaning (nearEnough), and scores at least minRelativeScore of the best
+// match. Typo-tolerant matches never do.
 const (
 	minMatchedTerms  = 2
 	minMatchedShare  = 0.2
 	minRelativeScore = 0.3
 	aimedCandidates  = 20 // search results an aimed brief considers
 )
+
+// A memory is near enough a query's meaning for an aimed brief when the
+// cosine of their vectors is at least minAimedCosine and at least
+// minAimedNearShare of the nearest result's: the nearest memories are
+// returned whatever their distance, and a brief holds nothing rather than
+// the least far.
+const (
+	minAimedCosine    = 0.5
+	minAimedNearShare = 0.8
+)
+
+func nearEnough(cosine, best float64) bool {
+	return cosine >= minAimedCosine && cosine >= minAimedNearShare*best
+}
 
 // aimQuery makes a search of a task's or prompt's text, which may be long
 // and hold quotes: its first search.MaxQueryWords words that are not
@@ -59,6 +74,10 @@ func (mk *Maker) queryCandidates(ctx context.Context, ns, query string) ([]candi
 	need := min(minMatchedTerms, len(want))
 	need = max(need, int(math.Ceil(minMatchedShare*float64(len(want)))))
 	top := res.Results[0].Score
+	bestNear := 0.0
+	for _, h := range res.Results {
+		bestNear = max(bestNear, h.Semantic)
+	}
 	var out []candidate
 	for i := range res.Results {
 		h := &res.Results[i]
@@ -72,7 +91,7 @@ func (mk *Maker) queryCandidates(ctx context.Context, ns, query string) ([]candi
 				matched++
 			}
 		}
-		if matched < need {
+		if matched < need && !nearEnough(h.Semantic, bestNear) {
 			continue
 		}
 		out = append(out, candidate{id: h.Memory.Memory.ID, score: h.Score, key: -h.Score, section: api.SectionMatches})

@@ -12,25 +12,6 @@ import (
 	"github.com/memmesh/memmesh/internal/testwait"
 )
 
-// topicModel writes a Model2Vec model whose words of one topic share an
-// axis: texts about one topic are near each other whatever their words.
-func topicModel(t *testing.T) string {
-	topics := [][]string{
-		{"postgres", "database", "driver", "pgx", "sql", "library"},
-		{"kafka", "queue", "message", "broker", "events", "topics"},
-		{"deploy", "release", "staging", "rollout", "ship"},
-	}
-	words := map[string][]float32{}
-	for axis, topic := range topics {
-		for i, w := range topic {
-			v := make([]float32, 4)
-			v[axis], v[3] = 1, float32(i)/20
-			words[w] = v
-		}
-	}
-	return m2vtest.Model(t, "topics", words)
-}
-
 // TestSearchByMeaning: a user installs a builtin model, turns search by
 // meaning on in config.toml, and finds by meaning what no word of the
 // query matches, while a home without it finds nothing.
@@ -40,7 +21,7 @@ func TestSearchByMeaning(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "--from DIR") {
 		t.Fatalf("embed enable without --from: exit %d, stderr %q: want a usage error naming --from", r.code, r.stderr)
 	}
-	out := ok(t, home, "embed", "enable", "--from", topicModel(t), "--format", "human")
+	out := ok(t, home, "embed", "enable", "--from", m2vtest.TopicModel(t, "topics"), "--format", "human")
 	if !strings.Contains(out, `provider = "builtin"`) || !strings.Contains(out, `model = "topics"`) {
 		t.Fatalf("embed enable says:\n%s\nwant the lines to put in config.toml", out)
 	}

@@ -65,10 +65,13 @@ func (ix *Index) withMeaning(ctx context.Context, p *plan, res Result, near []Ne
 	added := uint64(0)
 	for i, h := range byMeaning {
 		fused[h.ID] += wMeaning / float64(rrfK+i+1)
-		if _, ok := hit[h.ID]; !ok {
-			hit[h.ID] = h
-			added++
+		if words, ok := hit[h.ID]; ok {
+			words.Semantic = h.Semantic
+			hit[h.ID] = words
+			continue
 		}
+		hit[h.ID] = h
+		added++
 	}
 	// Scores keep the scale of the words' (the graph expansion lends a
 	// share of a match's score to its links): a memory first among the
@@ -92,9 +95,8 @@ func (ix *Index) withMeaning(ctx context.Context, p *plan, res Result, near []Ne
 }
 
 // rankNear returns the memories of near that pass p's filters, scored by
-// their cosine times the multipliers of the matches of words, best first.
-// Semantic is set on each: the fusion keeps it only for those the words
-// did not find.
+// their cosine times the multipliers of the matches of words, best first,
+// each with its cosine as Semantic.
 func (ix *Index) rankNear(ctx context.Context, p *plan, near []Near) ([]Hit, error) {
 	cosine := make(map[string]float64, len(near))
 	ids := make([]string, 0, len(near))

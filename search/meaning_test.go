@@ -41,9 +41,13 @@ func TestMeaningFindsWhatTheWordsMiss(t *testing.T) {
 			if h.Semantic != 0.8 || h.Explain == nil || h.Explain.Match != MatchMeaning || h.Explain.Semantic != 0.8 || h.Explain.BM25 != 0 {
 				t.Errorf("kafka, found by meaning alone: semantic %v, explain %+v", h.Semantic, h.Explain)
 			}
-		case "other": // "message" is a word of the query
+		case "other": // "message" is a word of the query, and it is not near
 			if h.Semantic != 0 || h.Explain.Match != MatchTerms {
 				t.Errorf("a match of the words says it was found by meaning: %+v", h)
+			}
+		case "pgx": // near, far down
+			if h.Semantic != 0.1 {
+				t.Errorf("pgx's cosine: %v", h.Semantic)
 			}
 		}
 	}

@@ -107,8 +107,9 @@ type Hit struct {
 	Score   float64
 	Session string // the session that wrote the memory, if any
 	Asks    bool   // the memory asks a question: what follows it in its session may answer
-	// Semantic is the cosine of a memory found by meaning alone (the
-	// words did not find it); 0 otherwise.
+	// Semantic is the cosine of a memory near the query by meaning
+	// (Query.Near); 0 for one that is not. Explain's match says whether
+	// the words found it too.
 	Semantic float64
 	Explain  *api.Explanation // when Query.Explain
 }

@@ -19,27 +19,10 @@ import (
 	"github.com/memmesh/memmesh/internal/testwait"
 )
 
-// topics: each word of a topic has a vector along the topic's axis, so
-// that texts about one topic are near each other whatever their words.
-var topics = [][]string{
-	{"postgres", "database", "driver", "pgx", "sql", "library"},
-	{"kafka", "queue", "message", "broker", "events", "topics"},
-	{"deploy", "release", "staging", "rollout", "ship"},
-}
-
-// tinyModel writes a model of the topics' words, dims 4, and loads it.
+// tinyModel loads m2vtest's topic model under name.
 func tinyModel(t *testing.T, name string) *model2vec.Model {
 	t.Helper()
-	words := map[string][]float32{}
-	for axis, topic := range topics {
-		for i, w := range topic {
-			v := make([]float32, 4)
-			v[axis] = 1
-			v[3] = float32(i) / 20 // a little apart within the topic
-			words[w] = v
-		}
-	}
-	m, err := model2vec.Load(m2vtest.Model(t, name, words))
+	m, err := model2vec.Load(m2vtest.TopicModel(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -333,8 +333,8 @@ them and to their neighbours in their session (--explain shows how;
 --no-graph turns it off). Matches come first; a memory that does not match
 and was pulled in through a link is listed under Related, with the link.
 With an embedder set ('memmesh embed --help'), memories near the query's
-meaning are fused with the matches of its words; one found by meaning
-alone says so. Each result says when it is stale, superseded or
+meaning are fused with the matches of its words, and say how near they
+are. Each result says when it is stale, superseded or
 contradicted. --budget
 bounds the tokens of the answer (as JSON): long memories shrink to excerpts
 and the weakest results are left out.`,
@@ -412,7 +412,7 @@ func printSearch(w io.Writer, req api.SearchRequest, res api.SearchResult) {
 			fmt.Fprintf(w, " · %s", h.Related)
 		}
 		if h.Semantic > 0 {
-			fmt.Fprintf(w, " · found by meaning (cosine %.2f)", h.Semantic)
+			fmt.Fprintf(w, " · near by meaning (cosine %.2f)", h.Semantic)
 		}
 		fmt.Fprintln(w)
 		for _, l := range h.Labels {

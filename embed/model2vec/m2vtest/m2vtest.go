@@ -148,3 +148,28 @@ func Model(tb testing.TB, name string, words map[string][]float32) string {
 		Tensors:   Safetensors(tb, F32("embeddings", []int{len(vocab), dims}, rows...)),
 	}.Write(tb, name)
 }
+
+// Topics are the word lists of TopicModel: the words of one topic share
+// an axis.
+var Topics = [][]string{
+	{"postgres", "database", "driver", "pgx", "sql", "library"},
+	{"kafka", "queue", "message", "broker", "events", "topics"},
+	{"deploy", "release", "staging", "rollout", "ship"},
+}
+
+// TopicModel writes a model named name whose words of one of Topics have
+// a vector along that topic's axis (a little apart within it): texts
+// about one topic are near each other whatever their words, and far from
+// the others'. Its dims are len(Topics)+1.
+func TopicModel(tb testing.TB, name string) string {
+	tb.Helper()
+	words := map[string][]float32{}
+	for axis, topic := range Topics {
+		for i, w := range topic {
+			v := make([]float32, len(Topics)+1)
+			v[axis], v[len(Topics)] = 1, float32(i)/20
+			words[w] = v
+		}
+	}
+	return Model(tb, name, words)
+}

@@ -1,0 +1,82 @@
+package node
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/embed/model2vec"
+	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
+)
+
+// meaningNode is a node with the topic model as its embedder, holding a
+// memory of each topic in namespace shop, once their vectors are made.
+func meaningNode(t *testing.T) (n *Node, ids map[string]string) {
+	t.Helper()
+	model, err := model2vec.Load(m2vtest.TopicModel(t, "topics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = startNode(t, Config{Home: t.TempDir(), Logger: testLogger(t), Embedder: model})
+	ids = map[string]string{}
+	for key, text := range map[string]string{
+		"pgx":    "Use pgx, not lib/pq",
+		"kafka":  "Order events go through Kafka",
+		"deploy": "Ship to staging before every release",
+	} {
+		ids[key] = remember(t, n, api.RememberRequest{Namespace: "shop", Content: text}).ID
+	}
+	waitEmbedded(t, n, 3)
+	return n, ids
+}
+
+func waitEmbedded(t *testing.T, n *Node, total int) {
+	t.Helper()
+	waitUntil(t, "the memories' vectors made", func() bool {
+		st, _ := n.EmbedStatus(context.Background())
+		return st.Total == total && st.Embedded == total
+	})
+}
+
+// TestSearchAndBriefByMeaning: with an embedder, search and an aimed
+// brief find the memory a query means though it shares no word with it.
+func TestSearchAndBriefByMeaning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n, ids := meaningNode(t)
+	res, err := n.Search(ctx, api.SearchRequest{Namespace: "shop", Query: "message queue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) == 0 || res.Results[0].ID != ids["kafka"] || res.Results[0].Semantic < 0.9 {
+		t.Fatalf("search for a message queue: %+v, want the Kafka memory first, found by meaning", res.Results)
+	}
+	b, err := n.Context(ctx, api.ContextRequest{Namespace: "shop", Query: "which database library should the reports service use"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(b.Matches, func(it api.BriefItem) bool { return it.ID == ids["pgx"] }) {
+		t.Fatalf("the brief aimed at a database library holds %+v, want the pgx memory", b.Matches)
+	}
+	if slices.ContainsFunc(b.Matches, func(it api.BriefItem) bool { return it.ID == ids["deploy"] }) {
+		t.Errorf("the brief aimed at a database library holds the deploy memory: %+v", b.Matches)
+	}
+}
+
+// TestPurgeErasesTheVector: a purged memory's vector is deleted, and the
+// memory is no longer found by meaning.
+func TestPurgeErasesTheVector(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n, ids := meaningNode(t)
+	if _, err := n.Purge(ctx, ids["kafka"]); err != nil {
+		t.Fatal(err)
+	}
+	waitEmbedded(t, n, 2)
+	for _, h := range n.meaning.Near(ctx, "message queue", 10) {
+		if h.ID == ids["kafka"] {
+			t.Fatalf("the purged memory is still near a message queue")
+		}
+	}
+}
