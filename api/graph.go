@@ -63,7 +63,7 @@ type TraverseResult struct {
 var KnownRelations = []string{
 	"related_to", "supersedes", "contradicts", "depends_on", "specializes", "part_of",
 	"alternative_to", "builds_on", "caused_by", "led_to", "learned_in", "touches",
-	"calls", "imports", "inherits", "defined_in",
+	"calls", "imports", "inherits", "defined_in", "similar_to",
 }
 
 // AcyclicRelations may not form a cycle: each orders its endpoints (in

@@ -131,16 +131,18 @@ func (n *Node) linkCopiesOf(ids []string) error {
 	})
 	first := DisplayID(copies[0].ID)
 	for _, c := range copies[1:] {
-		if err := n.linkCopy(DisplayID(c.ID), first); err != nil {
+		if err := n.linkOnce(DisplayID(c.ID), relatedTo, first, 1, dupNotes); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// linkCopy makes the auto-link from one copy of a text to the first.
-func (n *Node) linkCopy(from, to string) error {
-	id := crdt.EdgeID(from, "related_to", to)
+// linkOnce makes an auto-link by rel from memory from to memory to
+// (display ids), unless that edge is there or was removed: a link someone
+// removed is not made again.
+func (n *Node) linkOnce(from, rel, to string, strength float64, notes string) error {
+	id := crdt.EdgeID(from, rel, to)
 	unlock, err := n.lockEdge(id, from, to)
 	if err != nil {
 		return err
@@ -149,7 +151,7 @@ func (n *Node) linkCopy(from, to string) error {
 	if _, err := n.store.GetDoc(storage.KindEdge, id); !errors.Is(err, storage.ErrNotFound) {
 		return err // there already, or removed by someone: nil; or a read error
 	}
-	rec, err := n.autoLink(from, to, 1, dupNotes, n.now().UTC())
+	rec, err := n.autoLink(from, rel, to, strength, notes, n.now().UTC())
 	if err != nil {
 		return err
 	}

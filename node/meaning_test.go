@@ -80,3 +80,42 @@ func TestPurgeErasesTheVector(t *testing.T) {
 		}
 	}
 }
+
+// TestRewordedCopiesLinked: a memory that says what another of its
+// namespace says, in other words, is linked similar_to it, from the newer
+// to the older; one of another namespace or topic is not, and a link
+// someone removed is not made again.
+func TestRewordedCopiesLinked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n, ids := meaningNode(t)
+	reworded := remember(t, n, api.RememberRequest{Namespace: "shop", Content: "Kafka topics carry the order events"}).ID
+	elsewhere := remember(t, n, api.RememberRequest{Namespace: "blog", Content: "Events go to a Kafka broker"}).ID
+	var edges []api.Edge
+	waitUntil(t, "the reworded copy linked", func() bool {
+		var err error
+		edges, err = n.Edges(ctx, api.EdgesRequest{Endpoints: []string{reworded}})
+		return err == nil && len(edges) > 0
+	})
+	waitEmbedded(t, n, 5)
+	edges, err := n.Edges(ctx, api.EdgesRequest{Endpoints: []string{reworded, elsewhere, ids["pgx"], ids["deploy"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(edges) != 1 || edges[0].From != reworded || edges[0].Rel != "similar_to" || edges[0].To != ids["kafka"] || edges[0].Origin != api.OriginAutoLink {
+		t.Fatalf("edges %+v: want one auto-link similar_to from %s to %s", edges, reworded, ids["kafka"])
+	}
+	if _, err := n.Unlink(ctx, reworded, "similar_to", ids["kafka"]); err != nil {
+		t.Fatal(err)
+	}
+	vecs, err := n.cfg.Embedder.Embed(ctx, []string{"Kafka topics carry the order events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.linkSimilarTo(reworded, vecs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if edges, err = n.Edges(ctx, api.EdgesRequest{Endpoints: []string{reworded}}); err != nil || len(edges) != 0 {
+		t.Fatalf("after the link was removed, linking again made %+v (%v)", edges, err)
+	}
+}

@@ -228,7 +228,7 @@ func New(cfg Config) (*Node, error) {
 	n.git = gitstale.New(gitstale.Config{Home: cfg.Home, Store: store, Symbols: n.symbols, Namespace: NormalizeNamespace, Clock: clk, Logger: n.log})
 	n.sessions = sessions.New(cfg.Sessions, sessionsHost{n}, store, id.DeviceID, clk, n.log)
 	n.briefs = brief.New(brief.Config{Store: store, Host: briefHost{n}, Device: id.DeviceID, HalfLife: n.confidenceHalfLife(), Now: clk.Now, Logger: n.log})
-	n.meaning = semantic.New(semantic.Config{Dir: filepath.Join(cfg.Home, "vectors"), Embedder: cfg.Embedder, Source: semanticSource{n}, Clock: clk, Logger: log.With("component", "semantic")})
+	n.meaning = semantic.New(semantic.Config{Dir: filepath.Join(cfg.Home, "vectors"), Embedder: cfg.Embedder, Source: semanticSource{n}, Embedded: n.linkSimilar, Clock: clk, Logger: log.With("component", "semantic")})
 	n.indexer = newIndexer(store, index, clk, log.With("component", "indexer"))
 	n.indexer.applied = n.embedChanged
 	n.indexer.indexed = func(m *model.Memory) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"cmp"
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/search"
@@ -91,4 +92,62 @@ func (n *Node) EmbedReindex(context.Context) (api.EmbedStatus, error) {
 		return api.EmbedStatus{}, api.Invalidf("%v", err)
 	}
 	return n.meaning.Status(), nil
+}
+
+// similarCosine is the cosine at which a memory just written is linked
+// similar_to a live memory of its namespace that says the same in other
+// words, from the newer to the older; maxSimilar bounds the links one
+// memory gets.
+const (
+	similarCosine = 0.9
+	maxSimilar    = 3
+)
+
+// linkSimilar links each memory just embedded (ids, with their vectors)
+// to the memories of its namespace nearest its meaning. Errors are
+// logged: the links are a help, and the next write tries again.
+func (n *Node) linkSimilar(ids []string, vecs [][]float32) {
+	for i, id := range ids {
+		if err := n.linkSimilarTo(id, vecs[i]); err != nil {
+			n.log.Warn("link memories similar by meaning", "memory", DisplayID(id), "err", err)
+		}
+	}
+}
+
+func (n *Node) linkSimilarTo(id string, vec []float32) error {
+	m, err := n.load(id)
+	if storageNotFound(err) {
+		return nil
+	}
+	if err != nil || !live(&m, n.now()) {
+		return err
+	}
+	linked := 0
+	for _, h := range n.meaning.NearVector(vec, maxSimilar+1) {
+		if linked == maxSimilar || h.Cosine < similarCosine {
+			break
+		}
+		if h.ID == id {
+			continue
+		}
+		other, err := n.load(h.ID)
+		if storageNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if other.Namespace != m.Namespace || !live(&other, n.now()) {
+			continue
+		}
+		newer, older := &m, &other
+		if cmp.Or(m.Provenance.CreatedAt.Compare(other.Provenance.CreatedAt), cmp.Compare(m.ID, other.ID)) < 0 {
+			newer, older = older, newer
+		}
+		if err := n.linkOnce(DisplayID(newer.ID), similarTo, DisplayID(older.ID), roundTo(h.Cosine, 2), fmt.Sprintf("the same in other words (cosine %.2f)", h.Cosine)); err != nil {
+			return err
+		}
+		linked++
+	}
+	return nil
 }

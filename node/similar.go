@@ -158,7 +158,7 @@ func (n *Node) autoLinks(m *model.Memory, similar []api.Similar) ([]storage.Reco
 		if s.Similarity < autoLinkThreshold {
 			continue
 		}
-		rec, err := n.autoLink(from, s.ID, s.Similarity, fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity), m.Provenance.CreatedAt)
+		rec, err := n.autoLink(from, relatedTo, s.ID, s.Similarity, fmt.Sprintf("near duplicate (word similarity %.2f)", s.Similarity), m.Provenance.CreatedAt)
 		if err != nil {
 			return nil, err
 		}
@@ -167,11 +167,17 @@ func (n *Node) autoLinks(m *model.Memory, similar []api.Similar) ([]storage.Reco
 	return recs, nil
 }
 
-// autoLink is the record of a new auto-link from memory from to memory to
-// (display ids), made at time at.
-func (n *Node) autoLink(from, to string, strength float64, notes string, at time.Time) (storage.Record, error) {
+// The relations of auto-links.
+const (
+	relatedTo = "related_to" // copies of one text, and near duplicates by their words
+	similarTo = "similar_to" // the same said in other words, by meaning
+)
+
+// autoLink is the record of a new auto-link by rel from memory from to
+// memory to (display ids), made at time at.
+func (n *Node) autoLink(from, rel, to string, strength float64, notes string, at time.Time) (storage.Record, error) {
 	rec, _, err := newEdgeRecord(n.actor, &model.Edge{
-		ID: crdt.EdgeID(from, "related_to", to), From: from, Rel: "related_to", To: to,
+		ID: crdt.EdgeID(from, rel, to), From: from, Rel: rel, To: to,
 		Strength: strength, Origin: api.OriginAutoLink, Notes: notes, CreatedAt: at, UpdatedAt: at,
 	})
 	if err != nil {

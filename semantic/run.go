@@ -217,8 +217,11 @@ func (ix *Index) putBack(batch map[string]string) {
 func (ix *Index) embedBatch(ctx context.Context, set *vector.Set, batch map[string]string) error {
 	ids := make([]string, 0, len(batch))
 	texts := make([]string, 0, len(batch))
+	var fresh []int // of ids: those Changed reported
 	for id, text := range batch {
-		if text == "" {
+		if text != "" {
+			fresh = append(fresh, len(ids))
+		} else {
 			t, ok, err := ix.cfg.Source.Text(id)
 			if err != nil {
 				return fmt.Errorf("semantic: read %s: %w", id, err)
@@ -259,6 +262,14 @@ func (ix *Index) embedBatch(ctx context.Context, set *vector.Set, batch map[stri
 			return nil
 		}
 		return fmt.Errorf("semantic: %w", err)
+	}
+	if ix.cfg.Embedded != nil && len(fresh) > 0 {
+		freshIDs := make([]string, len(fresh))
+		freshVecs := make([][]float32, len(fresh))
+		for i, at := range fresh {
+			freshIDs[i], freshVecs[i] = ids[at], vecs[at]
+		}
+		ix.cfg.Embedded(freshIDs, freshVecs)
 	}
 	return nil
 }

@@ -42,6 +42,10 @@ type Config struct {
 	Source   Source
 	Clock    clock.Clock  // nil: the system's
 	Logger   *slog.Logger // nil: slog.Default()
+	// Embedded, when set, is told of the vectors made for memories that
+	// Changed reported (not those a start or a reindex makes again), in
+	// the goroutine of Run.
+	Embedded func(ids []string, vecs [][]float32)
 }
 
 const (
@@ -247,7 +251,22 @@ func (ix *Index) Near(ctx context.Context, text string, k int) []Hit {
 		}
 		return nil
 	}
-	hits, err := set.Search(vecs[0], min(max(k, 1), vector.MaxK))
+	return ix.nearVector(set, vecs[0], k)
+}
+
+// NearVector returns the memories nearest vec, at most k, best first.
+func (ix *Index) NearVector(vec []float32, k int) []Hit {
+	ix.mu.Lock()
+	set := ix.set
+	ix.mu.Unlock()
+	if set == nil {
+		return nil
+	}
+	return ix.nearVector(set, vec, k)
+}
+
+func (ix *Index) nearVector(set *vector.Set, vec []float32, k int) []Hit {
+	hits, err := set.Search(vec, min(max(k, 1), vector.MaxK))
 	if err != nil {
 		ix.log.Warn("search by meaning", "err", err)
 		return nil
