@@ -135,6 +135,10 @@ type EmbedStatus struct {
 	Dims     int    `json:"dims,omitempty"`
 	Embedded int    `json:"embedded"` // memories whose vector is up to date
 	Total    int    `json:"total"`    // memories to embed
+	// Scanning is set while the memories are read to find those without
+	// an up-to-date vector (at start, after a reindex): Total is not
+	// known until then.
+	Scanning bool `json:"scanning,omitempty"`
 	// Error is the embedder's last failure, cleared by its next success;
 	// meanwhile search goes on by words alone.
 	Error string `json:"error,omitempty"`

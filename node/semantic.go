@@ -80,8 +80,15 @@ func (n *Node) near(ctx context.Context, q search.Query) []search.Near {
 // result it returns: enough for those that the filters leave out.
 const nearPerResult = 5
 
-// EmbedStatus says how far the vectors of search by meaning are.
-func (n *Node) EmbedStatus(context.Context) (api.EmbedStatus, error) {
+// EmbedStatus says how far the vectors of search by meaning are. It
+// counts every write acknowledged before it was asked, as a search sees
+// them (the indexer hands the memories over).
+func (n *Node) EmbedStatus(ctx context.Context) (api.EmbedStatus, error) {
+	if n.meaning.Enabled() {
+		if err := n.indexer.waitFor(ctx, n.store.DurableSeq()); err != nil {
+			return api.EmbedStatus{}, err
+		}
+	}
 	return n.meaning.Status(), nil
 }
 

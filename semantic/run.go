@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -251,9 +252,26 @@ func (ix *Index) embedBatch(ctx context.Context, set *vector.Set, batch map[stri
 	if len(vecs) != len(texts) {
 		return fmt.Errorf("%w: %d vectors for %d texts", embed.ErrDims, len(vecs), len(texts))
 	}
-	items := make([]vector.Item, len(ids))
+	items := make([]vector.Item, 0, len(ids))
+	var empty []string
 	for i, id := range ids {
-		items[i] = vector.Item{ID: id, Sum: sum(texts[i]), Vec: vecs[i]}
+		if !usable(vecs[i]) {
+			empty = append(empty, id)
+			continue
+		}
+		items = append(items, vector.Item{ID: id, Sum: sum(texts[i]), Vec: vecs[i]})
+	}
+	if len(empty) > 0 {
+		// A text of no word the model knows has no direction: it is
+		// left to the words, and no longer counted.
+		ix.mu.Lock()
+		for _, id := range empty {
+			delete(ix.known, id)
+		}
+		ix.mu.Unlock()
+	}
+	if len(items) == 0 {
+		return nil
 	}
 	if err := set.Put(items); err != nil {
 		if errors.Is(err, vector.ErrBadVector) {
@@ -264,12 +282,28 @@ func (ix *Index) embedBatch(ctx context.Context, set *vector.Set, batch map[stri
 		return fmt.Errorf("semantic: %w", err)
 	}
 	if ix.cfg.Embedded != nil && len(fresh) > 0 {
-		freshIDs := make([]string, len(fresh))
-		freshVecs := make([][]float32, len(fresh))
-		for i, at := range fresh {
-			freshIDs[i], freshVecs[i] = ids[at], vecs[at]
+		var freshIDs []string
+		var freshVecs [][]float32
+		for _, at := range fresh {
+			if usable(vecs[at]) {
+				freshIDs, freshVecs = append(freshIDs, ids[at]), append(freshVecs, vecs[at])
+			}
 		}
-		ix.cfg.Embedded(freshIDs, freshVecs)
+		if len(freshIDs) > 0 {
+			ix.cfg.Embedded(freshIDs, freshVecs)
+		}
 	}
 	return nil
+}
+
+// usable reports whether v can be stored: finite and not all zero.
+func usable(v []float32) bool {
+	nonzero := false
+	for _, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return false
+		}
+		nonzero = nonzero || x != 0
+	}
+	return nonzero
 }

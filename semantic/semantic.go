@@ -215,7 +215,7 @@ func (ix *Index) Status() api.EmbedStatus {
 	st := api.EmbedStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	st.Total = len(ix.known)
+	st.Total, st.Scanning = len(ix.known), ix.rescan
 	if ix.set != nil {
 		for id, s := range ix.known {
 			if have, ok := ix.set.Sum(id); ok && have == s {

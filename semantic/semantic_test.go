@@ -216,3 +216,15 @@ func TestOffDoesNothing(t *testing.T) {
 		t.Error("reindex without an embedder")
 	}
 }
+
+// TestTextsWithoutMeaningAreLeftToWords: a text of no word the model
+// knows has no vector; it leaves the count, and the others of its batch
+// are embedded.
+func TestTextsWithoutMeaningAreLeftToWords(t *testing.T) {
+	src := &memories{texts: map[string]string{"a": "pgx driver", "b": "ha, dogs will be dogs", "c": "kafka queue"}}
+	ix := startIndex(t, Config{Dir: t.TempDir(), Embedder: tinyModel(t, "topics"), Source: src})
+	waitEmbedded(t, ix, 2)
+	if got := nearIDs(ix, "message broker"); len(got) != 2 || got[0] != "c" {
+		t.Fatalf("near a message broker: %v", got)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/memmesh/memmesh/cmd/memmesh-bench/internal/bench"
 	"github.com/memmesh/memmesh/internal/inert"
+	"path/filepath"
 )
 
 func (a *app) rootCommand() *cobra.Command {
@@ -149,15 +150,32 @@ first k results, averaged over questions; MRR is that of the first evidence
 turn in the top 10.
 
 With --baseline, the reference script (locomo_fts5_baseline.py, SQLite FTS5
-BM25) runs on the same files with python3 and its figures are shown beside.`,
+BM25) runs on the same files with python3 and its figures are shown beside.
+With --embed, the protocol runs a second time on a node that also searches
+by meaning, and both are shown (each conversation's questions wait until
+its memories have their vectors).`,
 		Example: `  memmesh bench locomo --data ../bench/locomo --baseline ../bench/locomo_fts5_baseline.py
-  memmesh bench locomo --data ./locomo --json`,
+  memmesh bench locomo --data ./locomo --json
+  memmesh bench locomo --data ./locomo --embed builtin --embed-model ./potion-base-8M
+  memmesh bench locomo --data ./locomo --embed ollama --embed-model nomic-embed-text`,
 		Args: noArgs,
 		RunE: benchRunE(a, &opts, bench.Locomo),
 	}
 	cmd.Flags().StringVar(&opts.Data, "data", "", "folder of LoCoMo conversations (conv-*.json)")
 	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "reference script to run on the same files (python3)")
 	cmd.Flags().BoolVar(&opts.NoGraph, "no-graph", false, "search by text alone, as 'memmesh search --no-graph' does")
+	var model string
+	cmd.Flags().StringVar(&opts.Embed.Provider, "embed", "", "also search by meaning with this provider: builtin, ollama or openai")
+	cmd.Flags().StringVar(&model, "embed-model", "", "the provider's model; for builtin, the model's folder")
+	cmd.Flags().StringVar(&opts.Embed.URL, "embed-url", "", "the provider's URL (ollama's root, or an OpenAI-compatible base URL ending in /v1)")
+	cmd.Flags().StringVar(&opts.Embed.APIKeyEnv, "embed-key-env", "", "openai: the environment variable holding the API key")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		opts.Embed.Model = model
+		if opts.Embed.Provider == "builtin" && model != "" {
+			opts.EmbedModels, opts.Embed.Model = filepath.Dir(model), filepath.Base(model)
+		}
+		return nil
+	}
 	return cmd
 }
 

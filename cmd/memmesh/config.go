@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/embed/embedconf"
 	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/internal/projmap"
 	"github.com/memmesh/memmesh/node"
@@ -48,15 +49,15 @@ type Config struct {
 	// MinFreeSpace is the free disk space the daemon keeps on the home's
 	// disk, e.g. "512MiB" or "1GB" ("" means 256 MiB): writes that would
 	// leave less are refused with a disk-full error.
-	MinFreeSpace string         `toml:"min_free_space"`
-	Search       SearchConfig   `toml:"search"`
-	Sessions     SessionsConfig `toml:"sessions"`
-	Symbols      SymbolsConfig  `toml:"symbols"`
-	Bridge       BridgeConfig   `toml:"bridge"`
-	Mesh         MeshTuning     `toml:"mesh"`
-	Git          GitConfig      `toml:"git"`
-	UI           UIConfig       `toml:"ui"`
-	Embed        EmbedConfig    `toml:"embed"`
+	MinFreeSpace string           `toml:"min_free_space"`
+	Search       SearchConfig     `toml:"search"`
+	Sessions     SessionsConfig   `toml:"sessions"`
+	Symbols      SymbolsConfig    `toml:"symbols"`
+	Bridge       BridgeConfig     `toml:"bridge"`
+	Mesh         MeshTuning       `toml:"mesh"`
+	Git          GitConfig        `toml:"git"`
+	UI           UIConfig         `toml:"ui"`
+	Embed        embedconf.Config `toml:"embed"`
 }
 
 // GitConfig says how often the daemon checks memories against the git
@@ -254,8 +255,8 @@ func (c Config) validate() error {
 	if _, err := c.probeInterval(); err != nil {
 		return err
 	}
-	if err := c.Embed.check(); err != nil {
-		return err
+	if err := c.Embed.Check(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	if m := c.Mesh.SuspicionMult; m < 0 || m > maxSuspicionMult {
 		return fmt.Errorf("config: mesh.suspicion_mult %d: use 1 to %d (0: the default, 3)", m, maxSuspicionMult)

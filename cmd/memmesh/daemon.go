@@ -143,8 +143,8 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	if !mc.off {
 		ncfg.Mesh = &mc.Config
 	}
-	if ncfg.Embedder, err = cfg.Embed.embedder(home); err != nil {
-		return err
+	if ncfg.Embedder, err = cfg.Embed.New(filepath.Join(home, modelsDir)); err != nil {
+		return fmt.Errorf("embed: %w", err)
 	}
 	// The node stops in Close, once the API has drained, not when a signal
 	// arrives.

@@ -1,106 +1,20 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memmesh/memmesh/api"
-	"github.com/memmesh/memmesh/embed"
+	"github.com/memmesh/memmesh/embed/embedconf"
 	"github.com/memmesh/memmesh/embed/model2vec"
 	"github.com/memmesh/memmesh/web"
 )
-
-// EmbedConfig chooses the embedder of search by meaning ([embed] in
-// config.toml).
-type EmbedConfig struct {
-	// Provider is off (the default), builtin, ollama or openai.
-	Provider string `toml:"provider"`
-	// URL is the server's: Ollama's root, or an OpenAI-compatible base
-	// URL ending in /v1.
-	URL string `toml:"url"`
-	// Model is the provider's model; for builtin, the name of a model
-	// installed with 'memmesh embed enable'.
-	Model string `toml:"model"`
-	// APIKeyEnv names the environment variable that holds the API key
-	// (openai only); never the key itself.
-	APIKeyEnv string `toml:"api_key_env"`
-}
-
-// Defaults of [embed].
-const (
-	defaultBuiltinModel = "potion-base-8M"
-	defaultOllamaURL    = "http://127.0.0.1:11434"
-	defaultOllamaModel  = "nomic-embed-text"
-	defaultOpenAIURL    = "https://api.openai.com/v1"
-	defaultOpenAIModel  = "text-embedding-3-small"
-	// modelsDir holds the builtin models in the home.
-	modelsDir = "models"
-)
-
-// envName is what a variable's name looks like; a key does not.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
-// modelName is what an installed model's name may be: a folder's name.
-var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
-// check validates [embed] without reaching any provider.
-func (e EmbedConfig) check() error {
-	switch e.Provider {
-	case "", "off", "builtin", "ollama", "openai":
-	default:
-		return fmt.Errorf("config: embed.provider %q: use off, builtin, ollama or openai", api.Echo(e.Provider))
-	}
-	if e.URL != "" {
-		u, err := url.Parse(e.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("config: embed.url %q: use an http or https URL, such as %s", api.Echo(e.URL), defaultOllamaURL)
-		}
-		if u.User != nil {
-			return errors.New("config: embed.url holds a user or password: put the key in the variable named by embed.api_key_env")
-		}
-	}
-	if e.Provider == "builtin" && e.Model != "" && !modelName.MatchString(e.Model) {
-		return fmt.Errorf("config: embed.model %q: the name of a model installed with 'memmesh embed enable'", api.Echo(e.Model))
-	}
-	if e.APIKeyEnv != "" && !envName.MatchString(e.APIKeyEnv) {
-		return errors.New("config: embed.api_key_env takes the name of the environment variable that holds the key (such as OPENAI_API_KEY), never the key itself")
-	}
-	return nil
-}
-
-// embedder returns the embedder [embed] chooses, nil when off.
-func (e EmbedConfig) embedder(home string) (embed.Embedder, error) {
-	switch e.Provider {
-	case "", "off":
-		return nil, nil
-	case "builtin":
-		name := cmp.Or(e.Model, defaultBuiltinModel)
-		m, err := model2vec.Load(filepath.Join(home, modelsDir, name))
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("embed: the builtin model %s is not installed: run 'memmesh embed enable --from DIR'", name)
-		}
-		return m, err
-	case "ollama":
-		return embed.NewOllama(embed.HTTPConfig{URL: cmp.Or(e.URL, defaultOllamaURL), Model: cmp.Or(e.Model, defaultOllamaModel)})
-	}
-	var key string
-	if e.APIKeyEnv != "" {
-		if key = os.Getenv(e.APIKeyEnv); key == "" {
-			return nil, fmt.Errorf("embed: embed.api_key_env names %s, which is not set", e.APIKeyEnv)
-		}
-	}
-	return embed.NewOpenAI(embed.HTTPConfig{URL: cmp.Or(e.URL, defaultOpenAIURL), Model: cmp.Or(e.Model, defaultOpenAIModel), APIKey: key})
-}
 
 func (a *app) embedCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -159,7 +73,11 @@ func printEmbedStatus(w io.Writer, st api.EmbedStatus) {
 		fmt.Fprintln(w, "Search by meaning is off: search is by words. Set [embed] provider in config.toml ('memmesh embed --help').")
 		return
 	}
-	fmt.Fprintf(w, "%s %s (%d dims): %d of %d memories embedded\n", st.Provider, api.Echo(st.Model), st.Dims, st.Embedded, st.Total)
+	if st.Scanning {
+		fmt.Fprintf(w, "%s %s (%d dims): %d memories embedded; reading the others to find those without a vector\n", st.Provider, api.Echo(st.Model), st.Dims, st.Embedded)
+	} else {
+		fmt.Fprintf(w, "%s %s (%d dims): %d of %d memories embedded\n", st.Provider, api.Echo(st.Model), st.Dims, st.Embedded, st.Total)
+	}
 	if st.Error != "" {
 		fmt.Fprintf(w, "Unavailable, searching by words: %s\n", api.Echo(st.Error))
 	}
@@ -187,7 +105,7 @@ that can reach them and copy the folder here.`,
 			if name == "" {
 				name = path.Base(m.Info().Model) // minishlab/potion-base-8M: potion-base-8M
 			}
-			if !modelName.MatchString(name) {
+			if !embedconf.ModelName.MatchString(name) {
 				return usagef("--name %q: use letters, digits, dots, dashes and underscores", api.Echo(name))
 			}
 			dir := filepath.Join(a.home, modelsDir, name)
@@ -206,6 +124,9 @@ that can reach them and copy the folder here.`,
 	cmd.Flags().StringVar(&name, "name", "", "name of the installed model (default: its model_name, else its folder's name)")
 	return cmd
 }
+
+// modelsDir holds the builtin models in the home.
+const modelsDir = "models"
 
 // modelFiles are the files of a Model2Vec model's folder.
 var modelFiles = []string{"config.json", "tokenizer.json", "model.safetensors"}

@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/embed"
+	"github.com/memmesh/memmesh/embed/embedconf"
 	"github.com/memmesh/memmesh/node"
+	"log/slog"
 )
 
 // LocomoOptions configures Locomo.
@@ -27,6 +30,11 @@ type LocomoOptions struct {
 	// NoGraph searches by text alone, without links, threads and
 	// sessions.
 	NoGraph bool
+	// Embed, when it names a provider, runs the protocol a second time
+	// with search by meaning, on a node of its own; both are reported.
+	// A builtin model is read from the folder EmbedModels/Embed.Model.
+	Embed       embedconf.Config
+	EmbedModels string
 	Common
 }
 
@@ -35,19 +43,33 @@ func (o LocomoOptions) Validate() error {
 	if o.Data == "" {
 		return errors.New("--data is required: the folder holding the conv-*.json files")
 	}
-	return nil
+	return o.Embed.Check()
 }
 
 // LocomoReport holds the retrieval figures of the LoCoMo protocol.
 type LocomoReport struct {
-	Conversations int             `json:"conversations"`
-	Memories      int             `json:"memories"`
-	Questions     int             `json:"questions"`
-	RecallAt5     float64         `json:"r@5"`
-	RecallAt10    float64         `json:"r@10"`
-	MRR           float64         `json:"mrr"`
-	Latency       Summary         `json:"latency"`
-	Baseline      *LocomoBaseline `json:"baseline,omitempty"`
+	Conversations int     `json:"conversations"`
+	Memories      int     `json:"memories"`
+	Questions     int     `json:"questions"`
+	RecallAt5     float64 `json:"r@5"`
+	RecallAt10    float64 `json:"r@10"`
+	MRR           float64 `json:"mrr"`
+	Latency       Summary `json:"latency"`
+	// Meaning holds the figures with search by meaning.
+	Meaning  *LocomoMeaning  `json:"meaning,omitempty"`
+	Baseline *LocomoBaseline `json:"baseline,omitempty"`
+}
+
+// LocomoMeaning holds the figures of the run with search by meaning.
+type LocomoMeaning struct {
+	Embedder   string  `json:"embedder"` // its tag: provider/model/dims
+	RecallAt5  float64 `json:"r@5"`
+	RecallAt10 float64 `json:"r@10"`
+	MRR        float64 `json:"mrr"`
+	Latency    Summary `json:"latency"`
+	// Embedding is the time spent waiting, after each conversation's
+	// capture, until every memory had its vector.
+	Embedding time.Duration `json:"embedding_ns"`
 }
 
 // LocomoBaseline is the reference script's output.
@@ -71,6 +93,16 @@ func (r LocomoReport) Rows() []Row {
 		{"memmesh R@10", fmt.Sprintf("%.3f", r.RecallAt10)},
 		{"memmesh MRR", fmt.Sprintf("%.3f", r.MRR)},
 		{"memmesh query latency", r.Latency.String()},
+	}
+	if m := r.Meaning; m != nil {
+		rows = append(rows,
+			Row{"memmesh + meaning R@5", fmt.Sprintf("%.3f", m.RecallAt5)},
+			Row{"memmesh + meaning R@10", fmt.Sprintf("%.3f", m.RecallAt10)},
+			Row{"memmesh + meaning MRR", fmt.Sprintf("%.3f", m.MRR)},
+			Row{"memmesh + meaning query latency", m.Latency.String()},
+			Row{"embedder", m.Embedder},
+			Row{"embedding, waited after the captures", m.Embedding.Round(time.Millisecond).String()},
+		)
 	}
 	if b := r.Baseline; b != nil {
 		rows = append(rows,
@@ -174,7 +206,6 @@ func Locomo(ctx context.Context, opts LocomoOptions) (LocomoReport, error) {
 	if err := opts.Validate(); err != nil {
 		return LocomoReport{}, err
 	}
-	log := logger(opts.Log)
 	paths, err := filepath.Glob(filepath.Join(opts.Data, "conv-*.json"))
 	if err != nil || len(paths) == 0 {
 		return LocomoReport{}, fmt.Errorf("bench: no conv-*.json in %q", opts.Data)
@@ -187,36 +218,89 @@ func Locomo(ctx context.Context, opts LocomoOptions) (LocomoReport, error) {
 		}
 	}
 
-	dir, cleanup, err := workDir(opts.Dir)
+	words, err := locomoRun(ctx, opts, "words", convs, nil)
 	if err != nil {
 		return LocomoReport{}, err
 	}
-	defer cleanup()
-	n, err := node.New(node.Config{Home: dir, Logger: nodeLogger(log)})
+	r := LocomoReport{Conversations: len(convs), Memories: words.memories, Questions: words.questions,
+		RecallAt5: words.recall5, RecallAt10: words.recall10, MRR: words.mrr, Latency: words.latency}
+	emb, err := opts.Embed.New(opts.EmbedModels)
 	if err != nil {
-		return LocomoReport{}, err
+		return LocomoReport{}, fmt.Errorf("bench: %w", err)
 	}
-	defer n.Close()
-	if err := n.Start(ctx); err != nil {
-		return LocomoReport{}, err
-	}
-
-	var r LocomoReport
-	var recall5, recall10, rr float64
-	var lat Latencies
-	for _, c := range convs {
-		turnsOf, err := capture(ctx, n, c)
+	if emb != nil {
+		m, err := locomoRun(ctx, opts, "meaning", convs, emb)
 		if err != nil {
 			return LocomoReport{}, err
 		}
-		r.Memories += len(turnsOf)
+		r.Meaning = &LocomoMeaning{Embedder: emb.Info().Tag(), RecallAt5: m.recall5, RecallAt10: m.recall10, MRR: m.mrr, Latency: m.latency, Embedding: m.embedding}
+	}
+
+	if opts.Baseline != "" {
+		b, err := runBaseline(ctx, opts.Baseline, paths)
+		if err != nil {
+			return LocomoReport{}, err
+		}
+		r.Baseline = &b
+	}
+	return r, nil
+}
+
+// locomoFigures are the figures of one run of the protocol.
+type locomoFigures struct {
+	memories, questions    int
+	recall5, recall10, mrr float64
+	latency                Summary
+	embedding              time.Duration
+}
+
+// locomoRun runs the protocol on a fresh node (in the folder name of
+// opts.Dir, when set), with emb as its embedder when set; the questions
+// wait until every memory has its vector.
+func locomoRun(ctx context.Context, opts LocomoOptions, name string, convs []conversation, emb embed.Embedder) (locomoFigures, error) {
+	log := logger(opts.Log)
+	home := opts.Dir
+	if home != "" {
+		home = filepath.Join(home, name)
+	}
+	dir, cleanup, err := workDir(home)
+	if err != nil {
+		return locomoFigures{}, err
+	}
+	defer cleanup()
+	n, err := node.New(node.Config{Home: dir, Logger: nodeLogger(log), Embedder: emb})
+	if err != nil {
+		return locomoFigures{}, err
+	}
+	defer n.Close()
+	if err := n.Start(ctx); err != nil {
+		return locomoFigures{}, err
+	}
+	var f locomoFigures
+	var recall5, recall10, rr float64
+	var lat Latencies
+	for _, c := range convs {
+		// Each conversation's questions are asked once it is captured,
+		// before the next: the index holds what it held in earlier runs.
+		turnsOf, err := capture(ctx, n, c)
+		if err != nil {
+			return locomoFigures{}, err
+		}
+		f.memories += len(turnsOf)
 		log.Info("captured", "conversation", c.name, "memories", len(turnsOf), "questions", len(c.questions))
+		if emb != nil {
+			start := time.Now()
+			if err := waitEmbedded(ctx, n, log); err != nil {
+				return locomoFigures{}, err
+			}
+			f.embedding += time.Since(start)
+		}
 		for _, q := range c.questions {
 			start := time.Now()
 			res, err := n.Search(ctx, api.SearchRequest{Query: q.Question, Namespace: c.name, Limit: 10, NoGraph: opts.NoGraph})
 			lat = append(lat, time.Since(start))
 			if err != nil {
-				return LocomoReport{}, fmt.Errorf("bench: %s: %q: %w", c.name, q.Question, err)
+				return locomoFigures{}, fmt.Errorf("bench: %s: %q: %w", c.name, q.Question, err)
 			}
 			var ranked []string
 			for _, h := range res.Results {
@@ -228,25 +312,53 @@ func Locomo(ctx context.Context, opts LocomoOptions) (LocomoReport, error) {
 			if i := slices.IndexFunc(ranked[:min(len(ranked), 10)], func(id string) bool { return evidence[id] }); i >= 0 {
 				rr += 1 / float64(i+1)
 			}
-			r.Questions++
+			f.questions++
 		}
 	}
-	r.Conversations = len(convs)
-	if r.Questions > 0 {
-		q := float64(r.Questions)
-		r.RecallAt5, r.RecallAt10, r.MRR = recall5/q, recall10/q, rr/q
+	if f.questions > 0 {
+		q := float64(f.questions)
+		f.recall5, f.recall10, f.mrr = recall5/q, recall10/q, rr/q
 	}
-	r.Latency = lat.Summary()
-
-	if opts.Baseline != "" {
-		b, err := runBaseline(ctx, opts.Baseline, paths)
-		if err != nil {
-			return LocomoReport{}, err
-		}
-		r.Baseline = &b
-	}
-	return r, nil
+	f.latency = lat.Summary()
+	return f, nil
 }
+
+// waitEmbedded waits until every memory of n has its vector. It fails
+// when the embedder reports an error, or makes no progress for
+// embedStall.
+func waitEmbedded(ctx context.Context, n *node.Node, log *slog.Logger) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	logged, moved, done := time.Now(), time.Now(), -1
+	for {
+		st, err := n.EmbedStatus(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case st.Error != "":
+			return fmt.Errorf("bench: embed: %s", st.Error)
+		case st.Embedded == st.Total && !st.Scanning:
+			return nil
+		case st.Embedded != done:
+			done, moved = st.Embedded, time.Now()
+		case time.Since(moved) > embedStall:
+			return fmt.Errorf("bench: embed: no progress for %s at %d of %d memories", embedStall, st.Embedded, st.Total)
+		}
+		if time.Since(logged) > 5*time.Second {
+			log.Info("embedding", "embedded", st.Embedded, "total", st.Total)
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// embedStall is how long the embedding may make no progress.
+const embedStall = 5 * time.Minute
 
 // capture stores the turns of c and returns the turn ids each memory
 // holds (a repeated turn is one memory).

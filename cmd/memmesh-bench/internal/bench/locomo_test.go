@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memmesh/memmesh/embed/embedconf"
+	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
 )
 
 // writeConversation writes a LoCoMo-shaped file into dir.
@@ -108,5 +111,32 @@ print(json.dumps({"system": "fixed", "questions": len(sys.argv) - 1, "r@5": 0.5,
 	os.WriteFile(script, []byte("import sys\nsys.exit('no sqlite here')\n"), 0o644)
 	if _, err := Locomo(context.Background(), LocomoOptions{Data: dir, Baseline: script}); err == nil || !strings.Contains(err.Error(), "no sqlite here") {
 		t.Errorf("failing baseline: %v", err)
+	}
+}
+
+// TestLocomoWithMeaning: with --embed, a question that shares no word
+// with its evidence finds it by meaning, and the run by words is
+// reported beside it unchanged.
+func TestLocomoWithMeaning(t *testing.T) {
+	dir := t.TempDir()
+	conv := tinyConversation()
+	conv["session_1"] = append(conv["session_1"].([]any), turnOf("Bo", "D1:4", "Kafka carries our order events now."))
+	conv["qa"] = []any{
+		map[string]any{"question": "Which message queue is used?", "answer": "Kafka", "evidence": []string{"D1:4"}, "category": 1},
+	}
+	writeConversation(t, dir, "conv-1.json", conv)
+	model := m2vtest.TopicModel(t, "topics")
+	opts := LocomoOptions{Data: dir, Common: Common{Dir: t.TempDir()},
+		Embed: embedconf.Config{Provider: "builtin", Model: filepath.Base(model)}, EmbedModels: filepath.Dir(model)}
+	r, err := Locomo(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Questions != 1 || r.RecallAt5 != 0 {
+		t.Fatalf("by words: %+v, want the one question unanswered", r)
+	}
+	m := r.Meaning
+	if m == nil || m.RecallAt5 != 1 || m.MRR != 1 || m.Embedder != "builtin/topics/4" || m.Latency.P50 <= 0 {
+		t.Fatalf("with meaning: %+v, want the evidence first", m)
 	}
 }
