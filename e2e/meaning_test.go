@@ -88,3 +88,29 @@ func TestEmbedConfigRefusesAKey(t *testing.T) {
 		t.Fatalf("a key in api_key_env: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestMeaningInDashboard: the Maintenance page shows the embedder and how
+// many memories have their vector, and follows it until all do.
+func TestMeaningInDashboard(t *testing.T) {
+	home, err := os.MkdirTemp("", "mmh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	ok(t, home, "embed", "enable", "--from", m2vtest.TopicModel(t, "topics"))
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[embed]\nprovider = \"builtin\"\nmodel = \"topics\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := serveUI(t, home, "--listen", freeMeshAddr(t, 1))
+	br := startBrowser(t)
+	p := openTab(t, br, false)
+	p.login(a.loginLink(t))
+	p.goTo("/maintenance", `(document.querySelector('[data-testid="embed-status"]')?.textContent || '').includes('0 of 0 memories embedded')`)
+	for _, text := range []string{"Use pgx, not lib/pq", "Order events go through Kafka"} {
+		a.remember(t, api.RememberRequest{Namespace: "shop", Content: text})
+	}
+	// The page was complete (0 of 0) and stopped refreshing: a visit
+	// again shows the new count.
+	p.goTo("/", `true`)
+	p.goTo("/maintenance", `(document.querySelector('[data-testid="embed-status"]')?.textContent || '').includes('builtin topics (4 dims): 2 of 2 memories embedded')`)
+}

@@ -17,6 +17,8 @@
 //   brief-tokens      its token count (data-tokens holds the number)
 //   sessions-list     the sessions (items: session-item, data-id)
 //   session-detail    the opened session
+//   embed-status      search by meaning: the embedder and how many memories
+//                     have their vector (refreshed while they are being made)
 import { el, clear, ago, short } from './api.js';
 import { useStyles, section, memoryLink, clip, cut, failure, debounce, namespaceCounts } from './pagekit.js';
 
@@ -28,17 +30,19 @@ export async function render(root, params, ctx) {
   const sessionsBox = el('div', {}, el('p', { class: 'muted' }, 'Loading…'));
   const sessionBox = el('div', { 'data-testid': 'session-detail' });
   const sessions = section('Sessions', 'sessions', sessionsBox, sessionBox);
+  const embedLine = el('p', { 'data-testid': 'embed-status' }, 'Loading…');
   root.append(
     el('h1', {}, 'Maintenance', ctx.ns ? el('span', { class: 'muted' }, ' of ' + ctx.ns) : null),
     el('nav', { class: 'toolbar', 'aria-label': 'Sections' },
-      ['Stale', 'Compaction', 'Brief', 'Sessions'].map((s) => el('a', { href: '#' + s.toLowerCase(), onclick: (e) => {
+      ['Stale', 'Compaction', 'Brief', 'Sessions', 'Meaning'].map((s) => el('a', { href: '#' + s.toLowerCase(), onclick: (e) => {
         e.preventDefault();
         document.getElementById(s.toLowerCase()).scrollIntoView();
       } }, s))),
     withId('stale', section('Stale', 'stale', el('p', { class: 'muted' }, 'Memories that may no longer hold, and why: check each, then keep or forget it.'), staleBox)),
     withId('compaction', section('Compaction', 'compaction', el('p', { class: 'muted' }, 'Groups of stale memories that say related things: write one summary that replaces them.'), compactBox)),
     withId('brief', section('Brief', 'brief', el('p', { class: 'muted' }, 'What an agent receives at the start of a session (memmesh context, the MCP tool and the hook), as it receives it.'), briefBox)),
-    withId('sessions', sessions));
+    withId('sessions', sessions),
+    withId('meaning', section('Meaning', 'meaning', el('p', { class: 'muted' }, 'Search by meaning: the vectors this machine makes of its memories (memmesh embed status).'), embedLine)));
 
   const reloadStale = () => Promise.all([loadStale(staleBox, ctx, reloadStale), loadCompact(compactBox, ctx, reloadStale)]);
   // Live: a memory that turns stale, or one of the queue that changes,
@@ -51,9 +55,36 @@ export async function render(root, params, ctx) {
   });
   ctx.events.on('resync', laterStale);
   ctx.onLeave(() => laterStale.cancel());
-  const work = [reloadStale(), briefForm(briefBox, ctx), loadSessions(sessionsBox, sessionBox, ctx, params.query.get('session'))];
+  const work = [reloadStale(), briefForm(briefBox, ctx), loadSessions(sessionsBox, sessionBox, ctx, params.query.get('session')), loadEmbed(embedLine, ctx)];
   if (location.pathname === '/sessions' || params.query.get('session')) sessions.scrollIntoView();
   await Promise.all(work);
+}
+
+// loadEmbed shows how far the vectors of search by meaning are, again
+// every two seconds until they are all made or the page is left.
+async function loadEmbed(line, ctx) {
+  let timer = null;
+  let left = false;
+  ctx.onLeave(() => { left = true; clearTimeout(timer); });
+  const load = async () => {
+    let st;
+    try {
+      st = await ctx.api('GET', '/v1/embed/status');
+    } catch (e) {
+      failure(line, e);
+      return;
+    }
+    line.textContent = embedText(st);
+    if (!left && st.provider !== 'off' && (st.scanning || st.embedded < st.total || st.error)) timer = setTimeout(load, 2000);
+  };
+  await load();
+}
+
+function embedText(st) {
+  if (st.provider === 'off') return 'Off: search is by words. Set [embed] provider in config.toml to search by meaning too.';
+  const model = st.provider + ' ' + (st.model || '') + (st.dims ? ' (' + st.dims + ' dims)' : '');
+  const done = st.scanning ? st.embedded + ' memories embedded, reading the others' : st.embedded + ' of ' + st.total + ' memories embedded';
+  return model + ': ' + done + (st.error ? '. Unavailable, searching by words: ' + st.error : '');
 }
 
 function withId(id, node) {
