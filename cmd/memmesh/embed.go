@@ -13,6 +13,7 @@ import (
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/embed/embedconf"
 	"github.com/memmesh/memmesh/embed/model2vec"
+	"github.com/memmesh/memmesh/internal/safefile"
 	"github.com/memmesh/memmesh/web"
 )
 
@@ -151,21 +152,5 @@ func copyFile(from, to string) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(to), ".install-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails once renamed
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), to)
+	return safefile.CopyAtomic(to, in, 0o600)
 }

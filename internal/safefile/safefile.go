@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"bytes"
 )
 
 // File is a file as read: its content, mode and whether it exists.
@@ -123,12 +125,17 @@ func (f File) Backup(dir string, now time.Time) (string, error) {
 // WriteAtomic writes data to path through a temporary file renamed over
 // it: a reader sees the old file or the new one, never half of one.
 func WriteAtomic(path string, data []byte, mode fs.FileMode) error {
+	return CopyAtomic(path, bytes.NewReader(data), mode)
+}
+
+// CopyAtomic is WriteAtomic of what r holds, read to its end.
+func CopyAtomic(path string, r io.Reader, mode fs.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a failure; gone once renamed
-	_, err = tmp.Write(data)
+	_, err = io.Copy(tmp, r)
 	if err == nil {
 		err = tmp.Chmod(mode)
 	}
