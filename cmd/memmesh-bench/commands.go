@@ -16,7 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"cmp"
+	"github.com/BurntSushi/toml"
 	"github.com/memmesh/memmesh/cmd/memmesh-bench/internal/bench"
+	"github.com/memmesh/memmesh/embed/embedconf"
 	"github.com/memmesh/memmesh/internal/inert"
 	"path/filepath"
 )
@@ -164,12 +167,19 @@ its memories have their vectors).`,
 	cmd.Flags().StringVar(&opts.Data, "data", "", "folder of LoCoMo conversations (conv-*.json)")
 	cmd.Flags().StringVar(&opts.Baseline, "baseline", "", "reference script to run on the same files (python3)")
 	cmd.Flags().BoolVar(&opts.NoGraph, "no-graph", false, "search by text alone, as 'memmesh search --no-graph' does")
-	var model string
-	cmd.Flags().StringVar(&opts.Embed.Provider, "embed", "", "also search by meaning with this provider: builtin, ollama or openai")
+	var model, home string
+	cmd.Flags().StringVar(&opts.Embed.Provider, "embed", "", "also search by meaning: with no value, as [embed] of config.toml says; else this provider (builtin, ollama or openai)")
+	cmd.Flags().Lookup("embed").NoOptDefVal = embedFromConfig
+	cmd.Flags().StringVar(&home, "home", "", "with --embed alone: the memmesh home whose config.toml and models to read (env MEMMESH_HOME, default ~/.memmesh)")
 	cmd.Flags().StringVar(&model, "embed-model", "", "the provider's model; for builtin, the model's folder")
 	cmd.Flags().StringVar(&opts.Embed.URL, "embed-url", "", "the provider's URL (ollama's root, or an OpenAI-compatible base URL ending in /v1)")
 	cmd.Flags().StringVar(&opts.Embed.APIKeyEnv, "embed-key-env", "", "openai: the environment variable holding the API key")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if opts.Embed.Provider == embedFromConfig {
+			var err error
+			opts.Embed, opts.EmbedModels, err = configEmbed(home)
+			return err
+		}
 		opts.Embed.Model = model
 		if opts.Embed.Provider == "builtin" && model != "" {
 			opts.EmbedModels, opts.Embed.Model = filepath.Dir(model), filepath.Base(model)
@@ -382,4 +392,31 @@ a time.`,
 	cmd.Flags().IntVar(&opts.New, "new", opts.New, "commits added and checked one at a time")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", opts.Seed, "seed of the history and the memories")
 	return cmd
+}
+
+// embedFromConfig is --embed without a value: as config.toml says.
+const embedFromConfig = "config"
+
+// configEmbed reads [embed] of the config.toml of home (or MEMMESH_HOME,
+// or ~/.memmesh), and the folder of its builtin models.
+func configEmbed(home string) (embedconf.Config, string, error) {
+	home = cmp.Or(home, os.Getenv("MEMMESH_HOME"))
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return embedconf.Config{}, "", fmt.Errorf("--embed: no home: %w", err)
+		}
+		home = filepath.Join(h, ".memmesh")
+	}
+	var cfg struct {
+		Embed embedconf.Config `toml:"embed"`
+	}
+	path := filepath.Join(home, "config.toml")
+	if _, err := toml.DecodeFile(path, &cfg); err != nil {
+		return embedconf.Config{}, "", fmt.Errorf("--embed: %w", err)
+	}
+	if p := cfg.Embed.Provider; p == "" || p == "off" {
+		return embedconf.Config{}, "", fmt.Errorf("--embed: %s sets no [embed] provider: set one, or name it (--embed ollama)", path)
+	}
+	return cfg.Embed, filepath.Join(home, embedconf.ModelsDir), nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/embed/embedconf"
 	"github.com/memmesh/memmesh/internal/localhttp"
 	"github.com/memmesh/memmesh/mcp"
 	"github.com/memmesh/memmesh/mesh"
@@ -143,7 +144,7 @@ func serve(ctx context.Context, home string, cfg Config, h httpConfig, mc meshCo
 	if !mc.off {
 		ncfg.Mesh = &mc.Config
 	}
-	if ncfg.Embedder, err = cfg.Embed.New(filepath.Join(home, modelsDir)); err != nil {
+	if ncfg.Embedder, err = cfg.Embed.New(filepath.Join(home, embedconf.ModelsDir)); err != nil {
 		return fmt.Errorf("embed: %w", err)
 	}
 	// The node stops in Close, once the API has drained, not when a signal

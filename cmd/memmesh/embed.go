@@ -109,7 +109,7 @@ that can reach them and copy the folder here.`,
 			if !embedconf.ModelName.MatchString(name) {
 				return usagef("--name %q: use letters, digits, dots, dashes and underscores", api.Echo(name))
 			}
-			dir := filepath.Join(a.home, modelsDir, name)
+			dir := filepath.Join(a.home, embedconf.ModelsDir, name)
 			if err := installModel(from, dir); err != nil {
 				return fmt.Errorf("embed enable: %w", err)
 			}
@@ -125,9 +125,6 @@ that can reach them and copy the folder here.`,
 	cmd.Flags().StringVar(&name, "name", "", "name of the installed model (default: its model_name, else its folder's name)")
 	return cmd
 }
-
-// modelsDir holds the builtin models in the home.
-const modelsDir = "models"
 
 // modelFiles are the files of a Model2Vec model's folder.
 var modelFiles = []string{"config.json", "tokenizer.json", "model.safetensors"}

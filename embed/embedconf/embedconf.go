@@ -43,6 +43,9 @@ const (
 	defaultOpenAIModel  = "text-embedding-3-small"
 )
 
+// ModelsDir is the folder of a home holding its builtin models.
+const ModelsDir = "models"
+
 // envName is what a variable's name looks like; a key does not.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
