@@ -7,9 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"encoding/json"
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
 	"github.com/memmesh/memmesh/internal/testwait"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync/atomic"
 )
 
 // TestSearchByMeaning: a user installs a builtin model, turns search by
@@ -113,4 +118,100 @@ func TestMeaningInDashboard(t *testing.T) {
 	// again shows the new count.
 	p.goTo("/", `true`)
 	p.goTo("/maintenance", `(document.querySelector('[data-testid="embed-status"]')?.textContent || '').includes('builtin topics (4 dims): 2 of 2 memories embedded')`)
+}
+
+// fakeOllama serves Ollama's POST /api/embed on loopback: while down, it
+// answers 503; once up, a vector of 4 values by topic (m2vtest.Topics)
+// of the words of each input.
+type fakeOllama struct {
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+func (f *fakeOllama) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.calls.Add(1)
+	if r.URL.Path != "/api/embed" || r.Method != http.MethodPost {
+		http.NotFound(w, r)
+		return
+	}
+	if f.down.Load() {
+		http.Error(w, `{"error":"model is loading"}`, http.StatusServiceUnavailable)
+		return
+	}
+	var req struct {
+		Model string   `json:"model"`
+		Input []string `json:"input"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, `{"error":"bad request"}`, http.StatusBadRequest)
+		return
+	}
+	out := struct {
+		Model      string      `json:"model"`
+		Embeddings [][]float32 `json:"embeddings"`
+	}{Model: req.Model}
+	for _, text := range req.Input {
+		v := []float32{0, 0, 0, 0.1} // never zero: a real model's vectors are not
+		for _, w := range strings.Fields(strings.ToLower(text)) {
+			for axis, topic := range m2vtest.Topics {
+				if slices.Contains(topic, strings.Trim(w, ".,;:!?")) {
+					v[axis]++
+				}
+			}
+		}
+		out.Embeddings = append(out.Embeddings, v)
+	}
+	json.NewEncoder(w).Encode(out)
+}
+
+// TestSearchWhileTheProviderFails: with Ollama set as the embedder and
+// failing, the daemon answers every search by words and says why in
+// embed status; once the provider is back, the vectors are made and
+// search finds by meaning.
+func TestSearchWhileTheProviderFails(t *testing.T) {
+	fake := &fakeOllama{}
+	fake.down.Store(true)
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	home := newHome(t)
+	config := fmt.Sprintf("[embed]\nprovider = \"ollama\"\nurl = %q\nmodel = \"fake-embed\"\n", srv.URL)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var kafka captureOut
+	okJSON(t, home, &kafka, "capture", "--ns", "shop", "Order events go through Kafka")
+	ok(t, home, "capture", "--ns", "shop", "Use pgx, not lib/pq")
+
+	var st api.EmbedStatus
+	testwait.Until(t, "the provider's failure reported", func() bool {
+		okJSON(t, home, &st, "embed", "status", "--format", "json")
+		return strings.Contains(st.Error, "503")
+	})
+	var res struct {
+		Results []struct {
+			ID       string  `json:"id"`
+			Semantic float64 `json:"semantic"`
+		} `json:"results"`
+	}
+	for range 5 {
+		okJSON(t, home, &res, "search", "--ns", "shop", "kafka", "--format", "json")
+		if len(res.Results) != 1 || res.Results[0].ID != kafka.ID {
+			t.Fatalf("search by words while the provider fails: %+v", res.Results)
+		}
+	}
+	if human := ok(t, home, "embed", "status", "--format", "human"); !strings.Contains(human, "Unavailable, searching by words") {
+		t.Errorf("embed status while the provider fails: %q", human)
+	}
+
+	fake.down.Store(false)
+	testwait.Until(t, "the vectors made once the provider is back", func() bool {
+		st = api.EmbedStatus{} // omitted fields decode as nothing
+		okJSON(t, home, &st, "embed", "status", "--format", "json")
+		return st.Embedded == 2 && st.Total == 2 && st.Error == "" && st.Provider == "ollama" && st.Model == "fake-embed" && st.Dims == 4
+	})
+	testwait.Until(t, "a search by meaning", func() bool {
+		res.Results = nil
+		okJSON(t, home, &res, "search", "--ns", "shop", "message queue", "--format", "json")
+		return len(res.Results) > 0 && res.Results[0].ID == kafka.ID && res.Results[0].Semantic > 0.9
+	})
 }

@@ -90,7 +90,7 @@ func (ix *Index) step(ctx context.Context) (more bool, err error) {
 	defer ix.mu.Unlock()
 	if ix.err != nil {
 		ix.log.Info("search by meaning available again")
-		ix.err = nil
+		ix.err, ix.quietTill = nil, time.Time{}
 	}
 	return len(ix.pending) > 0 || len(ix.gone) > 0, nil
 }
@@ -108,7 +108,7 @@ func (ix *Index) open(ctx context.Context) (*vector.Set, error) {
 	}
 	if info.Dims == 0 {
 		if _, err := ix.emb.Embed(ctx, []string{probeText}); err != nil {
-			return nil, fmt.Errorf("embed: %w", err)
+			return nil, err
 		}
 		if info = ix.emb.Info(); info.Dims == 0 {
 			return nil, fmt.Errorf("%w: the provider did not say the size of its vectors", embed.ErrDims)
@@ -247,7 +247,7 @@ func (ix *Index) embedBatch(ctx context.Context, set *vector.Set, batch map[stri
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("embed: %w", err)
+		return err
 	}
 	if len(vecs) != len(texts) {
 		return fmt.Errorf("%w: %d vectors for %d texts", embed.ErrDims, len(vecs), len(texts))

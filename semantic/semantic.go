@@ -57,8 +57,9 @@ const (
 	queryTimeout = 2 * time.Second
 	// quietAfterFailure is how long queries skip the embedder after it
 	// failed one, so that a provider that is down costs one timeout,
-	// not one per search.
-	quietAfterFailure = 30 * time.Second
+	// not one per search; the next success of the background work ends
+	// it sooner.
+	quietAfterFailure = 10 * time.Second
 	// Backoff of the background work after the embedder failed.
 	minBackoff = time.Second
 	maxBackoff = 5 * time.Minute
