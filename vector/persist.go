@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -16,6 +17,7 @@ import (
 // a prefix of the vectors file (linking in what came after), else by
 // linking every vector in.
 func (s *Set) load() error {
+	removeTemps(s.dir)
 	path := s.path(logName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -117,6 +119,16 @@ func (s *Set) loadGraph(saved *savedGraph, atSaved bool, gen uint64, capThen int
 	s.changed = s.st.len()
 	if s.st.len() > 0 {
 		s.log.Info("graph built", "vectors", s.st.len(), "took", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// removeTemps removes what a write that a crash cut short left behind.
+func removeTemps(dir string) {
+	for _, name := range []string{logName, graphName} {
+		tmps, _ := filepath.Glob(filepath.Join(dir, name+".tmp*"))
+		for _, tmp := range tmps {
+			os.Remove(tmp)
+		}
 	}
 }
 

@@ -258,6 +258,25 @@ func checkSame(t *testing.T, s *Set, o *oracle) {
 	}
 }
 
+// checkGraph holds the graph to hold every live slot and no other, with
+// links only to slots in it.
+func checkGraph(t *testing.T, s *Set) {
+	t.Helper()
+	if err := checkLinks(s.g.links, s.g.entry, s.g.top); err != nil {
+		t.Fatal(err)
+	}
+	for slot := range s.st.cap() {
+		if s.g.has(uint32(slot)) != s.st.live(uint32(slot)) {
+			t.Fatalf("slot %d: in the graph %v, live %v", slot, s.g.has(uint32(slot)), s.st.live(uint32(slot)))
+		}
+	}
+	for slot := s.st.cap(); slot < len(s.g.links); slot++ {
+		if s.g.links[slot] != nil {
+			t.Fatalf("slot %d beyond the store is in the graph", slot)
+		}
+	}
+}
+
 // TestSearchFindsNearest: a small Set is scanned whole and finds the k
 // nearest, on one goroutine and split across several.
 func TestSearchFindsNearest(t *testing.T) {
@@ -300,6 +319,7 @@ func TestGraphFindsNearest(t *testing.T) {
 	check := func(s *Set, when string) {
 		t.Helper()
 		checkSame(t, s, o)
+		checkGraph(t, s)
 		var found, total int
 		for _, q := range queries {
 			got, err := s.Search(q, 10)
@@ -384,14 +404,7 @@ func TestGraphForgetsDeleted(t *testing.T) {
 		}
 	}
 	checkSame(t, s, o)
-	if err := checkLinks(s.g.links, s.g.entry, s.g.top); err != nil {
-		t.Fatal(err)
-	}
-	for slot, layers := range s.g.links {
-		if (layers != nil) != s.st.live(uint32(slot)) {
-			t.Fatalf("slot %d: in the graph %v, live %v", slot, layers != nil, s.st.live(uint32(slot)))
-		}
-	}
+	checkGraph(t, s)
 }
 
 // TestReopenKeepsEverything: what was put and not deleted is there after
@@ -419,6 +432,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 			s = mustOpen(t, dir, testOpts(24), 0, seed)
 			defer closeSet(t, s)
 			checkSame(t, s, o)
+			checkGraph(t, s)
 			after, _ := s.Search(q, 20)
 			checkHits(t, o, q, 20, after)
 			if !crash && !slices.Equal(before, after) {
@@ -502,7 +516,8 @@ func TestDamagedFileIsCut(t *testing.T) {
 	}{
 		{"torn", func(path string, ends []int64) error { return os.Truncate(path, ends[2]-5) }, 2},
 		{"torn frame", func(path string, ends []int64) error { return os.Truncate(path, ends[1]+3) }, 2},
-		{"flipped byte", func(path string, ends []int64) error { return flip(path, ends[0]+40) }, 1},
+		{"flipped value", func(path string, ends []int64) error { return flip(path, ends[0]+33) }, 1},
+		{"flipped id length", func(path string, ends []int64) error { return flip(path, ends[0]+40) }, 1},
 		{"flipped length", func(path string, ends []int64) error { return flip(path, ends[1]+2) }, 2},
 	}
 	for _, tc := range cases {
@@ -519,6 +534,7 @@ func TestDamagedFileIsCut(t *testing.T) {
 			opts, logs := capture(testOpts(8))
 			s := mustOpen(t, dir, opts, 0, 1)
 			checkSame(t, s, o)
+			checkGraph(t, s)
 			if n := strings.Count(logs.String(), "damaged"); n != 1 {
 				t.Fatalf("%d log lines on the damage, want 1:\n%s", n, logs)
 			}
@@ -530,6 +546,9 @@ func TestDamagedFileIsCut(t *testing.T) {
 			s = mustOpen(t, dir, opts, 0, 1)
 			defer closeSet(t, s)
 			checkSame(t, s, o)
+			if n := strings.Count(logs.String(), "damaged"); n != 1 {
+				t.Fatalf("reopened after the cut: %d log lines on damage, want the first alone:\n%s", n, logs)
+			}
 		})
 	}
 }
@@ -575,8 +594,9 @@ func TestDamagedHeaderOrGraphFile(t *testing.T) {
 }
 
 // TestCompaction: when replaced and deleted vectors outweigh the live
-// ones, the file is rewritten with the live ones alone, and the Set
-// reopens to the same vectors and graph.
+// ones, the file is rewritten with the live ones alone, the slots (freed
+// ones among them) renumbered to its order, and the Set reopens to the
+// same vectors and answers.
 func TestCompaction(t *testing.T) {
 	r, seed := newSeeded(t)
 	dir := t.TempDir()
@@ -585,8 +605,8 @@ func TestCompaction(t *testing.T) {
 	draw := func() []float32 { return randomVector(r, 256) }
 	for range 30 { // 30 × 300 vectors of 256 values: 2.4 MB written
 		var items []Item
-		for i := range 300 {
-			items = append(items, Item{ID: fmt.Sprintf("m%d", i), Sum: r.Uint64(), Vec: draw()})
+		for range 300 {
+			items = append(items, Item{ID: fmt.Sprintf("m%d", r.IntN(600)), Sum: r.Uint64(), Vec: draw()})
 		}
 		if err := s.Put(items); err != nil {
 			t.Fatal(err)
@@ -594,6 +614,18 @@ func TestCompaction(t *testing.T) {
 		for _, it := range items {
 			o.vecs[it.ID], o.sums[it.ID] = it.Vec, it.Sum
 		}
+		var ids []string
+		for range 150 {
+			ids = append(ids, fmt.Sprintf("m%d", r.IntN(600)))
+		}
+		if err := s.Delete(ids); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			delete(o.vecs, id)
+			delete(o.sums, id)
+		}
+		checkGraph(t, s)
 	}
 	info, err := os.Stat(filepath.Join(dir, logName))
 	if err != nil {
@@ -602,13 +634,15 @@ func TestCompaction(t *testing.T) {
 	if info.Size() > compactMin+2*s.liveBytes {
 		t.Fatalf("the file is %d bytes, live vectors take %d: no compaction", info.Size(), s.liveBytes)
 	}
+	checkSame(t, s, o)
 	q := draw()
 	before, _ := s.Search(q, 10)
-	checkExact(t, o, q, 10, before) // 300 vectors: the graph finds all
+	checkExact(t, o, q, 10, before) // a few hundred vectors: the graph finds all
 	closeSet(t, s)
 	s = mustOpen(t, dir, testOpts(256), 0, seed)
 	defer closeSet(t, s)
 	checkSame(t, s, o)
+	checkGraph(t, s)
 	after, _ := s.Search(q, 10)
 	if !slices.Equal(before, after) {
 		t.Fatalf("before reopening: %v\nafter: %v", before, after)
@@ -764,5 +798,24 @@ func TestTiesComeInOrderOfID(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"a", "b", "c", "d"}) {
 		t.Fatalf("ids %v, want a b c d", ids)
+	}
+}
+
+// TestOpenRemovesTemporaryFiles: files that a write cut short by a crash
+// left behind are removed, and only those.
+func TestOpenRemovesTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{logName + ".tmp123", graphName + ".tmp9", "other.tmp1"}
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeSet(t, mustOpen(t, dir, testOpts(4), exactWork, 1))
+	for i, name := range names {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if gone := errors.Is(err, os.ErrNotExist); gone != (i < 2) {
+			t.Errorf("%s: removed %v", name, gone)
+		}
 	}
 }
