@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -24,7 +25,7 @@ var (
 	measureNs   = flag.String("vector.n", "10000,25000,50000,100000", "collection sizes to measure")
 	measureDims = flag.String("vector.dims", "256,768", "dimensions to measure")
 	measureSeed = flag.Uint64("vector.seed", 0, "seed of the synthetic data; 0 picks one from the clock")
-	measureEfs  = flag.String("vector.ef", "64,96,160", "least candidates of a graph search to measure")
+	measureEfs  = flag.String("vector.ef", "96,160,256", "least candidates of a graph search to measure")
 )
 
 const (
@@ -234,7 +235,6 @@ func measureOne(t *testing.T, seed uint64, n, dims int) []row {
 	}
 	opened := time.Since(start)
 	heapPerVec := float64(heapInUse()-heapBefore) / float64(n)
-	defer s.Close()
 	rows = append(rows, row{method: "Set open", note: fmt.Sprintf("open %s, put %.0f vectors/s in batches of %d, heap %.0f B/vec, process RSS %d MB",
 		opened.Round(time.Millisecond), putRate, putBatch, heapPerVec, rss()>>20)})
 
@@ -261,5 +261,27 @@ func measureOne(t *testing.T, seed uint64, n, dims int) []row {
 		s.g.efSearch = ef
 		add(fmt.Sprintf("Set graph ef%d", ef))
 	}
+	rows = append(rows, row{method: "Set rebuild", note: "open without the graph file: " + timeRebuild(t, s, dir, opts, seed)})
 	return rows
+}
+
+// timeRebuild closes s and times an Open that finds no graph file, as
+// after the file's loss, and so links every vector in.
+func timeRebuild(t *testing.T, s *Set, dir string, opts Options, seed uint64) string {
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, graphName)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s, err := open(dir, opts, exactWork, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return took.Round(time.Millisecond).String()
 }
