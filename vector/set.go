@@ -358,7 +358,8 @@ func (s *Set) Search(q []float32, k int) ([]Hit, error) {
 	})
 	out := make([]Hit, len(found))
 	for i, c := range found {
-		out[i] = Hit{ID: s.st.ids[c.slot], Score: min(c.score, 1)}
+		// int8 rounding may take a cosine a little past ±1.
+		out[i] = Hit{ID: s.st.ids[c.slot], Score: max(-1, min(c.score, 1))}
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package vector
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/syncbuf"
 )
 
 func newSeeded(t *testing.T) (*rand.Rand, uint64) {
@@ -161,27 +162,10 @@ func testOpts(dims int) Options {
 }
 
 // capture is a logger whose lines a test can read.
-func capture(opts Options) (Options, *syncBuffer) {
-	var buf syncBuffer
+func capture(opts Options) (Options, *syncbuf.Buffer) {
+	var buf syncbuf.Buffer
 	opts.Logger = slog.New(slog.NewTextHandler(&buf, nil))
 	return opts, &buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func mustOpen(t *testing.T, dir string, opts Options, work int, seed uint64) *Set {
@@ -190,6 +174,16 @@ func mustOpen(t *testing.T, dir string, opts Options, work int, seed uint64) *Se
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// reopen opens the Set in dir again and holds it to hold what o holds,
+// in its store and its graph.
+func reopen(t *testing.T, dir string, dims int, seed uint64, o *oracle) *Set {
+	t.Helper()
+	s := mustOpen(t, dir, testOpts(dims), 0, seed)
+	checkSame(t, s, o)
+	checkGraph(t, s)
 	return s
 }
 
@@ -429,10 +423,8 @@ func TestReopenKeepsEverything(t *testing.T) {
 			} else {
 				closeSet(t, s)
 			}
-			s = mustOpen(t, dir, testOpts(24), 0, seed)
+			s = reopen(t, dir, 24, seed, o)
 			defer closeSet(t, s)
-			checkSame(t, s, o)
-			checkGraph(t, s)
 			after, _ := s.Search(q, 20)
 			checkHits(t, o, q, 20, after)
 			if !crash && !slices.Equal(before, after) {
@@ -639,10 +631,8 @@ func TestCompaction(t *testing.T) {
 	before, _ := s.Search(q, 10)
 	checkExact(t, o, q, 10, before) // a few hundred vectors: the graph finds all
 	closeSet(t, s)
-	s = mustOpen(t, dir, testOpts(256), 0, seed)
+	s = reopen(t, dir, 256, seed, o)
 	defer closeSet(t, s)
-	checkSame(t, s, o)
-	checkGraph(t, s)
 	after, _ := s.Search(q, 10)
 	if !slices.Equal(before, after) {
 		t.Fatalf("before reopening: %v\nafter: %v", before, after)
