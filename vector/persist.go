@@ -84,10 +84,7 @@ func (s *Set) load() error {
 		}
 	}
 	s.loadGraph(saved, atSaved, gen, capThen, dirty)
-	if s.size > compactMin && s.size > 2*s.liveBytes {
-		return s.compact()
-	}
-	return nil
+	return s.upkeep()
 }
 
 // loadGraph takes the saved graph if it indexes the vectors read up to
@@ -107,8 +104,8 @@ func (s *Set) loadGraph(saved *savedGraph, atSaved bool, gen uint64, capThen int
 			s.changed = len(dirty)
 			return
 		}
+		// install left the graph empty.
 		s.log.Warn("graph file does not fit the vectors, rebuilding it", "err", err)
-		s.g = newGraph(s.st, 1)
 	}
 	start := time.Now()
 	for slot := range s.st.cap() {

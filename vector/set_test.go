@@ -1,8 +1,10 @@
 package vector
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -583,6 +585,40 @@ func TestDamagedHeaderOrGraphFile(t *testing.T) {
 	if s.Len() != 0 || !strings.Contains(logs.String(), "vectors file unreadable") {
 		t.Fatalf("Len %d after a damaged header; logs:\n%s", s.Len(), logs)
 	}
+}
+
+// TestGraphFileThatDoesNotFit: a graph file whose CRC holds but whose
+// links cannot be (a link to a slot past the end) is refused whole, and
+// the graph is built anew from the vectors.
+func TestGraphFileThatDoesNotFit(t *testing.T) {
+	dir := t.TempDir()
+	o := newOracle()
+	threeRecords(t, dir, o)
+	path := filepath.Join(dir, graphName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := len(graphMagic) + 32
+	if b[head] == 0 || b[head+1] == 0 {
+		t.Fatalf("slot 0 has %d layers, %d links on layer 0: want some", b[head], b[head+1])
+	}
+	binary.LittleEndian.PutUint32(b[head+2:], 1<<30) // slot 0's first link
+	binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, logs := capture(testOpts(8))
+	s := mustOpen(t, dir, opts, 0, 1)
+	defer closeSet(t, s)
+	checkSame(t, s, o)
+	checkGraph(t, s)
+	if !strings.Contains(logs.String(), "does not fit") {
+		t.Fatalf("no log line on the graph file:\n%s", logs)
+	}
+	q := o.vecs["r2-7"]
+	got, _ := s.Search(q, 30)
+	checkExact(t, o, q, 30, got)
 }
 
 // TestCompaction: when replaced and deleted vectors outweigh the live
