@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,9 +146,11 @@ func recall(truth, got [][]int, k int) float64 {
 	return float64(found) / float64(total)
 }
 
+// heapInUse is the live heap, after collecting and returning what is
+// free to the system, so that RSS read next counts little garbage.
 func heapInUse() uint64 {
 	runtime.GC()
-	runtime.GC()
+	debug.FreeOSMemory()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
@@ -228,6 +231,7 @@ func measureOne(t *testing.T, seed uint64, n, dims int) []row {
 	}
 
 	heapBefore := heapInUse()
+	rssBefore := rss()
 	start = time.Now()
 	s, err = open(dir, opts, exactWork, seed)
 	if err != nil {
@@ -235,8 +239,9 @@ func measureOne(t *testing.T, seed uint64, n, dims int) []row {
 	}
 	opened := time.Since(start)
 	heapPerVec := float64(heapInUse()-heapBefore) / float64(n)
-	rows = append(rows, row{method: "Set open", note: fmt.Sprintf("open %s, put %.0f vectors/s in batches of %d, heap %.0f B/vec, process RSS %d MB",
-		opened.Round(time.Millisecond), putRate, putBatch, heapPerVec, rss()>>20)})
+	rssPerVec := float64(int64(rss())-int64(rssBefore)) / float64(n)
+	rows = append(rows, row{method: "Set open", note: fmt.Sprintf("open %s, put %.0f vectors/s in batches of %d, heap %.0f B/vec, RSS %+.0f B/vec",
+		opened.Round(time.Millisecond), putRate, putBatch, heapPerVec, rssPerVec)})
 
 	search := func(q []float32) []int {
 		hits, err := s.Search(q, measureK)
