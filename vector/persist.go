@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 // load reads the vectors file into the store, cutting off a bad tail,
@@ -88,35 +87,28 @@ func (s *Set) load() error {
 }
 
 // loadGraph takes the saved graph if it indexes the vectors read up to
-// its offset, then relinks the dirty slots, changed after it; otherwise
-// it links every vector in.
+// its offset, then relinks the dirty slots, changed after it, and marks
+// the graph ready; otherwise it leaves the graph empty, for build.
 func (s *Set) loadGraph(saved *savedGraph, atSaved bool, gen uint64, capThen int, dirty []uint32) {
-	if atSaved && saved.gen == gen {
-		err := saved.install(s.g, capThen, dirty)
-		if err == nil {
-			var out []uint32
-			for _, slot := range dirty {
-				if s.g.has(slot) {
-					out = append(out, slot)
-				}
-			}
-			s.relink(out, dirty)
-			s.changed = len(dirty)
-			return
-		}
+	if !atSaved || saved.gen != gen {
+		s.ready.Store(s.st.len() == 0)
+		return
+	}
+	if err := saved.install(s.g, capThen, dirty); err != nil {
 		// install left the graph empty.
 		s.log.Warn("graph file does not fit the vectors, rebuilding it", "err", err)
+		s.ready.Store(s.st.len() == 0)
+		return
 	}
-	start := time.Now()
-	for slot := range s.st.cap() {
-		if s.st.live(uint32(slot)) {
-			s.g.insert(uint32(slot))
+	var out []uint32
+	for _, slot := range dirty {
+		if s.g.has(slot) {
+			out = append(out, slot)
 		}
 	}
-	s.changed = s.st.len()
-	if s.st.len() > 0 {
-		s.log.Info("graph built", "vectors", s.st.len(), "took", time.Since(start).Round(time.Millisecond))
-	}
+	s.relink(out, dirty)
+	s.changed = len(dirty)
+	s.ready.Store(true)
 }
 
 // removeTemps removes what a write that a crash cut short left behind.
@@ -137,6 +129,7 @@ func (s *Set) reset() error {
 	if err := os.Remove(s.path(graphName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	s.ready.Store(true) // an empty graph holds every vector
 	return nil
 }
 
@@ -243,8 +236,12 @@ type savedGraph struct {
 	body   []byte
 }
 
-// saveGraph writes the graph file for the vectors file as it is.
+// saveGraph writes the graph file for the vectors file as it is, once
+// the graph holds every vector: a partial one would not fit.
 func (s *Set) saveGraph() error {
+	if !s.ready.Load() {
+		return nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	err := writeFileSync(s.path(graphName), func(w io.Writer) error {

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Bounds of a Set and of its calls.
@@ -100,6 +102,13 @@ type Set struct {
 	g         *graph
 	closed    bool
 	exactWork int // exactWork, lowered by tests to reach the graph
+
+	// ready is set when the graph holds every live vector; until then
+	// searches scan. A graph built at Open is built in the background,
+	// a vector at a time between writes, and stops at closing.
+	ready    atomic.Bool
+	closing  atomic.Bool
+	building sync.WaitGroup
 }
 
 // Open opens the Set in dir, creating dir if needed. Vectors of another
@@ -132,7 +141,62 @@ func open(dir string, opts Options, work int, seed uint64) (*Set, error) {
 		}
 		return nil, fmt.Errorf("vector: open %s: %w", dir, err)
 	}
+	if !s.ready.Load() {
+		s.building.Go(s.build)
+	}
 	return s, nil
+}
+
+// build links every live vector into the graph, one at a time under
+// wmu, so that writes go on between; a write links its own vectors in.
+// It stops when the Set closes, and ends by writing the graph file.
+func (s *Set) build() {
+	start := time.Now()
+	s.log.Info("building the graph", "vectors", s.Len())
+	for slot := 0; ; slot++ {
+		if !s.buildStep(&slot) {
+			break
+		}
+	}
+	if s.ready.Load() {
+		s.log.Info("graph built", "vectors", s.Len(), "took", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// buildStep links in the vector at *slot if it is not in the graph yet.
+// Past the last slot it checks that none was missed (a compaction
+// renumbers slots), starting over if one was; it reports whether to go
+// on.
+func (s *Set) buildStep(slot *int) bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closing.Load() || s.f == nil {
+		return false
+	}
+	if *slot >= s.st.cap() {
+		if missed := s.unlinked(); missed >= 0 {
+			*slot = missed - 1
+			return true
+		}
+		s.ready.Store(true)
+		s.changed = graphEvery // the whole graph is not in the file
+		if err := s.upkeep(); err != nil {
+			s.log.Warn("graph built, but not saved", "err", err)
+		}
+		return false
+	}
+	s.relink(nil, []uint32{uint32(*slot)})
+	return true
+}
+
+// unlinked is the first live slot out of the graph, or -1.
+func (s *Set) unlinked() int {
+	for slot := range s.st.cap() {
+		if s.st.live(uint32(slot)) && !s.g.has(uint32(slot)) {
+			return slot
+		}
+	}
+	return -1
 }
 
 // Tag is the model's tag the Set was opened with.
@@ -345,7 +409,7 @@ func (s *Set) Search(q []float32, k int) ([]Hit, error) {
 		return nil, ErrClosed
 	}
 	var found []cand
-	if s.st.len()*s.dims <= s.exactWork {
+	if !s.ready.Load() || s.st.len()*s.dims <= s.exactWork {
 		found = s.scan(qq, k)
 	} else {
 		found = s.g.search(qq, k)
@@ -410,13 +474,15 @@ func offer(best *candHeap, c cand, k int) {
 // Close writes the graph file, so that the next Open need not link
 // vectors in, and closes the vectors file.
 func (s *Set) Close() error {
+	s.closing.Store(true)
+	s.building.Wait()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.f == nil {
 		return ErrClosed
 	}
 	var err error
-	if s.changed > 0 && s.err == nil {
+	if s.changed > 0 && s.err == nil && s.ready.Load() {
 		err = s.saveGraph()
 	}
 	if cerr := s.f.Close(); err == nil {

@@ -170,11 +170,17 @@ func capture(opts Options) (Options, *syncbuf.Buffer) {
 	return opts, &buf
 }
 
+// mustOpen opens a Set and waits for a graph built at Open, so that
+// the test sees one state.
 func mustOpen(t *testing.T, dir string, opts Options, work int, seed uint64) *Set {
 	t.Helper()
 	s, err := open(dir, opts, work, seed)
 	if err != nil {
 		t.Fatal(err)
+	}
+	s.building.Wait()
+	if !s.ready.Load() {
+		t.Fatal("the graph is not ready after its build")
 	}
 	return s
 }
@@ -619,6 +625,49 @@ func TestGraphFileThatDoesNotFit(t *testing.T) {
 	q := o.vecs["r2-7"]
 	got, _ := s.Search(q, 30)
 	checkExact(t, o, q, 30, got)
+}
+
+// TestGraphBuildInBackground: an Open that must build the graph returns
+// at once; until the graph is ready, searches scan and writes go on; a
+// Close stops the build, and the next Open builds again.
+func TestGraphBuildInBackground(t *testing.T) {
+	r, seed := newSeeded(t)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, testOpts(16), 0, seed)
+	o := newOracle()
+	draw := func() []float32 { return randomVector(r, 16) }
+	churn(t, r, s, o, draw, 3000)
+	closeSet(t, s)
+	for _, stop := range []bool{true, false} {
+		if err := os.Remove(filepath.Join(dir, graphName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		s, err := open(dir, testOpts(16), 0, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stop {
+			closeSet(t, s) // whether the build has begun or not
+			continue
+		}
+		q := draw()
+		got, err := s.Search(q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ready.Load() {
+			checkHits(t, o, q, 10, got)
+		} else { // not ready after, so not during: a scan
+			checkExact(t, o, q, 10, got)
+		}
+		churn(t, r, s, o, draw, 300)
+		s.building.Wait()
+		checkSame(t, s, o)
+		checkGraph(t, s)
+		closeSet(t, s)
+	}
+	s = reopen(t, dir, 16, seed, o)
+	closeSet(t, s)
 }
 
 // TestCompaction: when replaced and deleted vectors outweigh the live
