@@ -670,6 +670,66 @@ func TestGraphBuildInBackground(t *testing.T) {
 	closeSet(t, s)
 }
 
+// TestStaleGraphFileIsNotTaken: a graph file that indexed records since
+// cut off is not taken for new records that happen to end at the same
+// offset: the chain of record CRCs tells them apart.
+func TestStaleGraphFileIsNotTaken(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(3, 4))
+	batch := func(prefix string) []Item {
+		var items []Item
+		for i := range 10 {
+			items = append(items, Item{ID: fmt.Sprintf("%s%d", prefix, i), Vec: randomVector(r, 8)})
+		}
+		return items
+	}
+	s := mustOpen(t, dir, testOpts(8), 0, 1)
+	if err := s.Put(batch("a")); err != nil {
+		t.Fatal(err)
+	}
+	cut := s.size
+	if err := s.Put(batch("b")); err != nil {
+		t.Fatal(err)
+	}
+	closeSet(t, s) // a graph file of a0-a9 and b0-b9
+	graphPath := filepath.Join(dir, graphName)
+	stale, err := os.ReadFile(graphPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, logName), cut); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, testOpts(8), 0, 1)
+	cs := batch("c") // the same size as b's record
+	if err := s.Put(cs); err != nil {
+		t.Fatal(err)
+	}
+	s.f.Close() // a crash, and the old graph file back
+	if err := os.WriteFile(graphPath, stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, logs := capture(testOpts(8))
+	s, err = open(dir, opts, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSet(t, s)
+	s.building.Wait()
+	if !strings.Contains(logs.String(), "building the graph") {
+		t.Fatalf("the stale graph file was taken:\n%s", logs)
+	}
+	if s.Len() != 20 {
+		t.Fatalf("Len %d, want 20", s.Len())
+	}
+	checkGraph(t, s)
+	for _, it := range cs {
+		if _, ok := s.Sum(it.ID); !ok {
+			t.Fatalf("%s lost", it.ID)
+		}
+	}
+}
+
 // TestCompaction: when replaced and deleted vectors outweigh the live
 // ones, the file is rewritten with the live ones alone, the slots (freed
 // ones among them) renumbered to its order, and the Set reopens to the
