@@ -20,6 +20,7 @@ require (
 	github.com/tiktoken-go/tokenizer v0.10.0
 	github.com/viterin/vek v0.4.3
 	github.com/yuin/goldmark v1.8.7
+	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.41.0
 	gonum.org/v1/gonum v0.17.0
@@ -98,6 +99,5 @@ require (
 	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/exp v0.0.0-20240506185415-9bf2ced13842 // indirect
 	golang.org/x/net v0.58.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

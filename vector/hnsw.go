@@ -32,7 +32,7 @@ type graph struct {
 const (
 	defaultM        = 16
 	defaultEfBuild  = 100
-	defaultEfSearch = 96
+	defaultEfSearch = 160
 	maxLayer        = 16 // at m=16 a slot reaches layer 16 with odds 16^-16
 )
 
@@ -63,30 +63,46 @@ func (g *graph) grow(n int) {
 
 // insert links slot in; the slot must be live in the store and out of
 // the graph.
-func (g *graph) insert(slot uint32) {
-	g.grow(int(slot) + 1)
-	layer := g.layerFor()
-	g.links[slot] = make([][]uint32, layer+1)
+func (g *graph) insert(slot uint32) { g.commit(g.plan(slot)) }
+
+// plan is where a slot goes: its neighbours on each of its layers.
+type plan struct {
+	slot uint32
+	nbrs [][]cand // by layer; empty above the graph's top
+}
+
+// plan finds slot's neighbours. It only reads the graph, so searches
+// may run beside it; the writer must commit it before the next change.
+func (g *graph) plan(slot uint32) plan {
+	p := plan{slot: slot, nbrs: make([][]cand, g.layerFor()+1)}
 	if g.top < 0 {
-		g.entry, g.top = slot, layer
-		return
+		return p
 	}
 	score := func(o uint32) float32 { return g.st.sim(slot, o) }
 	ep := []cand{{g.entry, score(g.entry)}}
-	for l := g.top; l > layer; l-- {
+	for l := g.top; l >= len(p.nbrs); l-- {
 		ep = g.searchLayer(score, ep, 1, l)
 	}
-	for l := min(layer, g.top); l >= 0; l-- {
+	for l := min(len(p.nbrs)-1, g.top); l >= 0; l-- {
 		found := g.searchLayer(score, ep, g.efBuild, l)
-		nbrs := g.selectNeighbours(found, g.m)
-		g.links[slot][l] = candSlots(nbrs, nil)
-		for _, n := range nbrs {
-			g.link(n.slot, slot, l)
-		}
+		p.nbrs[l] = g.selectNeighbours(found, g.m)
 		ep = found
 	}
-	if layer > g.top {
-		g.entry, g.top = slot, layer
+	return p
+}
+
+// commit links a planned slot in, both ways.
+func (g *graph) commit(p plan) {
+	g.grow(int(p.slot) + 1)
+	g.links[p.slot] = make([][]uint32, len(p.nbrs))
+	for l, nbrs := range p.nbrs {
+		g.links[p.slot][l] = candSlots(nbrs, nil)
+		for _, n := range nbrs {
+			g.link(n.slot, p.slot, l)
+		}
+	}
+	if layer := len(p.nbrs) - 1; layer > g.top {
+		g.entry, g.top = p.slot, layer
 	}
 }
 
@@ -128,36 +144,44 @@ func (g *graph) selectNeighbours(cs []cand, n int) []cand {
 	return kept
 }
 
-// remove unlinks the given slots (all in the graph) and reconnects each
-// slot that linked to one of them with the removed slots' neighbours.
-// One pass over the graph finds every link to the removed slots.
-func (g *graph) remove(gone []uint32) {
-	isGone := make(map[uint32]bool, len(gone))
+// removal is the graph without some slots: the new links of each slot
+// that linked to one of them.
+type removal struct {
+	gone    []uint32
+	relinks []relinked
+}
+
+type relinked struct {
+	slot  uint32
+	layer int
+	links []uint32
+}
+
+// planRemoval finds, in one pass over the graph, every link to the gone
+// slots (all in the graph), and replaces each by the best of the
+// linking slot's other links and the gone slots' links. It only reads
+// the graph, as plan does.
+func (g *graph) planRemoval(gone []uint32) removal {
+	isGone := make([]bool, len(g.links))
 	for _, s := range gone {
 		isGone[s] = true
 	}
+	r := removal{gone: gone}
 	for slot, layers := range g.links {
-		if layers == nil || isGone[uint32(slot)] {
+		if layers == nil || isGone[slot] {
 			continue
 		}
 		for l, ls := range layers {
 			if slices.ContainsFunc(ls, func(o uint32) bool { return isGone[o] }) {
-				g.relink(uint32(slot), l, isGone)
+				r.relinks = append(r.relinks, relinked{uint32(slot), l, g.relink(uint32(slot), l, isGone)})
 			}
 		}
 	}
-	entryGone := isGone[g.entry]
-	for _, s := range gone {
-		g.links[s] = nil
-	}
-	if entryGone {
-		g.newEntry()
-	}
+	return r
 }
 
-// relink replaces slot's links to removed slots on layer l by the best
-// of its other links and the removed slots' links.
-func (g *graph) relink(slot uint32, l int, isGone map[uint32]bool) {
+// relink is slot's new links on layer l, without the gone slots.
+func (g *graph) relink(slot uint32, l int, isGone []bool) []uint32 {
 	seen := map[uint32]bool{slot: true}
 	var cs []cand
 	add := func(o uint32) {
@@ -175,7 +199,22 @@ func (g *graph) relink(slot uint32, l int, isGone map[uint32]bool) {
 			add(oo)
 		}
 	}
-	g.links[slot][l] = candSlots(g.selectNeighbours(cs, g.maxLinks(l)), g.links[slot][l][:0])
+	return candSlots(g.selectNeighbours(cs, g.maxLinks(l)), nil)
+}
+
+// commitRemoval takes the planned slots out of the graph.
+func (g *graph) commitRemoval(r removal) {
+	for _, rl := range r.relinks {
+		g.links[rl.slot][rl.layer] = rl.links
+	}
+	entryGone := false
+	for _, s := range r.gone {
+		g.links[s] = nil
+		entryGone = entryGone || s == g.entry
+	}
+	if entryGone {
+		g.newEntry()
+	}
 }
 
 // newEntry makes a slot of the highest layer the entry.

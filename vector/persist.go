@@ -8,7 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"time"
+	"path/filepath"
 )
 
 // load reads the vectors file into the store, cutting off a bad tail,
@@ -16,6 +16,7 @@ import (
 // a prefix of the vectors file (linking in what came after), else by
 // linking every vector in.
 func (s *Set) load() error {
+	removeTemps(s.dir)
 	path := s.path(logName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -82,41 +83,41 @@ func (s *Set) load() error {
 		}
 	}
 	s.loadGraph(saved, atSaved, gen, capThen, dirty)
-	if s.size > compactMin && s.size > 2*s.liveBytes {
-		return s.compact()
-	}
-	return nil
+	return s.upkeep()
 }
 
 // loadGraph takes the saved graph if it indexes the vectors read up to
-// its offset, then relinks the dirty slots, changed after it; otherwise
-// it links every vector in.
+// its offset, then relinks the dirty slots, changed after it, and marks
+// the graph ready; otherwise it leaves the graph empty, for build.
 func (s *Set) loadGraph(saved *savedGraph, atSaved bool, gen uint64, capThen int, dirty []uint32) {
-	if atSaved && saved.gen == gen {
-		err := saved.install(s.g, capThen, dirty)
-		if err == nil {
-			var out []uint32
-			for _, slot := range dirty {
-				if s.g.has(slot) {
-					out = append(out, slot)
-				}
-			}
-			s.relink(out, dirty)
-			s.changed = len(dirty)
-			return
-		}
+	if !atSaved || saved.gen != gen {
+		s.ready.Store(s.st.len() == 0)
+		return
+	}
+	if err := saved.install(s.g, capThen, dirty); err != nil {
+		// install left the graph empty.
 		s.log.Warn("graph file does not fit the vectors, rebuilding it", "err", err)
-		s.g = newGraph(s.st, 1)
+		s.ready.Store(s.st.len() == 0)
+		return
 	}
-	start := time.Now()
-	for slot := range s.st.cap() {
-		if s.st.live(uint32(slot)) {
-			s.g.insert(uint32(slot))
+	var out []uint32
+	for _, slot := range dirty {
+		if s.g.has(slot) {
+			out = append(out, slot)
 		}
 	}
-	s.changed = s.st.len()
-	if s.st.len() > 0 {
-		s.log.Info("graph built", "vectors", s.st.len(), "took", time.Since(start).Round(time.Millisecond))
+	s.relink(out, dirty)
+	s.changed = len(dirty)
+	s.ready.Store(true)
+}
+
+// removeTemps removes what a write that a crash cut short left behind.
+func removeTemps(dir string) {
+	for _, name := range []string{logName, graphName} {
+		tmps, _ := filepath.Glob(filepath.Join(dir, name+".tmp*"))
+		for _, tmp := range tmps {
+			os.Remove(tmp)
+		}
 	}
 }
 
@@ -128,6 +129,7 @@ func (s *Set) reset() error {
 	if err := os.Remove(s.path(graphName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	s.ready.Store(true) // an empty graph holds every vector
 	return nil
 }
 
@@ -234,8 +236,12 @@ type savedGraph struct {
 	body   []byte
 }
 
-// saveGraph writes the graph file for the vectors file as it is.
+// saveGraph writes the graph file for the vectors file as it is, once
+// the graph holds every vector: a partial one would not fit.
 func (s *Set) saveGraph() error {
+	if !s.ready.Load() {
+		return nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	err := writeFileSync(s.path(graphName), func(w io.Writer) error {

@@ -1,9 +1,10 @@
 package vector
 
 import (
-	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memmesh/memmesh/internal/syncbuf"
 )
 
 func newSeeded(t *testing.T) (*rand.Rand, uint64) {
@@ -161,35 +164,34 @@ func testOpts(dims int) Options {
 }
 
 // capture is a logger whose lines a test can read.
-func capture(opts Options) (Options, *syncBuffer) {
-	var buf syncBuffer
+func capture(opts Options) (Options, *syncbuf.Buffer) {
+	var buf syncbuf.Buffer
 	opts.Logger = slog.New(slog.NewTextHandler(&buf, nil))
 	return opts, &buf
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
+// mustOpen opens a Set and waits for a graph built at Open, so that
+// the test sees one state.
 func mustOpen(t *testing.T, dir string, opts Options, work int, seed uint64) *Set {
 	t.Helper()
 	s, err := open(dir, opts, work, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.building.Wait()
+	if !s.ready.Load() {
+		t.Fatal("the graph is not ready after its build")
+	}
+	return s
+}
+
+// reopen opens the Set in dir again and holds it to hold what o holds,
+// in its store and its graph.
+func reopen(t *testing.T, dir string, dims int, seed uint64, o *oracle) *Set {
+	t.Helper()
+	s := mustOpen(t, dir, testOpts(dims), 0, seed)
+	checkSame(t, s, o)
+	checkGraph(t, s)
 	return s
 }
 
@@ -258,6 +260,25 @@ func checkSame(t *testing.T, s *Set, o *oracle) {
 	}
 }
 
+// checkGraph holds the graph to hold every live slot and no other, with
+// links only to slots in it.
+func checkGraph(t *testing.T, s *Set) {
+	t.Helper()
+	if err := checkLinks(s.g.links, s.g.entry, s.g.top); err != nil {
+		t.Fatal(err)
+	}
+	for slot := range s.st.cap() {
+		if s.g.has(uint32(slot)) != s.st.live(uint32(slot)) {
+			t.Fatalf("slot %d: in the graph %v, live %v", slot, s.g.has(uint32(slot)), s.st.live(uint32(slot)))
+		}
+	}
+	for slot := s.st.cap(); slot < len(s.g.links); slot++ {
+		if s.g.links[slot] != nil {
+			t.Fatalf("slot %d beyond the store is in the graph", slot)
+		}
+	}
+}
+
 // TestSearchFindsNearest: a small Set is scanned whole and finds the k
 // nearest, on one goroutine and split across several.
 func TestSearchFindsNearest(t *testing.T) {
@@ -300,6 +321,7 @@ func TestGraphFindsNearest(t *testing.T) {
 	check := func(s *Set, when string) {
 		t.Helper()
 		checkSame(t, s, o)
+		checkGraph(t, s)
 		var found, total int
 		for _, q := range queries {
 			got, err := s.Search(q, 10)
@@ -384,14 +406,7 @@ func TestGraphForgetsDeleted(t *testing.T) {
 		}
 	}
 	checkSame(t, s, o)
-	if err := checkLinks(s.g.links, s.g.entry, s.g.top); err != nil {
-		t.Fatal(err)
-	}
-	for slot, layers := range s.g.links {
-		if (layers != nil) != s.st.live(uint32(slot)) {
-			t.Fatalf("slot %d: in the graph %v, live %v", slot, layers != nil, s.st.live(uint32(slot)))
-		}
-	}
+	checkGraph(t, s)
 }
 
 // TestReopenKeepsEverything: what was put and not deleted is there after
@@ -416,9 +431,8 @@ func TestReopenKeepsEverything(t *testing.T) {
 			} else {
 				closeSet(t, s)
 			}
-			s = mustOpen(t, dir, testOpts(24), 0, seed)
+			s = reopen(t, dir, 24, seed, o)
 			defer closeSet(t, s)
-			checkSame(t, s, o)
 			after, _ := s.Search(q, 20)
 			checkHits(t, o, q, 20, after)
 			if !crash && !slices.Equal(before, after) {
@@ -502,7 +516,8 @@ func TestDamagedFileIsCut(t *testing.T) {
 	}{
 		{"torn", func(path string, ends []int64) error { return os.Truncate(path, ends[2]-5) }, 2},
 		{"torn frame", func(path string, ends []int64) error { return os.Truncate(path, ends[1]+3) }, 2},
-		{"flipped byte", func(path string, ends []int64) error { return flip(path, ends[0]+40) }, 1},
+		{"flipped value", func(path string, ends []int64) error { return flip(path, ends[0]+33) }, 1},
+		{"flipped id length", func(path string, ends []int64) error { return flip(path, ends[0]+40) }, 1},
 		{"flipped length", func(path string, ends []int64) error { return flip(path, ends[1]+2) }, 2},
 	}
 	for _, tc := range cases {
@@ -519,6 +534,7 @@ func TestDamagedFileIsCut(t *testing.T) {
 			opts, logs := capture(testOpts(8))
 			s := mustOpen(t, dir, opts, 0, 1)
 			checkSame(t, s, o)
+			checkGraph(t, s)
 			if n := strings.Count(logs.String(), "damaged"); n != 1 {
 				t.Fatalf("%d log lines on the damage, want 1:\n%s", n, logs)
 			}
@@ -530,6 +546,9 @@ func TestDamagedFileIsCut(t *testing.T) {
 			s = mustOpen(t, dir, opts, 0, 1)
 			defer closeSet(t, s)
 			checkSame(t, s, o)
+			if n := strings.Count(logs.String(), "damaged"); n != 1 {
+				t.Fatalf("reopened after the cut: %d log lines on damage, want the first alone:\n%s", n, logs)
+			}
 		})
 	}
 }
@@ -574,9 +593,147 @@ func TestDamagedHeaderOrGraphFile(t *testing.T) {
 	}
 }
 
+// TestGraphFileThatDoesNotFit: a graph file whose CRC holds but whose
+// links cannot be (a link to a slot past the end) is refused whole, and
+// the graph is built anew from the vectors.
+func TestGraphFileThatDoesNotFit(t *testing.T) {
+	dir := t.TempDir()
+	o := newOracle()
+	threeRecords(t, dir, o)
+	path := filepath.Join(dir, graphName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := len(graphMagic) + 32
+	if b[head] == 0 || b[head+1] == 0 {
+		t.Fatalf("slot 0 has %d layers, %d links on layer 0: want some", b[head], b[head+1])
+	}
+	binary.LittleEndian.PutUint32(b[head+2:], 1<<30) // slot 0's first link
+	binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, logs := capture(testOpts(8))
+	s := mustOpen(t, dir, opts, 0, 1)
+	defer closeSet(t, s)
+	checkSame(t, s, o)
+	checkGraph(t, s)
+	if !strings.Contains(logs.String(), "does not fit") {
+		t.Fatalf("no log line on the graph file:\n%s", logs)
+	}
+	q := o.vecs["r2-7"]
+	got, _ := s.Search(q, 30)
+	checkExact(t, o, q, 30, got)
+}
+
+// TestGraphBuildInBackground: an Open that must build the graph returns
+// at once; until the graph is ready, searches scan and writes go on; a
+// Close stops the build, and the next Open builds again.
+func TestGraphBuildInBackground(t *testing.T) {
+	r, seed := newSeeded(t)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, testOpts(16), 0, seed)
+	o := newOracle()
+	draw := func() []float32 { return randomVector(r, 16) }
+	churn(t, r, s, o, draw, 3000)
+	closeSet(t, s)
+	for _, stop := range []bool{true, false} {
+		if err := os.Remove(filepath.Join(dir, graphName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		s, err := open(dir, testOpts(16), 0, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stop {
+			closeSet(t, s) // whether the build has begun or not
+			continue
+		}
+		q := draw()
+		got, err := s.Search(q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ready.Load() {
+			checkHits(t, o, q, 10, got)
+		} else { // not ready after, so not during: a scan
+			checkExact(t, o, q, 10, got)
+		}
+		churn(t, r, s, o, draw, 300)
+		s.building.Wait()
+		checkSame(t, s, o)
+		checkGraph(t, s)
+		closeSet(t, s)
+	}
+	s = reopen(t, dir, 16, seed, o)
+	closeSet(t, s)
+}
+
+// TestStaleGraphFileIsNotTaken: a graph file that indexed records since
+// cut off is not taken for new records that happen to end at the same
+// offset: the chain of record CRCs tells them apart.
+func TestStaleGraphFileIsNotTaken(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(3, 4))
+	batch := func(prefix string) []Item {
+		var items []Item
+		for i := range 10 {
+			items = append(items, Item{ID: fmt.Sprintf("%s%d", prefix, i), Vec: randomVector(r, 8)})
+		}
+		return items
+	}
+	s := mustOpen(t, dir, testOpts(8), 0, 1)
+	if err := s.Put(batch("a")); err != nil {
+		t.Fatal(err)
+	}
+	cut := s.size
+	if err := s.Put(batch("b")); err != nil {
+		t.Fatal(err)
+	}
+	closeSet(t, s) // a graph file of a0-a9 and b0-b9
+	graphPath := filepath.Join(dir, graphName)
+	stale, err := os.ReadFile(graphPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, logName), cut); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, testOpts(8), 0, 1)
+	cs := batch("c") // the same size as b's record
+	if err := s.Put(cs); err != nil {
+		t.Fatal(err)
+	}
+	s.f.Close() // a crash, and the old graph file back
+	if err := os.WriteFile(graphPath, stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, logs := capture(testOpts(8))
+	s, err = open(dir, opts, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSet(t, s)
+	s.building.Wait()
+	if !strings.Contains(logs.String(), "building the graph") {
+		t.Fatalf("the stale graph file was taken:\n%s", logs)
+	}
+	if s.Len() != 20 {
+		t.Fatalf("Len %d, want 20", s.Len())
+	}
+	checkGraph(t, s)
+	for _, it := range cs {
+		if _, ok := s.Sum(it.ID); !ok {
+			t.Fatalf("%s lost", it.ID)
+		}
+	}
+}
+
 // TestCompaction: when replaced and deleted vectors outweigh the live
-// ones, the file is rewritten with the live ones alone, and the Set
-// reopens to the same vectors and graph.
+// ones, the file is rewritten with the live ones alone, the slots (freed
+// ones among them) renumbered to its order, and the Set reopens to the
+// same vectors and answers.
 func TestCompaction(t *testing.T) {
 	r, seed := newSeeded(t)
 	dir := t.TempDir()
@@ -585,8 +742,8 @@ func TestCompaction(t *testing.T) {
 	draw := func() []float32 { return randomVector(r, 256) }
 	for range 30 { // 30 × 300 vectors of 256 values: 2.4 MB written
 		var items []Item
-		for i := range 300 {
-			items = append(items, Item{ID: fmt.Sprintf("m%d", i), Sum: r.Uint64(), Vec: draw()})
+		for range 300 {
+			items = append(items, Item{ID: fmt.Sprintf("m%d", r.IntN(600)), Sum: r.Uint64(), Vec: draw()})
 		}
 		if err := s.Put(items); err != nil {
 			t.Fatal(err)
@@ -594,6 +751,18 @@ func TestCompaction(t *testing.T) {
 		for _, it := range items {
 			o.vecs[it.ID], o.sums[it.ID] = it.Vec, it.Sum
 		}
+		var ids []string
+		for range 150 {
+			ids = append(ids, fmt.Sprintf("m%d", r.IntN(600)))
+		}
+		if err := s.Delete(ids); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			delete(o.vecs, id)
+			delete(o.sums, id)
+		}
+		checkGraph(t, s)
 	}
 	info, err := os.Stat(filepath.Join(dir, logName))
 	if err != nil {
@@ -602,13 +771,13 @@ func TestCompaction(t *testing.T) {
 	if info.Size() > compactMin+2*s.liveBytes {
 		t.Fatalf("the file is %d bytes, live vectors take %d: no compaction", info.Size(), s.liveBytes)
 	}
+	checkSame(t, s, o)
 	q := draw()
 	before, _ := s.Search(q, 10)
-	checkExact(t, o, q, 10, before) // 300 vectors: the graph finds all
+	checkExact(t, o, q, 10, before) // a few hundred vectors: the graph finds all
 	closeSet(t, s)
-	s = mustOpen(t, dir, testOpts(256), 0, seed)
+	s = reopen(t, dir, 256, seed, o)
 	defer closeSet(t, s)
-	checkSame(t, s, o)
 	after, _ := s.Search(q, 10)
 	if !slices.Equal(before, after) {
 		t.Fatalf("before reopening: %v\nafter: %v", before, after)
@@ -764,5 +933,24 @@ func TestTiesComeInOrderOfID(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"a", "b", "c", "d"}) {
 		t.Fatalf("ids %v, want a b c d", ids)
+	}
+}
+
+// TestOpenRemovesTemporaryFiles: files that a write cut short by a crash
+// left behind are removed, and only those.
+func TestOpenRemovesTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{logName + ".tmp123", graphName + ".tmp9", "other.tmp1"}
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeSet(t, mustOpen(t, dir, testOpts(4), exactWork, 1))
+	for i, name := range names {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if gone := errors.Is(err, os.ErrNotExist); gone != (i < 2) {
+			t.Errorf("%s: removed %v", name, gone)
+		}
 	}
 }

@@ -107,8 +107,9 @@ func quantise(v []float32, dims int, code []int8) (float32, error) {
 	return float32(scale), nil
 }
 
-// dotInt8 is Σ a·b, four sums at a time so that the loads overlap.
-func dotInt8(a, b []int8) int32 {
+// dotInt8Go is Σ a·b in Go, four sums at a time so that the loads
+// overlap.
+func dotInt8Go(a, b []int8) int32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 int32
 	i := 0
