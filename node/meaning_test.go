@@ -5,9 +5,13 @@ import (
 	"slices"
 	"testing"
 
+	"bytes"
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/embed/model2vec"
 	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
+	"os"
+	"path/filepath"
+	"strings"
 )
 
 // meaningNode is a node with the topic model as its embedder, holding a
@@ -64,8 +68,9 @@ func TestSearchAndBriefByMeaning(t *testing.T) {
 	}
 }
 
-// TestPurgeErasesTheVector: a purged memory's vector is deleted, and the
-// memory is no longer found by meaning.
+// TestPurgeErasesTheVector: a purged memory's vector is deleted, the
+// memory is no longer found by meaning, and the vectors' files hold
+// nothing of it.
 func TestPurgeErasesTheVector(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -79,6 +84,20 @@ func TestPurgeErasesTheVector(t *testing.T) {
 			t.Fatalf("the purged memory is still near a message queue")
 		}
 	}
+	id := []byte(strings.TrimPrefix(ids["kafka"], IDPrefix))
+	waitUntil(t, "the vectors' files rid of the purged memory", func() bool {
+		files, err := os.ReadDir(filepath.Join(n.cfg.Home, "vectors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(filepath.Join(n.cfg.Home, "vectors", f.Name()))
+			if err == nil && bytes.Contains(data, id) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // TestRewordedCopiesLinked: a memory that says what another of its

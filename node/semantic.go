@@ -44,21 +44,22 @@ func (s semanticSource) Text(id string) (string, bool, error) {
 }
 
 // embedChanged tells the vectors of the memories the indexer indexed
-// (put) and removed (del).
+// (put) and erased (del).
 func (n *Node) embedChanged(put []model.Memory, del []string) {
 	if !n.meaning.Enabled() || len(put)+len(del) == 0 {
 		return
 	}
 	texts := make(map[string]string, len(put))
+	var removed []string
 	for i := range put {
 		m := &put[i]
 		if m.Status == model.StatusDeleted {
-			del = append(del, m.ID)
+			removed = append(removed, m.ID)
 			continue
 		}
 		texts[m.ID] = semantic.TextOf(m.Title, m.Content)
 	}
-	n.meaning.Changed(texts, del)
+	n.meaning.Changed(texts, removed, del)
 }
 
 // near returns the memories nearest the meaning of q's text, as the

@@ -159,6 +159,7 @@ func (ix *Index) scan(ctx context.Context, set *vector.Set) error {
 	}
 	set.Each(func(id string, _ uint64) bool {
 		if _, ok := known[id]; !ok {
+			// Gone while no one watched: erased, for all one knows.
 			ix.gone[id] = true
 		}
 		return true
@@ -168,18 +169,31 @@ func (ix *Index) scan(ctx context.Context, set *vector.Set) error {
 	return nil
 }
 
+// deleteGone deletes the vectors of the memories gone, and erases them
+// from the files when one of them was erased.
 func (ix *Index) deleteGone(set *vector.Set) error {
 	ix.mu.Lock()
-	ids := slices.Collect(maps.Keys(ix.gone))
+	gone := maps.Clone(ix.gone)
 	clear(ix.gone)
 	ix.mu.Unlock()
-	if len(ids) == 0 {
+	if len(gone) == 0 {
 		return nil
 	}
-	if err := set.Delete(ids); err != nil {
+	ids := slices.Collect(maps.Keys(gone))
+	remove := set.Delete
+	if slices.Contains(slices.Collect(maps.Values(gone)), true) {
+		remove = set.Erase
+	}
+	var err error
+	for chunk := range slices.Chunk(ids, vector.MaxBatch) {
+		if err = remove(chunk); err != nil {
+			break
+		}
+	}
+	if err != nil {
 		ix.mu.Lock()
-		for _, id := range ids {
-			ix.gone[id] = true
+		for id, erase := range gone {
+			ix.gone[id] = ix.gone[id] || erase
 		}
 		ix.mu.Unlock()
 		return fmt.Errorf("semantic: %w", err)

@@ -79,7 +79,7 @@ type Index struct {
 	set       *vector.Set       // nil until the model's dims are known
 	known     map[string]uint64 // memory id -> sum of its text
 	pending   map[string]string // memory id -> its text, "" to read it from Source
-	gone      map[string]bool   // memory ids whose vectors are to delete
+	gone      map[string]bool   // memory ids whose vectors are to delete: true to erase
 	rescan    bool              // read every memory again (at start, after an overflow, a reindex)
 	err       error             // the embedder's last failure, cleared by a success
 	quietTill time.Time         // queries skip the embedder until then
@@ -136,9 +136,9 @@ func sum(text string) uint64 {
 	return h.Sum64()
 }
 
-// Changed tells the index of memories written (id and text to embed) and
-// removed.
-func (ix *Index) Changed(put map[string]string, removed []string) {
+// Changed tells the index of memories written (id and text to embed),
+// removed, and erased (purged: their vectors leave the files too).
+func (ix *Index) Changed(put map[string]string, removed, erased []string) {
 	if ix.emb == nil {
 		return
 	}
@@ -156,6 +156,13 @@ func (ix *Index) Changed(put map[string]string, removed []string) {
 		ix.queue(id, text)
 	}
 	for _, id := range removed {
+		delete(ix.known, id)
+		delete(ix.pending, id)
+		if _, erase := ix.gone[id]; !erase {
+			ix.gone[id] = false
+		}
+	}
+	for _, id := range erased {
 		delete(ix.known, id)
 		delete(ix.pending, id)
 		ix.gone[id] = true

@@ -141,7 +141,7 @@ func TestVectorsFollowTheMemories(t *testing.T) {
 
 	// An edit makes the memory's vector again; a removal deletes it.
 	src.set("pgx", "Kafka brokers need three replicas")
-	ix.Changed(map[string]string{"pgx": "Kafka brokers need three replicas"}, []string{"deploy"})
+	ix.Changed(map[string]string{"pgx": "Kafka brokers need three replicas"}, []string{"deploy"}, nil)
 	testwait.Until(t, "the edit embedded and the removal gone", func() bool {
 		got := nearIDs(ix, "message broker")
 		return ix.Status().Total == 2 && ix.Status().Embedded == 2 && len(got) == 2 && !slices.Contains(got, "deploy")
@@ -205,7 +205,7 @@ func TestProviderDownLeavesSearchToWords(t *testing.T) {
 func TestOffDoesNothing(t *testing.T) {
 	ix := New(Config{Dir: t.TempDir(), Source: &memories{}})
 	ix.Run(context.Background()) // returns at once
-	ix.Changed(map[string]string{"a": "text"}, nil)
+	ix.Changed(map[string]string{"a": "text"}, nil, nil)
 	if st := ix.Status(); st != (api.EmbedStatus{Provider: "off"}) {
 		t.Errorf("status %+v", st)
 	}

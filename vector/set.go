@@ -279,6 +279,21 @@ func (s *Set) Delete(ids []string) error {
 	return s.writeLocked(opDelete, cs)
 }
 
+// Erase drops the vectors of ids, as Delete does, and then rewrites the
+// file with the live vectors alone, so that no byte of the vectors of ids
+// is left in it (an erasure: a vector says something of its text).
+func (s *Set) Erase(ids []string) error {
+	if err := s.Delete(ids); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.f == nil {
+		return ErrClosed
+	}
+	return s.compact()
+}
+
 func (s *Set) write(op byte, cs []change) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

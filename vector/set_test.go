@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"bytes"
 	"github.com/memmesh/memmesh/internal/syncbuf"
 )
 
@@ -953,4 +954,42 @@ func TestOpenRemovesTemporaryFiles(t *testing.T) {
 			t.Errorf("%s: removed %v", name, gone)
 		}
 	}
+}
+
+// TestEraseLeavesNoTrace: after Erase, no file of the Set holds the id
+// of an erased vector, and the others are all there.
+func TestEraseLeavesNoTrace(t *testing.T) {
+	r, seed := newSeeded(t)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, testOpts(16), 0, seed)
+	defer closeSet(t, s)
+	o := newOracle()
+	var items []Item
+	for i := range 50 {
+		items = append(items, Item{ID: fmt.Sprintf("keep-%d", i), Sum: uint64(i), Vec: randomVector(r, 16)})
+	}
+	items = append(items, Item{ID: "erased-memory-id", Sum: 7, Vec: randomVector(r, 16)})
+	if err := s.Put(items); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items[:50] {
+		o.vecs[it.ID], o.sums[it.ID] = it.Vec, it.Sum
+	}
+	if err := s.Erase([]string{"erased-memory-id"}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte("erased-memory-id")) {
+			t.Errorf("%s still holds the erased vector's id", f.Name())
+		}
+	}
+	checkSame(t, s, o)
 }
