@@ -216,14 +216,21 @@ func (a *app) benchSearchCommand() *cobra.Command {
 		Short: "Search latency on a node holding many memories",
 		Long: `Fill a node with corpus memories through the import path, open it again
 cold (as a restarted daemon would), warm its caches with the corpus queries
-once, then time top-10 searches of those queries and report p50 and p99.`,
+once, then time top-10 searches of those queries and report p50 and p99.
+
+With --vector-dims, it then times the vector stage of search by meaning
+alone: a vector index of as many vectors (clustered, as texts fall into
+topics; no model runs) asked for the 50 nearest a query, as a search of 10
+results asks it.`,
 		Example: `  memmesh bench search
-  memmesh bench search --memories 10000 --queries 500 --json`,
+  memmesh bench search --memories 10000 --queries 500 --json
+  memmesh bench search --memories 100000 --vector-dims 256`,
 		Args: noArgs,
 		RunE: benchRunE(a, &opts, bench.Search),
 	}
 	cmd.Flags().IntVar(&opts.Memories, "memories", opts.Memories, "memories the node holds")
 	cmd.Flags().IntVar(&opts.Queries, "queries", opts.Queries, "searches timed")
+	cmd.Flags().IntVar(&opts.VectorDims, "vector-dims", 0, "also time the vector stage, with vectors of this many values (256 for the builtin models, 768 for nomic-embed-text)")
 	return cmd
 }
 

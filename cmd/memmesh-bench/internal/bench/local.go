@@ -10,6 +10,7 @@ import (
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/node"
+	"github.com/memmesh/memmesh/vector"
 )
 
 // CaptureOptions configures Capture.
@@ -143,12 +144,19 @@ type SearchOptions struct {
 	Memories int
 	// Queries is how many corpus queries are timed.
 	Queries int
+	// VectorDims, when positive, also times the vector stage of search
+	// by meaning: a vector index of Memories vectors of this many values.
+	VectorDims int
 	Common
 }
 
 // Validate checks the options.
 func (o SearchOptions) Validate() error {
-	return firstErr(atLeast("memories", o.Memories, 1), atLeast("queries", o.Queries, 1))
+	err := firstErr(atLeast("memories", o.Memories, 1), atLeast("queries", o.Queries, 1), atLeast("vector-dims", o.VectorDims, 0))
+	if err == nil && o.VectorDims > vector.MaxDims {
+		err = fmt.Errorf("--vector-dims %d: at most %d", o.VectorDims, vector.MaxDims)
+	}
+	return err
 }
 
 // SearchReport holds search latency on a node of many memories.
@@ -158,16 +166,26 @@ type SearchReport struct {
 	Latency  Summary `json:"latency"`
 	// Empty counts the queries that found nothing.
 	Empty int `json:"empty"`
+	// Vectors is the vector stage's, with --vector-dims.
+	Vectors *VectorStage `json:"vectors,omitempty"`
 }
 
 // Rows implements Report.
 func (r SearchReport) Rows() []Row {
-	return []Row{
+	rows := []Row{
 		{"memories", fmt.Sprint(r.Memories)},
 		{"queries (top 10)", fmt.Sprint(r.Queries)},
 		{"search latency", r.Latency.String()},
 		{"queries without results", fmt.Sprint(r.Empty)},
 	}
+	if v := r.Vectors; v != nil {
+		rows = append(rows,
+			Row{"vector stage: vectors × dims", fmt.Sprintf("%d × %d", v.Vectors, v.Dims)},
+			Row{fmt.Sprintf("vector stage latency (nearest %d)", vectorK), v.Latency.String()},
+			Row{"vector stage fill (graph built)", v.Fill.Round(time.Millisecond).String()},
+		)
+	}
+	return rows
 }
 
 // distinctQueries is how many different corpus queries a search benchmark
@@ -224,5 +242,13 @@ func Search(ctx context.Context, opts SearchOptions) (SearchReport, error) {
 		}
 	}
 	r.Latency = lat.Summary()
+	if opts.VectorDims > 0 {
+		log.Info("vector stage", "vectors", opts.Memories, "dims", opts.VectorDims)
+		v, err := vectorStage(ctx, filepath.Join(dir, "vectors"), opts.Memories, opts.VectorDims, opts.Queries, log)
+		if err != nil {
+			return SearchReport{}, err
+		}
+		r.Vectors = &v
+	}
 	return r, nil
 }

@@ -27,7 +27,7 @@ func TestCapture(t *testing.T) {
 }
 
 func TestSearch(t *testing.T) {
-	r, err := Search(context.Background(), SearchOptions{Memories: 300, Queries: 50, Common: Common{Dir: t.TempDir()}})
+	r, err := Search(context.Background(), SearchOptions{Memories: 300, Queries: 50, VectorDims: 32, Common: Common{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +36,9 @@ func TestSearch(t *testing.T) {
 	}
 	if r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 {
 		t.Errorf("latency = %+v", r.Latency)
+	}
+	if v := r.Vectors; v == nil || v.Vectors != 300 || v.Dims != 32 || v.Latency.P50 <= 0 || v.Latency.P99 < v.Latency.P50 || v.Fill <= 0 {
+		t.Errorf("vector stage = %+v", v)
 	}
 }
 
@@ -47,6 +50,10 @@ func TestBadOptions(t *testing.T) {
 	}{
 		{"no memories", "--memories 0", func() error { _, err := Capture(ctx, CaptureOptions{Import: 1}); return err }},
 		{"negative queries", "--queries -1", func() error { _, err := Search(ctx, SearchOptions{Memories: 1, Queries: -1}); return err }},
+		{"vectors too long", "--vector-dims 5000", func() error {
+			_, err := Search(ctx, SearchOptions{Memories: 1, Queries: 1, VectorDims: 5000})
+			return err
+		}},
 		{"one node", "--nodes 1", func() error { _, err := Sync(ctx, SyncOptions{Nodes: 1, Memories: 1, Samples: 1}); return err }},
 		{"more changes than memories", "--changes 5", func() error { _, err := Resync(ctx, ResyncOptions{Changes: 5, Memories: 2}); return err }},
 		{"no runs", "--runs 0", func() error {
