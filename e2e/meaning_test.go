@@ -1,20 +1,20 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
-	"encoding/json"
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
 	"github.com/memmesh/memmesh/internal/testwait"
-	"net/http"
-	"net/http/httptest"
-	"slices"
-	"sync/atomic"
 )
 
 // TestSearchByMeaning: a user installs a builtin model, turns search by

@@ -1,17 +1,17 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
-	"bytes"
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/embed/model2vec"
 	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
-	"os"
-	"path/filepath"
-	"strings"
 )
 
 // meaningNode is a node with the topic model as its embedder, holding a

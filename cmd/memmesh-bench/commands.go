@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,19 +10,18 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
-	"cmp"
-	"github.com/BurntSushi/toml"
 	"github.com/memmesh/memmesh/cmd/memmesh-bench/internal/bench"
 	"github.com/memmesh/memmesh/embed/embedconf"
 	"github.com/memmesh/memmesh/internal/inert"
-	"path/filepath"
 )
 
 func (a *app) rootCommand() *cobra.Command {

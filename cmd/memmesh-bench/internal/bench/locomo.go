@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,6 @@ import (
 	"github.com/memmesh/memmesh/embed"
 	"github.com/memmesh/memmesh/embed/embedconf"
 	"github.com/memmesh/memmesh/node"
-	"log/slog"
 )
 
 // LocomoOptions configures Locomo.
