@@ -61,10 +61,6 @@ func (g *graph) grow(n int) {
 	}
 }
 
-// insert links slot in; the slot must be live in the store and out of
-// the graph.
-func (g *graph) insert(slot uint32) { g.commit(g.plan(slot)) }
-
 // plan is where a slot goes: its neighbours on each of its layers.
 type plan struct {
 	slot uint32
