@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -214,4 +216,38 @@ func TestSearchWhileTheProviderFails(t *testing.T) {
 		okJSON(t, home, &res, "search", "--ns", "shop", "message queue", "--format", "json")
 		return len(res.Results) > 0 && res.Results[0].ID == kafka.ID && res.Results[0].Semantic > 0.9
 	})
+}
+
+// TestEmbedEnableDownloads: embed enable fetches a model from the URL of
+// its folder, checked against the sha256 given; a wrong one installs
+// nothing.
+func TestEmbedEnableDownloads(t *testing.T) {
+	model := m2vtest.TopicModel(t, "topics")
+	srv := httptest.NewServer(http.StripPrefix("/topics/resolve/main/", http.FileServer(http.Dir(model))))
+	defer srv.Close()
+	data, err := os.ReadFile(filepath.Join(model, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	url := srv.URL + "/topics/resolve/main"
+	home := newHome(t)
+	r := mm(t, home, "", "embed", "enable", "--from", url)
+	if r.code == 0 || !strings.Contains(r.stderr, "--sha256 model.safetensors=HEX") {
+		t.Fatalf("a download without a checksum: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = mm(t, home, "", "embed", "enable", "--from", url, "--sha256", "model.safetensors="+strings.Repeat("0", 64))
+	if r.code == 0 || !strings.Contains(r.stderr, "checksum") {
+		t.Fatalf("a wrong checksum: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(home, "models", "topics")); err == nil {
+		t.Fatal("a model that did not match its checksum was installed")
+	}
+	out := ok(t, home, "embed", "enable", "--from", url, "--sha256", "model.safetensors="+hex.EncodeToString(sum[:]), "--format", "human")
+	if !strings.Contains(out, `model = "topics"`) {
+		t.Fatalf("embed enable says %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "models", "topics", "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
 }
