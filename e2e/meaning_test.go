@@ -19,6 +19,15 @@ import (
 	"github.com/memmesh/memmesh/internal/testwait"
 )
 
+// meaningResults is what `memmesh search --json` says of its results:
+// their ids and cosines.
+type meaningResults struct {
+	Results []struct {
+		ID       string  `json:"id"`
+		Semantic float64 `json:"semantic"`
+	} `json:"results"`
+}
+
 // TestSearchByMeaning: a user installs a builtin model, turns search by
 // meaning on in config.toml, and finds by meaning what no word of the
 // query matches, while a home without it finds nothing.
@@ -53,12 +62,7 @@ func TestSearchByMeaning(t *testing.T) {
 		t.Errorf("embed status says %q", human)
 	}
 
-	var res struct {
-		Results []struct {
-			ID       string  `json:"id"`
-			Semantic float64 `json:"semantic"`
-		} `json:"results"`
-	}
+	var res meaningResults
 	okJSON(t, home, &res, "search", "--ns", "shop", "message queue", "--format", "json")
 	if len(res.Results) == 0 || res.Results[0].ID != kafka.ID || res.Results[0].Semantic < 0.9 {
 		t.Fatalf("search by meaning for a message queue: %+v, want %s first with its cosine", res.Results, kafka.ID)
@@ -189,12 +193,7 @@ func TestSearchWhileTheProviderFails(t *testing.T) {
 		okJSON(t, home, &st, "embed", "status", "--format", "json")
 		return strings.Contains(st.Error, "503")
 	})
-	var res struct {
-		Results []struct {
-			ID       string  `json:"id"`
-			Semantic float64 `json:"semantic"`
-		} `json:"results"`
-	}
+	var res meaningResults
 	for range 5 {
 		okJSON(t, home, &res, "search", "--ns", "shop", "kafka", "--format", "json")
 		if len(res.Results) != 1 || res.Results[0].ID != kafka.ID {
