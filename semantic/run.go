@@ -70,8 +70,11 @@ func (ix *Index) step(ctx context.Context) (more bool, err error) {
 		return false, err
 	}
 	ix.mu.Lock()
-	rescan := ix.rescan
+	rescan, reindex := ix.rescan, ix.reindex
 	ix.mu.Unlock()
+	if reindex {
+		return true, ix.discard(set)
+	}
 	if rescan {
 		return true, ix.scan(ctx, set)
 	}
@@ -166,6 +169,23 @@ func (ix *Index) scan(ctx context.Context, set *vector.Set) error {
 	})
 	ix.rescan = false
 	ix.log.Info("memories to embed", "total", len(known), "waiting", len(ix.pending))
+	return nil
+}
+
+// discard deletes every vector, for a reindex, and asks for a scan.
+func (ix *Index) discard(set *vector.Set) error {
+	var ids []string
+	set.Each(func(id string, _ uint64) bool { ids = append(ids, id); return true })
+	for chunk := range slices.Chunk(ids, vector.MaxBatch) {
+		if err := set.Delete(chunk); err != nil {
+			return fmt.Errorf("semantic: reindex: %w", err)
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.reindex, ix.rescan = false, true
+	clear(ix.pending)
+	ix.log.Info("vectors discarded, to be made again", "vectors", len(ids))
 	return nil
 }
 

@@ -81,6 +81,7 @@ type Index struct {
 	pending   map[string]string // memory id -> its text, "" to read it from Source
 	gone      map[string]bool   // memory ids whose vectors are to delete: true to erase
 	rescan    bool              // read every memory again (at start, after an overflow, a reindex)
+	reindex   bool              // discard every vector first
 	err       error             // the embedder's last failure, cleared by a success
 	quietTill time.Time         // queries skip the embedder until then
 	closed    bool
@@ -189,27 +190,14 @@ func (ix *Index) signal() {
 	}
 }
 
-// Reindex discards every vector and makes them again.
+// Reindex discards every vector and makes them again, in Run's goroutine.
 func (ix *Index) Reindex() error {
 	if ix.emb == nil {
 		return errors.New("semantic: search by meaning is off: set [embed] provider in config.toml")
 	}
 	ix.mu.Lock()
-	set := ix.set
-	ix.set = nil
-	clear(ix.pending)
-	ix.rescan = true
+	ix.reindex = true
 	ix.mu.Unlock()
-	if set != nil {
-		var ids []string
-		set.Each(func(id string, _ uint64) bool { ids = append(ids, id); return true })
-		if err := set.Delete(ids); err != nil {
-			return fmt.Errorf("semantic: reindex: %w", err)
-		}
-		ix.mu.Lock()
-		ix.set = set
-		ix.mu.Unlock()
-	}
 	ix.signal()
 	return nil
 }
@@ -223,7 +211,7 @@ func (ix *Index) Status() api.EmbedStatus {
 	st := api.EmbedStatus{Provider: info.Provider, Model: info.Model, Dims: info.Dims}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	st.Total, st.Scanning = len(ix.known), ix.rescan
+	st.Total, st.Scanning = len(ix.known), ix.rescan || ix.reindex
 	if ix.set != nil {
 		for id, s := range ix.known {
 			if have, ok := ix.set.Sum(id); ok && have == s {

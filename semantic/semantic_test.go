@@ -228,3 +228,23 @@ func TestTextsWithoutMeaningAreLeftToWords(t *testing.T) {
 		t.Fatalf("near a message broker: %v", got)
 	}
 }
+
+// TestReindexMakesEveryVectorAgain: a reindex embeds every memory again,
+// though their texts did not change.
+func TestReindexMakesEveryVectorAgain(t *testing.T) {
+	src := &memories{texts: map[string]string{"a": "pgx driver", "b": "kafka queue", "c": "staging rollout"}}
+	emb := &counting{Embedder: tinyModel(t, "topics")}
+	ix := startIndex(t, Config{Dir: t.TempDir(), Embedder: emb, Source: src})
+	waitEmbedded(t, ix, 3)
+	before := emb.texts.Load()
+	if err := ix.Reindex(); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "every memory embedded again", func() bool {
+		st := ix.Status()
+		return !st.Scanning && st.Embedded == 3 && emb.texts.Load() == before+3
+	})
+	if got := nearIDs(ix, "message broker"); len(got) == 0 || got[0] != "b" {
+		t.Fatalf("near a message broker after a reindex: %v", got)
+	}
+}
