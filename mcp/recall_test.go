@@ -7,7 +7,11 @@ import (
 	"testing"
 
 	"github.com/memmesh/memmesh/api"
+	"github.com/memmesh/memmesh/embed/model2vec"
+	"github.com/memmesh/memmesh/embed/model2vec/m2vtest"
+	"github.com/memmesh/memmesh/internal/testwait"
 	"github.com/memmesh/memmesh/internal/tokens"
+	"github.com/memmesh/memmesh/node"
 )
 
 func TestRecallSaysWhatItFound(t *testing.T) {
@@ -101,5 +105,32 @@ func TestRecallLooseQuote(t *testing.T) {
 	text = call(t, c, "recall", map[string]any{"query": `"designing data-intensive applications"`}, &out)
 	if len(out.Results) != 1 || strings.Contains(text, "as written") {
 		t.Errorf("a phrase the memory holds:\n%s", text)
+	}
+}
+
+// TestRecallByMeaning: with an embedder, recall finds a memory by its
+// meaning and says how near it is, in the text and the structured content.
+func TestRecallByMeaning(t *testing.T) {
+	model, err := model2vec.Load(m2vtest.TopicModel(t, "topics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, node.Config{Home: t.TempDir(), Logger: testLogger(t), Embedder: model})
+	ctx := context.Background()
+	kafka, err := n.Remember(ctx, api.RememberRequest{Namespace: testNamespace, Content: "Order events go through Kafka"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the memory's vector made", func() bool {
+		st, err := n.EmbedStatus(ctx)
+		return err == nil && st.Embedded == 1 && !st.Scanning
+	})
+	var out recallData
+	text := call(t, connect(t, n), "recall", map[string]any{"query": "message queue"}, &out)
+	if len(out.Results) != 1 || out.Results[0].ID != kafka.ID || out.Results[0].Semantic < 0.9 {
+		t.Fatalf("recall by meaning: %+v", out.Results)
+	}
+	if !strings.Contains(text, `near by meaning="cosine `) {
+		t.Errorf("the text does not say the memory is near by meaning:\n%s", text)
 	}
 }

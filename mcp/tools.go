@@ -922,10 +922,12 @@ type hitData struct {
 	Fusion  *api.Fusion  `json:"fusion,omitempty" jsonschema:"text and graph ranks fused into score, and the link that pulled the memory in"`
 	Related string       `json:"related,omitempty" jsonschema:"set when it does not match: the link that brought it"`
 	Labels  []string     `json:"labels,omitempty" jsonschema:"stale, superseded or contradicted, and by which id"`
+	// Semantic is the cosine of a memory near the query's meaning.
+	Semantic float64 `json:"semantic,omitempty" jsonschema:"cosine to the query, when near its meaning"`
 }
 
 func newHit(h api.SearchHit) hitData {
-	out := hitData{memoryData: newMemory(h.Memory), Score: h.Score, Fusion: h.Fusion, Related: h.Related, Labels: h.Labels}
+	out := hitData{memoryData: newMemory(h.Memory), Score: h.Score, Fusion: h.Fusion, Related: h.Related, Labels: h.Labels, Semantic: h.Semantic}
 	out.Truncated = h.Truncated
 	if e := h.Explain; e != nil {
 		out.Explain = &explainData{BM25: e.BM25, Confidence: e.Confidence, Tier: e.Tier, Recency: e.Recency, Status: e.Status, Maturity: e.Maturity, Final: e.Final, Match: e.Match}
@@ -988,6 +990,9 @@ func (r *recallData) text() string {
 		}
 		if hit.Related != "" {
 			extra = append(extra, attr{"related", hit.Related})
+		}
+		if hit.Semantic > 0 {
+			extra = append(extra, attr{"near by meaning", fmt.Sprintf("cosine %.2f", hit.Semantic)})
 		}
 		if len(hit.Labels) > 0 {
 			extra = append(extra, attr{"labels", strings.Join(hit.Labels, "; ")})
