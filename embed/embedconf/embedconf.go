@@ -87,7 +87,7 @@ func (e Config) New(models string) (embed.Embedder, error) {
 		name := cmp.Or(e.Model, defaultBuiltinModel)
 		m, err := model2vec.Load(filepath.Join(models, name))
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("the builtin model %s is not installed: run 'memmesh embed enable --from DIR'", name)
+			return nil, fmt.Errorf("the builtin model %s is not installed: run 'memmesh embed enable --from DIR|URL'", name)
 		}
 		return m, err
 	case "ollama":
