@@ -315,7 +315,7 @@ func (ix *Index) embedBatch(ctx context.Context, set *vector.Set, batch map[stri
 		}
 		return fmt.Errorf("semantic: %w", err)
 	}
-	if ix.cfg.Embedded != nil && len(fresh) > 0 {
+	if ix.cfg.Embedded != nil && len(fresh) > 0 && !ix.bulk() {
 		var freshIDs []string
 		var freshVecs [][]float32
 		for _, at := range fresh {
@@ -340,4 +340,16 @@ func usable(v []float32) bool {
 		nonzero = nonzero || x != 0
 	}
 	return nonzero
+}
+
+// bulkPending is the backlog past which the index is catching up (an
+// import, a catch-up from a peer) rather than following new writes: it
+// does not report the vectors it makes to Config.Embedded then, which
+// would search for every memory's neighbours.
+const bulkPending = 1000
+
+func (ix *Index) bulk() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return len(ix.pending) >= bulkPending
 }

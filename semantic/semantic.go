@@ -43,8 +43,8 @@ type Config struct {
 	Clock    clock.Clock  // nil: the system's
 	Logger   *slog.Logger // nil: slog.Default()
 	// Embedded, when set, is told of the vectors made for memories that
-	// Changed reported (not those a start or a reindex makes again), in
-	// the goroutine of Run.
+	// Changed reported (not those a start or a reindex makes again, nor
+	// those of a backlog of bulkPending or more), in the goroutine of Run.
 	Embedded func(ids []string, vecs [][]float32)
 }
 
