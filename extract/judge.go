@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -103,6 +104,16 @@ func (s Score) Precision() float64 { return ratio(s.Matched, s.Candidates) }
 // Recall is the share of labels a candidate matched (1 when there are
 // none).
 func (s Score) Recall() float64 { return ratio(s.Matched, s.Labels) }
+
+// MarshalJSON writes the counts with the precision and recall they give.
+func (s Score) MarshalJSON() ([]byte, error) {
+	type counts Score
+	return json.Marshal(struct {
+		counts
+		Precision float64 `json:"precision"`
+		Recall    float64 `json:"recall"`
+	}{counts(s), s.Precision(), s.Recall()})
+}
 
 // Add returns the sum of s and o.
 func (s Score) Add(o Score) Score {

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 )
@@ -40,5 +41,15 @@ func TestKinds(t *testing.T) {
 	}
 	if KnownKind("lesson") || !slices.Contains(Kinds(), KindNote) {
 		t.Error("kinds are wrong")
+	}
+}
+
+func TestScoreJSON(t *testing.T) {
+	b, err := json.Marshal(Score{Candidates: 4, Labels: 5, Matched: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"candidates":4,"labels":5,"matched":2,"precision":0.5,"recall":0.4}`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
 	}
 }
