@@ -61,6 +61,10 @@ type Session struct {
 // no transcript or a kind extract does not know) is an error naming each
 // fault.
 func Load(dir string) ([]Session, error) {
+	dir, err := filepath.Abs(dir) // the projects of Aider's sessions are named by their paths
+	if err != nil {
+		return nil, fmt.Errorf("labelled: %w", err)
+	}
 	adapters := adaptersOf(dir)
 	found, errs := discover(dir, adapters)
 	names, err := labelFiles(dir)
