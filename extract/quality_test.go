@@ -18,75 +18,24 @@ import (
 // rules were tuned on the sessions labelled "tuning" only, and the
 // "heldout" third measures them on sessions they were not tuned on.
 
-// label is one memory a session should yield.
-type label struct {
-	Kind    string   `json:"kind"`
-	Phrases []string `json:"phrases"`
-}
-
 type labels struct {
 	Set      string  `json:"set"` // "tuning" or "heldout"
 	Note     string  `json:"note"`
-	Memories []label `json:"memories"`
+	Memories []Label `json:"memories"`
 }
 
-// score counts candidates and labels, and how many of each matched.
-type score struct {
-	candidates, labels, right, found int
-}
-
-func (s score) precision() float64 { return ratio(s.right, s.candidates) }
-func (s score) recall() float64    { return ratio(s.found, s.labels) }
-
-func ratio(a, b int) float64 {
-	if b == 0 {
-		return 1
-	}
-	return float64(a) / float64(b)
-}
-
-// matches reports whether c has l's kind and contains each of its phrases.
-func matches(c Candidate, l label) bool {
-	if c.Kind != l.Kind {
-		return false
-	}
-	text := strings.ToLower(c.Title + "\n" + c.Content + "\n" + strings.Join(c.Touches, "\n"))
-	for _, p := range l.Phrases {
-		if !strings.Contains(text, strings.ToLower(p)) {
-			return false
-		}
-	}
-	return true
-}
-
-// judge matches candidates to labels one to one, in order, and logs
-// what is extra and what is missing.
-func judge(t *testing.T, name string, cands []Candidate, want []label) score {
+// judge judges a session's candidates against its labels and logs what
+// is extra and what is missing.
+func judge(t *testing.T, name string, cands []Candidate, want []Label) Score {
 	t.Helper()
-	s := score{candidates: len(cands), labels: len(want)}
-	used := make([]bool, len(cands))
-	for _, l := range want {
-		hit := false
-		for i, c := range cands {
-			if !used[i] && matches(c, l) {
-				used[i], hit = true, true
-				break
-			}
-		}
-		if hit {
-			s.found++
-		} else {
-			t.Logf("%s: missed %s %q", name, l.Kind, l.Phrases)
-		}
+	j := Judge(cands, want)
+	for _, l := range j.Missed {
+		t.Logf("%s: missed %s %q", name, l.Kind, l.Phrases)
 	}
-	for i, c := range cands {
-		if used[i] {
-			s.right++
-		} else {
-			t.Logf("%s: extra %s (%s) %q", name, c.Kind, c.Rule, c.Content)
-		}
+	for _, c := range j.Extra {
+		t.Logf("%s: extra %s (%s) %q", name, c.Kind, c.Rule, c.Content)
 	}
-	return s
+	return j.Score()
 }
 
 func loadSession(t testing.TB, path string) transcript.Session {
@@ -114,7 +63,7 @@ func TestExtractionQuality(t *testing.T) {
 	if err != nil || len(files) < 20 {
 		t.Fatalf("want at least 20 labelled sessions, have %d (%v)", len(files), err)
 	}
-	scores := map[string]*score{"tuning": {}, "heldout": {}}
+	scores := map[string]Score{"tuning": {}, "heldout": {}}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		var want labels
@@ -123,18 +72,14 @@ func TestExtractionQuality(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: set %q is neither tuning nor heldout", name, want.Set)
 		}
-		got := judge(t, name, Candidates(loadSession(t, f)), want.Memories)
-		sc.candidates += got.candidates
-		sc.labels += got.labels
-		sc.right += got.right
-		sc.found += got.found
+		scores[want.Set] = sc.Add(judge(t, name, Candidates(loadSession(t, f)), want.Memories))
 	}
 	for _, set := range []string{"tuning", "heldout"} {
 		s := scores[set]
 		t.Logf("extraction %s: precision %.2f (%d/%d candidates), recall %.2f (%d/%d labels)",
-			set, s.precision(), s.right, s.candidates, s.recall(), s.found, s.labels)
+			set, s.Precision(), s.Matched, s.Candidates, s.Recall(), s.Matched, s.Labels)
 	}
-	if p := scores["tuning"].precision(); p < 0.8 {
+	if p := scores["tuning"].Precision(); p < 0.8 {
 		t.Errorf("precision on the tuning set is %.2f, want 0.8 or more", p)
 	}
 }

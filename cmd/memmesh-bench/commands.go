@@ -363,15 +363,20 @@ node (adapter, scrubbing, storage, the session's summary and lessons): MB/s
 and turns/s, wall and CPU time. Append one turn and time the read of it.
 Then start a daemon (memmesh serve, see --memmesh) and run 'memmesh
 sessions ingest --hook' --hooks times as a client's hook runs it: latency
-from process start to exit (p50, p99).`,
+from process start to exit (p50, p99). With --corpus, first read each
+session of a labelled corpus (extract/testdata/corpus in the source) with
+its client's adapter, extract its lessons and judge them against its
+labels: precision and recall overall, per client and per kind.`,
 		Example: `  memmesh bench sessions
-  memmesh bench sessions --mb 5 --hooks 20 --json`,
+  memmesh bench sessions --mb 5 --hooks 20 --json
+  memmesh bench sessions --mb 1 --hooks 3 --corpus extract/testdata/corpus`,
 		Args: noArgs,
 		RunE: benchRunE(a, &opts, bench.Sessions),
 	}
 	memmeshFlag(cmd, &opts.Binary)
 	cmd.Flags().IntVar(&opts.MB, "mb", opts.MB, "size of the transcript in MB (1 to 2000)")
 	cmd.Flags().IntVar(&opts.Hooks, "hooks", opts.Hooks, "runs of the ingest hook (1 to 10000)")
+	cmd.Flags().StringVar(&opts.Corpus, "corpus", "", "a labelled corpus of sessions to measure the lessons' extraction on")
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memmesh/memmesh/extract/labelled"
 	"github.com/memmesh/memmesh/internal/corpus"
 	"github.com/memmesh/memmesh/node"
 	"github.com/memmesh/memmesh/transcript"
@@ -24,6 +25,9 @@ type SessionsOptions struct {
 	// Binary is the memmesh executable the daemon and the hooks run; ""
 	// means the one beside this executable, else on PATH.
 	Binary string
+	// Corpus is a labelled corpus of sessions (see extract/labelled) to
+	// measure the lessons' extraction on; "" measures none.
+	Corpus string
 	Common
 }
 
@@ -57,11 +61,14 @@ type SessionsReport struct {
 	// HooksUnanswered counts the hooks that returned in time without the
 	// daemon's answer (the read was not queued).
 	HooksUnanswered int `json:"hooks_unanswered"`
+	// Extraction is the precision and recall of the lessons learned from
+	// the labelled corpus, when one was given.
+	Extraction *labelled.Report `json:"extraction,omitempty"`
 }
 
 // Rows implements Report.
 func (r SessionsReport) Rows() []Row {
-	return []Row{
+	rows := []Row{
 		{"transcript (Claude Code)", fmt.Sprintf("%s MB, %d turns", num(float64(r.Bytes)/1e6), r.Turns)},
 		{"first read into a node", fmt.Sprintf("%s s, CPU %s s", num(r.Seconds), num(r.CPU))},
 		{"read throughput", fmt.Sprintf("%s MB/s, %s turns/s", num(r.MBPerS), num(r.TurnsPerS))},
@@ -69,15 +76,26 @@ func (r SessionsReport) Rows() []Row {
 		{"read again after one more turn", fmt.Sprintf("%s ms", num(r.RereadMS))},
 		{"ingest hook, process start to exit", fmt.Sprintf("%s (%d runs, %d without the daemon's answer in time)", r.Hook, r.Hooks, r.HooksUnanswered)},
 	}
+	if r.Extraction != nil {
+		for _, e := range r.Extraction.Rows() {
+			rows = append(rows, Row{"lessons from the labelled corpus, " + e.Name, e.Figures})
+		}
+	}
+	return rows
 }
 
 // Sessions measures reading agents' sessions: a generated Claude Code
 // transcript of opts.MB read whole by a node (node.IngestTranscript:
 // adapter, scrubbing, storage, summary, lessons), the same transcript
 // read again after one more turn, and the latency of the ingest hook
-// against a daemon.
+// against a daemon; with opts.Corpus, the precision and recall of the
+// lessons extracted from the labelled corpus.
 func Sessions(ctx context.Context, opts SessionsOptions) (SessionsReport, error) {
 	if err := opts.Validate(); err != nil {
+		return SessionsReport{}, err
+	}
+	extraction, err := measureCorpus(opts.Corpus)
+	if err != nil {
 		return SessionsReport{}, err
 	}
 	binary, err := memmeshExecutable(opts.Binary)
@@ -86,6 +104,10 @@ func Sessions(ctx context.Context, opts SessionsOptions) (SessionsReport, error)
 	}
 	opts.Binary = binary
 	log := logger(opts.Log)
+	if extraction != nil {
+		log.Info("labelled corpus", "sessions", extraction.Sessions,
+			"precision", num(extraction.Overall.Precision()), "recall", num(extraction.Overall.Recall()))
+	}
 	dir, cleanup, err := workDir(opts.Dir)
 	if err != nil {
 		return SessionsReport{}, err
@@ -94,7 +116,7 @@ func Sessions(ctx context.Context, opts SessionsOptions) (SessionsReport, error)
 
 	userHome := filepath.Join(dir, "user")
 	path := filepath.Join(userHome, ".claude", "projects", "-home-dev-src-fetchkit", corpus.ClaudeSessionID+".jsonl")
-	r := SessionsReport{Hooks: opts.Hooks}
+	r := SessionsReport{Hooks: opts.Hooks, Extraction: extraction}
 	if r.Bytes, err = writeTranscript(path, int64(opts.MB)*1e6); err != nil {
 		return SessionsReport{}, err
 	}
@@ -151,6 +173,20 @@ func Sessions(ctx context.Context, opts SessionsOptions) (SessionsReport, error)
 	r.Hook = hook.Summary()
 	log.Info("hooks", "runs", opts.Hooks, "latency", r.Hook.String())
 	return r, nil
+}
+
+// measureCorpus reads the labelled corpus in dir, if any, and measures
+// the extraction on it.
+func measureCorpus(dir string) (*labelled.Report, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	sessions, err := labelled.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	r := labelled.Measure(sessions)
+	return &r, nil
 }
 
 func writeTranscript(path string, size int64) (int64, error) {
