@@ -238,7 +238,19 @@ func fitBudget(res *api.SearchResult, budget int, needles []string) {
 		if res.Tokens <= budget || len(res.Results) == 0 {
 			return
 		}
-		res.Results = res.Results[:len(res.Results)-1]
+		// The whole counts a few tokens more than its parts did (the
+		// tokenizer merges across their seams): a longer form gives way
+		// first, the last result only when none is left.
+		i := len(kept) - 1
+		for i >= 0 && kept[i].at == 0 {
+			i--
+		}
+		if i < 0 {
+			res.Results, kept = res.Results[:len(res.Results)-1], kept[:len(kept)-1]
+			continue
+		}
+		kept[i].at--
+		res.Results[i] = kept[i].forms[kept[i].at]
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/internal/tokens"
 	"github.com/memmesh/memmesh/model"
@@ -363,4 +364,39 @@ func labelsOf(hits []api.SearchHit) [][]string {
 		out[i] = h.Labels
 	}
 	return out
+}
+
+// TestFitBudgetKeepsEveryResultThatFits: whatever the budget, the
+// results fitBudget keeps are as many as fit in their shortest forms: a
+// result is dropped only when the shorter forms of those before it leave
+// no room, never for a longer form kept above it.
+func TestFitBudgetKeepsEveryResultThatFits(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("Each deploy drains the old pool first, then shifts traffic in steps of ten percent. ", 30)
+	var hits []api.SearchHit
+	for i := range 6 {
+		m := api.Memory{Memory: model.Memory{ID: fmt.Sprintf("m%d", i), Namespace: "ops", Kind: "note", Content: fmt.Sprintf("Rollout %d: %s", i, long)}}
+		hits = append(hits, api.SearchHit{Memory: m, Score: float64(10 - i)})
+	}
+	needles := []string{"deploy", "pool"}
+	shortest := func(n int) int { // tokens of the first n hits, each in its shortest form
+		res := api.SearchResult{Results: []api.SearchHit{}}
+		for _, h := range hits[:n] {
+			cut := h
+			excerpt(&cut, needles, budgetExcerpts[0])
+			res.Results = append(res.Results, cut)
+		}
+		res.Tokens = 99999
+		return countJSON(res)
+	}
+	for budget := api.MinSearchBudget; budget <= 3000; budget += 7 {
+		res := api.SearchResult{Results: slices.Clone(hits)}
+		fitBudget(&res, budget, needles)
+		if res.Tokens > budget {
+			t.Fatalf("budget %d: %d tokens", budget, res.Tokens)
+		}
+		if k := len(res.Results); k < len(hits) && shortest(k+1) <= budget-10 {
+			t.Fatalf("budget %d: %d results kept, though %d fit in their shortest forms (%d tokens)", budget, k, k+1, shortest(k+1))
+		}
+	}
 }
