@@ -10,6 +10,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/wordsim"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/storage"
 )
@@ -46,7 +47,7 @@ func (n *Node) CompactCandidates(ctx context.Context, req api.CompactRequest) (a
 	words := make([]map[string]struct{}, len(stale))
 	for i := range stale {
 		index[stale[i].Memory.ID] = i
-		words[i] = wordSet(stale[i].Memory.Content)
+		words[i] = wordsim.Words(stale[i].Memory.Content)
 	}
 	parent := make([]int, len(stale))
 	for i := range parent {
@@ -76,7 +77,7 @@ func (n *Node) CompactCandidates(ctx context.Context, req api.CompactRequest) (a
 			}
 		}
 		for j := i + 1; j < len(stale); j++ {
-			if root(i) != root(j) && jaccard(words[i], words[j]) >= clusterSimilar {
+			if root(i) != root(j) && wordsim.Jaccard(words[i], words[j]) >= clusterSimilar {
 				join(i, j)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/memmesh/memmesh/internal/aging"
 	"github.com/memmesh/memmesh/internal/secrets"
 	"github.com/memmesh/memmesh/internal/touches"
+	"github.com/memmesh/memmesh/internal/wordsim"
 	"github.com/memmesh/memmesh/model"
 	"github.com/memmesh/memmesh/rules"
 	"github.com/memmesh/memmesh/search"
@@ -34,7 +35,7 @@ func (n *Node) Remember(ctx context.Context, req api.RememberRequest) (api.Remem
 	if err := ctx.Err(); err != nil {
 		return api.RememberResult{}, err
 	}
-	words := wordSet(m.Content)
+	words := wordsim.Words(m.Content)
 	hash := contentHash(m.Namespace, m.Content)
 
 	similar, err := n.findSimilar(m.Namespace, words)
@@ -213,7 +214,7 @@ func live(m *model.Memory, now time.Time) bool {
 // and compared.
 func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]api.Similar, error) {
 	bands := map[string]int{}
-	for _, key := range lshKeys(words) {
+	for _, key := range wordsim.BandKeys(words) {
 		read := 0
 		err := n.store.Scan(storage.KindMemory, storage.Term{Field: "lsh", Value: key + "@" + ns}, func(id string) error {
 			if read++; read > bandScanLimit {
@@ -245,7 +246,7 @@ func (n *Node) findSimilar(ns string, words map[string]struct{}) ([]api.Similar,
 		if !live(&m, n.now()) {
 			continue
 		}
-		if s := jaccard(words, wordSet(m.Content)); s >= similarThreshold {
+		if s := wordsim.Jaccard(words, wordsim.Words(m.Content)); s >= similarThreshold {
 			out = append(out, api.Similar{ID: DisplayID(id), ShortID: n.shortID(id), Title: m.Title, Similarity: roundTo(s, 3)})
 		}
 	}
@@ -282,7 +283,7 @@ func memoryRecord(m *model.Memory, words map[string]struct{}) (storage.Record, e
 		return storage.Record{}, fmt.Errorf("encode memory: %w", err)
 	}
 	if words == nil {
-		words = wordSet(m.Content)
+		words = wordsim.Words(m.Content)
 	}
 	terms := []storage.Term{
 		{Field: "ns", Value: m.Namespace},
@@ -304,7 +305,7 @@ func memoryRecord(m *model.Memory, words map[string]struct{}) (storage.Record, e
 		terms = append(terms, t)
 	}
 	if m.Status != model.StatusDeleted {
-		for _, k := range lshKeys(words) {
+		for _, k := range wordsim.BandKeys(words) {
 			terms = append(terms, storage.Term{Field: "lsh", Value: k + "@" + m.Namespace})
 		}
 	}

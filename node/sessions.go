@@ -6,6 +6,7 @@ import (
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
+	"github.com/memmesh/memmesh/internal/wordsim"
 	"github.com/memmesh/memmesh/sessions"
 	"github.com/memmesh/memmesh/transcript"
 )
@@ -83,7 +84,7 @@ func (h sessionsHost) Repeat(req api.RememberRequest, similarity float64) (strin
 	if dup, err := h.findDuplicate(m.Namespace, contentHash(m.Namespace, m.Content)); err != nil || dup != "" {
 		return dup, err
 	}
-	similar, err := h.findSimilar(m.Namespace, wordSet(m.Content))
+	similar, err := h.findSimilar(m.Namespace, wordsim.Words(m.Content))
 	if err != nil {
 		return "", err
 	}

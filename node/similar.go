@@ -2,14 +2,11 @@ package node
 
 import (
 	"cmp"
-	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/memmesh/memmesh/api"
 	"github.com/memmesh/memmesh/crdt"
@@ -17,89 +14,15 @@ import (
 	"github.com/memmesh/memmesh/storage"
 )
 
-// Near-duplicate detection uses MinHash signatures over the words of a
-// memory, banded for locality-sensitive hashing (LSH): each band becomes a
-// storage index term, so finding candidates is a handful of key lookups, not
-// a search. Candidates are then confirmed by their exact word-set Jaccard
-// similarity. With 12 bands of 3 rows a pair at similarity 0.6 is found
-// with probability 0.95, one at 0.3 with 0.28 (and then rejected).
+// Near duplicates by words (internal/wordsim): a memory is reported as
+// similar at a Jaccard similarity of similarThreshold, and linked to at
+// autoLinkThreshold.
 const (
-	lshBands          = 12
-	lshRows           = 3
 	similarThreshold  = 0.6 // Jaccard similarity at which a memory is reported as similar
 	autoLinkThreshold = 0.8 // at which a new memory is linked to it (related_to, origin auto-link)
 	bandScanLimit     = 16  // ids read per band key
 	maxVerified       = 3   // candidates whose records are read, those sharing most bands
 )
-
-// similarity tokens: lower-case words of letters and digits.
-func wordSet(text string) map[string]struct{} {
-	set := make(map[string]struct{})
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}) {
-		if len(w) > 1 {
-			set[w] = struct{}{}
-		}
-	}
-	return set
-}
-
-// jaccard is |a ∩ b| / |a ∪ b|.
-func jaccard(a, b map[string]struct{}) float64 {
-	if len(a) == 0 && len(b) == 0 {
-		return 1
-	}
-	inter := 0
-	for w := range a {
-		if _, ok := b[w]; ok {
-			inter++
-		}
-	}
-	return float64(inter) / float64(len(a)+len(b)-inter)
-}
-
-// lshKeys returns the band keys of a word set's MinHash signature; empty for
-// an empty set.
-func lshKeys(words map[string]struct{}) []string {
-	if len(words) == 0 {
-		return nil
-	}
-	var sig [lshBands * lshRows]uint64
-	for i := range sig {
-		sig[i] = ^uint64(0)
-	}
-	for w := range words {
-		h := fnv.New64a()
-		h.Write([]byte(w))
-		base := h.Sum64()
-		for i := range sig {
-			// Independent hash functions from one: multiply-xorshift mixing
-			// of the word hash with a per-function seed.
-			x := base ^ (uint64(i+1) * 0x9e3779b97f4a7c15)
-			x ^= x >> 33
-			x *= 0xff51afd7ed558ccd
-			x ^= x >> 33
-			if x < sig[i] {
-				sig[i] = x
-			}
-		}
-	}
-	keys := make([]string, lshBands)
-	for b := range keys {
-		h := fnv.New64a()
-		var buf [8]byte
-		for r := range lshRows {
-			v := sig[b*lshRows+r]
-			for j := range buf {
-				buf[j] = byte(v >> (8 * j))
-			}
-			h.Write(buf[:])
-		}
-		keys[b] = string(rune('a'+b)) + hex.EncodeToString(h.Sum(nil))
-	}
-	return keys
-}
 
 func sortSimilar(s []api.Similar) {
 	slices.SortFunc(s, func(a, b api.Similar) int {
