@@ -34,7 +34,7 @@ type meaningResults struct {
 func TestSearchByMeaning(t *testing.T) {
 	home := newHome(t)
 	r := mm(t, home, "", "embed", "enable")
-	if r.code == 0 || !strings.Contains(r.stderr, "--from DIR") {
+	if r.code != 2 || !strings.Contains(r.stderr, "--from is required") {
 		t.Fatalf("embed enable without --from: exit %d, stderr %q: want a usage error naming --from", r.code, r.stderr)
 	}
 	out := ok(t, home, "embed", "enable", "--from", m2vtest.TopicModel(t, "topics"), "--format", "human")
