@@ -84,12 +84,22 @@ func TestConnectionsCappedPerDevice(t *testing.T) {
 	ctx := ctxT(t)
 	addr := b.Addr().String()
 	var conns []*quic.Conn
-	for range maxConnsPerDevice + 1 {
+	for i := range maxConnsPerDevice + 1 {
 		pc, err := listen(t, cfg).connect(ctx, addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, pc.conn)
+		if i < maxConnsPerDevice {
+			// b registers a connection once its handshake ends there,
+			// after the dialer's: the next dial waits for it, so that b
+			// sees them in the order they were made.
+			waitFor(t, func() bool {
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return len(b.conns) == i+1
+			})
+		}
 	}
 	select {
 	case <-conns[0].Context().Done():
