@@ -202,8 +202,11 @@ func TestFailedPushRetried(t *testing.T) {
 	var failures atomic.Int32
 	failures.Store(3)
 	m.send = func(_ context.Context, _, _ string, batch []transport.Entry) error {
+		// The outcome is drawn before the test hears of the send, so that
+		// what the test sets after it hears applies to the next send.
+		fail := failures.Add(-1) >= 0
 		sent <- batch[0].ID
-		if failures.Add(-1) >= 0 {
+		if fail {
 			return errors.New("network is unreachable")
 		}
 		return nil
