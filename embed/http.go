@@ -258,7 +258,7 @@ func (e *httpEmbedder) backoff(ctx, call context.Context, attempt int, err error
 		return e.unavailable(attempt, fmt.Errorf("%w (the next attempt, in %v, would be past the call's timeout)", t.err, wait))
 	}
 	e.log.Debug("embed: retrying", "attempt", attempt, "wait", wait, "err", t.err)
-	if e.sleep(call, wait) != nil {
+	if clock.Sleep(call, e.clock, wait) != nil {
 		if ctx.Err() != nil {
 			return e.ended(ctx)
 		}
@@ -274,18 +274,6 @@ func (e *httpEmbedder) ended(ctx context.Context) error {
 
 func (e *httpEmbedder) unavailable(attempts int, last error) error {
 	return fmt.Errorf("%w: %s at %s (attempts: %d): %w", ErrUnavailable, e.wire.provider, e.shown, attempts, last)
-}
-
-// sleep waits d on the clock, or until ctx ends.
-func (e *httpEmbedder) sleep(ctx context.Context, d time.Duration) error {
-	t := e.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // transient is a failure worth another attempt: a network error, a 5xx

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memmesh/memmesh/embed"
+	"github.com/memmesh/memmesh/internal/clock"
 	"github.com/memmesh/memmesh/vector"
 )
 
@@ -34,7 +35,7 @@ func (ix *Index) Run(ctx context.Context) {
 				return
 			}
 			ix.failed(err, false)
-			if !ix.sleep(ctx, backoff) {
+			if clock.Sleep(ctx, ix.clk, backoff) != nil {
 				return
 			}
 			backoff = min(2*backoff, maxBackoff)
@@ -49,17 +50,6 @@ func (ix *Index) Run(ctx context.Context) {
 			return
 		case <-ix.wake:
 		}
-	}
-}
-
-func (ix *Index) sleep(ctx context.Context, d time.Duration) bool {
-	t := ix.clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.Chan():
-		return true
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"context"
 )
 
 type (
@@ -46,3 +48,15 @@ type nowClock struct {
 func (c nowClock) Now() time.Time                  { return c.now() }
 func (c nowClock) Since(t time.Time) time.Duration { return c.now().Sub(t) }
 func (c nowClock) Until(t time.Time) time.Duration { return t.Sub(c.now()) }
+
+// Sleep waits d on c, or until ctx ends: then it returns ctx's error.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
